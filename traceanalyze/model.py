@@ -1,0 +1,273 @@
+"""The `Trace`: typed polars tables of one or more ranks, all times int64 nanoseconds.
+
+Every table carries a `rank` column so that a folder of per-rank traces is one `Trace`; analyses
+work on one rank at a time (`Trace.split_by_rank`). Column schemas live here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+GPU_KINDS = ("kernel", "memcpy", "memset", "communication")
+RUNTIME_KINDS = ("launch", "graph_launch", "memcpy", "memset", "sync", "other")
+CPU_OP_CATEGORIES = ("cpu_op", "user_annotation")
+
+GpuKind = pl.Enum(GPU_KINDS)
+RuntimeKind = pl.Enum(RUNTIME_KINDS)
+CpuOpCategory = pl.Enum(CPU_OP_CATEGORIES)
+
+GPU_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "device": pl.Int32,
+        "stream": pl.Int64,
+        "kind": GpuKind,
+        "name": pl.String,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+        "correlation": pl.Int64,
+        "external_id": pl.Int64,
+        "grid": pl.List(pl.Int64),
+        "block": pl.List(pl.Int64),
+        "registers_per_thread": pl.Int32,
+        "shared_memory_bytes": pl.Int64,
+        "blocks_per_sm": pl.Float64,
+        "warps_per_sm": pl.Float64,
+        "occupancy_pct": pl.Float64,
+        "bytes": pl.Int64,
+        "graph_id": pl.Int64,
+        "graph_node_id": pl.Int64,
+        "collective": pl.String,
+    }
+)
+
+RUNTIME_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "pid": pl.Int64,
+        "tid": pl.Int64,
+        "name": pl.String,
+        "kind": RuntimeKind,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+        "correlation": pl.Int64,
+        "external_id": pl.Int64,
+        "blocking": pl.Boolean,
+    }
+)
+
+CPU_OPS_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "op_id": pl.Int64,
+        "pid": pl.Int64,
+        "tid": pl.Int64,
+        "category": CpuOpCategory,
+        "name": pl.String,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+        "external_id": pl.Int64,
+        "sequence_number": pl.Int64,
+        "fwd_thread_id": pl.Int64,
+        "depth": pl.Int32,
+        "parent_id": pl.Int64,
+        "input_dims": pl.List(pl.List(pl.Int64)),
+        "input_types": pl.List(pl.String),
+        "input_strides": pl.List(pl.List(pl.Int64)),
+        "concrete_inputs": pl.List(pl.String),
+        "flops": pl.Float64,
+    }
+)
+
+STEPS_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "step": pl.Int64,
+        "name": pl.String,
+        "pid": pl.Int64,
+        "tid": pl.Int64,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+    }
+)
+
+FLOWS_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "id": pl.Int64,
+        "phase": pl.String,
+        "category": pl.String,
+        "pid": pl.Int64,
+        "tid": pl.Int64,
+        "ts_ns": pl.Int64,
+    }
+)
+
+SYNC_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "device": pl.Int32,
+        "stream": pl.Int64,
+        "name": pl.String,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+        "correlation": pl.Int64,
+    }
+)
+
+PYTHON_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "pid": pl.Int64,
+        "tid": pl.Int64,
+        "name": pl.String,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+    }
+)
+
+DEVICES_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "device": pl.Int32,
+        "name": pl.String,
+        "total_memory_bytes": pl.Int64,
+        "num_sms": pl.Int32,
+        "compute_major": pl.Int32,
+        "compute_minor": pl.Int32,
+        "max_threads_per_block": pl.Int32,
+        "max_shared_memory_per_block": pl.Int64,
+        "regs_per_block": pl.Int64,
+        "warp_size": pl.Int32,
+    }
+)
+
+SKIPPED_SCHEMA = pl.Schema({"rank": pl.Int32, "reason": pl.String, "count": pl.Int64})
+
+HEALTH_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "finding": pl.String,
+        "count": pl.Int64,
+        "affects": pl.String,
+        "detail": pl.String,
+    }
+)
+
+
+@dataclass(frozen=True)
+class RankMeta:
+    """What a trace file says about itself, besides its events."""
+
+    rank: int
+    source: Path
+    rank_source: str  # "distributedInfo", "file name" or "file order"
+    world_size: int | None = None
+    backend: str | None = None
+    schema_version: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    hip_runtime_version: Any = None
+    cupti_version: Any = None
+    trace_name: str | None = None
+    record_shapes: Any = None
+    with_stack: Any = None
+    profile_memory: Any = None
+    has_device_properties: bool = False
+    event_count: int = 0
+    distributed_info: dict[str, Any] = field(default_factory=dict)
+
+
+def empty(schema: pl.Schema) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A loaded trace. Tables are polars DataFrames with the schemas above; times in int64 ns.
+
+    Examples
+    --------
+    >>> import traceanalyze
+    >>> trace = traceanalyze.load_trace("fixtures/synthetic_training.json.gz")  # doctest: +SKIP
+    >>> trace.gpu.select("name", "duration_ns").head()  # doctest: +SKIP
+    """
+
+    gpu: pl.DataFrame
+    runtime: pl.DataFrame
+    cpu_ops: pl.DataFrame
+    steps: pl.DataFrame
+    flows: pl.DataFrame
+    sync: pl.DataFrame
+    devices: pl.DataFrame
+    skipped: pl.DataFrame
+    meta: tuple[RankMeta, ...]
+    python: pl.DataFrame | None = None
+
+    @property
+    def ranks(self) -> list[int]:
+        return [m.rank for m in self.meta]
+
+    @property
+    def source(self) -> Path:
+        """The file (one rank) or the common folder (several ranks) this trace came from."""
+        if len(self.meta) == 1:
+            return self.meta[0].source
+        return self.meta[0].source.parent
+
+    def for_rank(self, rank: int) -> Trace:
+        """The same trace restricted to one rank."""
+        keep = pl.col("rank") == rank
+        return replace(
+            self,
+            gpu=self.gpu.filter(keep),
+            runtime=self.runtime.filter(keep),
+            cpu_ops=self.cpu_ops.filter(keep),
+            steps=self.steps.filter(keep),
+            flows=self.flows.filter(keep),
+            sync=self.sync.filter(keep),
+            devices=self.devices.filter(keep),
+            skipped=self.skipped.filter(keep),
+            meta=tuple(m for m in self.meta if m.rank == rank),
+            python=None if self.python is None else self.python.filter(keep),
+        )
+
+    def split_by_rank(self) -> list[Trace]:
+        return [self.for_rank(r) for r in self.ranks]
+
+    def health(self) -> pl.DataFrame:
+        """Findings that make some numbers unreliable; see `traceanalyze.health`."""
+        from traceanalyze.health import trace_health
+
+        return trace_health(self)
+
+
+def concat_traces(traces: list[Trace]) -> Trace:
+    """One `Trace` from several single-rank traces (ranks must differ)."""
+
+    def cat(frames: list[pl.DataFrame]) -> pl.DataFrame:
+        return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+
+    pythons = [t.python for t in traces if t.python is not None]
+    return Trace(
+        gpu=cat([t.gpu for t in traces]),
+        runtime=cat([t.runtime for t in traces]),
+        cpu_ops=cat([t.cpu_ops for t in traces]),
+        steps=cat([t.steps for t in traces]),
+        flows=cat([t.flows for t in traces]),
+        sync=cat([t.sync for t in traces]),
+        devices=cat([t.devices for t in traces]),
+        skipped=cat([t.skipped for t in traces]),
+        meta=tuple(m for t in traces for m in t.meta),
+        python=cat(pythons) if pythons else None,
+    )

@@ -20,6 +20,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Why is my GPU not going brrrr? Overhead, bandwidth or compute, read from a PyTorch trace."""
+
+
 def fail(error: TraceAnalyzeError) -> None:
     typer.echo(f"traceanalyze: error: {error}", err=True)
     raise typer.Exit(error.exit_code)

@@ -78,7 +78,8 @@ CPU_OPS_SCHEMA = pl.Schema(
         "fwd_thread_id": pl.Int64,
         "depth": pl.Int32,
         "parent_id": pl.Int64,
-        "input_dims": pl.List(pl.List(pl.Int64)),
+        "input_dims": pl.List(pl.List(pl.Int64)),  # one shape per input; [] for non-tensors
+        "input_tensor_lists": pl.List(pl.List(pl.List(pl.Int64))),  # shapes of TensorList inputs
         "input_types": pl.List(pl.String),
         "input_strides": pl.List(pl.List(pl.Int64)),
         "concrete_inputs": pl.List(pl.String),

@@ -1,0 +1,8 @@
+"""traceanalyze: why is my GPU not going brrrr? Overhead, bandwidth or compute, from a PyTorch
+(Kineto) trace. The public API returns polars DataFrames."""
+
+from traceanalyze.errors import TraceAnalyzeError, TraceFormatError
+from traceanalyze.load import load_trace
+from traceanalyze.model import Trace
+
+__all__ = ["load_trace", "Trace", "TraceAnalyzeError", "TraceFormatError"]

@@ -1,0 +1,76 @@
+"""Trace health: findings that make some of the numbers unreliable, each with a count and what it
+affects. A pure function of the `Trace`; the loader already counted the events it had to skip."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceanalyze.model import HEALTH_SCHEMA, Trace
+
+ONE_DAY_NS = 86_400 * 10**9
+
+LAUNCH_KINDS = ("launch", "graph_launch", "memcpy", "memset")
+
+
+def linked_gpu(trace: Trace) -> pl.DataFrame:
+    """GPU ops joined to the runtime call that launched them (by rank and correlation).
+    Columns of `gpu` plus `launch_name`, `launch_kind`, `launch_start_ns`, `launch_end_ns`,
+    `launch_pid`, `launch_tid`, `launch_external_id`; launch columns are null for orphans."""
+    launches = (
+        trace.runtime.filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
+        .select(
+            "rank",
+            "correlation",
+            pl.col("name").alias("launch_name"),
+            pl.col("kind").alias("launch_kind"),
+            pl.col("start_ns").alias("launch_start_ns"),
+            pl.col("end_ns").alias("launch_end_ns"),
+            pl.col("pid").alias("launch_pid"),
+            pl.col("tid").alias("launch_tid"),
+            pl.col("external_id").alias("launch_external_id"),
+        )
+        .unique(subset=["rank", "correlation"], keep="first")
+    )
+    return trace.gpu.join(launches, on=["rank", "correlation"], how="left")
+
+
+def trace_health(trace: Trace) -> pl.DataFrame:
+    rows: list[dict] = []
+
+    def add(rank: int, finding: str, count: int, affects: str, detail: str) -> None:
+        if count:
+            rows.append({"rank": rank, "finding": finding, "count": count, "affects": affects, "detail": detail})
+
+    linked = linked_gpu(trace)
+    for meta in trace.meta:
+        rank = meta.rank
+        gpu = linked.filter(pl.col("rank") == rank)
+        runtime = trace.runtime.filter(pl.col("rank") == rank)
+        orphans = gpu.filter(pl.col("launch_start_ns").is_null()).height
+        add(rank, "orphan_gpu_ops", orphans, "launch latency; kernel → op attribution",
+            "GPU ops whose correlation id matches no runtime launch call")
+        launched = set(gpu["correlation"].drop_nulls().to_list())
+        unlaunched = runtime.filter(
+            pl.col("kind").is_in(["launch", "graph_launch"])
+            & ~pl.col("correlation").is_in(list(launched))
+        ).height
+        add(rank, "launches_without_gpu_work", unlaunched, "idle time and GPU busy time (GPU activity may be missing)",
+            "kernel launch calls with no GPU op of the same correlation id")
+        skewed = gpu.filter(pl.col("start_ns") < pl.col("launch_start_ns")).height
+        add(rank, "clock_skew", skewed, "launch latency (these ops are left out of its statistics)",
+            "GPU ops that start before their launch call began (CPU/GPU clock skew)")
+        graphs = runtime.filter(pl.col("kind") == "graph_launch").height
+        add(rank, "cuda_graph_launches", graphs, "launch latency (measured to the graph's first kernel); kernel → op attribution",
+            "cudaGraphLaunch/hipGraphLaunch calls: one launch replays many kernels")
+        steps = trace.steps.filter(pl.col("rank") == rank).height
+        if steps == 0:
+            add(rank, "no_profiler_steps", 1, "per-step breakdown and step time", "no ProfilerStep#N spans in the trace")
+        if gpu.is_empty():
+            add(rank, "no_gpu_events", 1, "every GPU metric (a CPU-side report only)",
+                "no kernel, memcpy or memset events")
+        if not meta.has_device_properties:
+            add(rank, "no_device_properties", 1, "roofline (device peaks are unknown unless supplied)",
+                "the trace has no deviceProperties")
+        for reason, count in trace.skipped.filter(pl.col("rank") == rank).select("reason", "count").iter_rows():
+            add(rank, "malformed_events_skipped", count, "nothing computed from them", reason)
+    return pl.DataFrame(rows, schema=HEALTH_SCHEMA) if rows else pl.DataFrame(schema=HEALTH_SCHEMA)

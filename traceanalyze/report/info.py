@@ -1,0 +1,85 @@
+"""`traceanalyze info`: one screen about what a trace holds."""
+
+from __future__ import annotations
+
+import polars as pl
+from tabulate import tabulate
+
+from traceanalyze.model import Trace
+from traceanalyze.report.units import format_duration_ns
+
+
+def trace_span_ns(trace: Trace) -> tuple[int | None, int | None]:
+    """First start and last end over GPU ops, runtime calls and CPU ops."""
+    starts = [f["start_ns"].min() for f in (trace.gpu, trace.runtime, trace.cpu_ops) if f.height]
+    ends = [f["end_ns"].max() for f in (trace.gpu, trace.runtime, trace.cpu_ops) if f.height]
+    return (min(starts), max(ends)) if starts else (None, None)
+
+
+def used_devices(trace: Trace) -> pl.DataFrame:
+    """Devices with GPU work, named from deviceProperties where the trace has them."""
+    active = trace.gpu.group_by("rank", "device").agg(
+        pl.len().alias("gpu_ops"), pl.col("stream").n_unique().alias("streams")
+    )
+    return active.join(trace.devices.select("rank", "device", "name", "num_sms", "total_memory_bytes"),
+                       on=["rank", "device"], how="left").sort("rank", "device")
+
+
+def render_info(trace: Trace) -> str:
+    lines: list[str] = []
+    for single in trace.split_by_rank():
+        meta = single.meta[0]
+        world = f" of {meta.world_size}" if meta.world_size else ""
+        lines.append(f"{meta.source}")
+        lines.append(f"  rank {meta.rank}{world} (from {meta.rank_source})"
+                     + (f", backend {meta.backend}" if meta.backend else "")
+                     + f", schema version {meta.schema_version if meta.schema_version is not None else 'not recorded'}")
+        versions = [f"{label} {value}" for label, value in (("CUDA runtime", meta.cuda_runtime_version),
+                    ("CUDA driver", meta.cuda_driver_version), ("HIP runtime", meta.hip_runtime_version),
+                    ("CUPTI", meta.cupti_version)) if value is not None]
+        if versions:
+            lines.append("  " + ", ".join(versions))
+        start, end = trace_span_ns(single)
+        if start is not None:
+            lines.append(f"  time span: {format_duration_ns(end - start)}")
+        devices = used_devices(single)
+        if devices.height:
+            for row in devices.iter_rows(named=True):
+                name = row["name"] or "unnamed device"
+                lines.append(f"  device {row['device']}: {name} — {row['gpu_ops']} GPU ops on {row['streams']} stream(s)")
+        elif single.devices.height:
+            lines.append(f"  devices listed: {', '.join(sorted(set(single.devices['name'].drop_nulls())))} (no GPU work recorded)")
+        else:
+            lines.append("  no GPU devices")
+        counts = [
+            ("kernels", single.gpu.filter(pl.col("kind") == "kernel").height),
+            ("communication kernels", single.gpu.filter(pl.col("kind") == "communication").height),
+            ("memcpy", single.gpu.filter(pl.col("kind") == "memcpy").height),
+            ("memset", single.gpu.filter(pl.col("kind") == "memset").height),
+            ("runtime calls", single.runtime.height),
+            ("  of which kernel launches", single.runtime.filter(pl.col("kind") == "launch").height),
+            ("  of which graph launches", single.runtime.filter(pl.col("kind") == "graph_launch").height),
+            ("  of which synchronisations", single.runtime.filter(pl.col("kind") == "sync").height),
+            ("CPU ops", single.cpu_ops.filter(pl.col("category") == "cpu_op").height),
+            ("annotations", single.cpu_ops.filter(pl.col("category") == "user_annotation").height),
+            ("flow events", single.flows.height),
+            ("GPU sync markers", single.sync.height),
+        ]
+        lines.append(tabulate(counts, headers=["events", "count"], tablefmt="simple", colalign=("left", "right")))
+        steps = single.steps
+        if steps.height:
+            durations = steps["duration_ns"]
+            lines.append(f"  steps: {steps.height} (ProfilerStep#{steps['step'].min()}–#{steps['step'].max()}), "
+                         f"median {format_duration_ns(int(durations.median()))}")
+        else:
+            lines.append("  steps: none (no ProfilerStep#N spans)")
+        health = single.health()
+        if health.height:
+            lines.append("  health:")
+            lines.append(tabulate(
+                [(r["finding"], r["count"], r["affects"]) for r in health.iter_rows(named=True)],
+                headers=["finding", "count", "makes unreliable"], tablefmt="simple"))
+        else:
+            lines.append("  health: no findings")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,21 @@
+"""Unit conversion for rendering only: tables stay in ns, bytes and FLOPs."""
+
+from __future__ import annotations
+
+
+def ns_to_us(value_ns: float | int | None) -> float | None:
+    return None if value_ns is None else value_ns / 1000.0
+
+
+def format_duration_ns(value_ns: float | int | None) -> str:
+    if value_ns is None:
+        return "–"
+    value = float(value_ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}" if abs(value) < 100 * scale else f"{value / scale:,.0f} {unit}"
+    return f"{value:.0f} ns"
+
+
+def format_percent(fraction: float | None) -> str:
+    return "–" if fraction is None else f"{100 * fraction:.1f}%"

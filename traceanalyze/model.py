@@ -260,10 +260,15 @@ def concat_traces(traces: list[Trace]) -> Trace:
         return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
 
     pythons = [t.python for t in traces if t.python is not None]
+    cpu_ops: list[pl.DataFrame] = []
+    offset = 0
+    for t in traces:  # op ids stay unique across ranks
+        cpu_ops.append(t.cpu_ops.with_columns(pl.col("op_id") + offset, pl.col("parent_id") + offset))
+        offset += t.cpu_ops.height
     return Trace(
         gpu=cat([t.gpu for t in traces]),
         runtime=cat([t.runtime for t in traces]),
-        cpu_ops=cat([t.cpu_ops for t in traces]),
+        cpu_ops=cat(cpu_ops),
         steps=cat([t.steps for t in traces]),
         flows=cat([t.flows for t in traces]),
         sync=cat([t.sync for t in traces]),

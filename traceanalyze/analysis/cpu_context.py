@@ -1,0 +1,90 @@
+"""What the CPU was doing at given instants: the deepest CPU op or annotation enclosing a time on a
+thread, found with an as-of join and a walk up the parent chain (vectorised per nesting level)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceanalyze.model import Trace
+
+
+def enclosing_op(
+    points: pl.DataFrame,
+    cpu_ops: pl.DataFrame,
+    *,
+    category: str | None = None,
+    exclude_name_pattern: str | None = None,
+) -> pl.DataFrame:
+    """For each row of `points` (`point_id, rank, pid, tid, time_ns`), the deepest op of `cpu_ops`
+    on the same rank and thread with `start_ns <= time_ns < end_ns` (and of `category`, and whose
+    name does not match `exclude_name_pattern`, when given) → `point_id, op_id` (null if none).
+    """
+    ops = cpu_ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
+    matches = ops.with_columns(ok=_accepts(category, exclude_name_pattern)).select("op_id", "end_ns", "parent_id", "ok")
+    located = (
+        points.select("point_id", "rank", "pid", "tid", "time_ns")
+        .drop_nulls(["pid", "tid", "time_ns"])
+        .sort("time_ns")
+        .join_asof(
+            ops.select("rank", "pid", "tid", "start_ns", "op_id").sort("start_ns"),
+            left_on="time_ns",
+            right_on="start_ns",
+            by=["rank", "pid", "tid"],
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .select("point_id", "time_ns", pl.col("op_id").alias("candidate"))
+    )
+    resolved: list[pl.DataFrame] = []
+    pending = located.drop_nulls("candidate")
+    while pending.height:
+        checked = pending.join(matches, left_on="candidate", right_on="op_id", how="left")
+        found = checked.filter(pl.col("ok") & (pl.col("end_ns") > pl.col("time_ns")))
+        resolved.append(found.select("point_id", pl.col("candidate").alias("op_id")))
+        pending = (
+            checked.filter(~(pl.col("ok") & (pl.col("end_ns") > pl.col("time_ns"))))
+            .select("point_id", "time_ns", pl.col("parent_id").alias("candidate"))
+            .drop_nulls("candidate")
+        )
+    found_all = pl.concat(resolved) if resolved else pl.DataFrame(schema={"point_id": pl.Int64, "op_id": pl.Int64})
+    return points.select("point_id").join(found_all, on="point_id", how="left")
+
+
+def _accepts(category: str | None, exclude_name_pattern: str | None) -> pl.Expr:
+    condition = pl.lit(True)
+    if category is not None:
+        condition = condition & (pl.col("category") == category)
+    if exclude_name_pattern is not None:
+        condition = condition & ~pl.col("name").str.contains(exclude_name_pattern)
+    return condition
+
+
+def step_at(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """The ProfilerStep number whose CPU span holds each point's time (any thread) →
+    `point_id, step`."""
+    steps = trace.steps.select("rank", "step", "start_ns", "end_ns").sort("start_ns")
+    return (
+        points.select("point_id", "rank", "time_ns")
+        .drop_nulls("time_ns")
+        .sort("time_ns")
+        .join_asof(steps, left_on="time_ns", right_on="start_ns", by="rank", strategy="backward", check_sortedness=False)
+        .select("point_id", pl.when(pl.col("end_ns") > pl.col("time_ns")).then(pl.col("step")).alias("step"))
+        .pipe(lambda found: points.select("point_id").join(found, on="point_id", how="left"))
+    )
+
+
+def cpu_context(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """For each point (`point_id, rank, pid, tid, time_ns`): the deepest `cpu_op` running on that
+    thread, the innermost user annotation other than a ProfilerStep, and the step →
+    `point_id, cpu_op, cpu_op_id, annotation, step`."""
+    names = trace.cpu_ops.select("op_id", "name")
+    op = enclosing_op(points, trace.cpu_ops, category="cpu_op").join(names, on="op_id", how="left")
+    annotation = enclosing_op(
+        points, trace.cpu_ops, category="user_annotation", exclude_name_pattern=r"^ProfilerStep#"
+    ).join(names, on="op_id", how="left")
+    return (
+        points.select("point_id")
+        .join(op.select("point_id", pl.col("name").alias("cpu_op"), pl.col("op_id").alias("cpu_op_id")), on="point_id", how="left")
+        .join(annotation.select("point_id", pl.col("name").alias("annotation")), on="point_id", how="left")
+        .join(step_at(points, trace), on="point_id", how="left")
+    )

@@ -1,0 +1,297 @@
+"""GPU activity, idle time and idle gaps with their causes (the overhead regime).
+
+Definitions (docs/metrics.md): activity is the union of the intervals of kernels, memcpy and
+memset on all streams of a device; the window is [first activity start, last activity end] on
+that device (or the ProfilerStep span); idle = window − |activity ∩ window|.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import polars as pl
+
+from traceanalyze.analysis.cpu_context import cpu_context
+from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, union_intervals
+from traceanalyze.errors import ConfigError
+from traceanalyze.health import linked_gpu
+from traceanalyze.model import Trace
+
+Window = Literal["activity", "steps"]
+GapCause = Literal["host", "sync", "launch", "other"]
+GAP_CAUSES: tuple[GapCause, ...] = ("host", "sync", "launch", "other")
+GapCauseType = pl.Enum(GAP_CAUSES)
+
+DEVICE = ["rank", "device"]
+
+
+def gpu_activity(trace: Trace) -> pl.DataFrame:
+    """Merged busy intervals per device → `rank, device, start_ns, end_ns`."""
+    return union_intervals(trace.gpu, DEVICE)
+
+
+def windows(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
+    """The analysis window per device → `rank, device, window_start_ns, window_end_ns`.
+
+    `activity`: from the first GPU op's start to the last GPU op's end on that device.
+    `steps`: from the first ProfilerStep's start to the last one's end on that rank (CPU time).
+    """
+    activity = trace.gpu.group_by(DEVICE).agg(
+        pl.col("start_ns").min().alias("window_start_ns"), pl.col("end_ns").max().alias("window_end_ns")
+    )
+    if window == "activity":
+        return activity.sort(DEVICE)
+    if window == "steps":
+        if trace.steps.is_empty():
+            raise ConfigError(f"{trace.source}: the trace has no ProfilerStep#N spans; use the activity window")
+        spans = trace.steps.group_by("rank").agg(
+            pl.col("start_ns").min().alias("window_start_ns"), pl.col("end_ns").max().alias("window_end_ns")
+        )
+        return activity.select(DEVICE).join(spans, on="rank", how="inner").sort(DEVICE)
+    raise ConfigError(f"unknown window {window!r}: use 'activity' or 'steps'")
+
+
+def idle_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
+    """Per device → `rank, device, window_start_ns, window_end_ns, window_ns, busy_ns, idle_ns,
+    idle_fraction, gpu_ops`."""
+    bounds = windows(trace, window=window)
+    busy = (
+        clip_to_windows(gpu_activity(trace), bounds, DEVICE)
+        .group_by(DEVICE)
+        .agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
+    )
+    ops = trace.gpu.group_by(DEVICE).agg(pl.len().cast(pl.Int64).alias("gpu_ops"))
+    return (
+        bounds.join(busy, on=DEVICE, how="left")
+        .join(ops, on=DEVICE, how="left")
+        .with_columns(
+            (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"),
+            pl.col("busy_ns").fill_null(0),
+        )
+        .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
+        .with_columns(
+            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
+        )
+        .select(*DEVICE, "window_start_ns", "window_end_ns", "window_ns", "busy_ns", "idle_ns", "idle_fraction", "gpu_ops")
+        .sort(DEVICE)
+    )
+
+
+def stream_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
+    """Per stream, within its device's window → `rank, device, stream, gpu_ops, busy_ns,
+    idle_ns, idle_fraction` (a stream is idle whenever it runs nothing, whatever other streams do)."""
+    bounds = windows(trace, window=window)
+    stream_key = [*DEVICE, "stream"]
+    busy = (
+        clip_to_windows(union_intervals(trace.gpu, stream_key), bounds, DEVICE)
+        .group_by(stream_key)
+        .agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
+    )
+    ops = trace.gpu.group_by(stream_key).agg(pl.len().cast(pl.Int64).alias("gpu_ops"))
+    return (
+        ops.join(busy, on=stream_key, how="left")
+        .join(bounds, on=DEVICE, how="inner")
+        .with_columns(pl.col("busy_ns").fill_null(0), (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"))
+        .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
+        .with_columns(
+            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
+        )
+        .select(*stream_key, "gpu_ops", "busy_ns", "idle_ns", "idle_fraction")
+        .sort(stream_key)
+    )
+
+
+def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
+    """Every maximal idle interval of each device's window, longest first, with its cause.
+
+    Columns: `rank, device, start_ns, end_ns, duration_ns, share_of_window, cause, cpu_op,
+    annotation, step, previous_gpu_op, next_gpu_op, next_correlation, next_launch_start_ns,
+    sync_call`. Causes, checked in this order:
+    `sync` a blocking call (synchronize, blocking copy) on the rank was running during the gap;
+    `host` the next GPU work's launch began after the gap began (the CPU was late);
+    `launch` the next launch was issued before the gap began, its work started late;
+    `other` no launch is known for the next GPU work (orphan), or there is no next work.
+    `cpu_op` is the deepest CPU op running at the gap start on the launching thread (on the
+    synchronising thread for `sync` gaps).
+    """
+    bounds = windows(trace, window=window)
+    busy = clip_to_windows(gpu_activity(trace), bounds, DEVICE)
+    gaps = complement_in_windows(busy, bounds, DEVICE)
+    if gaps.is_empty():
+        return _empty_gaps()
+    gaps = gaps.with_columns(
+        (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("gap_id"),
+    ).join(bounds, on=DEVICE, how="left")
+
+    linked = linked_gpu(trace)
+    by_start = linked.select(
+        *DEVICE,
+        pl.col("start_ns").alias("next_start_ns"),
+        pl.col("name").alias("next_gpu_op"),
+        pl.col("correlation").alias("next_correlation"),
+        pl.col("launch_start_ns").alias("next_launch_start_ns"),
+        pl.col("launch_pid"),
+        pl.col("launch_tid"),
+    ).sort("next_start_ns", pl.col("next_launch_start_ns").is_null())
+    by_end = linked.select(*DEVICE, pl.col("end_ns").alias("previous_end_ns"), pl.col("name").alias("previous_gpu_op")).sort("previous_end_ns")
+
+    gaps = (
+        gaps.sort("end_ns")
+        .join_asof(by_start, left_on="end_ns", right_on="next_start_ns", by=DEVICE, strategy="forward", check_sortedness=False)
+        .sort("start_ns")
+        .join_asof(by_end, left_on="start_ns", right_on="previous_end_ns", by=DEVICE, strategy="backward", check_sortedness=False)
+    )
+    gaps = gaps.join(_blocking_calls_during(gaps, trace), on="gap_id", how="left")
+    gaps = gaps.with_columns(
+        pl.when(pl.col("sync_call").is_not_null())
+        .then(pl.lit("sync"))
+        .when(pl.col("next_launch_start_ns").is_null())
+        .then(pl.lit("other"))
+        .when(pl.col("next_launch_start_ns") > pl.col("start_ns"))
+        .then(pl.lit("host"))
+        .otherwise(pl.lit("launch"))
+        .cast(GapCauseType)
+        .alias("cause")
+    )
+    points = gaps.select(
+        pl.col("gap_id").alias("point_id"),
+        "rank",
+        pl.when(pl.col("cause") == "sync").then(pl.col("sync_pid")).otherwise(pl.col("launch_pid")).alias("pid"),
+        pl.when(pl.col("cause") == "sync").then(pl.col("sync_tid")).otherwise(pl.col("launch_tid")).alias("tid"),
+        pl.when(pl.col("cause") == "sync")
+        .then(pl.max_horizontal("start_ns", "sync_start_ns"))
+        .otherwise(pl.col("start_ns"))
+        .alias("time_ns"),
+    )
+    context = cpu_context(points, trace).rename({"point_id": "gap_id"})
+    return (
+        gaps.join(context, on="gap_id", how="left")
+        .with_columns(
+            ((pl.col("duration_ns") / (pl.col("window_end_ns") - pl.col("window_start_ns")))).alias("share_of_window")
+        )
+        .select(_GAP_COLUMNS)
+        .sort("duration_ns", "start_ns", descending=[True, False])
+    )
+
+
+_GAP_COLUMNS = [
+    "rank", "device", "start_ns", "end_ns", "duration_ns", "share_of_window", "cause", "cpu_op",
+    "annotation", "step", "previous_gpu_op", "next_gpu_op", "next_correlation", "next_launch_start_ns",
+    "sync_call",
+]
+
+
+def _empty_gaps() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "rank": pl.Int32, "device": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64,
+            "duration_ns": pl.Int64, "share_of_window": pl.Float64, "cause": GapCauseType,
+            "cpu_op": pl.String, "annotation": pl.String, "step": pl.Int64,
+            "previous_gpu_op": pl.String, "next_gpu_op": pl.String, "next_correlation": pl.Int64,
+            "next_launch_start_ns": pl.Int64, "sync_call": pl.String,
+        }
+    )
+
+
+def _blocking_calls_during(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """The first blocking runtime call (by start) on the gap's rank that overlaps the gap →
+    `gap_id, sync_call, sync_pid, sync_tid, sync_start_ns`."""
+    blocking = trace.runtime.filter(pl.col("blocking")).select(
+        "rank",
+        pl.col("name").alias("sync_call"),
+        pl.col("pid").alias("sync_pid"),
+        pl.col("tid").alias("sync_tid"),
+        pl.col("start_ns").alias("sync_start_ns"),
+        pl.col("end_ns").alias("sync_end_ns"),
+    )
+    schema = {"gap_id": pl.Int64, "sync_call": pl.String, "sync_pid": pl.Int64, "sync_tid": pl.Int64, "sync_start_ns": pl.Int64}
+    if blocking.is_empty():
+        return pl.DataFrame(schema=schema)
+    # two inequalities only (an IEJoin); pairs from other ranks are dropped afterwards
+    overlapping = (
+        gaps.select("gap_id", "rank", "start_ns", "end_ns")
+        .join_where(
+            blocking.rename({"rank": "sync_rank"}),
+            pl.col("sync_start_ns") < pl.col("end_ns"),
+            pl.col("sync_end_ns") > pl.col("start_ns"),
+        )
+        .filter(pl.col("rank") == pl.col("sync_rank"))
+    )
+    return (
+        overlapping.sort("sync_start_ns")
+        .group_by("gap_id", maintain_order=True)
+        .first()
+        .select(list(schema))
+    )
+
+
+def step_breakdown(trace: Trace) -> pl.DataFrame:
+    """Idle time per ProfilerStep and device.
+
+    GPU work belongs to step N when its launch call began inside step N's CPU span. Step N's GPU
+    window runs from the start of its first GPU op to the start of step N+1's first GPU op (the
+    last step's window ends at its last GPU op's end), so the windows of consecutive steps tile
+    the device timeline and their idle times add up. Busy time is all activity (launched or not)
+    inside the window. → `rank, device, step, cpu_duration_ns, gpu_ops, window_start_ns,
+    window_end_ns, window_ns, busy_ns, idle_ns, idle_fraction`.
+    """
+    schema = {
+        "rank": pl.Int32, "device": pl.Int32, "step": pl.Int64, "cpu_duration_ns": pl.Int64,
+        "gpu_ops": pl.Int64, "window_start_ns": pl.Int64, "window_end_ns": pl.Int64, "window_ns": pl.Int64,
+        "busy_ns": pl.Int64, "idle_ns": pl.Int64, "idle_fraction": pl.Float64,
+    }
+    if trace.steps.is_empty() or trace.gpu.is_empty():
+        return pl.DataFrame(schema=schema)
+    steps = trace.steps.select("rank", "step", pl.col("start_ns").alias("step_start_ns"),
+                               pl.col("end_ns").alias("step_end_ns"), pl.col("duration_ns").alias("cpu_duration_ns"))
+    launched = (
+        linked_gpu(trace)
+        .filter(pl.col("launch_start_ns").is_not_null())
+        .sort("launch_start_ns")
+        .join_asof(steps.sort("step_start_ns"), left_on="launch_start_ns", right_on="step_start_ns",
+                   by="rank", strategy="backward", check_sortedness=False)
+        .filter(pl.col("launch_start_ns") < pl.col("step_end_ns"))
+    )
+    per_step = (
+        launched.group_by(*DEVICE, "step")
+        .agg(
+            pl.len().cast(pl.Int64).alias("gpu_ops"),
+            pl.col("start_ns").min().alias("window_start_ns"),
+            pl.col("end_ns").max().alias("last_end_ns"),
+        )
+        .sort(*DEVICE, "step")
+        .with_columns(
+            pl.col("window_start_ns").shift(-1).over(DEVICE).fill_null(pl.col("last_end_ns")).alias("window_end_ns")
+        )
+        .with_columns(pl.max_horizontal("window_end_ns", "window_start_ns").alias("window_end_ns"))
+    )
+    keyed = per_step.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_window"))
+    bounds = keyed.select("_window", *DEVICE, "window_start_ns", "window_end_ns")
+    busy = (
+        gpu_activity(trace)
+        .join_where(
+            bounds.rename({"rank": "_rank", "device": "_device"}),
+            pl.col("start_ns") < pl.col("window_end_ns"),
+            pl.col("end_ns") > pl.col("window_start_ns"),
+        )
+        .filter((pl.col("rank") == pl.col("_rank")) & (pl.col("device") == pl.col("_device")))
+        .group_by("_window")
+        .agg(
+            (pl.min_horizontal("end_ns", "window_end_ns") - pl.max_horizontal("start_ns", "window_start_ns"))
+            .sum()
+            .alias("busy_ns")
+        )
+    )
+    return (
+        keyed.join(busy, on="_window", how="left")
+        .join(steps.select("rank", "step", "cpu_duration_ns"), on=["rank", "step"], how="left")
+        .with_columns(pl.col("busy_ns").fill_null(0), (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"))
+        .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
+        .with_columns(
+            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
+        )
+        .select(list(schema))
+        .cast(schema)  # type: ignore[arg-type]
+        .sort(*DEVICE, "step")
+    )

@@ -1,0 +1,159 @@
+"""Kernel launch latency, small kernels, and per-stream queue depth (the overhead regime).
+
+Definitions (docs/metrics.md), for every GPU op that has a launch call (same rank and correlation):
+- `launch_to_start_ns = gpu.start − launch.start`
+- `queue_wait_ns`: the part of it spent behind earlier work on the same stream,
+  `clip(previous_end_on_stream − launch.start, 0, launch_to_start)`
+- `launch_overhead_ns = launch_to_start − queue_wait`
+- `launch_cpu_ns = launch.end − launch.start` (the launch call's own CPU time)
+- `launch_delay_ns = max(0, gpu.start − launch.end)` (HTA's "launch delay", for comparison)
+A graph launch counts once, to the graph's first GPU op. Ops that start before their launch began
+(clock skew) are flagged `skewed` and left out of the statistics.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceanalyze.health import linked_gpu
+from traceanalyze.model import Trace
+
+STREAM = ["rank", "device", "stream"]
+QUEUE_FULL_DEPTH = 1024
+
+
+def launch_latency(trace: Trace) -> pl.DataFrame:
+    """One row per launched GPU op (graph launches: their first op) → `rank, device, stream,
+    kind, name, correlation, start_ns, end_ns, duration_ns, launch_name, launch_kind,
+    launch_start_ns, launch_end_ns, launch_cpu_ns, launch_to_start_ns, queue_wait_ns,
+    launch_overhead_ns, launch_delay_ns, skewed`."""
+    linked = (
+        linked_gpu(trace)
+        .sort(*STREAM, "start_ns", "end_ns")
+        .with_columns(pl.col("end_ns").cum_max().shift(1).over(STREAM).alias("stream_busy_until_ns"))
+    )
+    launched = linked.filter(pl.col("launch_start_ns").is_not_null())
+    first_of_launch = launched.sort("start_ns").group_by("rank", "correlation", maintain_order=True).first()
+    launch_to_start = pl.col("start_ns") - pl.col("launch_start_ns")
+    return (
+        first_of_launch.with_columns(
+            launch_to_start.alias("launch_to_start_ns"),
+            (pl.col("launch_end_ns") - pl.col("launch_start_ns")).alias("launch_cpu_ns"),
+            pl.max_horizontal(pl.col("start_ns") - pl.col("launch_end_ns"), pl.lit(0)).alias("launch_delay_ns"),
+            (launch_to_start < 0).alias("skewed"),
+        )
+        .with_columns(
+            pl.min_horizontal(
+                pl.max_horizontal((pl.col("stream_busy_until_ns") - pl.col("launch_start_ns")).fill_null(0), pl.lit(0)),
+                pl.max_horizontal(pl.col("launch_to_start_ns"), pl.lit(0)),
+            ).alias("queue_wait_ns"),
+        )
+        .with_columns((pl.col("launch_to_start_ns") - pl.col("queue_wait_ns")).alias("launch_overhead_ns"))
+        .select(
+            *STREAM, "kind", "name", "correlation", "start_ns", "end_ns", "duration_ns", "launch_name",
+            "launch_kind", "launch_start_ns", "launch_end_ns", "launch_cpu_ns", "launch_to_start_ns",
+            "queue_wait_ns", "launch_overhead_ns", "launch_delay_ns", "skewed",
+        )
+        .sort("launch_start_ns")
+    )
+
+
+STAT_COLUMNS = ("launch_to_start_ns", "queue_wait_ns", "launch_overhead_ns", "launch_cpu_ns", "launch_delay_ns")
+
+
+def distribution(column: str) -> list[pl.Expr]:
+    """count, mean, p50, p90, p99, max of a column (nearest-rank percentiles... linear, see docs)."""
+    values = pl.col(column)
+    return [
+        values.count().alias("count"),
+        values.mean().alias("mean"),
+        values.quantile(0.5, interpolation="linear").alias("p50"),
+        values.quantile(0.9, interpolation="linear").alias("p90"),
+        values.quantile(0.99, interpolation="linear").alias("p99"),
+        values.max().alias("max"),
+    ]
+
+
+def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None) -> pl.DataFrame:
+    """Distributions of each latency metric over non-skewed launches → long table
+    `[*by], metric, count, mean, p50, p90, p99, max` (ns)."""
+    valid = latency.filter(~pl.col("skewed"))
+    frames = []
+    for metric in STAT_COLUMNS:
+        grouped = valid.group_by(by, maintain_order=True) if by else None
+        stats = grouped.agg(distribution(metric)) if grouped is not None else valid.select(distribution(metric))
+        frames.append(stats.with_columns(pl.lit(metric).alias("metric")))
+    order = [*(by or []), "metric", "count", "mean", "p50", "p90", "p99", "max"]
+    return pl.concat([f.select(order) for f in frames], how="vertical_relaxed")
+
+
+def small_kernels(trace: Trace) -> pl.DataFrame:
+    """Kernels that run shorter than their launch call takes on the CPU: for these the GPU cannot
+    be kept busy by one launching thread → the per-kernel rows of `launch_latency` with
+    `small = duration_ns < launch_cpu_ns`."""
+    return launch_latency(trace).filter(pl.col("kind") == "kernel").with_columns(
+        (pl.col("duration_ns") < pl.col("launch_cpu_ns")).alias("small")
+    )
+
+
+def small_kernel_runs(trace: Trace, *, min_run: int = 8) -> pl.DataFrame:
+    """Runs of at least `min_run` consecutive small kernels on one stream (the pattern that CUDA
+    graphs or torch.compile remove) → `rank, device, stream, kernels, first_start_ns,
+    last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, longest span first."""
+    kernels = small_kernels(trace).sort(*STREAM, "start_ns")
+    runs = kernels.with_columns(
+        (pl.col("small") != pl.col("small").shift(1).over(STREAM)).fill_null(True).cum_sum().over(STREAM).alias("_run")
+    ).filter(pl.col("small"))
+    return (
+        runs.group_by(*STREAM, "_run")
+        .agg(
+            pl.len().alias("kernels"),
+            pl.col("start_ns").min().alias("first_start_ns"),
+            pl.col("end_ns").max().alias("last_end_ns"),
+            pl.col("duration_ns").sum().alias("busy_ns"),
+            pl.col("name").first().alias("first_kernel"),
+            pl.col("name").last().alias("last_kernel"),
+        )
+        .filter(pl.col("kernels") >= min_run)
+        .with_columns((pl.col("last_end_ns") - pl.col("first_start_ns")).alias("span_ns"))
+        .drop("_run")
+        .sort("span_ns", descending=True)
+    )
+
+
+def queue_depth(trace: Trace) -> pl.DataFrame:
+    """Launch-queue depth per stream over time: GPU ops launched and not yet started. Each op with
+    a launch adds 1 at its launch start and removes 1 at its own start (a graph launch enqueues all
+    of its ops at once) → `rank, device, stream, time_ns, depth` after each change."""
+    ops = linked_gpu(trace).filter(pl.col("launch_start_ns").is_not_null())
+    events = pl.concat(
+        [
+            ops.select(*STREAM, pl.col("launch_start_ns").alias("time_ns"), pl.lit(1, pl.Int64).alias("delta")),
+            ops.select(*STREAM, pl.col("start_ns").alias("time_ns"), pl.lit(-1, pl.Int64).alias("delta")),
+        ]
+    )
+    # at equal times, starts (−1) are applied before launches (+1)
+    return (
+        events.sort(*STREAM, "time_ns", "delta")
+        .with_columns(pl.col("delta").cum_sum().over(STREAM).alias("depth"))
+        .select(*STREAM, "time_ns", "depth")
+    )
+
+
+def queue_summary(trace: Trace, *, full_depth: int = QUEUE_FULL_DEPTH) -> pl.DataFrame:
+    """Per stream → `rank, device, stream, max_depth, mean_depth, time_at_full_ns` where mean
+    depth is time-weighted over the stream's queue timeline and `time_at_full_ns` is the time
+    spent with `full_depth` (1024: the launch queue is full) or more ops waiting."""
+    depth = queue_depth(trace)
+    timed = depth.with_columns(
+        (pl.col("time_ns").shift(-1).over(STREAM) - pl.col("time_ns")).fill_null(0).alias("held_ns")
+    )
+    return (
+        timed.group_by(STREAM)
+        .agg(
+            pl.col("depth").max().alias("max_depth"),
+            ((pl.col("depth") * pl.col("held_ns")).sum() / pl.col("held_ns").sum()).alias("mean_depth"),
+            pl.col("held_ns").filter(pl.col("depth") >= full_depth).sum().alias("time_at_full_ns"),
+        )
+        .sort(STREAM)
+    )

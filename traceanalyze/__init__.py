@@ -5,4 +5,6 @@ from traceanalyze.errors import TraceAnalyzeError, TraceFormatError
 from traceanalyze.load import load_trace
 from traceanalyze.model import Trace
 
+__version__ = "0.1.0"
+
 __all__ = ["load_trace", "Trace", "TraceAnalyzeError", "TraceFormatError"]

@@ -4,12 +4,13 @@ errors (`TraceAnalyzeError`) into a one-line message and an exit code; nothing e
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from traceanalyze.errors import TraceAnalyzeError
+from traceanalyze.errors import ConfigError, TraceAnalyzeError
 
 app = typer.Typer(
     name="traceanalyze",
@@ -43,6 +44,47 @@ def info(
     except TraceAnalyzeError as error:
         fail(error)
     typer.echo(render_info(loaded))
+
+
+class OutputFormat(str, Enum):
+    terminal = "terminal"
+    json = "json"
+
+
+@app.command()
+def report(
+    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.")],
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.terminal,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
+    max_gaps: Annotated[int, typer.Option(help="How many idle gaps to list.", min=0)] = 10,
+) -> None:
+    """Why the GPU is not busy: idle time and its causes, launch latency, small kernels."""
+    from traceanalyze.load import load_trace
+    from traceanalyze.report.model import ReportOptions, build_report
+
+    try:
+        if window not in ("activity", "steps"):
+            raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
+        built = build_report(load_trace(trace), ReportOptions(window=window, max_gaps=max_gaps))  # type: ignore[arg-type]
+    except TraceAnalyzeError as error:
+        fail(error)
+    if format is OutputFormat.json:
+        from traceanalyze.report.jsonout import render_json
+
+        text = render_json(built)
+    else:
+        from traceanalyze.report.terminal import render_terminal
+
+        text = render_terminal(built)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        try:
+            output.write_text(text)
+        except OSError as error:
+            fail(ConfigError(f"{output}: cannot write: {error.strerror or error}"))
+        typer.echo(f"wrote {output}", err=True)
 
 
 def main() -> None:

@@ -19,3 +19,15 @@ def format_duration_ns(value_ns: float | int | None) -> str:
 
 def format_percent(fraction: float | None) -> str:
     return "–" if fraction is None else f"{100 * fraction:.1f}%"
+
+
+def short_name(name: str | None, width: int = 48) -> str:
+    """A kernel or op name cut for a table cell: no return type, no template or argument lists."""
+    if not name:
+        return "–"
+    text = name.removeprefix("void ")
+    for opener in ("<", "("):
+        cut = text.find(opener)
+        if cut > 0 and len(text) > width:
+            text = text[:cut]
+    return text if len(text) <= width else text[: width - 1] + "…"

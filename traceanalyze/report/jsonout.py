@@ -1,0 +1,175 @@
+"""The JSON report: a documented, versioned dict (docs/report-json.md). Times in µs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from traceanalyze import __version__
+from traceanalyze.report.model import SCHEMA_VERSION, RankReport, Report
+
+
+def _us(value_ns: Any) -> float | None:
+    return None if value_ns is None else round(value_ns / 1000.0, 3)
+
+
+def _stats_us(stats: pl.DataFrame, metric: str) -> dict[str, Any]:
+    row = stats.filter(pl.col("metric") == metric)
+    if row.is_empty() or row["count"][0] == 0:
+        return {"count": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    values = row.row(0, named=True)
+    return {"count": int(values["count"]), **{k: _us(values[k]) for k in ("mean", "p50", "p90", "p99", "max")}}
+
+
+LATENCY_METRICS = {
+    "launch_to_start_us": "launch_to_start_ns",
+    "queue_wait_us": "queue_wait_ns",
+    "launch_overhead_us": "launch_overhead_ns",
+    "launch_cpu_us": "launch_cpu_ns",
+    "launch_delay_us": "launch_delay_ns",
+}
+
+
+def _idle_totals(reports: list[RankReport]) -> dict[str, Any]:
+    frames = [r.idle for r in reports if r.idle.height]
+    if not frames:
+        return {"window_us": None, "gpu_busy_us": None, "gpu_idle_us": None, "idle_fraction": None}
+    idle = pl.concat(frames)
+    window, busy, idle_ns = idle["window_ns"].sum(), idle["busy_ns"].sum(), idle["idle_ns"].sum()
+    return {
+        "window_us": _us(window),
+        "gpu_busy_us": _us(busy),
+        "gpu_idle_us": _us(idle_ns),
+        "idle_fraction": idle_ns / window if window else 0.0,
+    }
+
+
+def _idle_by_cause(reports: list[RankReport]) -> dict[str, float]:
+    totals = {cause: 0 for cause in ("host", "sync", "launch", "other")}
+    for report in reports:
+        for cause, duration in report.gaps.group_by("cause").agg(pl.col("duration_ns").sum()).iter_rows():
+            totals[str(cause)] += duration
+    return {cause: _us(value) for cause, value in totals.items()}
+
+
+def _gap(row: dict[str, Any], window_start_ns: int) -> dict[str, Any]:
+    return {
+        "rank": row["rank"],
+        "device": row["device"],
+        "start_us": _us(row["start_ns"] - window_start_ns),
+        "trace_ts_us": _us(row["start_ns"]),
+        "duration_us": _us(row["duration_ns"]),
+        "share_of_window": row["share_of_window"],
+        "cause": str(row["cause"]),
+        "cpu_op": row["cpu_op"],
+        "annotation": row["annotation"],
+        "step": row["step"],
+        "sync_call": row["sync_call"],
+        "previous_gpu_op": row["previous_gpu_op"],
+        "next_gpu_op": row["next_gpu_op"],
+    }
+
+
+def _gaps(reports: list[RankReport], limit: int) -> list[dict[str, Any]]:
+    rows = []
+    for report in reports:
+        starts = {(r["rank"], r["device"]): r["window_start_ns"] for r in report.idle.iter_rows(named=True)}
+        for row in report.gaps.head(limit).iter_rows(named=True):
+            rows.append(_gap(row, starts[(row["rank"], row["device"])]))
+    rows.sort(key=lambda g: -g["duration_us"])
+    return rows[:limit]
+
+
+def _small_kernels(report: RankReport) -> dict[str, Any]:
+    kernels = report.small_kernels
+    total = kernels["duration_ns"].sum() if kernels.height else 0
+    small = kernels.filter(pl.col("small"))
+    return {
+        "count": small.height,
+        "kernels_with_launch": kernels.height,
+        "gpu_time_us": _us(small["duration_ns"].sum()) if small.height else 0.0,
+        "share_of_kernel_time": (small["duration_ns"].sum() / total) if total else 0.0,
+        "runs": [
+            {"stream": r["stream"], "kernels": r["kernels"], "span_us": _us(r["span_ns"]), "busy_us": _us(r["busy_ns"]),
+             "first_kernel": r["first_kernel"]}
+            for r in report.small_kernel_runs.head(10).iter_rows(named=True)
+        ],
+    }
+
+
+def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
+    summary = {
+        **_idle_totals([report]),
+        "idle_by_cause_us": _idle_by_cause([report]),
+        **{key: _stats_us(report.latency_stats, metric) for key, metric in LATENCY_METRICS.items()},
+        "small_kernels": _small_kernels(report),
+        "steps": report.steps["step"].n_unique() if report.steps.height else 0,
+    }
+    return {
+        "rank": report.rank,
+        "source": str(report.source),
+        "world_size": report.world_size,
+        "has_gpu_events": report.has_gpu,
+        "notes": list(report.notes),
+        "summary": summary,
+        "devices": [
+            {
+                "device": r["device"],
+                "name": r["name"],
+                "window_us": _us(r["window_ns"]),
+                "gpu_busy_us": _us(r["busy_ns"]),
+                "gpu_idle_us": _us(r["idle_ns"]),
+                "idle_fraction": r["idle_fraction"],
+                "gpu_ops": r["gpu_ops"],
+            }
+            for r in report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left").iter_rows(named=True)
+        ],
+        "streams": [
+            {"device": r["device"], "stream": r["stream"], "gpu_ops": r["gpu_ops"], "busy_us": _us(r["busy_ns"]),
+             "idle_fraction": r["idle_fraction"]}
+            for r in report.streams.iter_rows(named=True)
+        ],
+        "steps": [
+            {"device": r["device"], "step": r["step"], "cpu_duration_us": _us(r["cpu_duration_ns"]),
+             "window_us": _us(r["window_ns"]), "gpu_busy_us": _us(r["busy_ns"]), "gpu_idle_us": _us(r["idle_ns"]),
+             "idle_fraction": r["idle_fraction"], "gpu_ops": r["gpu_ops"]}
+            for r in report.steps.iter_rows(named=True)
+        ],
+        "idle_gaps": _gaps([report], limit),
+        "queue": [
+            {"device": r["device"], "stream": r["stream"], "max_depth": r["max_depth"], "mean_depth": r["mean_depth"],
+             "time_at_full_us": _us(r["time_at_full_ns"])}
+            for r in report.queue.iter_rows(named=True)
+        ],
+        "health": [
+            {"finding": r["finding"], "count": r["count"], "affects": r["affects"], "detail": r["detail"]}
+            for r in report.health.iter_rows(named=True)
+        ],
+    }
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    ranks = list(report.ranks)
+    limit = report.options.max_gaps
+    summary = {
+        **_idle_totals(ranks),
+        "idle_by_cause_us": _idle_by_cause(ranks),
+        **{key: _stats_us(report.latency_stats, metric) for key, metric in LATENCY_METRICS.items()},
+        "ranks": len(ranks),
+    }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "traceanalyze", "version": __version__},
+        "source": str(report.source),
+        "options": {"window": report.options.window, "max_gaps": limit},
+        "notes": sorted({note for r in ranks for note in r.notes}),
+        "summary": summary,
+        "idle_gaps": _gaps(ranks, limit),
+        "ranks": [_rank_entry(r, limit) for r in ranks],
+    }
+
+
+def render_json(report: Report) -> str:
+    return msgspec.json.format(msgspec.json.encode(report_to_dict(report)), indent=2).decode() + "\n"

@@ -1,0 +1,123 @@
+"""The report model: every table a report shows, computed once from a `Trace`. Renderers
+(terminal, Markdown, JSON, HTML) only format what is here; they never recompute."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from traceanalyze.analysis import idle, launch
+from traceanalyze.analysis.idle import Window
+from traceanalyze.model import Trace
+
+SCHEMA_VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    window: Window = "activity"
+    max_gaps: int = 20
+    min_small_kernel_run: int = 8
+
+
+@dataclass(frozen=True)
+class RankReport:
+    """One rank's analyses. Frames are the analysis outputs, in ns."""
+
+    rank: int
+    source: Path
+    world_size: int | None
+    has_gpu: bool
+    notes: tuple[str, ...]
+    devices: pl.DataFrame
+    idle: pl.DataFrame
+    streams: pl.DataFrame
+    gaps: pl.DataFrame
+    steps: pl.DataFrame
+    latency: pl.DataFrame
+    latency_stats: pl.DataFrame
+    latency_by_kernel: pl.DataFrame
+    small_kernels: pl.DataFrame
+    small_kernel_runs: pl.DataFrame
+    queue: pl.DataFrame
+    health: pl.DataFrame
+    cpu_ops_top: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class Report:
+    source: Path
+    options: ReportOptions
+    ranks: tuple[RankReport, ...] = field(default_factory=tuple)
+    latency_stats: pl.DataFrame = field(default_factory=pl.DataFrame)  # pooled over ranks
+
+
+def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
+    """Run every analysis on every rank of `trace`.
+
+    Examples
+    --------
+    >>> report = build_report(load_trace("fixtures/synthetic_training.json.gz"))  # doctest: +SKIP
+    """
+    options = options or ReportOptions()
+    ranks = tuple(_rank_report(single, options) for single in trace.split_by_rank())
+    pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
+    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled)
+
+
+def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
+    meta = trace.meta[0]
+    notes: list[str] = []
+    has_gpu = trace.gpu.height > 0
+    window = options.window
+    if window == "steps" and trace.steps.is_empty():
+        notes.append("no ProfilerStep spans: the window is the GPU activity span instead")
+        window = "activity"
+    if not has_gpu:
+        notes.append(
+            "no GPU events in this trace (CPU-only run, or GPU activity was not recorded): "
+            "only the CPU side is reported"
+        )
+    per_op = launch.launch_latency(trace)
+    small = launch.small_kernels(trace)
+    return RankReport(
+        rank=meta.rank,
+        source=meta.source,
+        world_size=meta.world_size,
+        has_gpu=has_gpu,
+        notes=tuple(notes),
+        devices=_devices(trace),
+        idle=idle.idle_summary(trace, window=window),
+        streams=idle.stream_summary(trace, window=window),
+        gaps=idle.idle_gaps(trace, window=window),
+        steps=idle.step_breakdown(trace),
+        latency=per_op,
+        latency_stats=launch.latency_stats(per_op),
+        latency_by_kernel=launch.latency_stats(per_op.filter(pl.col("kind") != "memcpy"), by=["name"]).filter(
+            pl.col("metric") == "launch_to_start_ns"
+        ),
+        small_kernels=small,
+        small_kernel_runs=launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run),
+        queue=launch.queue_summary(trace),
+        health=trace.health(),
+        cpu_ops_top=_top_cpu_ops(trace),
+    )
+
+
+def _devices(trace: Trace) -> pl.DataFrame:
+    active = trace.gpu.select("rank", "device").unique()
+    return active.join(trace.devices, on=["rank", "device"], how="left").sort("device")
+
+
+def _top_cpu_ops(trace: Trace, limit: int = 15) -> pl.DataFrame:
+    """CPU ops by total inclusive time (nested ops count in their parents too): the CPU-side view,
+    the only one for a trace without GPU events."""
+    ops = trace.cpu_ops.filter(pl.col("category") == "cpu_op")
+    return (
+        ops.group_by("name")
+        .agg(pl.len().alias("count"), pl.col("duration_ns").sum().alias("total_ns"))
+        .sort("total_ns", descending=True)
+        .head(limit)
+    )

@@ -144,6 +144,31 @@ def _decode_tolerant(raw: bytes, path: Path) -> tuple[TraceDocument, int]:
         try:
             events.append(event_decoder.decode(msgspec.json.encode(raw_event)))
         except msgspec.ValidationError:
-            malformed += 1
+            repaired = _without_bad_args(raw_event)
+            if repaired is None:
+                malformed += 1
+            else:
+                events.append(repaired)
     document.traceEvents = events
     return document, malformed
+
+
+_args_decoder = msgspec.json.Decoder(Args)
+
+
+def _without_bad_args(raw_event: Any) -> Event | None:
+    """An event whose `args` hold a value of an unexpected type keeps its other args; an event
+    that is not an object, or whose args are not an object, is malformed (None)."""
+    if not isinstance(raw_event, dict) or not isinstance(raw_event.get("args"), dict):
+        return None
+    good_args = {}
+    for key, value in raw_event["args"].items():
+        try:
+            _args_decoder.decode(msgspec.json.encode({key: value}))
+        except msgspec.ValidationError:
+            continue
+        good_args[key] = value
+    try:
+        return msgspec.json.decode(msgspec.json.encode({**raw_event, "args": good_args}), type=Event)
+    except msgspec.ValidationError:
+        return None

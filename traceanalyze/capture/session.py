@@ -1,0 +1,370 @@
+"""`run_capture`: runs a script under `torch.profiler` and writes its trace(s) and `run.json`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from traceanalyze.capture.environment import (
+    cpu_name,
+    gpu_backend,
+    gpu_name,
+    import_torch,
+    rank_of,
+    traceanalyze_version,
+    versions,
+)
+from traceanalyze.capture.options import CaptureOptions
+from traceanalyze.capture.script import as_main, resolve_script, run_as_main, script_traceback, system_exit_code
+from traceanalyze.capture.steps import AlarmTimer, StepHooks
+from traceanalyze.errors import CaptureError
+
+RUN_SCHEMA_VERSION = 1
+EXIT_INTERRUPTED = 130
+EXIT_NOTHING_CAPTURED = CaptureError.exit_code
+
+Outcome = Literal["completed", "exception", "system_exit", "interrupted", "stopped_after_capture"]
+
+
+class _StopCapture(BaseException):
+    """Raised into the script once the recording is written and `--stop-after-capture` asked to
+    end the run. A BaseException, so a script's `except Exception:` does not swallow it."""
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """What a capture produced. `exit_code` is the script's own (0, 1 for an exception, n for
+    `SystemExit(n)`, 130 for Ctrl-C), or 2 when the script succeeded but nothing was recorded."""
+
+    exit_code: int
+    outcome: Outcome
+    traces: tuple[Path, ...]
+    run_json: Path
+    steps_seen: int
+    steps_captured: int
+    rank: int | None
+    script_stderr: str | None = None  # the script's traceback / exit message, as Python prints it
+    messages: tuple[str, ...] = field(default_factory=tuple)  # one-line notes for the user
+
+    @property
+    def trace(self) -> Path | None:
+        """The main trace file (the first recorded window), if any."""
+        return self.traces[0] if self.traces else None
+
+    @property
+    def primary_rank(self) -> bool:
+        return self.rank in (None, 0)
+
+
+def run_capture(options: CaptureOptions) -> CaptureResult:
+    """Run `options.script` as `__main__` under `torch.profiler` and write the trace.
+
+    Raises `CaptureError` (exit 2) before running anything when the script is missing or not
+    Python, or torch cannot be imported; after that, the script's own failures are reported in
+    the result (its traceback text and exit code), never raised.
+
+    Examples
+    --------
+    >>> from traceanalyze.capture import CaptureOptions, run_capture
+    >>> result = run_capture(CaptureOptions(script=Path("scripts/examples/mlp_train.py"),
+    ...                                     args=("--steps", "6")))  # doctest: +SKIP
+    >>> result.steps_captured  # doctest: +SKIP
+    3
+    """
+    options.check()
+    script = resolve_script(options.script)
+    torch = import_torch()
+    environ = dict(os.environ if options.environ is None else options.environ)
+    rank, world_size, local_rank = rank_of(environ)
+    out_dir = Path(options.out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CaptureError(f"{out_dir}: cannot create the output folder ({error.strerror or error})") from None
+    stem = "trace" if rank is None else f"trace_rank{rank}"
+    run_json = out_dir / ("run.json" if rank is None else f"run_rank{rank}.json")
+
+    recorder = _Recorder(torch, options, out_dir, stem, gpu=gpu_backend(torch) is not None)
+    recorder.build()
+    hooks = StepHooks(recorder.on_step, region=options.steps_from)
+    timer = AlarmTimer(recorder.on_alarm) if options.duration_s is not None else None
+    recorder.timer = timer
+
+    started_at = datetime.now(timezone.utc)
+    clock = time.perf_counter()
+    outcome: Outcome = "completed"
+    exit_code = 0
+    script_stderr: str | None = None
+    try:
+        if timer is not None:
+            timer.install()
+        hooks.install()
+        with as_main(script, str(options.script), options.args):
+            try:
+                recorder.script_running = True
+                if timer is None or options.delay_s == 0:
+                    recorder.start()
+                if timer is not None:
+                    timer.arm(options.delay_s or options.duration_s or 0)
+                run_as_main(script)
+                recorder.script_running = False
+            except _StopCapture:
+                recorder.script_running = False
+                outcome = "stopped_after_capture"
+            except SystemExit as error:
+                recorder.script_running = False
+                outcome = "system_exit"
+                exit_code, script_stderr = system_exit_code(error)
+            except KeyboardInterrupt as error:
+                recorder.script_running = False
+                outcome, exit_code, script_stderr = "interrupted", EXIT_INTERRUPTED, script_traceback(error)
+            except BaseException as error:  # the script's own failure: report it as Python would
+                recorder.script_running = False
+                outcome, exit_code, script_stderr = "exception", 1, script_traceback(error)
+            finally:
+                if timer is not None:
+                    timer.remove()
+    finally:
+        hooks.remove()
+        if timer is not None:
+            timer.remove()
+        recorder.finish()
+    wall_s = time.perf_counter() - clock
+
+    messages = list(recorder.errors)
+    messages.extend(_explain(options, recorder, outcome))
+    if not recorder.traces and exit_code == 0:
+        exit_code = EXIT_NOTHING_CAPTURED
+
+    backend = gpu_backend(torch)
+    run_info: dict[str, Any] = {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "tool": "traceanalyze capture",
+        "traceanalyze_version": traceanalyze_version(),
+        "command": shlex.join(options.command) if options.command else None,
+        "script": script,
+        "argv": [str(options.script), *options.args],
+        "cwd": os.getcwd(),
+        **versions(torch),
+        "device": backend or "cpu",
+        "device_name": gpu_name(torch, local_rank) if backend else cpu_name(),
+        "activities": ["cpu", "cuda"] if recorder.gpu else ["cpu"],
+        "rank": rank,
+        "world_size": world_size,
+        "local_rank": local_rank,
+        "record_shapes": True,
+        "with_stack": options.with_stack,
+        "profile_memory": options.profile_memory,
+        "steps_from": {"kind": "optimizer"} if options.steps_from is None
+        else {"kind": "record_function", "name": options.steps_from},
+        "window": {"kind": "duration", "delay_s": options.delay_s, "duration_s": options.duration_s}
+        if options.duration_s is not None
+        else {"kind": "schedule", **options.schedule.to_dict()},
+        "schedule": None if options.duration_s is not None else options.schedule.to_dict(),
+        "stop_after_capture": options.stop_after_capture,
+        "steps_seen": recorder.steps_seen,
+        "steps_captured": len(recorder.captured_steps),
+        "captured_step_numbers": recorder.captured_steps,
+        "traces": [str(path.relative_to(out_dir)) for path in recorder.traces],
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "wall_s": round(wall_s, 3),
+        "exit_status": {
+            "code": exit_code,
+            "outcome": outcome,
+            "script_error": _last_line(script_stderr) if outcome in ("exception", "interrupted") else None,
+        },
+        "messages": messages,
+    }
+    try:
+        run_json.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        messages.append(f"could not write {run_json}: {error.strerror or error}")
+
+    return CaptureResult(
+        exit_code=exit_code,
+        outcome=outcome,
+        traces=tuple(recorder.traces),
+        run_json=run_json,
+        steps_seen=recorder.steps_seen,
+        steps_captured=len(recorder.captured_steps),
+        rank=rank,
+        script_stderr=script_stderr,
+        messages=tuple(messages),
+    )
+
+
+class _Recorder:
+    """Owns the `torch.profiler.profile` object and moves it along as steps end or time passes."""
+
+    def __init__(self, torch: Any, options: CaptureOptions, out_dir: Path, stem: str, *, gpu: bool) -> None:
+        self.torch = torch
+        self.options = options
+        self.out_dir = out_dir
+        self.stem = stem
+        self.gpu = gpu
+        self.prof: Any = None
+        self.timer: AlarmTimer | None = None
+        self.started = False
+        self.finished = False
+        self.busy = False
+        self.alarm_pending = False
+        self.script_running = False
+        self.steps_seen = 0
+        self.captured_steps: list[int] = []
+        self.cycles = 0
+        self.traces: list[Path] = []
+        self.errors: list[str] = []
+
+    def build(self) -> None:
+        from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
+
+        self._recording = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+        self._saving = ProfilerAction.RECORD_AND_SAVE
+        activities = [ProfilerActivity.CPU]
+        if self.gpu:
+            activities.append(ProfilerActivity.CUDA)  # CUPTI on NVIDIA, roctracer on ROCm builds
+        if self.options.duration_s is not None:
+            # Record from start() to stop(); a schedule (rather than none) keeps ProfilerStep#N spans.
+            step_schedule: Any = _always_record
+        else:
+            plan = self.options.schedule
+            step_schedule = schedule(wait=plan.wait, warmup=plan.warmup, active=plan.active, repeat=plan.repeat)
+        self.prof = profile(
+            activities=activities,
+            schedule=step_schedule,
+            on_trace_ready=self._trace_ready,
+            record_shapes=True,
+            with_stack=self.options.with_stack,
+            profile_memory=self.options.profile_memory,
+        )
+
+    def start(self) -> None:
+        self.prof.start()
+        self.started = True
+
+    def on_step(self) -> None:
+        """End of one training step (called from the step hooks, on the script's thread)."""
+        self.steps_seen += 1
+        if not self.started or self.finished:
+            return
+        self.busy = True
+        try:
+            action = self.prof.current_action
+            if action in self._recording:
+                self.captured_steps.append(int(self.prof.step_num))
+                if action == self._saving:
+                    self._synchronize()  # the window's last kernels belong in its trace
+            self.prof.step()
+        except Exception as error:  # never break the user's training because of the profiler
+            self.errors.append(f"profiling stopped at step {self.steps_seen}: {type(error).__name__}: {error}")
+            self.finished = True
+        finally:
+            self.busy = False
+        if self.alarm_pending:
+            self.alarm_pending = False
+            self.on_alarm()
+        if (
+            self.options.stop_after_capture
+            and self.options.duration_s is None
+            and self.cycles >= self.options.schedule.repeat
+            and self.script_running
+        ):
+            raise _StopCapture()
+
+    def on_alarm(self) -> None:
+        """`--duration`: the delay or the window has elapsed (SIGALRM, on the script's thread)."""
+        if self.busy:
+            self.alarm_pending = True
+            return
+        if self.finished:
+            return
+        if not self.started:
+            self.start()
+            if self.timer is not None and self.options.duration_s is not None:
+                self.timer.arm(self.options.duration_s)
+            return
+        self.finish()
+        if self.options.stop_after_capture and self.script_running:
+            raise _StopCapture()
+
+    def finish(self) -> None:
+        """Stop the profiler; a window still recording is written (the trace of what ran)."""
+        if not self.started or self.finished:
+            return
+        self.finished = True
+        self.busy = True
+        try:
+            self._synchronize()
+            self.prof.__exit__(None, None, None)
+        except Exception as error:
+            self.errors.append(f"could not finish the trace: {type(error).__name__}: {error}")
+        finally:
+            self.busy = False
+
+    def _synchronize(self) -> None:
+        if self.gpu and self.torch.cuda.is_initialized():
+            try:
+                self.torch.cuda.synchronize()
+            except Exception:  # e.g. after a device-side assert: keep what was recorded
+                pass
+
+    def _trace_ready(self, prof: Any) -> None:
+        self.cycles += 1
+        if self.cycles == 1:
+            path = self.out_dir / f"{self.stem}.json.gz"
+        else:  # later windows of --repeat N, kept apart so the folder still reads as one run
+            path = self.out_dir / "cycles" / f"{self.stem}_cycle{self.cycles}.json.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(path))
+        self.traces.append(path)
+
+
+def _always_record(step: int) -> Any:
+    from torch.profiler import ProfilerAction
+
+    return ProfilerAction.RECORD
+
+
+def _explain(options: CaptureOptions, recorder: _Recorder, outcome: Outcome) -> list[str]:
+    """One-line notes on what was (not) recorded and why."""
+    if recorder.traces:
+        where = ", ".join(str(path) for path in recorder.traces)
+        captured = len(recorder.captured_steps)
+        if outcome in ("exception", "interrupted"):
+            return [f"the script stopped early; the trace of what ran is in {where}"]
+        notes = [f"trace of {captured} step{'s' if captured != 1 else ''} written to {where}"]
+        if options.duration_s is None and captured < options.schedule.active:
+            notes.append(
+                f"the script ended after {recorder.steps_seen} steps, so only {captured} of the "
+                f"{options.schedule.active} active steps were recorded"
+            )
+        return notes
+    if outcome in ("exception", "interrupted"):
+        return [f"the script stopped at step {recorder.steps_seen}, before recording started; no trace written"]
+    if options.duration_s is not None:
+        return ["nothing was recorded (the script ended before the --delay elapsed)"]
+    if recorder.steps_seen == 0:
+        if options.steps_from is not None:
+            return [f"no record_function region named {options.steps_from!r} ended, so nothing was recorded"]
+        return [
+            "no optimizer step was seen, so nothing was recorded; for a script without an optimizer "
+            "use --duration SECONDS, or --steps-from NAME for a record_function region per step"
+        ]
+    first = options.schedule.first_recorded_step
+    return [
+        f"the script ended after {recorder.steps_seen} steps, before step {first} where recording "
+        f"starts (--wait {options.schedule.wait} --warmup {options.schedule.warmup}); nothing was recorded"
+    ]
+
+
+def _last_line(text: str | None) -> str | None:
+    if not text:
+        return None
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else None

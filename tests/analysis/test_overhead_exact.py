@@ -1,0 +1,227 @@
+"""Overhead analyses against exact ground truth from synthetic traces (times in µs in the builder,
+ns in the tables)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from builder import DEFAULT_BASE_US, TraceBuilder
+
+import traceanalyze
+from traceanalyze.analysis import idle, launch
+
+BASE_NS = round(DEFAULT_BASE_US * 1000)
+
+
+def us(value: float) -> int:
+    """A builder time (µs from the base) as the absolute ns the loader produces."""
+    return BASE_NS + round(value * 1000)
+
+
+def load(builder: TraceBuilder, tmp_path, name="t.json"):
+    return traceanalyze.load_trace(builder.write(tmp_path / name))
+
+
+def host_gap_trace() -> TraceBuilder:
+    """k1 [0, 10), then the CPU spends 995 µs in a Python-side op before launching k2 at 1005;
+    k2 runs [1010, 1020): one 1000 µs idle gap caused by the host."""
+    b = TraceBuilder()
+    b.step(1, -10, 1040)
+    op1 = b.cpu_op("aten::relu", -8, 6)
+    b.launch_kernel(launch_us=-6, launch_dur_us=3, start_us=0, dur_us=10, external_id=op1, name="relu_kernel")
+    b.cpu_op("aten::item", 8, 995)
+    op2 = b.cpu_op("aten::mul", 1004, 8)
+    b.launch_kernel(launch_us=1005, launch_dur_us=4, start_us=1010, dur_us=10, external_id=op2, name="mul_kernel")
+    return b
+
+
+def test_known_host_gap(tmp_path):
+    trace = load(host_gap_trace(), tmp_path)
+    summary = idle.idle_summary(trace).row(0, named=True)
+    assert summary["window_ns"] == 1_020_000
+    assert summary["busy_ns"] == 20_000
+    assert summary["idle_ns"] == 1_000_000
+    assert summary["idle_fraction"] == pytest.approx(1000 / 1020)
+    gaps = idle.idle_gaps(trace)
+    assert gaps.height == 1
+    gap = gaps.row(0, named=True)
+    assert (gap["start_ns"], gap["end_ns"], gap["duration_ns"]) == (us(10), us(1010), 1_000_000)
+    assert gap["cause"] == "host"
+    assert gap["cpu_op"] == "aten::item"
+    assert gap["step"] == 1
+    assert gap["previous_gpu_op"] == "relu_kernel" and gap["next_gpu_op"] == "mul_kernel"
+    assert gap["share_of_window"] == pytest.approx(1000 / 1020)
+
+
+def test_window_from_steps(tmp_path):
+    trace = load(host_gap_trace(), tmp_path)
+    summary = idle.idle_summary(trace, window="steps").row(0, named=True)
+    assert summary["window_ns"] == 1_040_000  # ProfilerStep#1 spans [-10, 1030)
+    assert summary["idle_ns"] == 1_020_000
+    gaps = idle.idle_gaps(trace, window="steps")
+    assert gaps["duration_ns"].sum() == summary["idle_ns"]
+    assert sorted(gaps["duration_ns"].to_list()) == [10_000, 10_000, 1_000_000]
+
+
+def test_two_overlapping_streams_count_once(tmp_path):
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=-10, start_us=0, dur_us=100, stream=7)
+    b.launch_kernel(launch_us=-9, start_us=50, dur_us=100, stream=8)
+    b.launch_kernel(launch_us=-8, start_us=200, dur_us=10, stream=7)
+    trace = load(b, tmp_path)
+    summary = idle.idle_summary(trace).row(0, named=True)
+    assert (summary["window_ns"], summary["busy_ns"], summary["idle_ns"]) == (210_000, 160_000, 50_000)
+    gaps = idle.idle_gaps(trace)
+    assert gaps.select("start_ns", "end_ns").rows() == [(us(150), us(200))]
+    assert gaps["cause"].to_list() == ["launch"]  # launched at −8, before the gap
+    streams = {r["stream"]: r for r in idle.stream_summary(trace).iter_rows(named=True)}
+    assert streams[7]["busy_ns"] == 110_000 and streams[7]["idle_ns"] == 100_000
+    assert streams[8]["busy_ns"] == 100_000 and streams[8]["idle_fraction"] == pytest.approx(110 / 210)
+
+
+def test_gaps_sum_exactly_to_idle_time(tmp_path):
+    b = TraceBuilder()
+    t_ns = 0
+    for i in range(40):
+        dur_ns = 1500 + (i % 7) * 333
+        gap_ns = (i * 37 % 11) * 777 - 400  # some kernels overlap the previous one
+        b.launch_kernel(launch_us=t_ns / 1000 - 3, start_us=t_ns / 1000, dur_us=dur_ns / 1000, stream=7 + i % 3)
+        t_ns += dur_ns + gap_ns
+    trace = load(b, tmp_path)
+    summary = idle.idle_summary(trace).row(0, named=True)
+    assert idle.idle_gaps(trace)["duration_ns"].sum() == summary["idle_ns"]
+    assert summary["busy_ns"] + summary["idle_ns"] == summary["window_ns"]
+
+
+def test_sync_caused_gap(tmp_path):
+    b = TraceBuilder()
+    op = b.cpu_op("aten::mm", 0, 4)
+    b.launch_kernel(launch_us=1, launch_dur_us=2, start_us=6, dur_us=10, external_id=op)
+    b.cpu_op("aten::item", 6.5, 12)
+    b.sync_call(7, 10)  # waits until k1 ends at 16, returns at 17
+    b.launch_kernel(launch_us=500, start_us=506, dur_us=10)
+    trace = load(b, tmp_path)
+    gap = idle.idle_gaps(trace).row(0, named=True)
+    assert gap["duration_ns"] == 490_000
+    assert gap["cause"] == "sync"
+    assert gap["sync_call"] == "cudaStreamSynchronize"
+    assert gap["cpu_op"] == "aten::item"
+
+
+def test_launch_latency_split_into_queue_wait_and_overhead(tmp_path):
+    b = TraceBuilder()
+    first = b.launch_kernel(launch_us=0, launch_dur_us=1, start_us=10, dur_us=10)
+    second = b.launch_kernel(launch_us=1, launch_dur_us=2, start_us=25, dur_us=10)
+    trace = load(b, tmp_path)
+    rows = {r["correlation"]: r for r in launch.launch_latency(trace).iter_rows(named=True)}
+    assert rows[first]["launch_to_start_ns"] == 10_000
+    assert rows[first]["queue_wait_ns"] == 0 and rows[first]["launch_overhead_ns"] == 10_000
+    assert rows[first]["launch_delay_ns"] == 9_000 and rows[first]["launch_cpu_ns"] == 1_000
+    assert rows[second]["launch_to_start_ns"] == 24_000
+    assert rows[second]["queue_wait_ns"] == 19_000  # stream busy until 20, launched at 1
+    assert rows[second]["launch_overhead_ns"] == 5_000
+    assert rows[second]["launch_delay_ns"] == 22_000
+    gap = idle.idle_gaps(trace).row(0, named=True)
+    assert gap["cause"] == "launch" and gap["duration_ns"] == 5_000
+
+
+def test_graph_launch_counts_once_to_its_first_kernel(tmp_path):
+    b = TraceBuilder()
+    correlation = b.graph_launch(0, 20, [(30, 10, "g1"), (40, 10, "g2"), (55, 5, "g3")])
+    trace = load(b, tmp_path)
+    latency = launch.launch_latency(trace)
+    assert latency.height == 1
+    row = latency.row(0, named=True)
+    assert (row["correlation"], row["name"], row["launch_to_start_ns"], row["launch_kind"]) == (correlation, "g1", 30_000, "graph_launch")
+    depth = launch.queue_summary(trace).row(0, named=True)
+    assert depth["max_depth"] == 3  # the graph enqueues its three kernels at once
+    health = trace.health()
+    assert health.filter(pl.col("finding") == "cuda_graph_launches")["count"].to_list() == [1]
+
+
+def test_clock_skew_is_flagged_and_left_out_of_statistics(tmp_path):
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=100, start_us=95, dur_us=10)  # starts before its launch
+    b.launch_kernel(launch_us=110, start_us=120, dur_us=10)
+    trace = load(b, tmp_path)
+    latency = launch.launch_latency(trace)
+    assert latency["skewed"].to_list() == [True, False]
+    stats = launch.latency_stats(latency).filter(pl.col("metric") == "launch_to_start_ns").row(0, named=True)
+    assert stats["count"] == 1 and stats["max"] == 10_000
+    assert trace.health().filter(pl.col("finding") == "clock_skew")["count"].to_list() == [1]
+
+
+def test_orphan_kernel_gap_has_cause_other(tmp_path):
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=5, dur_us=5)
+    b.orphan_kernel(30, 5)
+    trace = load(b, tmp_path)
+    gap = idle.idle_gaps(trace).row(0, named=True)
+    assert gap["cause"] == "other" and gap["duration_ns"] == 20_000
+    assert trace.health().filter(pl.col("finding") == "orphan_gpu_ops")["count"].to_list() == [1]
+
+
+def test_small_kernels_and_runs(tmp_path):
+    b = TraceBuilder()
+    for i in range(10):  # 10 back-to-back 2 µs kernels, each launched by a 5 µs call
+        b.launch_kernel(launch_us=i * 6, launch_dur_us=5, start_us=i * 6 + 8, dur_us=2)
+    b.launch_kernel(launch_us=100, launch_dur_us=5, start_us=110, dur_us=50)
+    trace = load(b, tmp_path)
+    small = launch.small_kernels(trace)
+    assert small["small"].sum() == 10
+    runs = launch.small_kernel_runs(trace, min_run=8)
+    assert runs.height == 1
+    run = runs.row(0, named=True)
+    assert run["kernels"] == 10 and run["busy_ns"] == 20_000
+    assert run["span_ns"] == (9 * 6 + 8 + 2 - 8) * 1000
+    assert launch.small_kernel_runs(trace, min_run=11).height == 0
+
+
+def test_queue_depth(tmp_path):
+    b = TraceBuilder()
+    for i in range(3):
+        b.launch_kernel(launch_us=i, launch_dur_us=0.5, start_us=10 + 10 * i, dur_us=10)
+    trace = load(b, tmp_path)
+    depth = launch.queue_depth(trace)
+    assert depth["depth"].max() == 3
+    summary = launch.queue_summary(trace, full_depth=3).row(0, named=True)
+    # depth 3 from the third launch (t=2) to the first start (t=10)
+    assert summary["max_depth"] == 3 and summary["time_at_full_ns"] == 8_000
+
+
+def test_per_step_breakdown_tiles_the_timeline(tmp_path):
+    b = TraceBuilder()
+    b.step(1, 0, 100)
+    b.launch_kernel(launch_us=10, start_us=20, dur_us=30)
+    b.launch_kernel(launch_us=20, start_us=60, dur_us=10)
+    b.step(2, 100, 100)
+    b.launch_kernel(launch_us=110, start_us=150, dur_us=40)
+    trace = load(b, tmp_path)
+    steps = idle.step_breakdown(trace)
+    assert steps.select("step", "gpu_ops", "window_ns", "busy_ns", "idle_ns").rows() == [
+        (1, 2, 130_000, 40_000, 90_000),
+        (2, 1, 40_000, 40_000, 0),
+    ]
+    assert steps["idle_ns"].sum() == idle.idle_summary(trace)["idle_ns"].sum()
+
+
+def test_nanosecond_times_survive_loading(tmp_path):
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0.001, start_us=12.345, dur_us=0.678)
+    trace = load(b, tmp_path)
+    kernel = trace.gpu.row(0, named=True)
+    assert kernel["start_ns"] == us(12.345) and kernel["duration_ns"] == 678
+
+
+def test_old_schema_gives_the_same_numbers(tmp_path):
+    def build(schema):
+        b = TraceBuilder(schema=schema, integer_us=True)
+        b.launch_kernel(launch_us=0, start_us=10, dur_us=10)
+        b.launch_kernel(launch_us=5, start_us=50, dur_us=10)
+        return b
+
+    new = load(build("2024"), tmp_path, "new.json")
+    old = load(build("2021"), tmp_path, "old.json")
+    for frame in (idle.idle_summary, idle.idle_gaps):
+        assert frame(new).drop("cpu_op", "annotation", strict=False).equals(frame(old).drop("cpu_op", "annotation", strict=False))

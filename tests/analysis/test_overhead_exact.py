@@ -86,7 +86,7 @@ def test_gaps_sum_exactly_to_idle_time(tmp_path):
     for i in range(40):
         dur_ns = 1500 + (i % 7) * 333
         gap_ns = (i * 37 % 11) * 777 - 400  # some kernels overlap the previous one
-        b.launch_kernel(launch_us=t_ns / 1000 - 3, start_us=t_ns / 1000, dur_us=dur_ns / 1000, stream=7 + i % 3)
+        b.launch_kernel(launch_us=(t_ns - 3000) / 1000, start_us=t_ns / 1000, dur_us=dur_ns / 1000, stream=7 + i % 3)
         t_ns += dur_ns + gap_ns
     trace = load(b, tmp_path)
     summary = idle.idle_summary(trace).row(0, named=True)

@@ -1,0 +1,335 @@
+"""`traceanalyze calibrate`: measure this machine's roofs and write a device file.
+
+The essay's experiment ("Making Deep Learning Go Brrrr", *Reasoning about memory-bandwidth
+costs*): `x = x * c` repeated r times in one kernel moves 2·N elements whatever r is, and does
+N·r FLOP. While the kernel is bandwidth-bound its runtime stays flat as r doubles; past the ridge
+point it is compute-bound and the runtime doubles with r. A large copy and a large matmul per
+dtype add the bandwidth roof and the matmul (tensor-unit) roofs the report compares against.
+
+`measure` needs torch; everything else here is pure and works on a `Calibration`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from traceanalyze.capture.svg import Panel, line_chart, si
+from traceanalyze.errors import ConfigError
+
+DEVICE_FILE_SCHEMA_VERSION = 1
+FLAT_TOLERANCE = 1.25  # a runtime within 25% of the fastest counts as "flat"
+SWEEP_ELEMENT_BYTES = 4  # the sweep runs in fp32
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One r of the sweep: runtime of one run over `size` elements."""
+
+    repeat: int
+    runtime_s: float
+    size: int
+    element_bytes: int = SWEEP_ELEMENT_BYTES
+
+    @property
+    def flop(self) -> float:
+        return float(self.size) * self.repeat
+
+    @property
+    def bytes(self) -> float:
+        return 2.0 * self.size * self.element_bytes  # read x once, write it once
+
+    @property
+    def flop_per_byte(self) -> float:
+        return self.flop / self.bytes
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.flop / self.runtime_s
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.runtime_s
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What `measure` found. Rates are per second; `matmul_flops_per_s` is keyed "dtype:unit"."""
+
+    device_kind: str  # "cuda", "rocm" or "cpu"
+    device_name: str
+    torch_version: str
+    sweep_method: str
+    sweep: tuple[SweepPoint, ...]
+    copy_bytes_per_s: dict[str, float]
+    matmul_size: int
+    matmul_flops_per_s: dict[str, float]
+    date: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """The roofs read off a `Calibration`.
+
+    `bandwidth_bytes_per_s` is the best of the copies and the sweep; the sweep's own
+    (`sweep_bandwidth_bytes_per_s`, `sweep_flops_per_s`) place its ridge point: the compute
+    intensity (FLOP/byte) where the bandwidth roof meets the pointwise compute roof.
+    """
+
+    bandwidth_bytes_per_s: float
+    sweep_bandwidth_bytes_per_s: float
+    sweep_flops_per_s: float
+    ridge_flop_per_byte: float
+    ridge_repeat: float
+    flat_until_repeat: int | None
+
+
+def fit_roofs(calibration: Calibration) -> Roofs:
+    """Roofs from the measurements: maxima of achieved rates, and where the runtime stops being flat.
+
+    >>> points = tuple(SweepPoint(r, max(1.0, r / 16), size=1000) for r in (1, 2, 4, 8, 16, 32, 64))
+    >>> cal = Calibration("cpu", "x", "2", "m", points, {"fp32": 0.0}, 8, {}, "2026-01-01")
+    >>> roofs = fit_roofs(cal)
+    >>> roofs.flat_until_repeat, roofs.ridge_repeat
+    (16, 16.0)
+    """
+    sweep = calibration.sweep
+    sweep_bandwidth = max((point.bytes_per_s for point in sweep), default=0.0)
+    sweep_flops = max((point.flops_per_s for point in sweep), default=0.0)
+    bandwidth = max([sweep_bandwidth, *calibration.copy_bytes_per_s.values()])
+    ridge = sweep_flops / sweep_bandwidth if sweep_bandwidth > 0 else float("nan")
+    element_bytes = sweep[0].element_bytes if sweep else SWEEP_ELEMENT_BYTES
+    return Roofs(
+        bandwidth_bytes_per_s=bandwidth,
+        sweep_bandwidth_bytes_per_s=sweep_bandwidth,
+        sweep_flops_per_s=sweep_flops,
+        ridge_flop_per_byte=ridge,
+        ridge_repeat=ridge * 2 * element_bytes,
+        flat_until_repeat=_flat_until(sweep),
+    )
+
+
+def _flat_until(sweep: tuple[SweepPoint, ...]) -> int | None:
+    if not sweep:
+        return None
+    fastest = min(point.runtime_s for point in sweep)
+    flat = None
+    for point in sorted(sweep, key=lambda p: p.repeat):
+        if point.runtime_s > FLAT_TOLERANCE * fastest:
+            break
+        flat = point.repeat
+    return flat
+
+
+def peak_flops(calibration: Calibration) -> dict[str, float]:
+    """`peak_flops_per_s` of the device file: the matmul rates; "fp32:simt" falls back to the
+    sweep's pointwise roof when no fp32 matmul was measured."""
+    peaks = dict(calibration.matmul_flops_per_s)
+    if "fp32:simt" not in peaks and calibration.sweep:
+        peaks["fp32:simt"] = fit_roofs(calibration).sweep_flops_per_s
+    return peaks
+
+
+def device_file(calibration: Calibration) -> dict[str, Any]:
+    """The device file (JSON object) the report reads instead of its datasheet table."""
+    roofs = fit_roofs(calibration)
+    peaks = peak_flops(calibration)
+    bandwidth = roofs.bandwidth_bytes_per_s
+    return {
+        "schema_version": DEVICE_FILE_SCHEMA_VERSION,
+        "name": calibration.device_name,
+        "kind": calibration.device_kind,
+        "memory_bandwidth_bytes_per_s": bandwidth,
+        "peak_flops_per_s": peaks,
+        "measured": True,
+        "method": (
+            "traceanalyze calibrate: bandwidth = best of dst.copy_(src) per dtype and the pointwise "
+            "sweep; peak_flops_per_s = n×n matmul (2n³ FLOP, an FMA counts 2) per dtype, fp32 with TF32 "
+            f"off; median of timed samples after warm-up. Sweep: {calibration.sweep_method}"
+        ),
+        "date": calibration.date,
+        "torch_version": calibration.torch_version,
+        "ridge_flop_per_byte": {key: value / bandwidth for key, value in peaks.items() if bandwidth > 0},
+        "pointwise": {
+            "dtype": "fp32",
+            "size_elements": calibration.sweep[0].size if calibration.sweep else None,
+            "method": calibration.sweep_method,
+            "bandwidth_roof_bytes_per_s": roofs.sweep_bandwidth_bytes_per_s,
+            "compute_roof_flops_per_s": roofs.sweep_flops_per_s,
+            "ridge_flop_per_byte": roofs.ridge_flop_per_byte,
+            "ridge_repeat": roofs.ridge_repeat,
+            "flat_until_repeat": roofs.flat_until_repeat,
+            "points": [
+                {
+                    "repeat": point.repeat,
+                    "runtime_s": point.runtime_s,
+                    "flop_per_byte": point.flop_per_byte,
+                    "flops_per_s": point.flops_per_s,
+                    "bytes_per_s": point.bytes_per_s,
+                }
+                for point in calibration.sweep
+            ],
+        },
+        "copy_bytes_per_s": dict(calibration.copy_bytes_per_s),
+        "matmul": {"size": calibration.matmul_size, "flops_per_s": dict(calibration.matmul_flops_per_s)},
+        "notes": list(calibration.notes),
+    }
+
+
+def write_outputs(calibration: Calibration, device_path: Path, chart_path: Path) -> None:
+    """Write the device file (JSON) and the chart (SVG); `ConfigError` when a path is unwritable."""
+    for path, text in (
+        (device_path, json.dumps(device_file(calibration), indent=2) + "\n"),
+        (chart_path, render_svg(calibration)),
+    ):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def render_table(calibration: Calibration) -> str:
+    """The terminal summary: the sweep table, copies, matmuls and the roofs."""
+    roofs = fit_roofs(calibration)
+    lines = [f"{calibration.device_name} ({calibration.device_kind}), torch {calibration.torch_version}", ""]
+    if calibration.sweep:
+        size = calibration.sweep[0].size
+        lines.append(f"x = x * c repeated r times on {size:,} fp32 elements ({calibration.sweep_method})")
+        header = f"{'r':>5}  {'FLOP/byte':>9}  {'runtime':>11}  {'achieved FLOP/s':>16}  {'bandwidth':>12}"
+        lines += [header, "-" * len(header)]
+        for point in calibration.sweep:
+            lines.append(
+                f"{point.repeat:>5}  {point.flop_per_byte:>9.3g}  {si(point.runtime_s, 's'):>11}  "
+                f"{si(point.flops_per_s, 'FLOP/s'):>16}  {si(point.bytes_per_s, 'B/s'):>12}"
+            )
+        lines.append("")
+    if calibration.copy_bytes_per_s:
+        copies = ", ".join(f"{dtype} {si(rate, 'B/s')}" for dtype, rate in calibration.copy_bytes_per_s.items())
+        lines.append(f"copy: {copies}")
+    if calibration.matmul_flops_per_s:
+        matmuls = ", ".join(f"{key} {si(rate, 'FLOP/s')}" for key, rate in calibration.matmul_flops_per_s.items())
+        lines.append(f"matmul n={calibration.matmul_size}: {matmuls}")
+    lines.append("")
+    lines.append(f"bandwidth roof: {si(roofs.bandwidth_bytes_per_s, 'B/s')}")
+    if calibration.sweep:
+        flat = f"r <= {roofs.flat_until_repeat}" if roofs.flat_until_repeat else "nowhere"
+        lines.append(
+            f"pointwise compute roof: {si(roofs.sweep_flops_per_s, 'FLOP/s')}; runtime flat (bandwidth-bound) for {flat}"
+        )
+        lines.append(
+            f"ridge point: {roofs.ridge_flop_per_byte:.3g} FLOP/byte (r ≈ {roofs.ridge_repeat:.3g}): "
+            "below it a pointwise kernel is bandwidth-bound, above it compute-bound"
+        )
+    for key, rate in peak_flops(calibration).items():
+        lines.append(f"peak {key}: {si(rate, 'FLOP/s')} (ridge {rate / roofs.bandwidth_bytes_per_s:.3g} FLOP/byte)")
+    lines.extend(f"note: {note}" for note in calibration.notes)
+    return "\n".join(lines) + "\n"
+
+
+def render_svg(calibration: Calibration) -> str:
+    """The essay's figure: runtime, achieved FLOP/s and achieved bandwidth against r (log-log),
+    with the measured roofs dashed and the ridge point marked."""
+    roofs = fit_roofs(calibration)
+    sweep = calibration.sweep
+    ridge = ((roofs.ridge_repeat, f"ridge r≈{roofs.ridge_repeat:.3g}"),) if sweep and roofs.ridge_repeat > 0 else ()
+    element_bytes = sweep[0].element_bytes if sweep else SWEEP_ELEMENT_BYTES
+    panels = [
+        Panel("Runtime", "s", tuple((p.repeat, p.runtime_s) for p in sweep), vlines=ridge),
+        Panel(
+            "Achieved FLOP/s",
+            "FLOP/s",
+            tuple((p.repeat, p.flops_per_s) for p in sweep),
+            hlines=((roofs.sweep_flops_per_s, f"compute roof {si(roofs.sweep_flops_per_s, 'FLOP/s')}"),),
+            vlines=ridge,
+        ),
+        Panel(
+            "Achieved bandwidth",
+            "B/s",
+            tuple((p.repeat, p.bytes_per_s) for p in sweep),
+            hlines=((roofs.bandwidth_bytes_per_s, f"bandwidth roof {si(roofs.bandwidth_bytes_per_s, 'B/s')}"),),
+            vlines=ridge,
+        ),
+    ]
+    return line_chart(
+        panels,
+        title=f"x = x * c repeated r times: {calibration.device_name}",
+        x_label=f"r (compute intensity = r/{2 * element_bytes} FLOP/byte)",
+        footer=f"traceanalyze calibrate, {calibration.date}, torch {calibration.torch_version}: {calibration.sweep_method}",
+    )
+
+
+def measure(
+    *,
+    device: str | None = None,
+    size: int | None = None,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Calibration:
+    """Run the sweep, the copies and the matmuls on `device` ("cuda" or "cpu"; default: the GPU
+    when torch sees one). `size` is the swept tensor's element count; `quick` shrinks everything
+    to seconds (for CI).
+
+    Examples
+    --------
+    >>> calibration = measure(device="cpu", quick=True)  # doctest: +SKIP
+    >>> fit_roofs(calibration).bandwidth_bytes_per_s > 0  # doctest: +SKIP
+    True
+    """
+    from traceanalyze.capture import bench
+    from traceanalyze.capture.environment import cpu_name, gpu_backend, gpu_name, import_torch
+
+    torch = import_torch()
+    say = progress or (lambda line: None)
+    backend = gpu_backend(torch)
+    if device is None:
+        device = "cuda" if backend else "cpu"
+    if device not in ("cuda", "cpu"):
+        raise ConfigError(f"--device must be 'cuda' or 'cpu', not {device!r}")
+    if device == "cuda" and backend is None:
+        raise ConfigError("--device cuda: torch sees no GPU here")
+    if size is not None and size < 1024:
+        raise ConfigError(f"--size must be at least 1024 elements (got {size})")
+
+    plan = bench.plan_for(torch, device, size=size, quick=quick)
+    notes: list[str] = []
+    if device == "cpu":
+        notes.append(
+            "CPU: the sweep runs eager ops over cache-sized blocks, so its compute roof is the in-cache "
+            "pointwise rate; its bandwidth is DRAM only when --size is well above the last-level cache"
+        )
+    if plan.threads == 1 and torch.get_num_threads() > 1:
+        notes.append("--quick on a CPU measures one thread")
+    points: list[SweepPoint] = []
+    copies: dict[str, float] = {}
+    matmuls: dict[str, float] = {}
+    with bench.cpu_threads(torch, plan):
+        try:
+            results, method = bench.sweep(torch, plan, progress=say)
+            points = [SweepPoint(repeat, seconds, plan.sweep_size) for repeat, seconds in results]
+        except Exception as error:  # e.g. no Triton for torch.compile: keep the copy and matmul roofs
+            first_line = str(error).splitlines()[0] if str(error) else ""
+            method = f"not measured ({type(error).__name__}: {first_line})"
+            notes.append(f"the x * c sweep failed: {method}")
+        for dtype in bench.dtypes(torch, device):
+            name = bench.dtype_name(dtype)
+            copies[name] = bench.copy_rate(torch, plan, dtype)
+            say(f"copy {name}: {copies[name] / 1e9:.1f} GB/s")
+            matmuls.update(bench.matmul_rates(torch, plan, dtype, progress=say))
+    return Calibration(
+        device_kind=backend if device == "cuda" and backend else "cpu",
+        device_name=(gpu_name(torch, None) or "GPU") if device == "cuda" else cpu_name(),
+        torch_version=str(torch.__version__),
+        sweep_method=method,
+        sweep=tuple(points),
+        copy_bytes_per_s=copies,
+        matmul_size=plan.matmul_size,
+        matmul_flops_per_s=matmuls,
+        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        notes=tuple(notes),
+    )

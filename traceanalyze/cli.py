@@ -87,6 +87,97 @@ def report(
         typer.echo(f"wrote {output}", err=True)
 
 
+@app.command(context_settings={"allow_interspersed_args": False})
+def capture(
+    script: Annotated[Path, typer.Argument(metavar="SCRIPT", help="The Python script to run, as `python SCRIPT ARGS…` would.", show_default=False)],
+    script_args: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="ARGS", help="The script's own arguments: everything after SCRIPT.", show_default=False),
+    ] = None,
+    out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Folder for trace.json.gz and run.json.")] = Path("traceanalyze-out"),
+    wait: Annotated[int, typer.Option(help="Steps skipped before warming up.", min=0)] = 1,
+    warmup: Annotated[int, typer.Option(help="Steps profiled and discarded before recording.", min=0)] = 1,
+    active: Annotated[int, typer.Option(help="Steps recorded.", min=1)] = 3,
+    repeat: Annotated[int, typer.Option(help="Recording windows (0: until the script ends).", min=0)] = 1,
+    steps_from: Annotated[
+        Optional[str],
+        typer.Option("--steps-from", metavar="NAME", help="A step ends when a record_function region NAME ends (default: at each optimizer step)."),
+    ] = None,
+    duration: Annotated[
+        Optional[float], typer.Option(metavar="SECONDS", help="Record for this long instead of by steps (for scripts with no optimizer).")
+    ] = None,
+    delay: Annotated[float, typer.Option(metavar="SECONDS", help="With --duration: start recording this long after the script starts.")] = 0.0,
+    stop_after_capture: Annotated[bool, typer.Option("--stop-after-capture", help="End the script once the recording is written.")] = False,
+    with_stack: Annotated[bool, typer.Option("--with-stack", help="Record Python call stacks (larger traces).")] = False,
+    profile_memory: Annotated[bool, typer.Option("--profile-memory", help="Record tensor allocations.")] = False,
+    show_report: Annotated[bool, typer.Option("--report/--no-report", help="Print the report after capturing.")] = True,
+) -> None:
+    """Run SCRIPT under torch.profiler without editing it: write OUT_DIR/trace.json.gz and run.json, then
+    print the report. Our options go before SCRIPT; everything after it is the script's."""
+    from traceanalyze.capture import CaptureOptions, Schedule, run_capture
+
+    args = list(script_args or [])
+    if args[:1] == ["--"]:
+        args = args[1:]
+    try:
+        result = run_capture(
+            CaptureOptions(
+                script=script,
+                args=tuple(args),
+                out_dir=out_dir,
+                schedule=Schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
+                steps_from=steps_from,
+                duration_s=duration,
+                delay_s=delay,
+                stop_after_capture=stop_after_capture,
+                with_stack=with_stack,
+                profile_memory=profile_memory,
+                command=("traceanalyze", *sys.argv[1:]),
+            )
+        )
+    except TraceAnalyzeError as error:
+        fail(error)
+    if result.script_stderr:
+        typer.echo(result.script_stderr.rstrip("\n"), err=True)
+    prefix = "traceanalyze: " if result.rank is None else f"traceanalyze: rank {result.rank}: "
+    for message in result.messages:
+        typer.echo(prefix + message, err=True)
+    if show_report and result.exit_code == 0 and result.trace is not None and result.primary_rank:
+        _capture_report(result.trace)
+    raise typer.Exit(result.exit_code)
+
+
+def _capture_report(trace: Path) -> None:
+    """The report `capture` prints: `_print_report` where the report command defines it, else `info`."""
+    printer = globals().get("_print_report")
+    if printer is None:
+        info(trace)
+    else:
+        printer(trace)
+
+
+@app.command()
+def calibrate(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Device file to write (JSON).")] = Path("device.json"),
+    plot: Annotated[Optional[Path], typer.Option(help="Chart to write (SVG); default: --output with .svg.", show_default=False)] = None,
+    size: Annotated[Optional[int], typer.Option(help="Elements of the swept tensor (default: 2^28 on a GPU, 2^24 on a CPU).", show_default=False)] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Small and fast (seconds), for CI.")] = False,
+    device: Annotated[Optional[str], typer.Option(help="'cuda' or 'cpu' (default: the GPU when there is one).", show_default=False)] = None,
+) -> None:
+    """Measure this machine's roofs (the essay's x*2 sweep, a copy, a matmul per dtype), print them, and write
+    a device file the report can use instead of the datasheet table, plus a chart."""
+    from traceanalyze import calibrate as calibration
+
+    chart = plot if plot is not None else output.with_suffix(".svg")
+    try:
+        measured = calibration.measure(device=device, size=size, quick=quick, progress=lambda line: typer.echo(line, err=True))
+        calibration.write_outputs(measured, output, chart)
+    except TraceAnalyzeError as error:
+        fail(error)
+    typer.echo(calibration.render_table(measured), nl=False)
+    typer.echo(f"wrote {output} and {chart}", err=True)
+
+
 def main() -> None:
     try:
         app()

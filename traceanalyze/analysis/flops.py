@@ -312,6 +312,11 @@ class _Args:
         return True
 
 
+def _reads(args: _Args, operands: int) -> list[_T]:
+    """The tensors among the first `operands` arguments; later tensors are `out=` destinations."""
+    return [t for i in range(min(operands, len(args))) if (t := args.tensor(i)) is not None]
+
+
 def _bytes(tensors: Sequence[_T | None]) -> float:
     return float(sum(t.nbytes for t in tensors if t is not None))
 
@@ -360,21 +365,18 @@ def _matmul_2d(a: _T, b: _T) -> tuple[int, int, int]:
 
 
 def _mm(args: _Args, name: str) -> OpCost:
-    if name == "_scaled_mm":
+    if name == "_scaled_mm":  # (self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, ...)
         a, b = args.need(0, "self"), args.need(1, "mat2")
-        out_type = args.dtype_code(6) or a.type
-        composite = False
-    elif name in ("mm", "_int_mm"):
+        out_type, operands = args.dtype_code(6) or a.type, 6
+    elif name in ("mm", "_int_mm"):  # mm.dtype adds out_dtype at 2
         a, b = args.need(0, "self"), args.need(1, "mat2")
-        out_type = "int" if name == "_int_mm" else (args.dtype_code(2) or a.type)
-        composite = False
+        out_type, operands = "int" if name == "_int_mm" else (args.dtype_code(2) or a.type), 2
     else:  # addmm, _addmm_activation: (self, mat1, mat2, [out_dtype,] beta, alpha)
         a, b = args.need(1, "mat1"), args.need(2, "mat2")
-        out_type = (args.dtype_code(3) if len(args) >= 6 else None) or a.type
-        composite = False
+        out_type, operands = (args.dtype_code(3) if len(args) >= 6 else None) or a.type, 3
     m, n, k = _matmul_2d(a, b)
     out = _T((m, n), out_type)
-    return OpCost(2.0 * m * n * k, _bytes(args.tensors()) + out.nbytes, "matmul", composite, a.cls)
+    return OpCost(2.0 * m * n * k, _bytes(_reads(args, operands)) + out.nbytes, "matmul", False, a.cls)
 
 
 def _bmm(args: _Args, name: str) -> OpCost:
@@ -386,7 +388,8 @@ def _bmm(args: _Args, name: str) -> OpCost:
     n = b.shape[2]
     out_type = (args.dtype_code(2) if name == "bmm" and len(args) == 3 else None) or a.type
     out = _T((m, n) if name == "addbmm" else (batch, m, n), out_type)
-    return OpCost(2.0 * batch * m * n * k, _bytes(args.tensors()) + out.nbytes, "matmul", False, a.cls)
+    read = _reads(args, first + 2)
+    return OpCost(2.0 * batch * m * n * k, _bytes(read) + out.nbytes, "matmul", False, a.cls)
 
 
 def _matmul(args: _Args, name: str) -> OpCost:
@@ -578,7 +581,7 @@ def _conv_backward_part(args: _Args, name: str) -> OpCost:
         raise _Unmodelled("shape arguments incomplete: convolution backward sizes not recorded")
     other = args.need(2, "weight" if name.endswith("input") else "input")
     if name.endswith("input"):
-        w, grad = other, other.like(sizes, gout.type)
+        w, grad = other, gout.like(sizes)
     else:
         w = other.like(sizes, gout.type)
         grad = w
@@ -907,8 +910,10 @@ def _elementwise(args: _Args, name: str, inplace: bool) -> OpCost:
             out_params.append(t)  # an `out=` tensor: written, not read
     if not operands:
         raise _Unmodelled("shape arguments incomplete: no tensor operand recorded")
+    if name == "where" and len(args) == 1:
+        raise _Unmodelled("output size is data-dependent")
     shape = _broadcast([t.shape for t in operands])
-    if out_params and tuple(out_params[0].shape) != shape:
+    if out_params and tuple(out_params[0].shape) != shape and out_params[0].numel != 0:
         # Not an out= tensor after all (e.g. a tensor-valued bound): an operand.
         operands += out_params
         out_params = []
@@ -922,12 +927,12 @@ def _elementwise(args: _Args, name: str, inplace: bool) -> OpCost:
         out = _T(shape, _promote(values))
     else:
         out = _T(shape, _promote(operands))
-    read = [] if name in _WRITE_ONLY_SELF else list(operands)
+    read = [] if inplace and name in _WRITE_ONLY_SELF else list(operands)
     written: list[_T] = [out]
     if name == "native_dropout":
         written.append(_T(shape, "bool"))  # the mask
     flops = float(math.prod(shape) * _ELEMENTWISE_FLOPS.get(name, 1))
-    return OpCost(flops, _bytes(read) + _bytes(written), "elementwise", False, operands[0].cls)
+    return OpCost(flops, _bytes(read) + _bytes(written), "elementwise", False, _DTYPES[_promote(operands)][1])
 
 
 # --------------------------------------------------------------------------------------------
@@ -940,7 +945,7 @@ _REDUCTIONS: dict[str, tuple[int | None, int]] = {
     "amin": (1, 2), "max": (1, 2), "min": (1, 2), "argmax": (1, 2), "argmin": (1, 2), "all": (1, 2),
     "any": (1, 2), "logsumexp": (1, 2), "std": (1, 3), "var": (1, 3), "std_mean": (1, 3),
     "var_mean": (1, 3), "norm": (2, 4), "linalg_vector_norm": (2, 3), "count_nonzero": (1, 2),
-    "aminmax": (1, 2), "frobenius_norm": (1, 2), "nuclear_norm": (None, 1),
+    "aminmax": (1, 2), "frobenius_norm": (1, 2),
 }
 # FLOPs per input element (default 1: one add or compare per element).
 _REDUCTION_FLOPS = {
@@ -974,8 +979,8 @@ def _reduction(args: _Args, name: str) -> OpCost:
     if dims is None:
         out_numel = 1
     else:
-        keep = {d % len(x.shape) for d in dims} if x.shape else set()
-        out_numel = math.prod(s for i, s in enumerate(x.shape) if i not in keep)
+        reduced = {d % len(x.shape) for d in dims} if x.shape else set()
+        out_numel = math.prod(s for i, s in enumerate(x.shape) if i not in reduced)
     if name in ("all", "any"):
         outs = [_T((out_numel,), "bool")]
     elif name in _INDEX_OUTPUT:
@@ -1063,7 +1068,7 @@ def _copy(args: _Args, name: str) -> OpCost:
         return OpCost(0.0, float(read) + dst.nbytes, "copy", False, dst.cls)
     x = args.need(0, "self")
     note = ""
-    composite = name in ("to", "contiguous", "type_as", "double", "float", "half", "bfloat16", "long", "int")
+    composite = name in ("to", "contiguous", "type_as")
     if name == "_to_copy":
         out_type = args.dtype_code(1)
         if out_type is None and not args.has_scalars():
@@ -1075,9 +1080,9 @@ def _copy(args: _Args, name: str) -> OpCost:
         out = x.like(type=other.type if other is not None else (code or x.type))
     elif name == "contiguous" and args.is_contiguous(0):
         return OpCost(0.0, 0.0, "view", True, x.cls)
-    elif name in ("_local_scalar_dense", "item"):
+    elif name in ("_local_scalar_dense", "item", "is_nonzero"):
         out = x.like(())
-        composite = name == "item"
+        composite = name != "_local_scalar_dense"
     else:  # clone, contiguous, pin_memory, _pin_memory, roll, flip, ...
         out = x.like()
     return OpCost(0.0, _bytes([x]) + out.nbytes, "copy", composite, x.cls, note)
@@ -1098,13 +1103,13 @@ def _cat(args: _Args, name: str) -> OpCost:
 def _fill(args: _Args, name: str) -> OpCost:
     """In-place fills (fill_, zero_) and factories (zeros, ones, full, rand..., *_like, new_*)."""
     note = ""
-    if name in ("fill_", "zero_", "masked_fill_scalar"):
+    if name in ("fill_", "zero_"):
         x = args.need(0, "self")
         return OpCost(0.0, x.nbytes + _bytes(args.tensors()[1:]), "fill", False, x.cls)
     if name.endswith("_like"):
         x = args.need(0, "self")
-        code_at = 2 if name == "full_like" else 1
-        out = x.like(type=args.dtype_code(code_at) or x.type)
+        code = None if name == "randint_like" else args.dtype_code(2 if name == "full_like" else 1)
+        out = x.like(type=code or x.type)
         return OpCost(0.0, out.nbytes, "fill", False, out.cls)
     if name.startswith("new_"):
         x = args.need(0, "self")
@@ -1117,13 +1122,13 @@ def _fill(args: _Args, name: str) -> OpCost:
     if name == "scalar_tensor":
         out = _T((), args.dtype_code(1) or "float")
         return OpCost(0.0, out.nbytes, "fill", False, out.cls)
-    size = args.int_list(0)
-    if size is None and args.scalar(0) == []:
+    size_at = next((i for i in range(len(args)) if args.type(i) == "ScalarList"), 0)
+    size = args.int_list(size_at)
+    if size is None and args.scalar(size_at) == []:
         size = []
     if size is None:
         raise _Unmodelled("shape arguments incomplete: size not recorded")
-    code_at = {"full": 2, "randint": 3}.get(name, 1)
-    code = args.dtype_code(code_at)
+    code = args.dtype_code(size_at + (2 if name == "full" else 1))
     if code is None:
         code = "long int" if name == "randint" else "float"
         note = "dtype not recorded: default dtype assumed"
@@ -1132,20 +1137,19 @@ def _fill(args: _Args, name: str) -> OpCost:
 
 
 def _arange(args: _Args, name: str) -> OpCost:
-    n_bounds = {5: 1, 6: 2, 7: 3}.get(len(args))
-    if n_bounds is None:  # the out= overload: (start, end, step, out)
-        n_bounds = 3
+    """arange(end, ...), arange(start, end, ...), arange(start, end, step, ...), or with out=."""
+    n_bounds = {5: 1, 6: 2, 7: 3}.get(len(args), 3)
     bounds = [args.scalar(i) for i in range(n_bounds)]
     if not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds):
         raise _Unmodelled("shape arguments incomplete: arange bounds not recorded")
-    start, end, step = ([0] + bounds + [1])[:3] if n_bounds == 1 else (bounds + [1])[:3]
-    if n_bounds == 1:
-        start, end, step = 0, bounds[0], 1
+    start, end, step = {1: (0, bounds[0], 1), 2: (bounds[0], bounds[1], 1)}.get(n_bounds, tuple(bounds))
     if step == 0:
         raise _Unmodelled("shape arguments inconsistent: arange step 0")
     numel = max(0, math.ceil((end - start) / step))
+    out_param = args.tensor(n_bounds)
     integral = all(isinstance(b, int) for b in bounds)
-    out = _T((numel,), args.dtype_code(n_bounds) or ("long int" if integral else "float"))
+    out_type = out_param.type if out_param else (args.dtype_code(n_bounds) or ("long int" if integral else "float"))
+    out = _T((numel,), out_type)
     return OpCost(0.0, out.nbytes, "fill", False, out.cls)
 
 
@@ -1154,7 +1158,7 @@ def _gather(args: _Args, name: str) -> OpCost:
     if name == "gather":
         src, index = args.need(0, "self"), args.need(2, "index")
         out = src.like(index.shape)
-        return OpCost(0.0, index.nbytes + 2 * out.nbytes, "embedding", False, src.cls)
+        return OpCost(0.0, index.nbytes + 2 * out.nbytes, "copy", False, src.cls)
     if name == "index_select":
         src, index = args.need(0, "self"), args.need(2, "index")
         dim = args.scalar(1)
@@ -1166,7 +1170,7 @@ def _gather(args: _Args, name: str) -> OpCost:
         if shape:
             shape[dim % len(shape)] = index.numel
         out = src.like(shape)
-        return OpCost(0.0, index.nbytes + 2 * out.nbytes, "embedding", False, src.cls)
+        return OpCost(0.0, index.nbytes + 2 * out.nbytes, "copy", False, src.cls)
     if name == "embedding":
         weight, indices = args.need(0, "weight"), args.need(1, "indices")
         if len(weight.shape) != 2:
@@ -1178,52 +1182,69 @@ def _gather(args: _Args, name: str) -> OpCost:
     indices = args.tensor_list(1)
     if indices is None:
         raise _Unmodelled("shape arguments incomplete: indices not recorded as a TensorList")
-    if any(t.cls == "bool" for t in indices) or args.type(1) != "TensorList":
+    if any(t.cls == "bool" for t in indices):
         raise _Unmodelled("output size is data-dependent (boolean mask)")
-    if any(self_type == "bool" or self_type == "unsigned char" for self_type in ()):
-        pass
     out = src.like(list(_broadcast([t.shape for t in indices])) + list(src.shape[len(indices):]))
-    return OpCost(0.0, _bytes(indices) + 2 * out.nbytes, "embedding", False, src.cls)
+    return OpCost(0.0, _bytes(indices) + 2 * out.nbytes, "copy", False, src.cls)
 
 
 def _scatter(args: _Args, name: str) -> OpCost:
     """Scatters write (and for *_add read-modify-write) only the indexed elements of `self`."""
-    base = name.rstrip("_")
-    inplace = name.endswith("_")
     dst = args.need(0, "self")
-    if base in ("scatter", "scatter_add", "scatter_reduce"):
-        index, src = args.need(2, "index"), args.tensor(3)
-        touched = index.numel
-    elif base in ("index_add", "index_copy", "index_fill"):
-        index, src = args.need(2, "index"), args.tensor(3)
-        if src is not None:
-            touched = src.numel
-        else:
-            dim = args.scalar(1)
-            if not isinstance(dim, int) or isinstance(dim, bool) or not dst.shape:
-                raise _Unmodelled("shape arguments incomplete: index_fill dim not recorded")
-            touched = dst.numel // dst.shape[dim % len(dst.shape)] * index.numel
-    else:  # index_put_, _index_put_impl_(self, indices, values, accumulate)
+    if name in ("index_put", "index_put_", "_index_put_impl_"):  # (self, indices, values, accumulate)
         indices = args.tensor_list(1)
         if indices is None:
             raise _Unmodelled("shape arguments incomplete: indices not recorded as a TensorList")
         if any(t.cls == "bool" for t in indices):
             raise _Unmodelled("output size is data-dependent (boolean mask)")
-        index_shape = _broadcast([t.shape for t in indices])
-        touched = math.prod(index_shape) * math.prod(dst.shape[len(indices):])
-        src = args.tensor(2)
-        index = None
-        if args.flag(3, False):
-            base = "index_put_accumulate"
-    accumulate = base in ("scatter_add", "index_add", "index_put_accumulate", "scatter_reduce")
-    read = [t for t in ([index] if index is not None else []) if t is not None]
-    read_bytes = _bytes(read) + (min(src.numel, touched) * src.itemsize if src is not None else 0)
-    if base == "index_put_accumulate" or name.startswith(("index_put", "_index_put")):
-        read_bytes = _bytes(args.tensor_list(1) or []) + (src.nbytes if src is not None else 0)
-    write_bytes = touched * dst.itemsize * (2 if accumulate else 1)
+        touched = math.prod(_broadcast([t.shape for t in indices])) * math.prod(dst.shape[len(indices):])
+        read = _bytes(indices) + _bytes([args.tensor(2)])
+        accumulate = bool(args.flag(3, False))
+        inplace = name != "index_put"
+    else:  # scatter*/index_add/index_copy/index_fill: (self, dim, index, src|value, ...)
+        base = name.rstrip("_")
+        index, src = args.need(2, "index"), args.tensor(3)
+        if base.startswith("scatter"):
+            touched = index.numel
+            accumulate = base != "scatter" or isinstance(args.scalar(4), str)
+        else:
+            accumulate = base == "index_add"
+            if src is not None:
+                touched = src.numel
+            else:
+                dim = args.scalar(1)
+                if not isinstance(dim, int) or isinstance(dim, bool) or not dst.shape:
+                    raise _Unmodelled("shape arguments incomplete: index_fill dim not recorded")
+                touched = dst.numel // max(dst.shape[dim % len(dst.shape)], 1) * index.numel
+        read = index.nbytes + (min(src.numel, touched) * src.itemsize if src is not None else 0)
+        inplace = name.endswith("_")
+    written = touched * dst.itemsize * (2 if accumulate else 1)  # accumulate: read-modify-write
     if not inplace:
-        write_bytes += 2 * dst.nbytes  # out-of-place: a full copy of self first
-    return OpCost(float(touched if accumulate else 0), float(read_bytes + write_bytes), "embedding", False, dst.cls)
+        written += 2 * dst.nbytes  # out-of-place: a full copy of self first
+    return OpCost(float(touched if accumulate else 0), float(read + written), "copy", False, dst.cls)
+
+
+def _gather_backward(args: _Args, name: str) -> OpCost:
+    """gather_backward(grad, self, dim, index, sparse_grad) (composite): zeros, then scatter_add."""
+    grad, x, index = args.need(0, "grad"), args.need(1, "self"), args.need(3, "index")
+    moved = grad.nbytes + index.nbytes + x.like(type=grad.type).nbytes + 2 * grad.numel * grad.itemsize
+    return OpCost(float(grad.numel), moved, "copy", True, grad.cls)
+
+
+def _bucketize(args: _Args, name: str) -> OpCost:
+    """bucketize(self, boundaries, ...) / searchsorted(sorted_sequence, self, ...): binary search."""
+    values, boundaries = (args.need(0, "self"), args.need(1, "boundaries")) if name == "bucketize" else (
+        args.need(1, "self"), args.need(0, "sorted_sequence"))
+    steps = max(1, math.ceil(math.log2(max(boundaries.shape[-1] if boundaries.shape else 1, 1) + 1)))
+    out = values.like(type="int" if args.flag(2, False) else "long int")
+    return OpCost(float(values.numel * steps), _bytes(args.tensors()) + out.nbytes, "elementwise", False,
+                  values.cls)
+
+
+def _transform_bias_rescale_qkv(args: _Args, name: str) -> OpCost:
+    """_transform_bias_rescale_qkv(qkv [B,S,3E], qkv_bias [3E], num_heads): add bias, scale q, split."""
+    qkv = args.need(0, "qkv")
+    return OpCost(float(2 * qkv.numel), _bytes(args.tensors()) + qkv.nbytes, "elementwise", False, qkv.cls)
 
 
 def _embedding_backward(args: _Args, name: str) -> OpCost:
@@ -1306,7 +1327,8 @@ def _pointwise_loss(args: _Args, name: str) -> OpCost:
         base = name[: -len("_backward")]
         grad, x = args.need(0, "grad_output"), args.need(1, "self")
         flops = float(x.numel * (_LOSS_FLOPS.get(base, 2)))
-        return OpCost(flops, _bytes(args.tensors()) + x.nbytes, "loss", False, x.cls)
+        operands = {"binary_cross_entropy": 4, "mse_loss": 3}.get(base, 3)  # then reduction [, beta]
+        return OpCost(flops, _bytes(_reads(args, operands)) + x.nbytes, "loss", False, x.cls)
     x = args.need(0, "self")
     reduction_at = {"binary_cross_entropy": 3, "binary_cross_entropy_with_logits": 4}.get(name, 2)
     reduction, note = _reduction_code(args, reduction_at)
@@ -1355,9 +1377,8 @@ _FOREACH_REDUCTIONS = {"norm": 2, "max": 1}
 
 
 def _foreach(args: _Args, name: str) -> OpCost:
-    op = name[len("_foreach_"):]
-    inplace = op.endswith("_")
-    op = op.rstrip("_")
+    """_foreach_<op>[_]: the elementwise op (or per-tensor reduction) applied to each list element."""
+    op = name[len("_foreach_"):].rstrip("_")
     lists: list[list[_T]] = []
     singles: list[_T] = []
     for i in range(len(args)):
@@ -1366,29 +1387,24 @@ def _foreach(args: _Args, name: str) -> OpCost:
             lists.append(lst)
         elif (t := args.tensor(i)) is not None:
             singles.append(t)
-    if not lists:
+    if not lists or not lists[0]:
         raise _Unmodelled("shape arguments incomplete: TensorList shapes not recorded")
     selves = lists[0]
     if any(len(lst) != len(selves) for lst in lists):
         raise _Unmodelled("shape arguments inconsistent: TensorLists of different lengths")
     numel = sum(t.numel for t in selves)
-    if op in _FOREACH_REDUCTIONS:
+    read = [t for lst in lists for t in lst] + singles
+    written = list(selves)
+    if op in _FOREACH_REDUCTIONS:  # one scalar per tensor
         written = [_T((), selves[0].type)] * len(selves)
         flops = float(numel * _FOREACH_REDUCTIONS[op])
+    elif op == "zero":
+        read, flops = [], 0.0
+    elif op == "copy":  # (self, src, non_blocking): self is only written
+        read, flops = [t for lst in lists[1:] for t in lst], 0.0
     else:
-        written = [] if op in ("copy",) and False else list(selves)
-        if op == "zero":
-            written, flops = list(selves), 0.0
-        elif op == "copy":
-            flops = 0.0
-        else:
-            flops = float(numel * _ELEMENTWISE_FLOPS.get(op, 1))
-    read_lists = lists[1:] if op in ("zero", "copy") else lists
-    read = [t for lst in read_lists for t in lst] + singles
-    if op == "zero":
-        read = []
-    cost = _bytes(read) + _bytes(written)
-    return OpCost(flops, cost, "optimizer", False, selves[0].cls, "" if inplace or op in _FOREACH_REDUCTIONS else "")
+        flops = float(numel * _ELEMENTWISE_FLOPS.get(op, 1))
+    return OpCost(flops, _bytes(read) + _bytes(written), "optimizer", False, selves[0].cls)
 
 
 # FLOPs per parameter element. Adam/AdamW: weight decay 2, first moment 3, second moment 4,
@@ -1483,7 +1499,9 @@ _HANDLERS: dict[str, _Handler] = {
     "adaptive_max_pool2d_backward": _pool_backward, "adaptive_max_pool3d_backward": _pool_backward,
     "copy_": _copy, "_to_copy": _copy, "to": _copy, "clone": _copy, "contiguous": _copy,
     "_local_scalar_dense": _copy, "item": _copy, "pin_memory": _copy, "_pin_memory": _copy, "roll": _copy,
-    "flip": _copy, "narrow_copy": _copy, "type_as": _copy,
+    "flip": _copy, "narrow_copy": _copy, "type_as": _copy, "is_nonzero": _copy,
+    "gather_backward": _gather_backward, "bucketize": _bucketize, "searchsorted": _bucketize,
+    "_transform_bias_rescale_qkv": _transform_bias_rescale_qkv,
     "cat": _cat, "_cat": _cat, "concat": _cat, "concatenate": _cat, "stack": _cat, "_stack": _cat,
     "hstack": _cat, "vstack": _cat,
     "fill_": _fill, "zero_": _fill, "zeros": _fill, "ones": _fill, "full": _fill, "rand": _fill,
@@ -1512,6 +1530,129 @@ _HANDLERS: dict[str, _Handler] = {
     "dropout": _dropout, "feature_dropout": _dropout, "alpha_dropout": _dropout,
     **{name: _view for name in _VIEWS},
 }
+# The most arguments any overload of the op takes (out= variants included), from the PyTorch 2.13
+# schemas. A record with more is corrupted (some Kineto versions prepend stale arguments).
+_MAX_ARGS: dict[str, int] = {
+    "__and__": 2, "__lshift__": 3, "__or__": 2, "__rshift__": 3, "__xor__": 2, "_adaptive_avg_pool2d": 3,
+    "_adaptive_avg_pool2d_backward": 3, "_adaptive_avg_pool3d": 3, "_adaptive_avg_pool3d_backward": 3,
+    "_addmm_activation": 7, "_batch_norm_impl_index": 9, "_batch_norm_no_update": 11,
+    "_batch_norm_with_update": 11, "_conv_depthwise2d": 8, "_convolution": 14, "_convolution_mode": 7,
+    "_cudnn_attention_backward": 16, "_cudnn_attention_forward": 13, "_efficient_attention_backward": 20,
+    "_efficient_attention_forward": 14, "_embedding_bag": 13, "_embedding_bag_dense_backward": 11,
+    "_embedding_bag_forward_only": 13, "_flash_attention_backward": 17, "_flash_attention_forward": 18,
+    "_fused_adagrad_": 11, "_fused_adam_": 15, "_fused_adamw_": 15, "_fused_rms_norm": 4,
+    "_fused_rms_norm_backward": 6, "_fused_sgd_": 12, "_has_compatible_shallow_copy_type": 2,
+    "_index_put_impl_": 5, "_int_mm": 3, "_local_scalar_dense": 1, "_log_softmax": 4,
+    "_log_softmax_backward_data": 5, "_masked_softmax": 5, "_native_batch_norm_legit": 11,
+    "_native_batch_norm_legit_no_training": 10, "_native_multi_head_attention": 15,
+    "_nested_tensor_from_mask": 4, "_nnpack_spatial_convolution": 6, "_pin_memory": 3, "_prelu_kernel": 2,
+    "_prelu_kernel_backward": 3, "_reshape_alias": 3, "_safe_softmax": 3,
+    "_scaled_dot_product_attention_math": 9, "_scaled_dot_product_cudnn_attention": 9,
+    "_scaled_dot_product_cudnn_attention_backward": 16, "_scaled_dot_product_efficient_attention": 8,
+    "_scaled_dot_product_efficient_attention_backward": 13, "_scaled_dot_product_flash_attention": 10,
+    "_scaled_dot_product_flash_attention_backward": 15, "_scaled_dot_product_flash_attention_for_cpu": 7,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": 10,
+    "_scaled_dot_product_fused_attention_overrideable": 8,
+    "_scaled_dot_product_fused_attention_overrideable_backward": 17, "_scaled_mm": 9, "_shape_as_tensor": 1,
+    "_slow_conv2d_backward": 10, "_slow_conv2d_forward": 7, "_softmax": 4, "_softmax_backward_data": 5,
+    "_stack": 3, "_to_copy": 7, "_to_dense": 4, "_transform_bias_rescale_qkv": 6, "_unique": 5,
+    "_unique2": 7, "_unsafe_view": 3, "abs": 2, "abs_": 1, "absolute": 2, "absolute_": 1, "acos": 2,
+    "acos_": 1, "acosh": 2, "acosh_": 1, "adaptive_avg_pool1d": 3, "adaptive_avg_pool2d": 3,
+    "adaptive_avg_pool3d": 3, "adaptive_max_pool2d": 4, "adaptive_max_pool2d_backward": 4,
+    "adaptive_max_pool3d": 4, "adaptive_max_pool3d_backward": 4, "add": 4, "add_": 3, "addbmm": 6,
+    "addcdiv": 5, "addcdiv_": 4, "addcmul": 5, "addcmul_": 4, "addmm": 7, "addmv": 6, "adjoint": 1,
+    "alias": 1, "all": 4, "alpha_dropout": 3, "amax": 4, "amin": 4, "aminmax": 5, "angle": 2, "any": 4,
+    "arange": 7, "arccos": 2, "arccos_": 1, "arcsin": 2, "arcsin_": 1, "arctan": 2, "arctan2": 3,
+    "arctan2_": 2, "arctan_": 1, "argmax": 4, "argmin": 4, "argwhere": 1, "as_strided": 4, "as_strided_": 4,
+    "as_strided_scatter": 6, "asin": 2, "asin_": 1, "asinh": 2, "asinh_": 1, "atan": 2, "atan2": 3,
+    "atan2_": 2, "atan_": 1, "atanh": 2, "atanh_": 1, "atleast_1d": 1, "atleast_2d": 1, "atleast_3d": 1,
+    "avg_pool1d": 7, "avg_pool2d": 8, "avg_pool2d_backward": 9, "avg_pool3d": 8, "avg_pool3d_backward": 9,
+    "baddbmm": 7, "batch_norm": 9, "batch_norm_backward": 11, "bernoulli": 4, "bernoulli_": 3,
+    "binary_cross_entropy": 5, "binary_cross_entropy_backward": 6, "binary_cross_entropy_with_logits": 6,
+    "bitwise_and": 3, "bitwise_and_": 2, "bitwise_left_shift": 3, "bitwise_left_shift_": 2, "bitwise_not": 2,
+    "bitwise_not_": 1, "bitwise_or": 3, "bitwise_or_": 2, "bitwise_right_shift": 3,
+    "bitwise_right_shift_": 2, "bitwise_xor": 3, "bitwise_xor_": 2, "bmm": 4, "broadcast_tensors": 1,
+    "bucketize": 5, "can_cast": 2, "cat": 3, "ceil": 2, "ceil_": 1, "celu": 3, "celu_": 2, "chunk": 3,
+    "clamp": 4, "clamp_": 3, "clamp_max": 3, "clamp_max_": 2, "clamp_min": 3, "clamp_min_": 2, "clip": 4,
+    "clip_": 3, "clone": 3, "coalesce": 1, "complex": 3, "concat": 3, "concatenate": 3, "conj": 1,
+    "conj_physical": 2, "conj_physical_": 1, "constant_pad_nd": 4, "contiguous": 2, "conv1d": 7, "conv2d": 7,
+    "conv3d": 7, "conv_depthwise3d": 8, "conv_transpose1d": 8, "conv_transpose2d": 8, "conv_transpose3d": 8,
+    "convolution": 10, "convolution_backward": 14, "convolution_backward_overrideable": 13,
+    "convolution_overrideable": 10, "copy_": 3, "copysign": 3, "copysign_": 2, "cos": 2, "cos_": 1,
+    "cosh": 2, "cosh_": 1, "count_nonzero": 3, "cross_entropy_loss": 6, "cudnn_batch_norm": 12,
+    "cudnn_batch_norm_backward": 12, "cudnn_convolution": 10, "cudnn_convolution_add_relu": 10,
+    "cudnn_convolution_relu": 8, "cudnn_convolution_transpose": 11, "cummax": 4, "cummin": 4, "cumprod": 4,
+    "cumsum": 4, "deg2rad": 2, "deg2rad_": 1, "detach": 1, "detach_": 1, "diagonal": 4,
+    "diagonal_backward": 6, "digamma": 2, "digamma_": 1, "div": 4, "div_": 3, "divide": 4, "divide_": 3,
+    "dot": 3, "dropout": 3, "elu": 5, "elu_": 4, "elu_backward": 7, "embedding": 6, "embedding_backward": 6,
+    "embedding_bag": 9, "embedding_dense_backward": 6, "empty": 6, "empty_like": 6, "empty_permuted": 6,
+    "empty_strided": 6, "eq": 3, "eq_": 2, "erf": 2, "erf_": 1, "erfc": 2, "erfc_": 1, "erfinv": 2,
+    "erfinv_": 1, "exp": 2, "exp2": 2, "exp2_": 1, "exp_": 1, "expand": 3, "expand_as": 2, "expm1": 2,
+    "expm1_": 1, "exponential": 4, "exponential_": 3, "feature_dropout": 3, "fill_": 2, "fix": 2, "fix_": 1,
+    "flatten": 3, "flip": 3, "float_power": 3, "float_power_": 2, "floor": 2, "floor_": 1, "floor_divide": 3,
+    "floor_divide_": 2, "fmax": 3, "fmin": 3, "fmod": 3, "fmod_": 2, "frac": 2, "frac_": 1,
+    "frobenius_norm": 4, "full": 6, "full_like": 7, "gather": 5, "gather_backward": 5, "gcd": 3, "gcd_": 2,
+    "ge": 3, "ge_": 2, "gelu": 3, "gelu_": 2, "gelu_backward": 4, "greater": 3, "greater_": 2,
+    "greater_equal": 3, "greater_equal_": 2, "group_norm": 6, "gt": 3, "gt_": 2, "hardshrink": 3,
+    "hardsigmoid": 2, "hardsigmoid_": 1, "hardsigmoid_backward": 3, "hardswish": 2, "hardswish_": 1,
+    "hardswish_backward": 3, "hardtanh": 4, "hardtanh_": 3, "hardtanh_backward": 5, "heaviside": 3,
+    "heaviside_": 2, "hsplit": 2, "hstack": 2, "huber_loss": 5, "huber_loss_backward": 6, "hypot": 3,
+    "hypot_": 2, "i0": 2, "i0_": 1, "igamma": 3, "igamma_": 2, "igammac": 3, "igammac_": 2, "imag": 1,
+    "index": 4, "index_add": 6, "index_add_": 5, "index_copy": 5, "index_copy_": 4, "index_fill": 5,
+    "index_fill_": 4, "index_put": 5, "index_put_": 4, "index_select": 4, "instance_norm": 9,
+    "is_nonzero": 1, "is_pinned": 2, "is_same_size": 2, "isclose": 5, "isfinite": 1, "isinf": 2, "isnan": 2,
+    "isneginf": 2, "isposinf": 2, "item": 1, "kl_div": 4, "l1_loss": 3, "layer_norm": 6, "lcm": 3, "lcm_": 2,
+    "ldexp": 3, "ldexp_": 2, "le": 3, "le_": 2, "leaky_relu": 3, "leaky_relu_": 2, "leaky_relu_backward": 5,
+    "lerp": 4, "lerp_": 3, "less": 3, "less_": 2, "less_equal": 3, "less_equal_": 2, "lgamma": 2,
+    "lgamma_": 1, "lift_fresh": 1, "lift_fresh_copy": 2, "linalg_vector_norm": 6, "linear": 4, "log": 2,
+    "log10": 2, "log10_": 1, "log1p": 2, "log1p_": 1, "log2": 2, "log2_": 1, "log_": 1,
+    "log_sigmoid_backward": 4, "log_sigmoid_forward": 3, "log_softmax": 4, "logaddexp": 3, "logaddexp2": 3,
+    "logcumsumexp": 3, "logical_and": 3, "logical_and_": 2, "logical_not": 2, "logical_not_": 1,
+    "logical_or": 3, "logical_or_": 2, "logical_xor": 3, "logical_xor_": 2, "logit": 3, "logit_": 2,
+    "logit_backward": 4, "logsumexp": 4, "lt": 3, "lt_": 2, "mH": 1, "mT": 1, "masked_fill": 4,
+    "masked_fill_": 3, "masked_select": 3, "matmul": 3, "matrix_H": 1, "max": 5, "max_pool1d": 6,
+    "max_pool2d": 6, "max_pool2d_with_indices": 8, "max_pool2d_with_indices_backward": 9, "max_pool3d": 6,
+    "max_pool3d_with_indices": 8, "max_pool3d_with_indices_backward": 9, "maximum": 3, "mean": 5, "min": 5,
+    "minimum": 3, "miopen_batch_norm": 11, "miopen_batch_norm_backward": 11, "miopen_convolution": 10,
+    "miopen_convolution_transpose": 11, "miopen_depthwise_convolution": 10, "mish": 2, "mish_": 1,
+    "mish_backward": 2, "mkldnn_convolution": 8, "mm": 4, "moveaxis": 3, "movedim": 3, "mse_loss": 4,
+    "mse_loss_backward": 5, "mul": 3, "mul_": 2, "multiply": 3, "multiply_": 2, "mv": 3, "nan_to_num": 5,
+    "nan_to_num_": 4, "nanmean": 5, "nansum": 5, "narrow": 4, "narrow_copy": 5, "native_batch_norm": 11,
+    "native_batch_norm_backward": 13, "native_dropout": 5, "native_dropout_backward": 4,
+    "native_group_norm": 11, "native_group_norm_backward": 13, "native_layer_norm": 8,
+    "native_layer_norm_backward": 11, "ne": 3, "ne_": 2, "neg": 2, "neg_": 1, "negative": 2, "negative_": 1,
+    "new_empty": 6, "new_empty_strided": 7, "new_full": 7, "new_ones": 6, "new_zeros": 6, "nextafter": 3,
+    "nextafter_": 2, "nll_loss": 6, "nll_loss2d_backward": 8, "nll_loss2d_forward": 7,
+    "nll_loss_backward": 8, "nll_loss_forward": 7, "nll_loss_nd": 5, "nonzero": 2, "nonzero_numpy": 1,
+    "nonzero_static": 4, "norm": 6, "normal": 8, "normal_": 4, "not_equal": 3, "not_equal_": 2, "numpy_T": 1,
+    "ones": 5, "ones_like": 6, "pad": 4, "permute": 2, "pin_memory": 2, "polar": 3, "positive": 1, "pow": 3,
+    "pow_": 2, "prod": 5, "rad2deg": 2, "rad2deg_": 1, "rand": 6, "rand_like": 7, "randint": 8,
+    "randint_like": 9, "randn": 6, "randn_like": 7, "random": 5, "random_": 4, "real": 1, "reciprocal": 2,
+    "reciprocal_": 1, "record_stream": 2, "relu": 2, "relu6": 1, "relu6_": 1, "relu_": 1, "remainder": 3,
+    "remainder_": 2, "repeat": 3, "repeat_interleave": 4, "reshape": 2, "resize_": 3, "resize_as_": 3,
+    "resolve_conj": 1, "resolve_neg": 1, "result_type": 2, "rms_norm": 4, "roll": 4, "round": 3, "round_": 2,
+    "rsqrt": 2, "rsqrt_": 1, "rsub": 4, "scalar_tensor": 5, "scaled_dot_product_attention": 8, "scatter": 6,
+    "scatter_": 5, "scatter_add": 5, "scatter_add_": 4, "scatter_reduce": 7, "scatter_reduce_": 6,
+    "searchsorted": 7, "select": 3, "select_backward": 5, "selu": 1, "selu_": 1, "set_": 5, "sgn": 2,
+    "sgn_": 1, "sigmoid": 2, "sigmoid_": 1, "sigmoid_backward": 3, "sign": 2, "sign_": 1, "signbit": 2,
+    "silu": 2, "silu_": 1, "silu_backward": 3, "sin": 2, "sin_": 1, "sinh": 2, "sinh_": 1, "size": 2,
+    "slice": 5, "slice_backward": 7, "slow_conv3d_forward": 7, "slow_conv_dilated2d": 8,
+    "slow_conv_dilated3d": 8, "slow_conv_transpose2d": 9, "slow_conv_transpose3d": 9, "smooth_l1_loss": 5,
+    "smooth_l1_loss_backward": 6, "soft_margin_loss": 4, "softmax": 4, "softplus": 4, "softplus_backward": 5,
+    "softshrink": 3, "special_softmax": 3, "split": 3, "split_with_sizes": 3, "split_with_sizes_copy": 4,
+    "sqrt": 2, "sqrt_": 1, "square": 2, "square_": 1, "squeeze": 2, "squeeze_": 2, "stack": 3, "std": 5,
+    "std_mean": 6, "stride": 2, "sub": 4, "sub_": 3, "subtract": 4, "subtract_": 3, "sum": 5, "swapaxes": 3,
+    "swapdims": 3, "t": 1, "t_": 1, "tan": 2, "tan_": 1, "tanh": 2, "tanh_": 1, "tanh_backward": 3,
+    "tensor_split": 3, "thnn_conv2d": 7, "threshold": 4, "threshold_": 3, "threshold_backward": 4, "to": 8,
+    "transpose": 3, "transpose_": 3, "tril": 3, "tril_": 2, "triu": 3, "triu_": 2, "true_divide": 3,
+    "true_divide_": 2, "trunc": 2, "trunc_": 1, "type_as": 2, "unbind": 2, "unflatten": 3, "unfold": 4,
+    "unfold_backward": 6, "uniform": 5, "uniform_": 4, "unique_consecutive": 7, "unique_dim": 8,
+    "unsqueeze": 2, "unsqueeze_": 2, "var": 5, "var_mean": 6, "vdot": 3, "view": 2, "view_as": 2,
+    "view_as_complex": 1, "view_as_real": 1, "vsplit": 2, "vstack": 2, "where": 4, "xlogy": 3, "xlogy_": 2,
+    "zero_": 1, "zeros": 5, "zeros_like": 6,
+}
+
+
 _DATA_DEPENDENT = {
     "nonzero", "nonzero_static", "masked_select", "unique", "_unique", "_unique2", "unique_consecutive",
     "unique_dim", "argwhere", "repeat_interleave", "nonzero_numpy",
@@ -1550,12 +1691,15 @@ def op_cost_or_reason(
     found = _dispatch(name)
     if found is None:
         return f"op not modelled: {name}"
+    limit = _MAX_ARGS.get(short)
+    if limit is not None and len(input_dims) > limit:
+        return f"shape arguments inconsistent: {len(input_dims)} arguments recorded, {name} takes at most {limit}"
     handler, key = found
     try:
         return handler(_Args(input_dims, input_types, concrete_inputs, input_strides), key)
     except _Unmodelled as why:
         return str(why)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError) as error:
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError, OverflowError) as error:
         # A recorded argument layout we do not know (another PyTorch version, another overload).
         return f"shape arguments not understood: {type(error).__name__}"
 
@@ -1603,7 +1747,7 @@ def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     ...     "input_strides": [None], "concrete_inputs": [["", ""]], "flops": [None]},
     ...     schema_overrides={"flops": pl.Float64, "input_strides": pl.List(pl.List(pl.Int64))})
     >>> op_costs(ops).select("op_id", "flops", "bytes").row(0)
-    (1, 48.0, 116.0)
+    (1, 48.0, 104.0)
     """
     columns = {name: [] for name in OP_COSTS_SCHEMA}
     has_category = "category" in cpu_ops.columns

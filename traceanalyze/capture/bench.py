@@ -103,6 +103,8 @@ def sweep(torch: Any, plan: BenchPlan, *, progress: Callable[[str], None]) -> tu
     x = torch.randn(plan.sweep_size, dtype=torch.float32, device=plan.device)
     results: list[tuple[int, float]] = []
     if plan.device == "cuda":
+        import torch._dynamo  # noqa: F401  (lazy: only a GPU sweep compiles)
+
         method = "x * c repeated r times, fused into one kernel by torch.compile (inductor)"
         for repeat in plan.repeats:
             torch._dynamo.reset()  # one fresh graph per r; avoids the recompilation limit

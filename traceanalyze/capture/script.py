@@ -83,14 +83,26 @@ def run_as_main(path: str) -> None:
 def script_traceback(error: BaseException) -> str:
     """The traceback Python would print for the script's uncaught `error`, without our frames
     (traceanalyze and runpy) in front of the script's own."""
+    entries: list[TracebackType] = []
     tb: TracebackType | None = error.__traceback__
-    while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
+    while tb is not None:
+        entries.append(tb)
         tb = tb.tb_next
-    return "".join(traceback.format_exception(type(error), error, tb))
+    runpy_at = [i for i, entry in enumerate(entries) if _is_runpy(entry.tb_frame.f_code.co_filename)]
+    if runpy_at:  # the script's frames start right after runpy's run_path machinery
+        start = runpy_at[0]
+        while start < len(entries) and _is_runpy(entries[start].tb_frame.f_code.co_filename):
+            start += 1
+    else:  # e.g. a failure while compiling: skip our own frames
+        start = 0
+        while start < len(entries) and entries[start].tb_frame.f_code.co_filename.startswith(_OUR_DIR + os.sep):
+            start += 1
+    first = entries[start] if start < len(entries) else None
+    return "".join(traceback.format_exception(type(error), error, first))
 
 
-def _is_ours(filename: str) -> bool:
-    return filename.startswith(_OUR_DIR + os.sep) or os.path.basename(filename) == "runpy.py"
+def _is_runpy(filename: str) -> bool:
+    return filename == "<frozen runpy>" or os.path.basename(filename) == "runpy.py"
 
 
 def system_exit_code(error: SystemExit) -> tuple[int, str | None]:

@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -163,10 +164,10 @@ def run_capture(options: CaptureOptions) -> CaptureResult:
         "profile_memory": options.profile_memory,
         "steps_from": {"kind": "optimizer"} if options.steps_from is None
         else {"kind": "record_function", "name": options.steps_from},
-        "window": {"kind": "duration", "delay_s": options.delay_s, "duration_s": options.duration_s}
-        if options.duration_s is not None
-        else {"kind": "schedule", **options.schedule.to_dict()},
         "schedule": None if options.duration_s is not None else options.schedule.to_dict(),
+        "duration": None
+        if options.duration_s is None
+        else {"delay_s": options.delay_s, "duration_s": options.duration_s},
         "stop_after_capture": options.stop_after_capture,
         "steps_seen": recorder.steps_seen,
         "steps_captured": len(recorder.captured_steps),
@@ -220,6 +221,7 @@ class _Recorder:
         self.cycles = 0
         self.traces: list[Path] = []
         self.errors: list[str] = []
+        self.step_span: Any = None
 
     def build(self) -> None:
         from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
@@ -229,10 +231,8 @@ class _Recorder:
         activities = [ProfilerActivity.CPU]
         if self.gpu:
             activities.append(ProfilerActivity.CUDA)  # CUPTI on NVIDIA, roctracer on ROCm builds
-        if self.options.duration_s is not None:
-            # Record from start() to stop(); a schedule (rather than none) keeps ProfilerStep#N spans.
-            step_schedule: Any = _always_record
-        else:
+        step_schedule: Any = None  # --duration: record from start() to stop(); we mark the steps ourselves
+        if self.options.duration_s is None:
             plan = self.options.schedule
             step_schedule = schedule(wait=plan.wait, warmup=plan.warmup, active=plan.active, repeat=plan.repeat)
         self.prof = profile(
@@ -255,12 +255,17 @@ class _Recorder:
             return
         self.busy = True
         try:
-            action = self.prof.current_action
-            if action in self._recording:
-                self.captured_steps.append(int(self.prof.step_num))
-                if action == self._saving:
-                    self._synchronize()  # the window's last kernels belong in its trace
-            self.prof.step()
+            if self.options.duration_s is not None:
+                self._mark_step()
+            else:
+                action = self.prof.current_action
+                if action in self._recording:
+                    self.captured_steps.append(int(self.prof.step_num))
+                    if action == self._saving:
+                        self._synchronize()  # the window's last kernels belong in its trace
+                with warnings.catch_warnings():  # each --repeat window is its own file, as intended
+                    warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
+                    self.prof.step()
         except Exception as error:  # never break the user's training because of the profiler
             self.errors.append(f"profiling stopped at step {self.steps_seen}: {type(error).__name__}: {error}")
             self.finished = True
@@ -301,11 +306,25 @@ class _Recorder:
         self.busy = True
         try:
             self._synchronize()
+            if self.step_span is not None:  # --duration: the step cut by the window's end
+                self.step_span.__exit__(None, None, None)
+                self.step_span = None
             self.prof.__exit__(None, None, None)
         except Exception as error:
             self.errors.append(f"could not finish the trace: {type(error).__name__}: {error}")
         finally:
             self.busy = False
+
+    def _mark_step(self) -> None:
+        """--duration: `ProfilerStep#N` spans between step ends seen inside the window (the profiler
+        would otherwise label the whole window as one step, even for a script with no steps)."""
+        from torch.autograd.profiler import record_function
+
+        if self.step_span is not None:
+            self.step_span.__exit__(None, None, None)
+            self.captured_steps.append(self.steps_seen - 1)
+        self.step_span = record_function(f"ProfilerStep#{self.steps_seen}")
+        self.step_span.__enter__()
 
     def _synchronize(self) -> None:
         if self.gpu and self.torch.cuda.is_initialized():
@@ -323,12 +342,6 @@ class _Recorder:
         path.parent.mkdir(parents=True, exist_ok=True)
         prof.export_chrome_trace(str(path))
         self.traces.append(path)
-
-
-def _always_record(step: int) -> Any:
-    from torch.profiler import ProfilerAction
-
-    return ProfilerAction.RECORD
 
 
 def _explain(options: CaptureOptions, recorder: _Recorder, outcome: Outcome) -> list[str]:

@@ -13,6 +13,7 @@ behind `torch.profiler.record_function`) for the duration of the run, and restor
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import weakref
@@ -37,6 +38,7 @@ class StepHooks:
         self._on_step = on_step
         self._region = region
         self._thread = threading.get_ident()
+        self._pid = os.getpid()  # a forked DataLoader worker inherits the hooks, not the profiler
         self._depth = 0  # open Optimizer.step regions on our thread
         self._pending = False  # the pacing optimizer finished a step; end it when its region closes
         self._pacer: weakref.ref[Any] | None = None
@@ -87,7 +89,7 @@ class StepHooks:
             self._restore.pop()()
 
     def _ours(self) -> bool:
-        return threading.get_ident() == self._thread
+        return threading.get_ident() == self._thread and os.getpid() == self._pid
 
     def _optimizer_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self._ours():

@@ -8,6 +8,7 @@ import msgspec
 import polars as pl
 
 from traceanalyze import __version__
+from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.model import SCHEMA_VERSION, RankReport, Report
 
 
@@ -22,6 +23,8 @@ def _stats_us(stats: pl.DataFrame, metric: str) -> dict[str, Any]:
     values = row.row(0, named=True)
     return {"count": int(values["count"]), **{k: _us(values[k]) for k in ("mean", "p50", "p90", "p99", "max")}}
 
+
+KERNEL_LIMIT = 50
 
 LATENCY_METRICS = {
     "launch_to_start_us": "launch_to_start_ns",
@@ -99,9 +102,74 @@ def _small_kernels(report: RankReport) -> dict[str, Any]:
     }
 
 
+def _attribution(reports: list[RankReport]) -> dict[str, Any]:
+    frames = [r.attribution for r in reports if r.attribution.height]
+    if not frames:
+        return {"attribution": None, "attribution_us": None, "model_coverage": None}
+    frame = pl.concat(frames, how="vertical_relaxed")
+    window = frame["window_ns"].sum()
+    ops = pl.concat([r.roofline.select("duration_ns", "modelled") for r in reports])
+    total = ops["duration_ns"].sum()
+    return {
+        "attribution": {key: (frame[f"{key}_ns"].sum() / window if window else 0.0) for key in ATTRIBUTION_KEYS},
+        "attribution_us": {key: _us(frame[f"{key}_ns"].sum()) for key in ATTRIBUTION_KEYS},
+        "model_coverage": ops.filter(pl.col("modelled"))["duration_ns"].sum() / total if total else None,
+    }
+
+
+def _peaks(report: RankReport) -> list[dict[str, Any]]:
+    entries = []
+    for choice in report.peaks:
+        peaks = choice.peaks
+        entries.append({
+            "device": choice.device,
+            "name": choice.device_name,
+            "matched": peaks.display_name if peaks else None,
+            "source": choice.source,
+            "memory_bandwidth_bytes_per_s": peaks.memory_bandwidth_bytes_per_s if peaks else None,
+            "peak_flops_per_s": {f"{dtype}:{unit}": value for (dtype, unit), value in peaks.flops_per_s.items()} if peaks else None,
+        })
+    return entries
+
+
+def _number(value: Any) -> Any:
+    return None if value is None or value != value else value
+
+
+def _kernels(report: RankReport, limit: int) -> list[dict[str, Any]]:
+    rows = []
+    for r in report.kernels.head(limit).iter_rows(named=True):
+        modelled = r["regime"] in ("compute", "bandwidth", "memcpy")
+        rows.append({
+            "name": r["name"],
+            "op": r["op_name"],
+            "count": r["count"],
+            "total_us": _us(r["total_ns"]),
+            "flops": r["flops"] if modelled else None,
+            "bytes": r["bytes"] if modelled else None,
+            "intensity": _number(r["intensity"]) if modelled else None,
+            "achieved_flops_per_s": _number(r["achieved_flops_per_s"]) if modelled else None,
+            "achieved_bytes_per_s": _number(r["achieved_bytes_per_s"]) if modelled else None,
+            "pct_of_peak": _number(r["pct_of_peak"]),
+            "bound": str(r["regime"]),
+            "recoverable_us": _us(r["recoverable_ns"]) if r["recoverable_ns"] else 0.0,
+            "unmodeled_reason": r["unmodeled_reason"] if r["regime"] == "unmodeled" else None,
+        })
+    return rows
+
+
+def _fusion(report: RankReport, limit: int) -> list[dict[str, Any]]:
+    return [
+        {"ops": r["ops"], "annotation": r["annotation"], "occurrences": r["occurrences"], "kernels": r["kernels"],
+         "duration_us": _us(r["duration_ns"]), "bytes_saved": r["bytes_saved"], "time_saved_us": _us(r["time_saved_ns"])}
+        for r in report.fusion.head(limit).iter_rows(named=True)
+    ]
+
+
 def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
     summary = {
         **_idle_totals([report]),
+        **_attribution([report]),
         "idle_by_cause_us": _idle_by_cause([report]),
         **{key: _stats_us(report.latency_stats, metric) for key, metric in LATENCY_METRICS.items()},
         "small_kernels": _small_kernels(report),
@@ -138,6 +206,10 @@ def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
             for r in report.steps.iter_rows(named=True)
         ],
         "idle_gaps": _gaps([report], limit),
+        "device": _peaks(report),
+        "kernels": _kernels(report, KERNEL_LIMIT),
+        "fusion_opportunities": _fusion(report, limit),
+        "recoverable_us": {r["regime"]: _us(r["recoverable_ns"]) for r in report.recoverable.iter_rows(named=True)},
         "queue": [
             {"device": r["device"], "stream": r["stream"], "max_depth": r["max_depth"], "mean_depth": r["mean_depth"],
              "time_at_full_us": _us(r["time_at_full_ns"])}
@@ -155,6 +227,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     limit = report.options.max_gaps
     summary = {
         **_idle_totals(ranks),
+        **_attribution(ranks),
         "idle_by_cause_us": _idle_by_cause(ranks),
         **{key: _stats_us(report.latency_stats, metric) for key, metric in LATENCY_METRICS.items()},
         "ranks": len(ranks),
@@ -167,6 +240,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "notes": sorted({note for r in ranks for note in r.notes}),
         "summary": summary,
         "idle_gaps": _gaps(ranks, limit),
+        "device": _peaks(ranks[0]) if len(ranks) == 1 else [p | {"rank": r.rank} for r in ranks for p in _peaks(r)],
+        "kernels": _kernels(ranks[0], KERNEL_LIMIT) if len(ranks) == 1 else [],
         "ranks": [_rank_entry(r, limit) for r in ranks],
     }
 

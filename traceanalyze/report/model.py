@@ -8,8 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
-from traceanalyze.analysis import idle, launch
+from traceanalyze.analysis import attribution, idle, launch, roofline
+from traceanalyze.analysis.devices import DevicePeaks
 from traceanalyze.analysis.idle import Window
+from traceanalyze.analysis.roofline import PeakChoice
 from traceanalyze.model import Trace
 
 SCHEMA_VERSION = "1.0"
@@ -20,6 +22,8 @@ class ReportOptions:
     window: Window = "activity"
     max_gaps: int = 20
     min_small_kernel_run: int = 8
+    peaks: DevicePeaks | None = None  # overrides the datasheet table (device file or flags)
+    peaks_source: str = "command line"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,14 @@ class RankReport:
     queue: pl.DataFrame
     health: pl.DataFrame
     cpu_ops_top: pl.DataFrame
+    peaks: tuple[PeakChoice, ...]
+    roofline: pl.DataFrame
+    attribution: pl.DataFrame
+    step_attribution: pl.DataFrame
+    kernels: pl.DataFrame
+    ops: pl.DataFrame
+    fusion: pl.DataFrame
+    recoverable: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,16 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         )
     per_op = launch.launch_latency(trace)
     small = launch.small_kernels(trace)
+    peaks = roofline.choose_peaks(trace, override=options.peaks, override_source=options.peaks_source)
+    per_kernel = roofline.kernel_roofline(trace, override=options.peaks, override_source=options.peaks_source)
+    attributed = attribution.attribution(per_kernel, trace, window=window)
+    steps = idle.step_breakdown(trace)
+    for choice in peaks:
+        if choice.peaks is None:
+            notes.append(
+                f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
+                "give --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
+            )
     return RankReport(
         rank=meta.rank,
         source=meta.source,
@@ -92,7 +114,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         idle=idle.idle_summary(trace, window=window),
         streams=idle.stream_summary(trace, window=window),
         gaps=idle.idle_gaps(trace, window=window),
-        steps=idle.step_breakdown(trace),
+        steps=steps,
         latency=per_op,
         latency_stats=launch.latency_stats(per_op),
         latency_by_kernel=launch.latency_stats(per_op.filter(pl.col("kind") != "memcpy"), by=["name"]).filter(
@@ -103,6 +125,14 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         queue=launch.queue_summary(trace),
         health=trace.health(),
         cpu_ops_top=_top_cpu_ops(trace),
+        peaks=tuple(peaks),
+        roofline=per_kernel,
+        attribution=attributed,
+        step_attribution=attribution.step_attribution(per_kernel, steps),
+        kernels=attribution.kernels_by_name(per_kernel),
+        ops=attribution.kernels_by_op(per_kernel),
+        fusion=attribution.fusion_summary(attribution.fusion_opportunities(per_kernel)),
+        recoverable=attribution.recoverable(per_kernel, attributed),
     )
 
 

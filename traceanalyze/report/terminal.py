@@ -6,6 +6,7 @@ import polars as pl
 from tabulate import tabulate
 
 from traceanalyze.report.model import RankReport, Report
+from traceanalyze.report.roofline_text import roofline_section
 from traceanalyze.report.units import format_duration_ns, format_percent, short_name
 
 CAUSE_HINTS = {
@@ -122,6 +123,7 @@ def _rank_section(report: RankReport, limit: int) -> list[str]:
         if report.steps.height:
             lines.append("  per step:")
             lines.append(_step_table(report.steps))
+    lines.extend(roofline_section(report))
     if not report.has_gpu and report.cpu_ops_top.height:
         lines.append("")
         lines.append("CPU — busiest ops (inclusive time):")

@@ -13,7 +13,7 @@ parser.add_argument("--report", required=True)
 parser.add_argument("--exit-code", type=int, default=0)
 parser.add_argument("--steps", type=int, default=6)
 parser.add_argument("rest", nargs="*")
-args = parser.parse_args()
+args, _unknown = parser.parse_known_args()
 
 with open(args.report, "w") as out:
     json.dump(

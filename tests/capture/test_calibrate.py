@@ -1,0 +1,112 @@
+"""`traceanalyze calibrate`: the roofs read off synthetic measurements (exact), and a real
+`--quick` run on this CPU (coarse facts only: a shared CI runner is noisy)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import xml.etree.ElementTree as ElementTree
+from datetime import datetime
+
+import pytest
+from capture_helpers import run_cli
+
+from traceanalyze.calibrate import Calibration, SweepPoint, device_file, fit_roofs, render_svg, render_table
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def roofline_calibration() -> Calibration:
+    """A device with 1e12 B/s and a 1e12 FLOP/s pointwise roof on 1e6 fp32 elements: runtime is
+    8 µs (bandwidth) until r = 8, then r µs (compute)."""
+    size = 1_000_000
+    points = tuple(SweepPoint(r, max(8e-6, r * size / 1e12), size) for r in (1, 2, 4, 8, 16, 32, 64))
+    return Calibration(
+        device_kind="cuda",
+        device_name="Synthetic GPU",
+        torch_version="2.13.0",
+        sweep_method="synthetic",
+        sweep=points,
+        copy_bytes_per_s={"fp32": 0.9e12},
+        matmul_size=8192,
+        matmul_flops_per_s={"fp32:simt": 20e12, "bf16:tensor": 300e12},
+        date="2026-01-01T00:00:00+00:00",
+    )
+
+
+def test_roofs_of_a_textbook_roofline():
+    roofs = fit_roofs(roofline_calibration())
+    assert roofs.sweep_bandwidth_bytes_per_s == pytest.approx(1e12)
+    assert roofs.bandwidth_bytes_per_s == pytest.approx(1e12)  # beats the copy's 0.9e12
+    assert roofs.sweep_flops_per_s == pytest.approx(1e12)
+    assert roofs.ridge_flop_per_byte == pytest.approx(1.0)
+    assert roofs.ridge_repeat == pytest.approx(8.0)
+    assert roofs.flat_until_repeat == 8
+
+
+def test_device_file_fields():
+    device = device_file(roofline_calibration())
+    assert device["name"] == "Synthetic GPU"
+    assert device["measured"] is True
+    assert device["memory_bandwidth_bytes_per_s"] == pytest.approx(1e12)
+    assert device["peak_flops_per_s"] == {"fp32:simt": 20e12, "bf16:tensor": 300e12}
+    assert device["ridge_flop_per_byte"]["bf16:tensor"] == pytest.approx(300.0)
+    assert device["pointwise"]["flat_until_repeat"] == 8
+    assert [p["repeat"] for p in device["pointwise"]["points"]] == [1, 2, 4, 8, 16, 32, 64]
+    assert isinstance(device["method"], str) and device["date"].startswith("2026-01-01")
+    json.dumps(device, allow_nan=False)
+
+
+def test_fp32_peak_falls_back_to_the_sweep_without_a_matmul():
+    calibration = roofline_calibration()
+    calibration = Calibration(**{**calibration.__dict__, "matmul_flops_per_s": {}})
+    assert device_file(calibration)["peak_flops_per_s"] == {"fp32:simt": pytest.approx(1e12)}
+
+
+def test_chart_is_an_svg_with_three_panels_and_roofs():
+    root = ElementTree.fromstring(render_svg(roofline_calibration()))
+    assert root.tag == f"{SVG}svg"
+    assert len(root.findall(f"{SVG}g")) == 3
+    assert len(root.iter(f"{SVG}polyline").__next__().get("points").split()) == 7
+    texts = " ".join(text.text or "" for text in root.iter(f"{SVG}text"))
+    assert "bandwidth roof 1 TB/s" in texts and "compute roof 1 TFLOP/s" in texts and "ridge r≈8" in texts
+
+
+def test_table_lists_every_repeat_and_the_ridge():
+    table = render_table(roofline_calibration())
+    assert "ridge point: 1 FLOP/byte (r ≈ 8)" in table
+    assert "runtime flat (bandwidth-bound) for r <= 8" in table
+    for r in (1, 2, 4, 8, 16, 32, 64):
+        assert f"\n{r:>5}  " in table
+
+
+def test_quick_calibration_on_this_cpu(tmp_path):
+    pytest.importorskip("torch")
+    began = time.monotonic()
+    result = run_cli("calibrate", "--quick", "--device", "cpu", "--output", tmp_path / "device.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - began < 60
+
+    device = json.loads((tmp_path / "device.json").read_text())
+    assert device["measured"] is True and device["kind"] == "cpu" and device["name"]
+    assert device["memory_bandwidth_bytes_per_s"] > 1e8
+    assert device["peak_flops_per_s"]["fp32:simt"] > 1e8
+    assert all(math.isfinite(value) and value > 0 for value in device["peak_flops_per_s"].values())
+    datetime.fromisoformat(device["date"])
+
+    points = {p["repeat"]: p for p in device["pointwise"]["points"]}
+    assert sorted(points) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    runtime = {r: p["runtime_s"] for r, p in points.items()}
+    # beyond the flat region the runtime grows with r: coarse, noise-tolerant checks
+    assert runtime[256] > 4 * runtime[1]
+    assert runtime[256] > runtime[32]
+    flat = device["pointwise"]["flat_until_repeat"] or 1
+    grow = [r for r in sorted(runtime) if r > max(flat, 8) and r * 2 in runtime]
+    assert all(runtime[2 * r] >= 0.6 * runtime[r] for r in grow)
+    assert points[256]["flops_per_s"] > points[1]["flops_per_s"]
+    assert points[1]["bytes_per_s"] > points[256]["bytes_per_s"]
+
+    chart = ElementTree.parse(tmp_path / "device.svg").getroot()
+    assert chart.tag == f"{SVG}svg"
+    assert "bandwidth roof:" in result.stdout and "ridge point:" in result.stdout

@@ -1,0 +1,76 @@
+"""Capture the example scripts end to end, as CI does, and check what the trace holds."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from capture_helpers import EXAMPLES, complete_events, read_json, read_trace, run_cli, step_names, stderr_lines
+
+TRAINING_EXAMPLES = ["mlp_train.py", "convnet_train.py", "transformer_train.py"]
+
+
+@pytest.mark.parametrize("example", TRAINING_EXAMPLES)
+def test_training_example_records_three_steps_with_shapes(example, tmp_path):
+    report = example == "mlp_train.py" and importlib.util.find_spec("traceanalyze.load") is not None
+    flags = () if report else ("--no-report",)
+    result = run_cli("capture", *flags, "-o", tmp_path / "out", EXAMPLES / example, "--", "--steps", "6", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    if report:  # the report of the new trace follows the capture
+        assert str(tmp_path / "out" / "trace.json.gz") in result.stdout
+
+    trace = read_trace(tmp_path / "out" / "trace.json.gz")
+    assert step_names(trace) == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    ops = [e for e in complete_events(trace) if e.get("cat") == "cpu_op" and e["name"].startswith("aten::")]
+    assert ops
+    assert all("Input Dims" in e["args"] for e in ops)  # record_shapes is on
+    assert any(dims for e in ops for dims in e["args"]["Input Dims"])  # real shapes, not only scalars
+    events = complete_events(trace)
+    steps = [e for e in events if e["name"].startswith("ProfilerStep#")]
+    optimizer_steps = [e for e in events if e["name"].startswith("Optimizer.step#")]
+    assert len(optimizer_steps) == 3
+    for op in optimizer_steps:  # a step ends after the optimizer's region closes, never inside it
+        assert any(s["ts"] <= op["ts"] and op["ts"] + op["dur"] <= s["ts"] + s["dur"] for s in steps)
+
+    run = read_json(tmp_path / "out" / "run.json")
+    assert run["steps_captured"] == 3
+    assert run["captured_step_numbers"] == [2, 3, 4]
+    assert run["steps_seen"] == 6
+    assert run["schedule"] == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1}
+    assert run["traces"] == ["trace.json.gz"]
+    assert run["argv"] == [str(EXAMPLES / example), "--steps", "6"]
+    assert run["exit_status"] == {"code": 0, "outcome": "completed", "script_error": None}
+    assert run["torch_version"] and run["device"] == "cpu" and run["device_name"]
+    assert run["record_shapes"] is True and run["activities"] == ["cpu"]
+    assert any("trace of 3 steps written to" in line for line in stderr_lines(result))
+
+
+def test_inference_steps_from_a_record_function_region(tmp_path):
+    result = run_cli(
+        "capture", "--no-report", "--steps-from", "decode_step", "-o", tmp_path,
+        EXAMPLES / "transformer_infer.py", "--steps", "8", cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    trace = read_trace(tmp_path / "trace.json.gz")
+    assert step_names(trace) == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    decode = [e for e in complete_events(trace) if e["name"] == "decode_step"]
+    assert len(decode) == 3
+    run = read_json(tmp_path / "run.json")
+    assert run["steps_from"] == {"kind": "record_function", "name": "decode_step"}
+    assert run["steps_seen"] == 8 and run["steps_captured"] == 3
+
+
+def test_inference_for_a_duration_then_stop(tmp_path):
+    result = run_cli(
+        "capture", "--no-report", "--duration", "0.3", "--stop-after-capture", "-o", tmp_path,
+        EXAMPLES / "transformer_infer.py", "--steps", "100000", cwd=tmp_path, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    trace = read_trace(tmp_path / "trace.json.gz")
+    names = {e["name"] for e in complete_events(trace)}
+    assert "decode_step" in names and "aten::linear" in names
+    run = read_json(tmp_path / "run.json")
+    assert run["exit_status"]["outcome"] == "stopped_after_capture"
+    assert run["duration"] == {"delay_s": 0.0, "duration_s": 0.3}
+    assert run["schedule"] is None
+    assert run["wall_s"] < 30

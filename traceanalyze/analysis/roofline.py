@@ -1,0 +1,159 @@
+"""Per-kernel FLOPs, bytes and arithmetic intensity against the device roofline.
+
+Each GPU op gets the cost of the CPU op that launched it (`kernel_ops`). An op that launches
+several kernels spreads its FLOPs and bytes over them in proportion to their durations, so all of
+its kernels share the op's arithmetic intensity. memcpy/memset take their bytes from their own
+events; NCCL/RCCL kernels are `communication`. Definitions: docs/roofline.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_from_kernel_name
+from traceanalyze.analysis.flops import op_costs
+from traceanalyze.analysis.kernel_ops import kernel_ops
+from traceanalyze.model import Trace
+
+REGIMES = ("compute", "bandwidth", "communication", "memcpy", "unmodeled")
+Regime = pl.Enum(REGIMES)
+TENSOR_CORE_MODELS = ("matmul", "conv", "attention")
+LOW_PRECISION = ("fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp4", "int8")
+
+
+@dataclass(frozen=True)
+class PeakChoice:
+    """The peaks used for one (rank, device), and where they came from."""
+
+    rank: int
+    device: int
+    peaks: DevicePeaks | None
+    source: str  # "datasheet", "device file", "command line", "unknown"
+    device_name: str | None
+
+
+def choose_peaks(trace: Trace, *, override: DevicePeaks | None = None, override_source: str = "command line") -> list[PeakChoice]:
+    """Peaks for every device with GPU work: the override when given, else the datasheet table
+    entry matching the trace's deviceProperties."""
+    used = trace.gpu.select("rank", "device").unique().sort("rank", "device")
+    named = used.join(trace.devices, on=["rank", "device"], how="left")
+    choices = []
+    for row in named.iter_rows(named=True):
+        if override is not None:
+            choices.append(PeakChoice(row["rank"], row["device"], override, override_source, row["name"]))
+            continue
+        peaks = device_peaks(row["name"], row["num_sms"], row["total_memory_bytes"]) if row["name"] else None
+        choices.append(PeakChoice(row["rank"], row["device"], peaks, "datasheet" if peaks else "unknown", row["name"]))
+    return choices
+
+
+def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
+    ops = trace.cpu_ops.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode()))
+    return op_costs(ops)
+
+
+def kernel_roofline(trace: Trace, *, override: DevicePeaks | None = None, override_source: str = "command line") -> pl.DataFrame:
+    """One row per GPU op → the `kernel_ops` columns plus `flops`, `bytes`, `cost_model`,
+    `compute_dtype`, `tensor_core`, `peak_flops_per_s`, `peak_bytes_per_s`, `intensity`
+    (FLOP/byte), `ridge` (FLOP/byte), `achieved_flops_per_s`, `achieved_bytes_per_s`,
+    `pct_of_peak`, `ideal_ns`, `recoverable_ns`, `regime` and `unmodeled_reason`."""
+    ops = kernel_ops(trace).rename({"bytes": "copy_bytes"})
+    costs = _op_costs_for(trace, ops["op_id"]).rename({"flops": "op_flops", "bytes": "op_bytes"})
+    kernels_per_op = (
+        ops.filter(pl.col("op_id").is_not_null() & (pl.col("kind") == "kernel"))
+        .group_by("op_id")
+        .agg(pl.col("duration_ns").sum().alias("op_kernel_ns"))
+    )
+    choices = choose_peaks(trace, override=override, override_source=override_source)
+    frame = (
+        ops.join(costs, on="op_id", how="left")
+        .join(kernels_per_op, on="op_id", how="left")
+        .with_columns(
+            (pl.col("duration_ns") / pl.col("op_kernel_ns")).fill_nan(None).alias("share"),
+        )
+    )
+    is_kernel = pl.col("kind") == "kernel"
+    frame = frame.with_columns(
+        pl.when(is_kernel).then(pl.col("op_flops") * pl.col("share"))
+        .when(pl.col("kind").is_in(["memcpy", "memset"])).then(pl.lit(0.0))
+        .alias("flops"),
+        pl.when(is_kernel).then(pl.col("op_bytes") * pl.col("share"))
+        .when(pl.col("kind").is_in(["memcpy", "memset"])).then(pl.col("copy_bytes").cast(pl.Float64))
+        .alias("bytes"),
+    )
+    frame = _with_tensor_core(frame)
+    frame = _with_peaks(frame, choices)
+    return _with_regime(frame)
+
+
+def _with_tensor_core(frame: pl.DataFrame) -> pl.DataFrame:
+    units = {name: math_unit_from_kernel_name(name) for name in frame["name"].unique().to_list()}
+    unit = pl.col("name").replace_strict(units, default=None, return_dtype=pl.String)
+    guess = pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS) & pl.col("compute_dtype").is_in(LOW_PRECISION)
+    return frame.with_columns(
+        pl.when(unit == "tensor").then(True).when(unit == "simt").then(False).otherwise(guess.fill_null(False)).alias("tensor_core")
+    )
+
+
+def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
+    """The peak FLOP/s that applies to each GPU op (its device, its math dtype, tensor cores or
+    not; `DevicePeaks.peak_flops` holds the fallbacks) and the device's memory bandwidth."""
+    by_device = {(c.rank, c.device): c.peaks for c in choices}
+    combos = frame.select("rank", "device", "compute_dtype", "tensor_core").unique()
+    rows = []
+    for rank, device, dtype, tensor_core in combos.iter_rows():
+        peaks = by_device.get((rank, device))
+        rows.append({
+            "rank": rank, "device": device, "compute_dtype": dtype, "tensor_core": tensor_core,
+            "peak_flops_per_s": peaks.peak_flops(dtype, bool(tensor_core)) if peaks and dtype else None,
+            "peak_bytes_per_s": peaks.memory_bandwidth_bytes_per_s if peaks else None,
+        })
+    lookup = pl.DataFrame(rows, schema={"rank": pl.Int32, "device": pl.Int32, "compute_dtype": pl.String,
+                                        "tensor_core": pl.Boolean, "peak_flops_per_s": pl.Float64,
+                                        "peak_bytes_per_s": pl.Float64})
+    seconds = pl.col("duration_ns") / 1e9
+    return (
+        frame.join(lookup, on=["rank", "device", "compute_dtype", "tensor_core"], how="left", nulls_equal=True)
+        .with_columns(
+            pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
+            (pl.col("peak_flops_per_s") / pl.col("peak_bytes_per_s")).alias("ridge"),
+            pl.when(seconds > 0).then(pl.col("flops") / seconds).alias("achieved_flops_per_s"),
+            pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
+        )
+    )
+
+
+def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
+    kind = pl.col("kind")
+    modelled = pl.col("flops").is_not_null() & pl.col("bytes").is_not_null() & (pl.col("bytes") > 0)
+    has_peaks = pl.col("peak_flops_per_s").is_not_null() & pl.col("peak_bytes_per_s").is_not_null()
+    regime = (
+        pl.when(kind == "communication").then(pl.lit("communication"))
+        .when(kind.is_in(["memcpy", "memset"])).then(pl.lit("memcpy"))
+        .when(modelled & has_peaks & (pl.col("intensity") >= pl.col("ridge"))).then(pl.lit("compute"))
+        .when(modelled & has_peaks).then(pl.lit("bandwidth"))
+        .otherwise(pl.lit("unmodeled"))
+        .cast(Regime)
+    )
+    reason = (
+        pl.when(kind.is_in(["communication", "memcpy", "memset"])).then(None)
+        .when(pl.col("no_op_reason").is_not_null()).then(pl.col("no_op_reason"))
+        .when(pl.col("unmodeled_reason").is_not_null()).then(pl.col("unmodeled_reason"))
+        .when(~modelled).then(pl.lit("no FLOP/byte model for its op"))
+        .when(pl.col("peak_bytes_per_s").is_null()).then(pl.lit("device peaks unknown (give --peak-flops and --peak-bandwidth)"))
+        .when(~has_peaks).then(pl.format("no peak for dtype {} on this device", pl.col("compute_dtype")))
+    )
+    ideal = pl.max_horizontal(
+        pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")
+    ) * 1e9
+    has_model = (kind.is_in(["communication", "memcpy", "memset"]) | modelled).fill_null(False)
+    return frame.with_columns(regime.alias("regime"), reason.alias("unmodeled_reason"), has_model.alias("modelled")).with_columns(
+        pl.when(pl.col("regime") == "compute").then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
+        .when(pl.col("regime").is_in(["bandwidth", "memcpy"])).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
+        .alias("pct_of_peak"),
+        pl.when(pl.col("regime").is_in(["compute", "bandwidth"])).then(ideal).alias("ideal_ns"),
+    ).with_columns(
+        pl.when(pl.col("ideal_ns").is_not_null()).then(pl.max_horizontal(pl.col("duration_ns") - pl.col("ideal_ns"), pl.lit(0.0))).alias("recoverable_ns")
+    )

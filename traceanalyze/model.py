@@ -172,7 +172,7 @@ class RankMeta:
 
     rank: int
     source: Path
-    rank_source: str  # "distributedInfo", "file name" or "file order"
+    rank_source: str  # "distributedInfo", "file name", "file order", or "default" (rank 0: none recorded)
     world_size: int | None = None
     backend: str | None = None
     schema_version: Any = None

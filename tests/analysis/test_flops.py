@@ -609,6 +609,27 @@ def test_most_kernel_launching_aten_ops_on_real_traces_are_modelled(name):
     assert modelled / total >= 0.95, listing
 
 
+def test_op_costs_takes_tensor_list_shapes_from_their_column():
+    ops = pl.DataFrame(
+        {
+            "op_id": [1, 2],
+            "name": ["aten::_foreach_add_", "aten::cat"],
+            "input_dims": [[[], [], []], [[], []]],
+            "input_tensor_lists": [[[[3, 4], [5]], [[3, 4], [5]], []], [[[2, 3], [4, 3]], []]],
+            "input_types": [["TensorList", "TensorList", "Scalar"], ["TensorList", "Scalar"]],
+            "concrete_inputs": [["", "", "0.5"], ["", "0"]],
+            "flops": [None, None],
+        },
+        schema_overrides={"flops": pl.Float64, "input_dims": pl.List(pl.List(pl.Int64)),
+                          "input_tensor_lists": pl.List(pl.List(pl.List(pl.Int64)))},
+    )
+    out = op_costs(ops).rows(named=True)
+    assert (out[0]["flops"], out[0]["bytes"], out[0]["cost_model"]) == (17.0, 3 * 17 * 4, "optimizer")
+    assert (out[1]["flops"], out[1]["bytes"], out[1]["cost_model"]) == (0.0, 18 * 4 * 2, "copy")
+    legacy = op_costs(ops.drop("input_tensor_lists")).rows(named=True)
+    assert legacy[0]["unmodeled_reason"] == "shape arguments incomplete: TensorList shapes not recorded"
+
+
 def test_op_costs_on_a_loaded_real_trace():
     path = shared_trace("tracelens_h100_bert_small.json.gz")
     from traceanalyze.load import load_trace
@@ -624,6 +645,17 @@ def test_op_costs_on_a_loaded_real_trace():
     ops_with_dims = joined.filter(pl.col("name").str.starts_with("aten::"))
     assert ops_with_dims["unmodeled_reason"].null_count() / ops_with_dims.height > 0.95
     assert math.isclose(costs["flops"].sum(), costs.filter(pl.col("flops_source") == "model")["flops"].sum())
+
+
+def test_optimizer_and_cat_ops_are_modelled_through_the_loader():
+    path = shared_trace("aipe_b200_deepseek_v3_clock_skew.json.gz")
+    from traceanalyze.load import load_trace
+
+    trace = load_trace(path)
+    joined = op_costs(trace.cpu_ops).join(trace.cpu_ops.select("op_id", "name"), on="op_id")
+    lists = joined.filter(pl.col("name").str.starts_with("aten::_foreach_") | (pl.col("name") == "aten::cat"))
+    assert lists.height > 0
+    assert lists["unmodeled_reason"].null_count() == lists.height, lists.filter(pl.col("unmodeled_reason").is_not_null())
 
 
 # --------------------------------------------------------------------------------------------

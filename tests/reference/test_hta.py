@@ -62,14 +62,6 @@ LAUNCH_SCHEMA = {"correlation": pl.Int64, "cpu_duration_ns": pl.Int64, "gpu_dura
                  "launch_delay_ns": pl.Int64}
 RANKS_FOLDER = "param_v100_dlrm_4ranks"
 
-TO_NS_BUG = (
-    "loader bug: load/tables.py to_ns rounds `float(ts) * 1000` in float64; for ts in "
-    "[2^42 µs, 2^52 ns) the product's rounding adds ≤ 0.25 ns to the parse error's ≤ 0.49 ns and "
-    "1 in 4 timestamps comes out 1 ns off (9,779 of 67,506 in this trace), which moves HTA-rounded "
-    "ends across a µs boundary; see test_float_timestamps_convert_to_exact_ns"
-)
-
-
 # --- running HTA --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -402,7 +394,7 @@ def test_hta_counts_a_triton_cpu_op_as_gpu_busy(cases):
 
 # --- launch delay -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", params(xfail={"hta_a100_nccl_rank0.json.gz": TO_NS_BUG}))
+@pytest.mark.parametrize("path", params())
 def test_launch_delay_equals_hta(cases, path):
     """HTA's per-correlation launch delay (and CPU and GPU duration) equal ours with HTA's rounding,
     over exactly the correlations HTA's rules select from ours: launched by one of
@@ -536,7 +528,6 @@ def test_hta_reads_the_rank_only_from_spaced_json(tmp_path):
 
 # --- a loader bug found by these comparisons ----------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=TO_NS_BUG)
 def test_float_timestamps_convert_to_exact_ns(tmp_path):
     """`"ts": 4458676569036.363` is 4458676569036363 ns. float64 holds it as …036.36279296875;
     × 1000 rounds to …036363.5 and round() makes …364. Any ts in [2^42 µs, 2^52 ns) can be hit."""

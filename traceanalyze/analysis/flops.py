@@ -1731,9 +1731,19 @@ def op_cost(
     return result if isinstance(result, OpCost) else None
 
 
+def _with_tensor_lists(row: dict[str, Any]) -> list[Any] | None:
+    """`input_dims` with each TensorList argument replaced by its shapes from `input_tensor_lists`."""
+    dims, lists, types = row.get("input_dims"), row.get("input_tensor_lists"), row.get("input_types")
+    if dims is None or lists is None or types is None:
+        return dims
+    return [lists[i] if i < len(lists) and i < len(types) and types[i] == "TensorList" else shape
+            for i, shape in enumerate(dims)]
+
+
 def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """`op_cost` for every row of a `cpu_ops` table (`traceanalyze.model.CPU_OPS_SCHEMA`).
 
+    TensorList arguments take their shapes from `input_tensor_lists` when the table has it.
     Returns one row per op with the columns of `OP_COSTS_SCHEMA`: `flops` and `bytes` (null when
     not modelled, with `unmodeled_reason` saying why), `cost_model`, `composite`, `compute_dtype`,
     `cost_note`, and `flops_source`: a `flops` value recorded in the trace wins over ours
@@ -1751,7 +1761,8 @@ def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """
     columns = {name: [] for name in OP_COSTS_SCHEMA}
     has_category = "category" in cpu_ops.columns
-    wanted = ["op_id", "name", "input_dims", "input_types", "concrete_inputs", "input_strides", "flops"]
+    wanted = ["op_id", "name", "input_dims", "input_tensor_lists", "input_types", "concrete_inputs",
+              "input_strides", "flops"]
     frame = cpu_ops.select([c for c in wanted if c in cpu_ops.columns]
                            + (["category"] if has_category else []))
     for row in frame.iter_rows(named=True):
@@ -1759,7 +1770,7 @@ def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
         if has_category and row["category"] == "user_annotation":
             result: OpCost | str = "user annotation, not an operator"
         else:
-            result = op_cost_or_reason(row["name"] or "", row.get("input_dims"), row.get("input_types"),
+            result = op_cost_or_reason(row["name"] or "", _with_tensor_lists(row), row.get("input_types"),
                                        row.get("concrete_inputs"), row.get("input_strides"))
         columns["op_id"].append(row["op_id"])
         if isinstance(result, OpCost):

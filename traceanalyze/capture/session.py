@@ -83,7 +83,8 @@ def run_capture(options: CaptureOptions) -> CaptureResult:
     torch = import_torch()
     environ = dict(os.environ if options.environ is None else options.environ)
     rank, world_size, local_rank = rank_of(environ)
-    out_dir = Path(options.out_dir)
+    cwd = os.getcwd()
+    out_dir = Path(options.out_dir).absolute()  # the script may chdir
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -151,7 +152,7 @@ def run_capture(options: CaptureOptions) -> CaptureResult:
         "command": shlex.join(options.command) if options.command else None,
         "script": script,
         "argv": [str(options.script), *options.args],
-        "cwd": os.getcwd(),
+        "cwd": cwd,
         **versions(torch),
         "device": backend or "cpu",
         "device_name": gpu_name(torch, local_rank) if backend else cpu_name(),

@@ -1,8 +1,7 @@
 """Typed events → the `Trace`'s polars tables, one pass over the events.
 
 Times: `ts`/`dur` are microseconds, integers (older traces) or floats with a nanosecond fraction
-(PyTorch ≥ 2.3). They become int64 nanoseconds: integers exactly, floats by rounding `µs × 1000`
-to the nearest integer, which is exact while timestamps stay below 2^43 µs (see docs/metrics.md).
+(PyTorch ≥ 2.3). They become int64 nanoseconds exactly (see `to_ns` and docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -72,10 +71,19 @@ def as_float(value: Any) -> float | None:
 
 
 def to_ns(value_us: Any) -> int | None:
+    """µs → int ns. For a float, the integer k whose k/1000 parses back to the same float (the
+    trace wrote at most three decimals): `round(µs × 1000)` alone is off by one for about a
+    quarter of timestamps between 2^42 and 2^43 µs, where the float product rounds to a half."""
     if isinstance(value_us, int) and not isinstance(value_us, bool):
         return value_us * 1000
     if isinstance(value_us, float) and value_us == value_us and abs(value_us) < 9e15:
-        return round(value_us * 1000)
+        nearest = round(value_us * 1000)
+        if nearest / 1000 == value_us:
+            return nearest
+        for candidate in (nearest - 1, nearest + 1):
+            if candidate / 1000 == value_us:
+                return candidate
+        return nearest
     return None
 
 

@@ -1,0 +1,142 @@
+"""Roofline and attribution against exact ground truth from synthetic traces."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from builder import TraceBuilder
+
+import traceanalyze
+from traceanalyze.analysis import attribution, roofline
+from traceanalyze.analysis.devices import device_peaks, peaks_from_overrides
+
+A100 = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
+BF16 = "c10::BFloat16"
+
+
+def mm_op(b: TraceBuilder, start: float, m: int, k: int, n: int, *, dur: float, kernel="ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn", stream=7, annotation=None):
+    op = b.cpu_op("aten::mm", start, 10, input_dims=[[m, k], [k, n]], input_types=[BF16, BF16],
+                  input_strides=[[k, 1], [n, 1]], concrete_inputs=["", ""])
+    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=kernel, stream=stream)
+    return op
+
+
+def elementwise(b: TraceBuilder, name: str, start: float, numel: int, *, dur: float, stream=7):
+    op = b.cpu_op(name, start, 10, input_dims=[[numel], [numel], []], input_types=[BF16, BF16, "Scalar"],
+                  input_strides=[[1], [1], []], concrete_inputs=["", "", "1"])
+    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op,
+                    name="void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16> >", stream=stream)
+
+
+def load(b, tmp_path):
+    return traceanalyze.load_trace(b.write(tmp_path / "t.json.gz"))
+
+
+def test_bf16_mm_flops_bytes_and_bound(tmp_path):
+    m, k, n = 4096, 4096, 4096
+    b = TraceBuilder()
+    mm_op(b, 0, m, k, n, dur=1000)
+    trace = load(b, tmp_path)
+    row = roofline.kernel_roofline(trace).row(0, named=True)
+    assert row["flops"] == 2 * m * n * k
+    assert row["bytes"] == (m * k + k * n + m * n) * 2
+    assert row["compute_dtype"] == "bf16" and row["tensor_core"] is True
+    assert row["peak_flops_per_s"] == A100.peak_flops("bf16", True)
+    assert row["peak_bytes_per_s"] == A100.memory_bandwidth_bytes_per_s
+    assert row["intensity"] == pytest.approx(2 * m * n * k / ((m * k + k * n + m * n) * 2))
+    assert row["ridge"] == pytest.approx(A100.peak_flops("bf16", True) / A100.memory_bandwidth_bytes_per_s)
+    assert row["regime"] == "compute"
+    achieved = 2 * m * n * k / 1e-3
+    assert row["achieved_flops_per_s"] == pytest.approx(achieved)
+    assert row["pct_of_peak"] == pytest.approx(achieved / A100.peak_flops("bf16", True))
+    ideal_ns = 2 * m * n * k / A100.peak_flops("bf16", True) * 1e9
+    assert row["recoverable_ns"] == pytest.approx(1_000_000 - ideal_ns)
+
+
+def test_elementwise_chain_is_bandwidth_bound_and_a_fusion_opportunity(tmp_path):
+    numel = 1 << 24
+    b = TraceBuilder()
+    b.annotation("block", -5, 200)
+    elementwise(b, "aten::add", 0, numel, dur=40)
+    elementwise(b, "aten::mul", 50, numel, dur=40)
+    elementwise(b, "aten::add", 100, numel, dur=40)
+    trace = load(b, tmp_path)
+    table = roofline.kernel_roofline(trace)
+    assert table["regime"].to_list() == ["bandwidth"] * 3
+    assert table["bytes"].to_list() == [3 * numel * 2] * 3  # two inputs read, one output written
+    runs = attribution.fusion_opportunities(table)
+    assert runs.height == 1
+    run = runs.row(0, named=True)
+    assert run["kernels"] == 3 and run["annotation"] == "block"
+    assert run["bytes_saved"] == 2 * 3 * numel * 2  # all but the largest kernel's traffic
+    assert run["time_saved_ns"] == pytest.approx(120_000 * 2 / 3)
+
+
+def test_overlapping_streams_are_attributed_once(tmp_path):
+    b = TraceBuilder()
+    mm_op(b, 0, 4096, 4096, 4096, dur=100, stream=7)          # compute, [20, 120)
+    elementwise(b, "aten::add", 10, 1 << 24, dur=100, stream=8)  # bandwidth, [30, 130)
+    c = b.launch(200, 2, name="cudaMemcpyAsync")
+    b.memcpy(c, 210, 10)                                     # memcpy, [210, 220)
+    trace = load(b, tmp_path)
+    table = roofline.kernel_roofline(trace)
+    row = attribution.attribution(table, trace).row(0, named=True)
+    assert row["window_ns"] == 200_000
+    assert (row["compute_ns"], row["bandwidth_ns"], row["memcpy_ns"]) == (100_000, 10_000, 10_000)
+    assert row["overhead_ns"] == 80_000
+    fractions = [row[k] for k in attribution.ATTRIBUTION_KEYS]
+    assert sum(fractions) == pytest.approx(1.0)
+    assert row["overhead"] == pytest.approx(0.4) and row["compute"] == pytest.approx(0.5)
+    assert row["model_coverage"] == 1.0
+
+
+def test_unknown_device_is_unmodeled_with_a_reason_and_overrides_fix_it(tmp_path):
+    b = TraceBuilder(device_name="Mystery Accelerator 9000")
+    mm_op(b, 0, 1024, 1024, 1024, dur=100)
+    trace = load(b, tmp_path)
+    row = roofline.kernel_roofline(trace).row(0, named=True)
+    assert row["regime"] == "unmodeled" and "peak" in row["unmodeled_reason"]
+    assert row["flops"] == 2 * 1024**3  # the model still holds
+    peaks = peaks_from_overrides(peak_flops=100e12, peak_bandwidth=1e12)
+    fixed = roofline.kernel_roofline(trace, override=peaks).row(0, named=True)
+    assert fixed["ridge"] == pytest.approx(100.0)
+    assert fixed["regime"] == "compute"  # intensity 2·1024³ / (3·1024²·2) ≈ 341 ≥ 100
+
+
+def test_op_launching_two_kernels_spreads_its_cost_by_duration(tmp_path):
+    m = k = n = 2048
+    b = TraceBuilder()
+    op = b.cpu_op("aten::mm", 0, 20, input_dims=[[m, k], [k, n]], input_types=[BF16, BF16], concrete_inputs=["", ""])
+    b.launch_kernel(launch_us=1, start_us=10, dur_us=30, external_id=op, name="ampere_bf16_s16816gemm_splitK")
+    b.launch_kernel(launch_us=8, start_us=40, dur_us=10, external_id=op, name="splitKreduce_kernel")
+    table = roofline.kernel_roofline(load(b, tmp_path))
+    flops = table["flops"].to_list()
+    assert flops == pytest.approx([2 * m * n * k * 0.75, 2 * m * n * k * 0.25])
+    assert table["intensity"].n_unique() == 1
+
+
+def test_orphans_and_graph_replays_are_unmodeled_with_reasons(tmp_path):
+    b = TraceBuilder()
+    b.orphan_kernel(0, 10)
+    b.graph_launch(20, 5, [(30, 10, "g1"), (40, 10, "g2")])
+    table = roofline.kernel_roofline(load(b, tmp_path))
+    reasons = table.sort("start_ns")["unmodeled_reason"].to_list()
+    assert "orphan" in reasons[0]
+    assert all("graph" in r for r in reasons[1:])
+    assert set(table["regime"].to_list()) == {"unmodeled"}
+
+
+def test_attribution_sums_to_one_per_step(tmp_path):
+    b = TraceBuilder()
+    b.step(1, -10, 100)
+    mm_op(b, 0, 1024, 1024, 1024, dur=30)
+    b.step(2, 90, 100)
+    elementwise(b, "aten::add", 100, 1 << 20, dur=30)
+    trace = load(b, tmp_path)
+    from traceanalyze.analysis import idle
+
+    per_step = attribution.step_attribution(roofline.kernel_roofline(trace), idle.step_breakdown(trace))
+    sums = per_step.select(pl.sum_horizontal(list(attribution.ATTRIBUTION_KEYS))).to_series().to_list()
+    assert sums == pytest.approx([1.0, 1.0])
+    assert per_step["compute"].to_list()[0] > 0 and per_step["bandwidth"].to_list()[1] > 0

@@ -18,10 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from traceanalyze.analysis.devices import DEVICE_FILE_FORMAT, DEVICE_FILE_VERSION
 from traceanalyze.capture.svg import Panel, line_chart, si
 from traceanalyze.errors import ConfigError
 
-DEVICE_FILE_SCHEMA_VERSION = 1
 FLAT_TOLERANCE = 1.25  # a runtime within 25% of the fastest counts as "flat"
 SWEEP_ELEMENT_BYTES = 4  # the sweep runs in fp32
 
@@ -70,6 +70,7 @@ class Calibration:
     matmul_flops_per_s: dict[str, float]
     date: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    base_key: str | None = None  # the datasheet entry this device matches (analysis.devices), if any
 
 
 @dataclass(frozen=True)
@@ -136,24 +137,43 @@ def peak_flops(calibration: Calibration) -> dict[str, float]:
 
 
 def device_file(calibration: Calibration) -> dict[str, Any]:
-    """The device file (JSON object) the report reads instead of its datasheet table."""
+    """The device file the report reads instead of its datasheet table (`report --device-file`).
+
+    Its top level is the format `traceanalyze.analysis.devices.load_device_file` reads
+    (docs/devices.md): `peak_flops_per_s` nested as {dtype: {unit: FLOP/s}}. That loader rejects
+    unknown top-level keys, so how and when the figures were measured (`measured`, `method`,
+    `date`, the sweep, copies and matmuls) lives under `notes`, which it ignores.
+    """
     roofs = fit_roofs(calibration)
     peaks = peak_flops(calibration)
     bandwidth = roofs.bandwidth_bytes_per_s
-    return {
-        "schema_version": DEVICE_FILE_SCHEMA_VERSION,
+    nested: dict[str, dict[str, float]] = {}
+    for key, value in peaks.items():
+        dtype, unit = key.split(":")
+        nested.setdefault(dtype, {})[unit] = value
+    method = (
+        "bandwidth: best of dst.copy_(src) per dtype and the pointwise sweep; peaks: n×n matmul per dtype "
+        "(2n³ FLOP: an FMA counts 2, as on datasheets), fp32 with TF32 off; median of timed samples after "
+        f"warm-up. Sweep: {calibration.sweep_method}"
+    )
+    document: dict[str, Any] = {
+        "format": DEVICE_FILE_FORMAT,
+        "version": DEVICE_FILE_VERSION,
+        "key": f"{_slug(calibration.device_name)}-measured",
         "name": calibration.device_name,
-        "kind": calibration.device_kind,
         "memory_bandwidth_bytes_per_s": bandwidth,
-        "peak_flops_per_s": peaks,
+        "peak_flops_per_s": nested,
+        "source": f"measured by traceanalyze calibrate, {calibration.date}",
+    }
+    if calibration.base_key is not None:
+        document["base"] = calibration.base_key  # the datasheet entry fills dtypes not measured (fp64, fp8)
+    document["notes"] = {
         "measured": True,
-        "method": (
-            "traceanalyze calibrate: bandwidth = best of dst.copy_(src) per dtype and the pointwise "
-            "sweep; peak_flops_per_s = n×n matmul (2n³ FLOP, an FMA counts 2) per dtype, fp32 with TF32 "
-            f"off; median of timed samples after warm-up. Sweep: {calibration.sweep_method}"
-        ),
+        "method": method,
         "date": calibration.date,
+        "kind": calibration.device_kind,
         "torch_version": calibration.torch_version,
+        "peak_flops_per_s": peaks,
         "ridge_flop_per_byte": {key: value / bandwidth for key, value in peaks.items() if bandwidth > 0},
         "pointwise": {
             "dtype": "fp32",
@@ -177,8 +197,13 @@ def device_file(calibration: Calibration) -> dict[str, Any]:
         },
         "copy_bytes_per_s": dict(calibration.copy_bytes_per_s),
         "matmul": {"size": calibration.matmul_size, "flops_per_s": dict(calibration.matmul_flops_per_s)},
-        "notes": list(calibration.notes),
+        "remarks": list(calibration.notes),
     }
+    return document
+
+
+def _slug(name: str) -> str:
+    return "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split()) or "device"
 
 
 def write_outputs(calibration: Calibration, device_path: Path, chart_path: Path) -> None:
@@ -321,9 +346,11 @@ def measure(
             copies[name] = bench.copy_rate(torch, plan, dtype)
             say(f"copy {name}: {copies[name] / 1e9:.1f} GB/s")
             matmuls.update(bench.matmul_rates(torch, plan, dtype, progress=say))
+    name = (gpu_name(torch, None) or "GPU") if device == "cuda" else cpu_name()
     return Calibration(
         device_kind=backend if device == "cuda" and backend else "cpu",
-        device_name=(gpu_name(torch, None) or "GPU") if device == "cuda" else cpu_name(),
+        device_name=name,
+        base_key=_datasheet_key(torch, name) if device == "cuda" else None,
         torch_version=str(torch.__version__),
         sweep_method=method,
         sweep=tuple(points),
@@ -333,3 +360,15 @@ def measure(
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         notes=tuple(notes),
     )
+
+
+def _datasheet_key(torch: Any, name: str) -> str | None:
+    """The built-in table's key for this GPU (`analysis.devices.device_peaks`), or None."""
+    from traceanalyze.analysis.devices import device_peaks
+
+    try:
+        properties = torch.cuda.get_device_properties(torch.cuda.current_device())
+        entry = device_peaks(name, properties.multi_processor_count, properties.total_memory)
+    except Exception:
+        return None
+    return entry.key if entry is not None else None

@@ -58,15 +58,15 @@ def report(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
     max_gaps: Annotated[int, typer.Option(help="How many idle gaps to list.", min=0)] = 10,
+    peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
+    peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
+    device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
 ) -> None:
-    """Why the GPU is not busy: idle time and its causes, launch latency, small kernels."""
-    from traceanalyze.load import load_trace
-    from traceanalyze.report.model import ReportOptions, build_report
-
+    """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
+    kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities)."""
     try:
-        if window not in ("activity", "steps"):
-            raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
-        built = build_report(load_trace(trace), ReportOptions(window=window, max_gaps=max_gaps))  # type: ignore[arg-type]
+        built = build_report_from_options(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
+                                          peak_bandwidth=peak_bandwidth, device_file=device_file)
     except TraceAnalyzeError as error:
         fail(error)
     if format is OutputFormat.json:
@@ -176,6 +176,30 @@ def calibrate(
         fail(error)
     typer.echo(calibration.render_table(measured), nl=False)
     typer.echo(f"wrote {output} and {chart}", err=True)
+
+
+def build_report_from_options(trace: Path, *, window: str = "activity", max_gaps: int = 10,
+                              peak_flops: float | None = None, peak_bandwidth: float | None = None,
+                              device_file: Path | None = None):
+    """Load a trace and build its report, with the peaks the options ask for."""
+    from traceanalyze.analysis.devices import load_device_file
+    from traceanalyze.analysis.roofline import PeakOverrides
+    from traceanalyze.load import load_trace
+    from traceanalyze.report.model import ReportOptions, build_report
+
+    if window not in ("activity", "steps"):
+        raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
+    for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
+        if value is not None and not value > 0:
+            raise ConfigError(f"{flag} must be a positive number, got {value}")
+    overrides = PeakOverrides(
+        device_file=load_device_file(device_file) if device_file is not None else None,
+        device_file_name=str(device_file) if device_file is not None else None,
+        peak_flops=peak_flops,
+        peak_bandwidth=peak_bandwidth,
+    )
+    options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides)  # type: ignore[arg-type]
+    return build_report(load_trace(trace), options)
 
 
 def main() -> None:

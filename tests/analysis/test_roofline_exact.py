@@ -9,7 +9,7 @@ from builder import TraceBuilder
 
 import traceanalyze
 from traceanalyze.analysis import attribution, roofline
-from traceanalyze.analysis.devices import device_peaks, peaks_from_overrides
+from traceanalyze.analysis.devices import device_peaks
 
 A100 = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
 BF16 = "c10::BFloat16"
@@ -98,8 +98,7 @@ def test_unknown_device_is_unmodeled_with_a_reason_and_overrides_fix_it(tmp_path
     row = roofline.kernel_roofline(trace).row(0, named=True)
     assert row["regime"] == "unmodeled" and "peak" in row["unmodeled_reason"]
     assert row["flops"] == 2 * 1024**3  # the model still holds
-    peaks = peaks_from_overrides(peak_flops=100e12, peak_bandwidth=1e12)
-    fixed = roofline.kernel_roofline(trace, override=peaks).row(0, named=True)
+    fixed = roofline.kernel_roofline(trace, roofline.PeakOverrides(peak_flops=100e12, peak_bandwidth=1e12)).row(0, named=True)
     assert fixed["ridge"] == pytest.approx(100.0)
     assert fixed["regime"] == "compute"  # intensity 2·1024³ / (3·1024²·2) ≈ 341 ≥ 100
 
@@ -140,3 +139,16 @@ def test_attribution_sums_to_one_per_step(tmp_path):
     sums = per_step.select(pl.sum_horizontal(list(attribution.ATTRIBUTION_KEYS))).to_series().to_list()
     assert sums == pytest.approx([1.0, 1.0])
     assert per_step["compute"].to_list()[0] > 0 and per_step["bandwidth"].to_list()[1] > 0
+
+
+def test_partial_override_keeps_the_datasheet_for_the_rest(tmp_path):
+    b = TraceBuilder()
+    mm_op(b, 0, 1024, 1024, 1024, dur=100)
+    trace = load(b, tmp_path)
+    row = roofline.kernel_roofline(trace, roofline.PeakOverrides(peak_bandwidth=1e12)).row(0, named=True)
+    assert row["peak_bytes_per_s"] == 1e12
+    assert row["peak_flops_per_s"] == A100.peak_flops("bf16", True)
+    unknown = TraceBuilder(device_name="Mystery")
+    mm_op(unknown, 0, 64, 64, 64, dur=10)
+    only_one = roofline.kernel_roofline(load(unknown, tmp_path), roofline.PeakOverrides(peak_flops=1e12))
+    assert only_one["regime"].to_list() == ["unmodeled"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from capture_helpers import SCRIPTS, capture_in_process, complete_events, read_json, read_trace, step_names
+from capture_helpers import SCRIPTS, capture_in_process, read_json, read_trace, step_names
 
 pytest.importorskip("torch")
 TRAIN = SCRIPTS / "endless_training.py"
@@ -21,6 +21,7 @@ def test_repeat_writes_one_trace_per_window(tmp_path):
     assert run["captured_step_numbers"] == [1, 2, 4, 5]
 
 
+@pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup")
 def test_no_wait_no_warmup_records_from_the_start(tmp_path):
     result = capture_in_process("--wait", "0", "--warmup", "0", "--active", "2", "-o", tmp_path, TRAIN, "--steps", "4", cwd=tmp_path)
     assert result.exit_code == 0, result.stderr

@@ -1444,7 +1444,7 @@ _VIEWS = {
     "_shape_as_tensor", "tensor_split", "hsplit", "vsplit", "split_with_sizes_copy", "atleast_1d",
     "atleast_2d", "atleast_3d", "matrix_H", "mT", "mH", "adjoint", "_to_dense", "coalesce",
 }
-_COMPOSITE_VIEWS = {"reshape", "flatten", "unflatten", "contiguous"}
+_COMPOSITE_VIEWS = {"reshape", "flatten", "contiguous"}
 
 
 def _view(args: _Args, name: str) -> OpCost:

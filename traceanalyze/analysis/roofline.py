@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_from_kernel_name
+from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_from_kernel_name, peaks_from_overrides
 from traceanalyze.analysis.flops import op_costs
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.model import Trace
@@ -34,18 +34,38 @@ class PeakChoice:
     device_name: str | None
 
 
-def choose_peaks(trace: Trace, *, override: DevicePeaks | None = None, override_source: str = "command line") -> list[PeakChoice]:
-    """Peaks for every device with GPU work: the override when given, else the datasheet table
-    entry matching the trace's deviceProperties."""
+@dataclass(frozen=True)
+class PeakOverrides:
+    """What the user supplied instead of (or over) the datasheet table."""
+
+    device_file: DevicePeaks | None = None
+    device_file_name: str | None = None
+    peak_flops: float | None = None
+    peak_bandwidth: float | None = None
+
+
+def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[PeakChoice]:
+    """Peaks for every device with GPU work: a device file when given, else the datasheet entry
+    matching the trace's deviceProperties; `--peak-flops`/`--peak-bandwidth` then replace those
+    figures (both are needed for a device we do not know)."""
+    overrides = overrides or PeakOverrides()
     used = trace.gpu.select("rank", "device").unique().sort("rank", "device")
     named = used.join(trace.devices, on=["rank", "device"], how="left")
     choices = []
     for row in named.iter_rows(named=True):
-        if override is not None:
-            choices.append(PeakChoice(row["rank"], row["device"], override, override_source, row["name"]))
-            continue
-        peaks = device_peaks(row["name"], row["num_sms"], row["total_memory_bytes"]) if row["name"] else None
-        choices.append(PeakChoice(row["rank"], row["device"], peaks, "datasheet" if peaks else "unknown", row["name"]))
+        if overrides.device_file is not None:
+            base, source = overrides.device_file, f"device file {overrides.device_file_name}"
+        else:
+            base = device_peaks(row["name"], row["num_sms"], row["total_memory_bytes"]) if row["name"] else None
+            source = "datasheet" if base else "unknown"
+        peaks = base
+        if overrides.peak_flops is not None or overrides.peak_bandwidth is not None:
+            if base is None and (overrides.peak_flops is None or overrides.peak_bandwidth is None):
+                peaks, source = None, "unknown"  # a single figure cannot make a roofline
+            else:
+                peaks = peaks_from_overrides(peak_flops=overrides.peak_flops, peak_bandwidth=overrides.peak_bandwidth, base=base)
+                source = "command line" if base is None else f"command line over {source}"
+        choices.append(PeakChoice(row["rank"], row["device"], peaks, source, row["name"]))
     return choices
 
 
@@ -54,7 +74,7 @@ def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
     return op_costs(ops)
 
 
-def kernel_roofline(trace: Trace, *, override: DevicePeaks | None = None, override_source: str = "command line") -> pl.DataFrame:
+def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.DataFrame:
     """One row per GPU op → the `kernel_ops` columns plus `flops`, `bytes`, `cost_model`,
     `compute_dtype`, `tensor_core`, `peak_flops_per_s`, `peak_bytes_per_s`, `intensity`
     (FLOP/byte), `ridge` (FLOP/byte), `achieved_flops_per_s`, `achieved_bytes_per_s`,
@@ -66,7 +86,7 @@ def kernel_roofline(trace: Trace, *, override: DevicePeaks | None = None, overri
         .group_by("op_id")
         .agg(pl.col("duration_ns").sum().alias("op_kernel_ns"))
     )
-    choices = choose_peaks(trace, override=override, override_source=override_source)
+    choices = choose_peaks(trace, overrides)
     frame = (
         ops.join(costs, on="op_id", how="left")
         .join(kernels_per_op, on="op_id", how="left")

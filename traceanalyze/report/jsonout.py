@@ -166,6 +166,20 @@ def _fusion(report: RankReport, limit: int) -> list[dict[str, Any]]:
     ]
 
 
+def _steps(report: RankReport) -> list[dict[str, Any]]:
+    attributed = {}
+    if report.step_attribution.height:
+        for r in report.step_attribution.iter_rows(named=True):
+            attributed[(r["device"], r["step"])] = {key: r[key] for key in ATTRIBUTION_KEYS}
+    return [
+        {"device": r["device"], "step": r["step"], "cpu_duration_us": _us(r["cpu_duration_ns"]),
+         "window_us": _us(r["window_ns"]), "gpu_busy_us": _us(r["busy_ns"]), "gpu_idle_us": _us(r["idle_ns"]),
+         "idle_fraction": r["idle_fraction"], "gpu_ops": r["gpu_ops"],
+         "attribution": attributed.get((r["device"], r["step"]))}
+        for r in report.steps.iter_rows(named=True)
+    ]
+
+
 def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
     summary = {
         **_idle_totals([report]),
@@ -199,14 +213,10 @@ def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
              "idle_fraction": r["idle_fraction"]}
             for r in report.streams.iter_rows(named=True)
         ],
-        "steps": [
-            {"device": r["device"], "step": r["step"], "cpu_duration_us": _us(r["cpu_duration_ns"]),
-             "window_us": _us(r["window_ns"]), "gpu_busy_us": _us(r["busy_ns"]), "gpu_idle_us": _us(r["idle_ns"]),
-             "idle_fraction": r["idle_fraction"], "gpu_ops": r["gpu_ops"]}
-            for r in report.steps.iter_rows(named=True)
-        ],
+        "steps": _steps(report),
         "idle_gaps": _gaps([report], limit),
-        "device": _peaks(report),
+        "device": (_peaks(report) or [None])[0],
+        "devices": _peaks(report),
         "kernels": _kernels(report, KERNEL_LIMIT),
         "fusion_opportunities": _fusion(report, limit),
         "recoverable_us": {r["regime"]: _us(r["recoverable_ns"]) for r in report.recoverable.iter_rows(named=True)},
@@ -240,7 +250,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "notes": sorted({note for r in ranks for note in r.notes}),
         "summary": summary,
         "idle_gaps": _gaps(ranks, limit),
-        "device": _peaks(ranks[0]) if len(ranks) == 1 else [p | {"rank": r.rank} for r in ranks for p in _peaks(r)],
+        "device": next((p for r in ranks for p in _peaks(r)), None),
         "kernels": _kernels(ranks[0], KERNEL_LIMIT) if len(ranks) == 1 else [],
         "ranks": [_rank_entry(r, limit) for r in ranks],
     }

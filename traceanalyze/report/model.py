@@ -9,9 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from traceanalyze.analysis import attribution, idle, launch, roofline
-from traceanalyze.analysis.devices import DevicePeaks
 from traceanalyze.analysis.idle import Window
-from traceanalyze.analysis.roofline import PeakChoice
+from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.model import Trace
 
 SCHEMA_VERSION = "1.0"
@@ -22,8 +21,7 @@ class ReportOptions:
     window: Window = "activity"
     max_gaps: int = 20
     min_small_kernel_run: int = 8
-    peaks: DevicePeaks | None = None  # overrides the datasheet table (device file or flags)
-    peaks_source: str = "command line"
+    peaks: PeakOverrides = field(default_factory=PeakOverrides)  # device file or flags
 
 
 @dataclass(frozen=True)
@@ -94,15 +92,15 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         )
     per_op = launch.launch_latency(trace)
     small = launch.small_kernels(trace)
-    peaks = roofline.choose_peaks(trace, override=options.peaks, override_source=options.peaks_source)
-    per_kernel = roofline.kernel_roofline(trace, override=options.peaks, override_source=options.peaks_source)
+    peaks = roofline.choose_peaks(trace, options.peaks)
+    per_kernel = roofline.kernel_roofline(trace, options.peaks)
     attributed = attribution.attribution(per_kernel, trace, window=window)
     steps = idle.step_breakdown(trace)
     for choice in peaks:
         if choice.peaks is None:
             notes.append(
                 f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
-                "give --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
+                "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
             )
     return RankReport(
         rank=meta.rank,

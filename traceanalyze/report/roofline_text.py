@@ -24,6 +24,8 @@ def peaks_line(report: RankReport) -> list[str]:
             continue
         best = sorted(peaks.flops_per_s.items(), key=lambda kv: -kv[1])[:3]
         figures = ", ".join(f"{dtype} {unit} {format_rate(v, 'FLOP/s')}" for (dtype, unit), v in best)
+        if peaks.default_flops_per_s is not None:
+            figures = ", ".join(filter(None, [figures, f"{format_rate(peaks.default_flops_per_s, 'FLOP/s')} for any other math"]))
         lines.append(f"  device {choice.device}: {peaks.display_name} ({choice.source}) — {figures}; "
                      f"{format_rate(peaks.memory_bandwidth_bytes_per_s, 'B/s')} memory")
     return lines

@@ -7,4 +7,11 @@ from traceanalyze.model import Trace
 
 __version__ = "0.1.0"
 
-__all__ = ["load_trace", "Trace", "TraceAnalyzeError", "TraceFormatError"]
+__all__ = ["analyze", "load_trace", "Trace", "TraceAnalyzeError", "TraceFormatError"]
+
+
+def analyze(*args, **kwargs):
+    """See `traceanalyze.api.analyze` (imported lazily: `import traceanalyze` stays light)."""
+    from traceanalyze.api import analyze as _analyze
+
+    return _analyze(*args, **kwargs)

@@ -113,12 +113,22 @@ def capture(
     show_report: Annotated[bool, typer.Option("--report/--no-report", help="Print the report after capturing.")] = True,
 ) -> None:
     """Run SCRIPT under torch.profiler without editing it: write OUT_DIR/trace.json.gz and run.json, then
-    print the report. Our options go before SCRIPT; everything after it is the script's."""
+    print the report. Options go before SCRIPT, or after it when the script's own arguments follow a
+    `--` (`capture train.py --active 5 -- --lr 3e-4`); without `--`, everything after SCRIPT is the
+    script's."""
     from traceanalyze.capture import CaptureOptions, Schedule, run_capture
 
     args = list(script_args or [])
-    if args[:1] == ["--"]:
-        args = args[1:]
+    if "--" in args:
+        cut = args.index("--")
+        ours, args = args[:cut], args[cut + 1:]
+        if ours:  # our options written between SCRIPT and `--`: parse them like the ones before SCRIPT
+            values = _options_between_script_and_dashes(ours, script)
+            out_dir, wait, warmup, active = values.get("out_dir", out_dir), values.get("wait", wait), values.get("warmup", warmup), values.get("active", active)
+            repeat, steps_from, duration = values.get("repeat", repeat), values.get("steps_from", steps_from), values.get("duration", duration)
+            delay, stop_after_capture = values.get("delay", delay), values.get("stop_after_capture", stop_after_capture)
+            with_stack, profile_memory = values.get("with_stack", with_stack), values.get("profile_memory", profile_memory)
+            show_report = values.get("show_report", show_report)
     try:
         result = run_capture(
             CaptureOptions(
@@ -147,13 +157,26 @@ def capture(
     raise typer.Exit(result.exit_code)
 
 
+def _options_between_script_and_dashes(options: list[str], script: Path) -> dict:
+    """The capture options a user wrote after SCRIPT (before `--`), parsed by the same command."""
+    command = typer.main.get_command(app).commands["capture"]  # type: ignore[attr-defined]
+    try:
+        context = command.make_context("capture", [*options, str(script)])
+    except Exception as error:  # the click usage error typer raises for a bad option
+        message = error.format_message() if hasattr(error, "format_message") else str(error)
+        fail(ConfigError(f"capture: {message}"))
+    given = {name for name in context.params if getattr(context.get_parameter_source(name), "name", "") == "COMMANDLINE"}
+    return {name: context.params[name] for name in given - {"script", "script_args"}}
+
+
 def _capture_report(trace: Path) -> None:
-    """The report `capture` prints: `_print_report` where the report command defines it, else `info`."""
-    printer = globals().get("_print_report")
-    if printer is None:
-        info(trace)
-    else:
-        printer(trace)
+    """The terminal report of a freshly captured trace."""
+    from traceanalyze.report.terminal import render_terminal
+
+    try:
+        typer.echo(render_terminal(build_report_from_options(trace)), nl=False)
+    except TraceAnalyzeError as error:
+        fail(error)
 
 
 @app.command()

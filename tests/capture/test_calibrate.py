@@ -12,6 +12,7 @@ from datetime import datetime
 import pytest
 from capture_helpers import run_cli
 
+from traceanalyze.analysis.devices import load_device_file, peaks_from_dict
 from traceanalyze.calibrate import Calibration, SweepPoint, device_file, fit_roofs, render_svg, render_table
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -32,6 +33,7 @@ def roofline_calibration() -> Calibration:
         matmul_size=8192,
         matmul_flops_per_s={"fp32:simt": 20e12, "bf16:tensor": 300e12},
         date="2026-01-01T00:00:00+00:00",
+        base_key="h100-sxm",
     )
 
 
@@ -47,21 +49,32 @@ def test_roofs_of_a_textbook_roofline():
 
 def test_device_file_fields():
     device = device_file(roofline_calibration())
+    assert device["format"] == "traceanalyze-device" and device["version"] == 1
     assert device["name"] == "Synthetic GPU"
-    assert device["measured"] is True
     assert device["memory_bandwidth_bytes_per_s"] == pytest.approx(1e12)
-    assert device["peak_flops_per_s"] == {"fp32:simt": 20e12, "bf16:tensor": 300e12}
-    assert device["ridge_flop_per_byte"]["bf16:tensor"] == pytest.approx(300.0)
-    assert device["pointwise"]["flat_until_repeat"] == 8
-    assert [p["repeat"] for p in device["pointwise"]["points"]] == [1, 2, 4, 8, 16, 32, 64]
-    assert isinstance(device["method"], str) and device["date"].startswith("2026-01-01")
+    assert device["peak_flops_per_s"] == {"fp32": {"simt": 20e12}, "bf16": {"tensor": 300e12}}
+    assert device["base"] == "h100-sxm"
+    notes = device["notes"]
+    assert notes["measured"] is True and isinstance(notes["method"], str) and notes["date"].startswith("2026-01-01")
+    assert notes["ridge_flop_per_byte"]["bf16:tensor"] == pytest.approx(300.0)
+    assert notes["pointwise"]["flat_until_repeat"] == 8
+    assert [p["repeat"] for p in notes["pointwise"]["points"]] == [1, 2, 4, 8, 16, 32, 64]
     json.dumps(device, allow_nan=False)
+
+
+def test_device_file_loads_as_the_reports_device_peaks():
+    peaks = peaks_from_dict(json.loads(json.dumps(device_file(roofline_calibration()))))
+    assert peaks.memory_bandwidth_bytes_per_s == pytest.approx(1e12)
+    assert peaks.peak_flops("bf16", tensor_core=True) == pytest.approx(300e12)  # measured, not the datasheet's
+    assert peaks.peak_flops("fp32", tensor_core=False) == pytest.approx(20e12)
+    assert peaks.peak_flops("fp8", tensor_core=True) == pytest.approx(1979e12)  # not measured: from the base entry
+    assert peaks.display_name == "Synthetic GPU"
 
 
 def test_fp32_peak_falls_back_to_the_sweep_without_a_matmul():
     calibration = roofline_calibration()
-    calibration = Calibration(**{**calibration.__dict__, "matmul_flops_per_s": {}})
-    assert device_file(calibration)["peak_flops_per_s"] == {"fp32:simt": pytest.approx(1e12)}
+    calibration = Calibration(**{**calibration.__dict__, "matmul_flops_per_s": {}, "base_key": None})
+    assert device_file(calibration)["peak_flops_per_s"] == {"fp32": {"simt": pytest.approx(1e12)}}
 
 
 def test_chart_is_an_svg_with_three_panels_and_roofs():
@@ -89,19 +102,21 @@ def test_quick_calibration_on_this_cpu(tmp_path):
     assert time.monotonic() - began < 60
 
     device = json.loads((tmp_path / "device.json").read_text())
-    assert device["measured"] is True and device["kind"] == "cpu" and device["name"]
+    notes = device["notes"]
+    assert notes["measured"] is True and notes["kind"] == "cpu" and device["name"] and "base" not in device
     assert device["memory_bandwidth_bytes_per_s"] > 1e8
-    assert device["peak_flops_per_s"]["fp32:simt"] > 1e8
-    assert all(math.isfinite(value) and value > 0 for value in device["peak_flops_per_s"].values())
-    datetime.fromisoformat(device["date"])
+    assert device["peak_flops_per_s"]["fp32"]["simt"] > 1e8
+    assert all(math.isfinite(value) and value > 0 for value in notes["peak_flops_per_s"].values())
+    datetime.fromisoformat(notes["date"])
+    assert load_device_file(tmp_path / "device.json").peak_flops("fp32", tensor_core=False) > 1e8
 
-    points = {p["repeat"]: p for p in device["pointwise"]["points"]}
+    points = {p["repeat"]: p for p in notes["pointwise"]["points"]}
     assert sorted(points) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     runtime = {r: p["runtime_s"] for r, p in points.items()}
     # beyond the flat region the runtime grows with r: coarse, noise-tolerant checks
     assert runtime[256] > 4 * runtime[1]
     assert runtime[256] > runtime[32]
-    flat = device["pointwise"]["flat_until_repeat"] or 1
+    flat = notes["pointwise"]["flat_until_repeat"] or 1
     grow = [r for r in sorted(runtime) if r > max(flat, 8) and r * 2 in runtime]
     assert all(runtime[2 * r] >= 0.6 * runtime[r] for r in grow)
     assert points[256]["flops_per_s"] > points[1]["flops_per_s"]

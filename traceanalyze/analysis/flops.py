@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import polars as pl
@@ -212,6 +212,7 @@ class _Args:
         self.types = list(types) if types is not None else [""] * len(self.dims)
         self.concrete = list(concrete) if concrete is not None else None
         self.strides = list(strides) if strides is not None else None
+        self.list_dtype: str | None = None  # set when a TensorList's element dtype had to be assumed
 
     def __len__(self) -> int:
         return len(self.dims)
@@ -246,9 +247,10 @@ class _Args:
             if isinstance(shapes, (list, tuple)) and not shapes and self.concrete is not None:
                 return []
             raise _Unmodelled("shape arguments incomplete: TensorList shapes not recorded")
-        # A TensorList records no per-tensor dtype; PyTorch keeps the elements' dtype in the
-        # tensors only. Fall back to the first real tensor argument's dtype, else float.
+        # The profiler records no element dtype for a TensorList: take the first tensor
+        # argument's, else float, and say so in the cost's note.
         dtype = next((t for t in self.types if t in _DTYPES), "float")
+        self.list_dtype = dtype
         return [_T(tuple(s), dtype) for s in shapes]
 
     def tensors(self) -> list[_T]:
@@ -716,8 +718,10 @@ _NORM_FLOPS = {"layer": (5, 2), "group": (5, 2), "batch": (5, 2), "rms": (3, 1)}
 
 
 def _norm_cost(kind: str, x: _T, affine: bool, backward: bool, read: Sequence[_T], written: Sequence[_T | None],
-               composite: bool = False, note: str = "") -> OpCost:
+               composite: bool = False, note: str = "", statistics: bool = True) -> OpCost:
     base, extra = _NORM_FLOPS[kind]
+    if not statistics:  # batch norm in eval mode normalises with the running statistics
+        base -= 3
     per_element = base + (extra if affine else 0)
     flops = float(x.numel * per_element * (2 if backward else 1))
     return OpCost(flops, _bytes(read) + _bytes(written), "norm", composite, x.cls, note)
@@ -811,8 +815,14 @@ def _batch_norm(args: _Args, name: str) -> OpCost:
     x, weight = args.need(xi, "input"), args.tensor(wi)
     channels = x.shape[1] if len(x.shape) > 1 else 1
     if gi is None:
-        stats = [_T((channels,), _acc(x))] * 2  # saved mean and inverse std
-        return _norm_cost("batch", x, weight is not None, False, args.tensors(), [x] + stats, composite)
+        training = {"_native_batch_norm_legit_no_training": False, "_batch_norm_no_update": False,
+                    "_batch_norm_with_update": True}.get(name)
+        if training is None:  # `training` (instance_norm: `use_input_stats`); legit.no_stats has it at 3
+            training = args.flag(3 if name == "_native_batch_norm_legit" and len(args) == 6 else 5, True)
+        # Saved mean and inverse std: empty tensors in eval mode.
+        stats = [_T((channels,), _acc(x))] * (2 if training else 0)
+        return _norm_cost("batch", x, weight is not None, False, args.tensors(), [x] + stats, composite,
+                          statistics=bool(training))
     mask = args.scalar(mask_at) if mask_at is not None else None
     if not isinstance(mask, list):
         mask = [True, True, True]
@@ -998,7 +1008,8 @@ def _reduction(args: _Args, name: str) -> OpCost:
 def _scan(args: _Args, name: str) -> OpCost:
     """cumsum, cumprod, cummax, ...: one op per element, output the input's shape."""
     x = args.need(0, "self")
-    out = x.like(type=args.dtype_code(2) or ("long int" if x.cls not in _FLOAT_CLASSES and name in ("cumsum", "cumprod") else x.type))
+    integral_sum = x.cls not in _FLOAT_CLASSES and name in ("cumsum", "cumprod")  # integers accumulate in int64
+    out = x.like(type=args.dtype_code(2) or ("long int" if integral_sum else x.type))
     outs = [out] + ([x.like(type="long int")] if name in ("cummax", "cummin") else [])
     return OpCost(float(x.numel), x.nbytes + _bytes(outs), "reduction", False, x.cls)
 
@@ -1695,8 +1706,13 @@ def op_cost_or_reason(
     if limit is not None and len(input_dims) > limit:
         return f"shape arguments inconsistent: {len(input_dims)} arguments recorded, {name} takes at most {limit}"
     handler, key = found
+    args = _Args(input_dims, input_types, concrete_inputs, input_strides)
     try:
-        return handler(_Args(input_dims, input_types, concrete_inputs, input_strides), key)
+        result = handler(args, key)
+        if args.list_dtype is not None and result.bytes:
+            assumed = f"TensorList dtype not recorded: {_DTYPES[args.list_dtype][1]} assumed"
+            result = replace(result, note="; ".join(n for n in (result.note, assumed) if n))
+        return result
     except _Unmodelled as why:
         return str(why)
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError, OverflowError) as error:

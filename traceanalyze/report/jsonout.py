@@ -214,6 +214,7 @@ def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
             for r in report.streams.iter_rows(named=True)
         ],
         "steps": _steps(report),
+        "cpu_steps": [{"step": r["step"], "duration_us": _us(r["duration_ns"])} for r in report.cpu_steps.iter_rows(named=True)],
         "idle_gaps": _gaps([report], limit),
         "device": (_peaks(report) or [None])[0],
         "devices": _peaks(report),

@@ -46,6 +46,7 @@ class RankReport:
     queue: pl.DataFrame
     health: pl.DataFrame
     cpu_ops_top: pl.DataFrame
+    cpu_steps: pl.DataFrame
     peaks: tuple[PeakChoice, ...]
     roofline: pl.DataFrame
     attribution: pl.DataFrame
@@ -123,6 +124,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         queue=launch.queue_summary(trace),
         health=trace.health(),
         cpu_ops_top=_top_cpu_ops(trace),
+        cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=tuple(peaks),
         roofline=per_kernel,
         attribution=attributed,

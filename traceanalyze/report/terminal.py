@@ -124,6 +124,11 @@ def _rank_section(report: RankReport, limit: int) -> list[str]:
             lines.append("  per step:")
             lines.append(_step_table(report.steps))
     lines.extend(roofline_section(report))
+    if not report.has_gpu and report.cpu_steps.height:
+        durations = report.cpu_steps["duration_ns"]
+        lines.append("")
+        lines.append(f"CPU steps: {report.cpu_steps.height}, median {format_duration_ns(durations.median())}, "
+                     f"min {format_duration_ns(durations.min())}, max {format_duration_ns(durations.max())}")
     if not report.has_gpu and report.cpu_ops_top.height:
         lines.append("")
         lines.append("CPU — busiest ops (inclusive time):")

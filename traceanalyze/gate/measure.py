@@ -1,0 +1,178 @@
+"""The numbers the gate (and `diff`) judge, read from the dict that `report_to_dict` returns, so a
+trace and a saved JSON report of it give identical numbers. Pure.
+
+Per step (one value per `ProfilerStep#N` seen, over all ranks and devices that ran GPU work in it):
+
+* `step_time_ms`: the step's CPU duration (`cpu_duration_us`); with several ranks, the slowest
+  rank's (the job's step ends when the last rank's does);
+* `idle_fraction`: the step's GPU idle time over its GPU window (pooled: Σ idle / Σ window over
+  devices and ranks);
+* `<regime>` for each attribution regime (`overhead`, `bandwidth`, `compute`, …): the share of the
+  step's GPU window (pooled the same way, weighted by window);
+* `<regime>_ms`: that share × the step time, i.e. how much of the step each regime takes (the
+  regimes' times add up to the step time).
+
+Whole window (the report's `summary`): `idle_fraction`, each regime share, and `launch_p99_us`
+(p99 of launch → start over all launches; the report has no per-step latency).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.gate.budgets import Statistic
+
+REGIMES = ATTRIBUTION_KEYS
+STEP_METRICS = ("step_time_ms", "idle_fraction", *REGIMES, *(f"{r}_ms" for r in REGIMES))
+WINDOW_METRICS = ("idle_fraction", *REGIMES, "launch_p99_us")
+
+# health findings (docs/metrics.md) under which the gate will not pass a trace unless told to
+UNRELIABLE_FINDINGS = ("no_gpu_events", "launches_without_gpu_work", "clock_skew", "cuda_graph_launches")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rank: int | None
+    finding: str
+    count: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one trace (or saved report) measures. `per_step[metric]` holds one value per step in
+    `steps` order (`None` where that step lacks it); `window[metric]` the whole-window number."""
+
+    source: str
+    steps: tuple[int, ...]
+    per_step: Mapping[str, tuple[float | None, ...]]
+    window: Mapping[str, float | None]
+    findings: tuple[Finding, ...] = ()
+    window_option: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def step_values(self, metric: str) -> list[float]:
+        return [v for v in self.per_step.get(metric, ()) if v is not None]
+
+    def statistic(self, metric: str, which: Statistic) -> float | None:
+        """`which` of the per-step values of `metric`; None when no step has one."""
+        return statistic(self.step_values(metric), which)
+
+
+def statistic(values: Sequence[float], which: Statistic) -> float | None:
+    """median, p90 (linear interpolation between order statistics, as everywhere in the report),
+    mean or max of `values`; None for no values.
+
+    Examples
+    --------
+    >>> statistic([1.0, 2.0, 3.0, 10.0], "median"), statistic([1.0, 2.0, 3.0, 10.0], "p90")
+    (2.5, 7.899999999999999)
+    """
+    if not values:
+        return None
+    ordered = sorted(values)
+    if which == "max":
+        return ordered[-1]
+    if which == "mean":
+        return math.fsum(ordered) / len(ordered)
+    q = 0.5 if which == "median" else 0.9
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    if position == low:
+        return ordered[low]
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _pooled(rows: list[Mapping[str, Any]], value: Any) -> float | None:
+    """Σ value(row) × window / Σ window; the row's own value when there is one row (exact)."""
+    pairs = [(value(r), r.get("window_us")) for r in rows]
+    pairs = [(v, w) for v, w in pairs if v is not None and w is not None]
+    if not pairs:
+        return None
+    if len(pairs) == 1:
+        return float(pairs[0][0])
+    window = math.fsum(w for _, w in pairs)
+    return math.fsum(v * w for v, w in pairs) / window if window > 0 else None
+
+
+def _step_values(rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
+    durations = [r["cpu_duration_us"] for r in rows if r.get("cpu_duration_us") is not None]
+    step_ms = max(durations) / 1000.0 if durations else None
+    values: dict[str, float | None] = {"step_time_ms": step_ms}
+    if len(rows) == 1:
+        values["idle_fraction"] = rows[0].get("idle_fraction")
+    else:
+        window = math.fsum(r.get("window_us") or 0.0 for r in rows)
+        idle = math.fsum(r.get("gpu_idle_us") or 0.0 for r in rows)
+        values["idle_fraction"] = idle / window if window > 0 else None
+    attributed = [r for r in rows if r.get("attribution")]
+    for regime in REGIMES:
+        share = _pooled(attributed, lambda r, k=regime: r["attribution"].get(k))
+        values[regime] = share
+        values[f"{regime}_ms"] = share * step_ms if share is not None and step_ms is not None else None
+    return values
+
+
+def _launch_p99(summary: Mapping[str, Any]) -> float | None:
+    stats = summary.get("launch_to_start_us") or {}
+    return stats.get("p99") if stats.get("count") else None
+
+
+def measure(report: Mapping[str, Any]) -> Measured:
+    """The gate's numbers from a report dict (`report_to_dict`, or a saved JSON report).
+
+    Examples
+    --------
+    >>> from traceanalyze.report.jsonout import report_to_dict  # doctest: +SKIP
+    >>> measure(report_to_dict(build_report(load_trace("fixtures/synthetic_training.json.gz")))).steps  # doctest: +SKIP
+    (1, 2, 3, 4)
+    """
+    by_step: dict[int, list[Mapping[str, Any]]] = {}
+    findings: list[Finding] = []
+    for rank in report["ranks"]:
+        for row in rank["steps"]:
+            by_step.setdefault(int(row["step"]), []).append(row)
+        for item in rank["health"]:
+            findings.append(Finding(rank.get("rank"), str(item["finding"]), int(item["count"]), str(item.get("detail") or "")))
+    steps = tuple(sorted(by_step))
+    columns: dict[str, list[float | None]] = {metric: [] for metric in STEP_METRICS}
+    for step in steps:
+        values = _step_values(by_step[step])
+        for metric in STEP_METRICS:
+            columns[metric].append(values.get(metric))
+    summary = report["summary"]
+    attribution = summary.get("attribution") or {}
+    window: dict[str, float | None] = {"idle_fraction": summary.get("idle_fraction")}
+    window.update({regime: attribution.get(regime) for regime in REGIMES})
+    window["launch_p99_us"] = _launch_p99(summary)
+    options = report.get("options") or {}
+    return Measured(
+        source=str(report.get("source", "")),
+        steps=steps,
+        per_step={metric: tuple(values) for metric, values in columns.items()},
+        window=window,
+        findings=tuple(findings),
+        window_option=options.get("window"),
+        notes=tuple(report.get("notes") or ()),
+    )
+
+
+def unreliable_findings(findings: Iterable[Finding]) -> list[str]:
+    """One line per unreliable finding kind, counts summed over ranks."""
+    grouped: dict[str, tuple[int, list[int | None], str]] = {}
+    for f in findings:
+        if f.finding not in UNRELIABLE_FINDINGS:
+            continue
+        count, ranks, detail = grouped.get(f.finding, (0, [], f.detail))
+        grouped[f.finding] = (count + f.count, [*ranks, f.rank], detail)
+    lines = []
+    for name in UNRELIABLE_FINDINGS:
+        if name in grouped:
+            count, ranks, detail = grouped[name]
+            where = f" on {len(ranks)} ranks" if len(ranks) > 1 else ""
+            lines.append(f"{name} ({count}{where}): {detail}")
+    return lines

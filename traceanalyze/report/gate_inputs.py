@@ -66,6 +66,8 @@ def read_saved_report(path: Path) -> dict[str, Any]:
     except OSError as error:
         raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
     _require(isinstance(document, dict), path, "the top level is not an object")
+    if "kind" in document:  # a gate verdict or a diff saved as JSON
+        raise TraceFormatError(f"{path}: a traceanalyze {document['kind']} JSON, not a report")
     version = document.get("schema_version")
     if version not in KNOWN_SCHEMA_VERSIONS:
         raise TraceFormatError(

@@ -136,9 +136,9 @@ def _number(value: Any) -> Any:
     return None if value is None or value != value else value
 
 
-def _kernels(report: RankReport, limit: int) -> list[dict[str, Any]]:
+def _kernels(kernels: pl.DataFrame, limit: int) -> list[dict[str, Any]]:
     rows = []
-    for r in report.kernels.head(limit).iter_rows(named=True):
+    for r in kernels.head(limit).iter_rows(named=True):
         modelled = r["regime"] in ("compute", "bandwidth", "memcpy")
         rows.append({
             "name": r["name"],
@@ -218,7 +218,7 @@ def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
         "idle_gaps": _gaps([report], limit),
         "device": (_peaks(report) or [None])[0],
         "devices": _peaks(report),
-        "kernels": _kernels(report, KERNEL_LIMIT),
+        "kernels": _kernels(report.kernels, KERNEL_LIMIT),
         "fusion_opportunities": _fusion(report, limit),
         "recoverable_us": {r["regime"]: _us(r["recoverable_ns"]) for r in report.recoverable.iter_rows(named=True)},
         "queue": [
@@ -252,7 +252,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "summary": summary,
         "idle_gaps": _gaps(ranks, limit),
         "device": next((p for r in ranks for p in _peaks(r)), None),
-        "kernels": _kernels(ranks[0], KERNEL_LIMIT) if len(ranks) == 1 else [],
+        "kernels": _kernels(report.kernels, KERNEL_LIMIT),
         "ranks": [_rank_entry(r, limit) for r in ranks],
     }
 

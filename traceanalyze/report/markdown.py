@@ -320,7 +320,7 @@ def _regimes(report: RankReport, level: int, anchor: str) -> list[Block]:
     blocks.append(Chart("regimes", report))
     recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows()) if report.recoverable.height else {}
     rows = tuple(
-        (Cell(key, key=key), Cell("", share=share), _num(format_percent(share)), _num(format_duration_ns(ns)),
+        (Cell(key, key=key), Cell("", key=key, share=share), _num(format_percent(share)), _num(format_duration_ns(ns)),
          _num(format_duration_ns(recover[key]) if recover.get(key) else "–"))
         for key, (share, ns) in shares.items()
     )

@@ -63,6 +63,7 @@ class Report:
     options: ReportOptions
     ranks: tuple[RankReport, ...] = field(default_factory=tuple)
     latency_stats: pl.DataFrame = field(default_factory=pl.DataFrame)  # pooled over ranks
+    kernels: pl.DataFrame = field(default_factory=pl.DataFrame)  # per kernel name, pooled over ranks
 
 
 def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
@@ -75,7 +76,8 @@ def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
     options = options or ReportOptions()
     ranks = tuple(_rank_report(single, options) for single in trace.split_by_rank())
     pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
-    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled)
+    kernels = attribution.kernels_by_name(pl.concat([r.roofline for r in ranks], how="vertical_relaxed"))
+    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels)
 
 
 def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:

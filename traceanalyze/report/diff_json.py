@@ -1,0 +1,31 @@
+"""`traceanalyze diff --format json`. Shape: docs/gate.md."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import msgspec
+
+from traceanalyze.diff import Diff
+
+DIFF_SCHEMA_VERSION = "1.0"
+
+
+def diff_to_dict(diff: Diff) -> dict[str, Any]:
+    return {
+        "kind": "diff",
+        "schema_version": DIFF_SCHEMA_VERSION,
+        "base": {"source": diff.base_source, "steps": diff.base_steps},
+        "new": {"source": diff.new_source, "steps": diff.new_steps},
+        "statistic": diff.statistic,
+        "min_change": diff.min_change,
+        "metrics": [asdict(m) for m in diff.metrics],
+        "kernels": [asdict(k) for k in diff.kernels],
+        "changed_kernels": [k.name for k in diff.changed_kernels],
+        "notes": list(diff.notes),
+    }
+
+
+def render_diff_json(diff: Diff) -> str:
+    return msgspec.json.format(msgspec.json.encode(diff_to_dict(diff)), indent=2).decode() + "\n"

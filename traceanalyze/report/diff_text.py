@@ -1,0 +1,102 @@
+"""`traceanalyze diff` for people: terminal text and Markdown."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from traceanalyze.diff import Diff, KernelRow, MetricRow
+from traceanalyze.report.units import short_name
+
+STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",
+               "unchanged": "", "unlisted": "? unlisted"}
+
+
+def _value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    if unit == "fraction":
+        return f"{100 * value:.1f}%"
+    if unit == "count":
+        return f"{value:,.0f}"
+    suffix = {"us": "µs", "ms": "ms"}[unit]
+    return f"{value:,.4g} {suffix}" if abs(value) < 1e4 else f"{value:,.0f} {suffix}"
+
+
+def _change(row: MetricRow) -> str:
+    if row.change is None:
+        return "–"
+    if row.change_kind == "points":
+        return f"{100 * row.change:+.1f} pts"
+    return f"{100 * row.change:+.1f}%"
+
+
+def _metric_rows(diff: Diff) -> list[list[str]]:
+    return [[m.label, _value(m.base, m.unit), _value(m.new, m.unit), _change(m)] for m in diff.metrics]
+
+
+def _us(value: float | None) -> str:
+    return _value(value, "us")
+
+
+def _kernel_change(k: KernelRow) -> str:
+    return "–" if k.change is None else f"{100 * k.change:+.1f}%"
+
+
+def _kernel_row(k: KernelRow, width: int) -> list[str]:
+    counts = f"{k.base_count if k.base_count is not None else '–'} → {k.new_count if k.new_count is not None else '–'}"
+    return [short_name(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
+            _us(k.base_total_us), _us(k.new_total_us), STATUS_MARK[k.status]]
+
+
+KERNEL_HEADERS = ["kernel", "calls", "base / call", "new / call", "change", "base total", "new total", ""]
+
+
+def _title(diff: Diff) -> str:
+    return f"{diff.base_source} ({diff.base_steps} steps) → {diff.new_source} ({diff.new_steps} steps)"
+
+
+def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
+    def table(rows, headers) -> list[str]:
+        return ["  " + line for line in tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()]
+
+    lines = [f"traceanalyze diff: {_title(diff)}", ""]
+    lines += table(_metric_rows(diff), ["", "base", "new", "change"])
+    changed = diff.changed_kernels
+    unchanged = sum(1 for k in diff.kernels if k.status == "unchanged")
+    lines += ["", f"  kernels that changed (mean time per call, ±{100 * diff.min_change:g}% or more): "
+                  f"{len(changed)}; unchanged: {unchanged}"]
+    if changed:
+        lines += table([_kernel_row(k, 44) for k in changed], KERNEL_HEADERS)
+    lines += ["", f"  top {min(top, len(diff.kernels))} kernels by total time:"]
+    if diff.kernels:
+        lines += table([_kernel_row(k, 44) for k in diff.kernels[:top]], KERNEL_HEADERS)
+    else:
+        lines.append("    no kernels in either report")
+    if diff.notes:
+        lines += ["", *(f"  note: {note}" for note in diff.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return out + ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows]
+
+
+def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
+    lines = [f"### traceanalyze diff", "", f"`{_md(diff.base_source)}` ({diff.base_steps} steps) → "
+             f"`{_md(diff.new_source)}` ({diff.new_steps} steps)", ""]
+    lines += _md_table(_metric_rows(diff), ["", "base", "new", "change"]) + [""]
+    changed = diff.changed_kernels
+    lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}", ""]
+    if changed:
+        lines += _md_table([_kernel_row(k, 60) for k in changed], KERNEL_HEADERS) + [""]
+    lines += [f"**Top {min(top, len(diff.kernels))} kernels by total time**", ""]
+    if diff.kernels:
+        lines += _md_table([_kernel_row(k, 60) for k in diff.kernels[:top]], KERNEL_HEADERS) + [""]
+    if diff.notes:
+        lines += ["Notes:", "", *(f"- {_md(note)}" for note in diff.notes), ""]
+    return "\n".join(lines) + "\n"

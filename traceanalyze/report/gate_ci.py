@@ -1,0 +1,80 @@
+"""The gate verdict for CI systems: JUnit XML (one testcase per budget and per compared number) and
+GitHub Actions `::error` annotation lines."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from traceanalyze.gate.verdict import Regression, Verdict
+
+SUITE = "traceanalyze gate"
+
+
+def render_junit(verdict: Verdict) -> str:
+    """JUnit XML: a `<testsuite>` with one `<testcase>` per budget (classname
+    `traceanalyze.gate.budget`) and per number compared with the baseline (`…gate.regression`); a
+    failed one carries `<failure message=…>`, one that could not be measured `<error>`, one only
+    shown `<skipped>`. Problems that make the numbers untrustworthy add a `reliability` testcase
+    (`<error>`, or `<skipped>` under --allow-unreliable)."""
+    cases: list[ET.Element] = []
+
+    def case(classname: str, name: str, status: str, message: str, detail: str = "") -> None:
+        element = ET.Element("testcase", classname=classname, name=name, time="0")
+        if status == "fail":
+            ET.SubElement(element, "failure", message=message, type="budget").text = detail or message
+        elif status == "unmeasured" or status == "error":
+            ET.SubElement(element, "error", message=message, type="unmeasured").text = detail or message
+        elif status in ("info", "skipped"):
+            ET.SubElement(element, "skipped", message=message)
+        else:
+            ET.SubElement(element, "system-out").text = message
+        cases.append(element)
+
+    for check in verdict.checks:
+        case("traceanalyze.gate.budget", check.name, check.status, check.message)
+    for regression in verdict.regressions:
+        case("traceanalyze.gate.regression", f"regression.{regression.name}", regression.status, regression.message)
+    if verdict.problems:
+        detail = "\n".join(verdict.problems)
+        status = "skipped" if verdict.allow_unreliable else "error"
+        case("traceanalyze.gate", "reliability", status, verdict.problems[0] if len(verdict.problems) == 1
+             else f"{len(verdict.problems)} problems: {verdict.problems[0]} …", detail)
+    counts = {
+        "tests": str(len(cases)),
+        "failures": str(sum(1 for c in cases if c.find("failure") is not None)),
+        "errors": str(sum(1 for c in cases if c.find("error") is not None)),
+        "skipped": str(sum(1 for c in cases if c.find("skipped") is not None)),
+    }
+    root = ET.Element("testsuites", name=SUITE, time="0", **counts)
+    suite = ET.SubElement(root, "testsuite", name=f"{SUITE}: {verdict.source}", time="0", **counts)
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("outcome", verdict.outcome), ("statistic", verdict.statistic), ("basis", verdict.basis),
+                        ("steps", verdict.steps), ("baseline", verdict.baseline)):
+        if value is not None:
+            ET.SubElement(properties, "property", name=name, value=str(value))
+    suite.extend(cases)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation_lines(verdict: Verdict) -> list[str]:
+    """`::error title=…::message` per failed or unmeasured budget and regression, and one per
+    reliability problem when it stops the verdict (GitHub Actions workflow commands)."""
+    lines = []
+    for item in (*verdict.checks, *verdict.regressions):
+        if item.status in ("fail", "unmeasured"):
+            prefix = "regression " if isinstance(item, Regression) else ""
+            title = f"traceanalyze gate: {prefix}{item.name}"
+            lines.append(f"::error title={_escape_property(title)}::{_escape_data(item.message)}")
+    if verdict.problems and not verdict.allow_unreliable:
+        for problem in verdict.problems:
+            lines.append(f"::error title={_escape_property('traceanalyze gate: cannot judge')}::{_escape_data(problem)}")
+    return lines

@@ -1,0 +1,109 @@
+"""The gate verdict for people: terminal text and Markdown (the GitHub step summary)."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value
+
+HEADLINE = {"pass": "PASS", "fail": "FAIL", "error": "ERROR (cannot judge)"}
+EMOJI = {"pass": "✅", "fail": "❌", "error": "⚠️"}
+STATUS = {"pass": "pass", "fail": "FAIL", "unmeasured": "not measured", "info": "shown"}
+
+
+def _basis_line(verdict: Verdict) -> str:
+    if verdict.basis == "steps":
+        return f"judged on the {verdict.statistic} of {verdict.steps} step{'s' if verdict.steps != 1 else ''} (--min-steps {verdict.min_steps})"
+    return "judged on the whole trace window (no ProfilerStep spans with GPU work)"
+
+
+def _check_row(check: Check) -> list[str]:
+    bound = "≤" if check.kind == "max" else "≥"
+    if check.margin is None:
+        margin = "–"
+    elif check.status == "pass":
+        margin = f"passes by {format_margin(max(check.margin, 0.0), check.unit)}"
+    else:
+        margin = f"fails by {format_margin(-check.margin, check.unit)}"
+    basis = "window" if check.basis == "window" else "per step"
+    return [check.name, f"{bound} {format_value(check.threshold, check.unit)}",
+            format_value(check.measured, check.unit), basis, margin, STATUS[check.status]]
+
+
+def _change(r: Regression) -> str:
+    if r.change is None:
+        return "–"
+    if r.change_kind == "relative":
+        return f"{100 * r.change:+.2f}%"
+    if r.change_kind == "points":
+        return f"{100 * r.change:+.2f} pts"
+    return f"{100 * r.change:+.2f}% of step"
+
+
+def _regression_row(r: Regression) -> list[str]:
+    share = ""
+    if r.base_share is not None or r.new_share is not None:
+        share = f"{format_value(r.base_share, 'fraction')} → {format_value(r.new_share, 'fraction')}"
+    return [r.label, format_value(r.base, r.unit), format_value(r.new, r.unit), _change(r), share, STATUS[r.status]]
+
+
+def _limit(verdict: Verdict) -> str:
+    value = verdict.max_regression or 0.0
+    return f"{100 * value:g}%"
+
+
+def render_verdict_terminal(verdict: Verdict) -> str:
+    lines = [f"traceanalyze gate: {HEADLINE[verdict.outcome]}  {verdict.source}", f"  {_basis_line(verdict)}"]
+    if verdict.checks:
+        table = tabulate([_check_row(c) for c in verdict.checks],
+                         headers=["budget", "threshold", "measured", "basis", "margin", "status"],
+                         tablefmt="simple", disable_numparse=True)
+        lines += ["", *("  " + line for line in table.splitlines())]
+    if verdict.baseline is not None:
+        lines += ["", f"  against the baseline {verdict.baseline} ({verdict.baseline_steps} steps), "
+                      f"max regression {_limit(verdict)}:"]
+        table = tabulate([_regression_row(r) for r in verdict.regressions],
+                         headers=["", "baseline", "now", "change", "share of step", "status"],
+                         tablefmt="simple", disable_numparse=True)
+        lines += ["  " + line for line in table.splitlines()]
+    if verdict.problems:
+        head = "numbers not trustworthy (judged anyway, --allow-unreliable):" if verdict.allow_unreliable else \
+            "cannot judge (pass --allow-unreliable to judge anyway):"
+        lines += ["", f"  {head}", *(f"    - {p}" for p in verdict.problems)]
+    failures = [item.message for item in (*verdict.checks, *verdict.regressions) if item.status in ("fail", "unmeasured")]
+    if failures:
+        lines += ["", *(f"  ✗ {message}" for message in failures)]
+    if verdict.notes:
+        lines += ["", *(f"  note: {note}" for note in verdict.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(_md_escape(cell) for cell in row) + " |" for row in rows]
+    return out
+
+
+def render_verdict_markdown(verdict: Verdict) -> str:
+    """The verdict as GitHub-flavoured Markdown (for `$GITHUB_STEP_SUMMARY`)."""
+    lines = [f"### {EMOJI[verdict.outcome]} traceanalyze gate: {HEADLINE[verdict.outcome]}", "",
+             f"`{_md_escape(verdict.source)}`: {_basis_line(verdict)}.", ""]
+    if verdict.checks:
+        lines += _md_table([_check_row(c) for c in verdict.checks],
+                           ["budget", "threshold", "measured", "basis", "margin", "status"]) + [""]
+    if verdict.baseline is not None:
+        lines += [f"Against the baseline `{_md_escape(verdict.baseline)}` ({verdict.baseline_steps} steps), "
+                  f"max regression {_limit(verdict)}:", ""]
+        lines += _md_table([_regression_row(r) for r in verdict.regressions],
+                           ["", "baseline", "now", "change", "share of step", "status"]) + [""]
+    if verdict.problems:
+        head = "Numbers not trustworthy (judged anyway, `--allow-unreliable`):" if verdict.allow_unreliable else \
+            "Cannot judge (pass `--allow-unreliable` to judge anyway):"
+        lines += [head, "", *(f"- {_md_escape(p)}" for p in verdict.problems), ""]
+    if verdict.notes:
+        lines += ["Notes:", "", *(f"- {_md_escape(note)}" for note in verdict.notes), ""]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,408 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no script, no external font or
+image) that reads the same opened from disk, attached to a ticket or served.
+
+It writes the blocks of `markdown.document` (so it holds everything the Markdown and terminal
+reports hold) and fills each chart slot with a chart from `plots`: regime attribution per rank
+and per step, the GPU timeline, idle by cause, the launch-latency histogram, per-step idle bars
+and the roofline. Like every renderer it only formats what the report model holds.
+
+Examples
+--------
+>>> Path("report.html").write_text(render_html(build_report(load_trace("trace.json.gz"))))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import polars as pl
+
+from traceanalyze import __version__
+from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.report import plots
+from traceanalyze.report.markdown import (
+    KERNEL_LIMIT,
+    Block,
+    BulletList,
+    Cell,
+    Chart,
+    Code,
+    Figures,
+    Group,
+    Heading,
+    Inline,
+    Paragraph,
+    Strong,
+    Table,
+    document,
+)
+from traceanalyze.report.model import RankReport, Report
+from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, short_name
+
+MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest first)
+MAX_STEP_ROWS = 60
+
+KEY_COLOURS = {**plots.CAUSE_COLOURS, **plots.REGIME_COLOURS}
+
+CSS = """
+:root { --ink: #222; --muted: #666; --line: #e3e3e3; --soft: #f6f7f9; --accent: #0077bb; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--ink); background: #fff;
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 1140px; margin: 0 auto; padding: 24px 28px 64px; }
+header.top { border-bottom: 1px solid var(--line); margin-bottom: 8px; }
+h1 { font-size: 26px; margin: 0 0 4px; letter-spacing: -0.01em; }
+h2 { font-size: 20px; margin: 36px 0 10px; padding-top: 10px; border-top: 1px solid var(--line); }
+h3 { font-size: 17px; margin: 26px 0 8px; }
+h4 { font-size: 15px; margin: 20px 0 6px; }
+h2 + p, h3 + p, h4 + p { margin-top: 4px; }
+p { margin: 8px 0; }
+a { color: var(--accent); text-decoration: none; }
+a:hover { text-decoration: underline; }
+code { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
+  background: var(--soft); padding: 1px 4px; border-radius: 3px; overflow-wrap: anywhere; }
+.meta { color: var(--muted); font-size: 13px; margin: 2px 0 14px; }
+nav.toc { font-size: 13px; margin: 10px 0 6px; display: flex; flex-wrap: wrap; gap: 4px 14px; }
+nav.toc a { white-space: nowrap; }
+.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(190px, 1fr)); gap: 12px; margin: 18px 0; }
+.figure { border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; background: #fff; }
+.figure .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.figure .value { font-size: 24px; font-weight: 650; margin: 2px 0; }
+.figure .detail { color: var(--muted); font-size: 12.5px; }
+.note { border-left: 4px solid #ddcc77; background: #fbf8ec; padding: 8px 12px; border-radius: 0 6px 6px 0; font-size: 14px; }
+.table-wrap { overflow-x: auto; margin: 8px 0 14px; }
+table { border-collapse: collapse; font-size: 13px; width: 100%; }
+th, td { padding: 5px 9px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th { font-weight: 600; color: var(--muted); background: var(--soft); white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tbody tr:hover { background: #fafbfd; }
+td code { background: none; padding: 0; }
+.chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.bar { display: inline-block; width: 160px; height: 10px; background: #eee; border-radius: 2px; vertical-align: middle; }
+.bar > span { display: block; height: 100%; border-radius: 2px; }
+figure.chart { margin: 14px 0 18px; padding: 12px 14px 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
+figure.chart svg { display: block; max-width: 100%; height: auto; }
+figure.chart figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
+details.rank { margin: 26px 0; border: 1px solid var(--line); border-radius: 8px; padding: 4px 18px 12px; }
+details.rank > summary { cursor: pointer; font-size: 17px; padding: 10px 0; }
+details.rank > summary code { font-size: 13px; }
+ul { padding-left: 22px; }
+li { margin: 5px 0; }
+footer { margin-top: 40px; color: var(--muted); font-size: 12px; border-top: 1px solid var(--line); padding-top: 10px; }
+@media print { details.rank { border: none; padding: 0; } figure.chart { break-inside: avoid; } }
+"""
+
+
+def esc(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# blocks
+
+
+def _inline(parts: tuple[Inline, ...]) -> str:
+    out = []
+    for part in parts:
+        if isinstance(part, Code):
+            out.append(f"<code>{esc(part.text)}</code>")
+        elif isinstance(part, Strong):
+            out.append(f"<strong>{esc(part.text)}</strong>")
+        else:
+            out.append(esc(part))
+    return "".join(out)
+
+
+def _cell(cell: Cell, tag: str = "td") -> str:
+    classes = ' class="num"' if cell.numeric else ""
+    title = f' title="{esc(cell.full)}"' if cell.full else ""
+    if cell.share is not None:
+        colour = KEY_COLOURS.get(cell.key or "", plots.MUTED)
+        width = max(0.0, min(1.0, cell.share)) * 100
+        inner = f'<span class="bar" title="{esc(format_percent(cell.share))}"><span style="width:{width:.1f}%;background:{colour}"></span></span>'
+    elif cell.code and cell.text not in ("", "–"):
+        inner = f"<code>{esc(cell.text)}</code>"
+    else:
+        inner = esc(cell.text)
+    if cell.key in KEY_COLOURS and cell.share is None:
+        inner = f'<span class="chip" style="background:{KEY_COLOURS[cell.key]}"></span>{inner}'
+    return f"<{tag}{classes}{title}>{inner}</{tag}>"
+
+
+def _table(table: Table) -> str:
+    numeric = [bool(table.rows) and all(row[i].numeric for row in table.rows) for i in range(len(table.headers))]
+    head = "".join(f'<th{" class=num" if numeric[i] else ""}>{esc(h.strip())}</th>' for i, h in enumerate(table.headers))
+    body = "\n".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
+    return f'<div class="table-wrap"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>'
+
+
+def _figures(block: Figures) -> str:
+    cards = "".join(
+        f'<div class="figure"><div class="label">{esc(label)}</div><div class="value">{esc(value)}</div>'
+        f'<div class="detail">{esc(detail)}</div></div>'
+        for label, value, detail in block.items
+    )
+    return f'<div class="figures">{cards}</div>'
+
+
+def _block(block: Block, report: Report) -> str:
+    if isinstance(block, Heading):
+        if block.level == 1:
+            return ""  # the page header holds the title
+        return f'<h{block.level} id="{esc(block.anchor)}">{esc(block.text)}</h{block.level}>'
+    if isinstance(block, Paragraph):
+        return f'<p class="note">{_inline(block.parts)}</p>' if block.note else f"<p>{_inline(block.parts)}</p>"
+    if isinstance(block, BulletList):
+        return "<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Table):
+        return _table(block)
+    if isinstance(block, Figures):
+        return _figures(block)
+    if isinstance(block, Chart):
+        return _chart(block, report)
+    if isinstance(block, Group):
+        inner = "\n".join(_block(b, report) for b in block.blocks)
+        return f'<details class="rank" id="{esc(block.anchor)}" open>\n<summary>{_inline(block.summary)}</summary>\n{inner}\n</details>'
+    return ""
+
+
+def _toc(blocks: list[Block]) -> str:
+    links = []
+    for block in blocks:
+        if isinstance(block, Heading) and block.level == 2:
+            links.append(f'<a href="#{esc(block.anchor)}">{esc(block.text.split(" — ")[0])}</a>')
+        elif isinstance(block, Group):
+            label = next((p.text for p in block.summary if isinstance(p, Strong)), block.anchor)
+            links.append(f'<a href="#{esc(block.anchor)}">{esc(label)}</a>')
+    return f'<nav class="toc">{"".join(links)}</nav>' if links else ""
+
+
+def render_html(report: Report) -> str:
+    """The whole report as one HTML document (a string), charts inline.
+
+    Examples
+    --------
+    >>> html = render_html(report)  # doctest: +SKIP
+    """
+    blocks = document(report)
+    # blocks[1] is the source line; the header shows it
+    body = "\n".join(_block(b, report) for b in blocks[2:])
+    name = report.source.name or str(report.source)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="traceanalyze {esc(__version__)}">
+<title>traceanalyze — {esc(name)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<main>
+<header class="top">
+<h1>Why is the GPU not going brrrr?</h1>
+<div class="meta">{_inline(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""}</div>
+{_toc(blocks)}
+</header>
+{body}
+<footer>traceanalyze {esc(__version__)} — overhead, bandwidth or compute, read from a PyTorch (Kineto) trace.
+Hover a chart mark for its numbers. Times are measured on the GPU's clock; shares are of the analysis window.</footer>
+</main>
+</body>
+</html>
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# charts: model frames → plot inputs
+
+
+def _figure(svg: str, caption: str = "") -> str:
+    cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
+    return f'<figure class="chart">{svg}{cap}</figure>'
+
+
+def _chart(block: Chart, report: Report) -> str:
+    rank = block.rank
+    if block.kind == "ranks":
+        return _figure(_ranks_chart(report))
+    if rank is None:
+        return ""
+    builders = {
+        "regimes": _regimes_chart,
+        "timeline": _timeline_charts,
+        "causes": _causes_chart,
+        "latency": _latency_chart,
+        "steps": _steps_chart,
+        "roofline": _roofline_chart,
+    }
+    return builders[block.kind](rank)
+
+
+def _attribution_row(label: str, row: dict) -> plots.BarRow:
+    return plots.BarRow(label, {key: row[f"{key}_ns"] or 0 for key in ATTRIBUTION_KEYS}, row["window_ns"] or 0)
+
+
+def _ranks_chart(report: Report) -> str:
+    rows = []
+    for rank in report.ranks:
+        for row in rank.attribution.iter_rows(named=True):
+            label = f"rank {rank.rank}" + (f" · device {row['device']}" if rank.attribution.height > 1 else "")
+            rows.append(_attribution_row(label, row))
+    return plots.stacked_bars(rows, plots.REGIME_COLOURS, kind="ranks", title="Where the GPU time goes, per rank")
+
+
+def _regimes_chart(rank: RankReport) -> str:
+    rows = []
+    devices = rank.attribution.height
+    for row in rank.attribution.iter_rows(named=True):
+        rows.append(_attribution_row("whole window" if devices == 1 else f"device {row['device']}", row))
+    steps = rank.step_attribution
+    caption = ""
+    if steps.height:
+        rows.append(plots.BarRow("per step", None))
+        for row in steps.head(MAX_STEP_ROWS).iter_rows(named=True):
+            rows.append(_attribution_row(f"step {row['step']}" + (f" · device {row['device']}" if devices > 1 else ""), row))
+        if steps.height > MAX_STEP_ROWS:
+            caption = f"first {MAX_STEP_ROWS} of {steps.height} steps shown"
+    svg = plots.stacked_bars(rows, plots.REGIME_COLOURS, kind="regimes",
+                             title="Regime attribution — each instant of the window counted once")
+    return _figure(svg, caption or "overhead = GPU idle; where streams overlap, compute wins over bandwidth, "
+                   "then unmodeled, communication and copies.")
+
+
+def _causes_chart(rank: RankReport) -> str:
+    if rank.gaps.is_empty():
+        return ""
+    totals = rank.gaps.group_by("device", "cause").agg(pl.col("duration_ns").sum()).sort("device")
+    rows = []
+    devices = totals["device"].unique().sort().to_list()
+    for device in devices:
+        part = totals.filter(pl.col("device") == device)
+        values = {str(c): ns for c, ns in part.select("cause", "duration_ns").iter_rows()}
+        rows.append(plots.BarRow("idle time" if len(devices) == 1 else f"device {device}", values, sum(values.values())))
+    return _figure(plots.stacked_bars(rows, plots.CAUSE_COLOURS, kind="causes", title="Idle time by cause"))
+
+
+def _gap_tip(row: dict) -> str:
+    where = row["cpu_op"] or row["annotation"] or "no CPU op"
+    sync = f" in {row['sync_call']}" if row["sync_call"] else ""
+    step = f", step {row['step']}" if row["step"] is not None else ""
+    return f"GPU idle ({row['cause']}{step}) — CPU at {where}{sync}; next: {short_name(row['next_gpu_op'], 60)}"
+
+
+def _timeline_charts(rank: RankReport) -> str:
+    figures = []
+    ops = rank.roofline
+    for window in rank.idle.iter_rows(named=True):
+        device = window["device"]
+        start, end = window["window_start_ns"], window["window_end_ns"]
+        streams = rank.streams.filter(pl.col("device") == device).sort("busy_ns", descending=True)
+        shown = streams.head(MAX_TIMELINE_LANES)["stream"].sort().to_list()
+        device_ops = ops.filter(pl.col("device") == device)
+        lanes = []
+        for stream in shown:
+            frame = device_ops.filter(pl.col("stream") == stream).select(
+                "start_ns", "end_ns", pl.col("regime").cast(pl.String).alias("category"), pl.col("name").alias("label"))
+            lanes.append(plots.TimelineRow(f"stream {stream}", frame, plots.REGIME_COLOURS))
+        gaps = rank.gaps.filter(pl.col("device") == device)
+        gap_frame = pl.DataFrame(
+            {"start_ns": gaps["start_ns"], "end_ns": gaps["end_ns"], "category": gaps["cause"].cast(pl.String),
+             "label": [_gap_tip(r) for r in gaps.iter_rows(named=True)]},
+            schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "category": pl.String, "label": pl.String},
+        )
+        lanes.append(plots.TimelineRow("GPU idle", gap_frame, plots.CAUSE_COLOURS, what="idle"))
+        used_regimes = set(device_ops["regime"].cast(pl.String).unique().to_list())
+        used_causes = set(gap_frame["category"].unique().to_list())
+        legends = [("kernels:", {k: c for k, c in plots.REGIME_COLOURS.items() if k in used_regimes}),
+                   ("idle gaps:", {k: c for k, c in plots.CAUSE_COLOURS.items() if k in used_causes})]
+        steps = rank.steps.filter(pl.col("device") == device)
+        markers = [plots.Marker(r["window_start_ns"], f"step {r['step']}") for r in steps.iter_rows(named=True)]
+        note = ""
+        if streams.height > len(shown):
+            note = f"{len(shown)} busiest of {streams.height} streams shown"
+        svg = plots.timeline_chart(lanes, (start, end), title=f"GPU timeline — device {device}, {format_duration_ns(end - start)} window",
+                                   legends=[lg for lg in legends if lg[1]], markers=markers, note=note)
+        caption = ("Each lane is a stream; the last lane is the device's idle time (no stream busy). "
+                   + ("Long traces are drawn at one bin per pixel: a bin takes the colour of what covers most of it, "
+                      "fainter when little of it is covered." if ops.height + gaps.height > plots.EXACT_TIMELINE_MARKS else ""))
+        figures.append(_figure(svg, caption.strip()))
+    return "\n".join(figures)
+
+
+def _latency_chart(rank: RankReport) -> str:
+    latency = rank.latency.filter(~pl.col("skewed"))
+    if latency.is_empty():
+        return ""
+    queued = pl.col("queue_wait_ns") * 2 >= pl.col("launch_to_start_ns")
+    mostly_queue = latency.filter(queued & (pl.col("launch_to_start_ns") > 0))["launch_to_start_ns"].to_list()
+    mostly_launch = latency.filter(~(queued & (pl.col("launch_to_start_ns") > 0)))["launch_to_start_ns"].to_list()
+    series = [
+        plots.Series("mostly launch overhead (GPU was free)", plots.CAUSE_COLOURS["launch"], mostly_launch),
+        plots.Series("mostly queue wait (GPU busy with earlier work)", "#6C8EBF", mostly_queue),
+    ]
+    stats = rank.latency_stats.filter(pl.col("metric") == "launch_to_start_ns")
+    markers = []
+    if stats.height and stats["count"][0]:
+        row = stats.row(0, named=True)
+        markers = [(row[k], f"{k} {format_duration_ns(row[k])}") for k in ("p50", "p90", "p99")]
+    svg = plots.log_histogram([s for s in series if s.values], kind="latency", title="Launch → start, per launched GPU op",
+                              x_label="time from the launch call's start to the GPU op's start (log scale)", markers=markers)
+    return _figure(svg, "A long launch → start made of queue wait is healthy (the CPU runs ahead); "
+                   "launch overhead on an idle GPU is time lost.")
+
+
+def _steps_chart(rank: RankReport) -> str:
+    steps = rank.steps
+    if steps.is_empty():
+        return ""
+    multi = steps["device"].n_unique() > 1
+    bars = [plots.StepBar(f"{r['step']}" + (f"·d{r['device']}" if multi else ""), r["busy_ns"], r["idle_ns"], r["idle_fraction"])
+            for r in steps.iter_rows(named=True)]
+    return _figure(plots.step_bars(bars, title="GPU busy and idle per step"))
+
+
+def _roofs(rank: RankReport) -> tuple[list[plots.Roof], list[plots.Roof]]:
+    modelled = rank.roofline.filter(pl.col("regime").is_in(["compute", "bandwidth"]))
+    combos = (
+        modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
+        .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
+    )
+    by_value: dict[float, list[str]] = {}
+    for dtype, tensor, value in combos.iter_rows():
+        label = f"{dtype or 'any'} {'tensor' if tensor else 'SIMT'}"
+        if label not in by_value.setdefault(value, []):
+            by_value[value].append(label)
+    compute = [plots.Roof(v, f"{' / '.join(labels)}: {format_rate(v, 'FLOP/s')}") for v, labels in by_value.items()]
+    bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
+                 for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
+    return compute, bandwidth
+
+
+def _roofline_chart(rank: RankReport) -> str:
+    kernels = rank.kernels
+    if kernels.is_empty():
+        return ""
+    compute, bandwidth = _roofs(rank)
+    points = []
+    hidden_ns = 0
+    total_ns = kernels["total_ns"].sum()
+    for i, r in enumerate(kernels.iter_rows(named=True), 1):
+        plotted = (r["regime"] in ("compute", "bandwidth") and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
+        if not plotted:
+            hidden_ns += r["total_ns"]
+            continue
+        tip = (f"{r['name']}\n{r['op_name'] or 'no op'} · {r['count']} calls · {format_duration_ns(r['total_ns'])}\n"
+               f"{r['intensity']:.3g} FLOP/B · {format_rate(r['achieved_flops_per_s'], 'FLOP/s')} · "
+               f"{format_rate(r['achieved_bytes_per_s'], 'B/s')} · {format_percent(r['pct_of_peak'])} of roof · {r['regime']}-bound")
+        points.append(plots.RooflinePoint(r["name"], r["intensity"], r["achieved_flops_per_s"], r["total_ns"], str(r["regime"]),
+                                          tip, i if i <= KERNEL_LIMIT else None))
+    if not points and not compute:
+        return ""
+    footnote = ""
+    if hidden_ns:
+        footnote = (f"not plotted: {format_percent(hidden_ns / total_ns if total_ns else None)} of GPU op time "
+                    "(copies, collectives, kernels with no FLOPs or no FLOP/byte model)")
+    svg = plots.roofline_chart(points, compute, bandwidth, title="Roofline — one dot per kernel name", footnote=footnote)
+    return _figure(svg, "Numbers next to dots are rows of the table below. Dots under the slope are bandwidth-bound, "
+                   "under a flat roof compute-bound; the gap to the roof is time a better kernel could save.")

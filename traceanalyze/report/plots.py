@@ -1,0 +1,627 @@
+"""Charts for the HTML report, as SVG strings written by hand: stacked bars (regime attribution,
+idle by cause), the roofline, the GPU timeline, a log-x histogram and per-step bars.
+
+Every builder takes plain values (ns, FLOP/s, bytes/s), draws nothing it is not given and
+returns one `<svg>` element: inline CSS-free, no script, no external font, hover tooltips as
+`<title>`. Each data mark carries `class="mark"` (tests count them) and every name is escaped.
+One palette for the regimes and one for idle-gap causes keep the colours the same in every chart
+(Paul Tol's colour-blind-safe "vibrant" and "muted" schemes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+import polars as pl
+
+from traceanalyze.report.units import format_duration_ns, format_percent, format_rate
+
+REGIME_COLOURS: dict[str, str] = {
+    "overhead": "#CC3311",  # GPU idle, waiting on the CPU
+    "bandwidth": "#EE7733",
+    "compute": "#0077BB",
+    "communication": "#009988",
+    "memcpy": "#AA3377",
+    "unmodeled": "#BBBBBB",
+}
+CAUSE_COLOURS: dict[str, str] = {
+    "host": "#CC3311",  # the bulk of overhead: same red as the regime
+    "sync": "#882255",
+    "launch": "#EE99AA",
+    "other": "#DDCC77",
+}
+BUSY_COLOUR = "#AFC6DD"
+INK, MUTED, GRID, AXIS = "#222222", "#666666", "#E6E6E6", "#999999"
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+
+WIDTH = 1080
+MAX_MARKS = 5000  # most data marks one chart may hold
+EXACT_TIMELINE_MARKS = 2000  # up to this many intervals the timeline draws each one
+
+
+def esc(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def text_width(text: str, size: float = 12) -> float:
+    """An estimate of rendered width (sans-serif averages ~0.56 em per character)."""
+    return len(text) * size * 0.56
+
+
+def _contrast_ink(colour: str) -> str:
+    r, g, b = (int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#ffffff" if lum < 0.55 else INK
+
+
+def _svg(kind: str, width: float, height: float, label: str, body: Sequence[str]) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{esc(kind)}" '
+        f'width="{_f(width)}" height="{_f(height)}" viewBox="0 0 {_f(width)} {_f(height)}" '
+        f'role="img" aria-label="{esc(label)}" font-family="{FONT}" font-size="12" fill="{INK}">\n'
+        + "\n".join(body)
+        + "\n</svg>"
+    )
+
+
+def _text(x: float, y: float, text: str, *, anchor: str = "start", size: float = 12, fill: str = INK,
+          weight: str | None = None, extra: str = "") -> str:
+    bold = f' font-weight="{weight}"' if weight else ""
+    return (f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}" font-size="{_f(size)}" fill="{fill}"{bold}{extra}>'
+            f"{esc(text)}</text>")
+
+
+def _title(text: str) -> str:
+    return f"<title>{esc(text)}</title>"
+
+
+def legend(items: Sequence[tuple[str, str]], x: float, y: float, max_width: float, *, heading: str = "",
+           marker: str = "square") -> tuple[list[str], float]:
+    """Swatches with labels, wrapping at `max_width` → (svg parts, height used)."""
+    parts: list[str] = []
+    cx, cy, line = x, y, 18
+    if heading:
+        parts.append(_text(cx, cy + 10, heading, fill=MUTED, size=11))
+        cx += text_width(heading, 11) + 8
+    for label, colour in items:
+        width = 14 + text_width(label, 12) + 14
+        if cx + width > x + max_width and cx > x:
+            cx, cy = x, cy + line
+        if marker == "circle":
+            parts.append(f'<circle cx="{_f(cx + 5)}" cy="{_f(cy + 6)}" r="5" fill="{colour}" fill-opacity="0.8"/>')
+        else:
+            parts.append(f'<rect x="{_f(cx)}" y="{_f(cy + 1)}" width="11" height="11" rx="2" fill="{colour}"/>')
+        parts.append(_text(cx + 15, cy + 11, label))
+        cx += width
+    return parts, cy - y + line
+
+
+def nice_step(span: float, target: int) -> float:
+    raw = span / max(target, 1)
+    if raw <= 0:
+        return 1.0
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for multiple in (1, 2, 2.5, 5, 10):
+        if raw <= multiple * magnitude:
+            return multiple * magnitude
+    return 10 * magnitude
+
+
+def linear_ticks(low: float, high: float, target: int = 6) -> list[float]:
+    step = nice_step(high - low, target)
+    first = math.ceil(low / step - 1e-9) * step
+    ticks, value = [], first
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 12))
+        value += step
+    return ticks
+
+
+def _decades(low: float, high: float) -> list[float]:
+    return [10.0 ** k for k in range(math.floor(math.log10(low) + 1e-9), math.ceil(math.log10(high) - 1e-9) + 1)]
+
+
+@dataclass(frozen=True)
+class Linear:
+    low: float
+    high: float
+    start: float
+    end: float
+
+    def __call__(self, value: float) -> float:
+        span = self.high - self.low or 1.0
+        return self.start + (value - self.low) / span * (self.end - self.start)
+
+
+@dataclass(frozen=True)
+class Log:
+    low: float
+    high: float
+    start: float
+    end: float
+
+    def __call__(self, value: float) -> float:
+        value = max(value, self.low * 1e-3)
+        span = math.log10(self.high) - math.log10(self.low) or 1.0
+        return self.start + (math.log10(value) - math.log10(self.low)) / span * (self.end - self.start)
+
+
+def empty_chart(kind: str, message: str, *, width: float = WIDTH, height: float = 60) -> str:
+    return _svg(kind, width, height, message, [
+        f'<rect x="0.5" y="0.5" width="{_f(width - 1)}" height="{_f(height - 1)}" fill="#fafafa" stroke="{GRID}"/>',
+        _text(width / 2, height / 2 + 4, message, anchor="middle", fill=MUTED),
+    ])
+
+
+# ---------------------------------------------------------------------------------------------
+# stacked horizontal bars: regime attribution, idle by cause
+
+
+@dataclass(frozen=True)
+class BarRow:
+    """One bar: `values` (ns) per key, as shares of `total_ns`. `values=None` is a heading row."""
+
+    label: str
+    values: Mapping[str, float] | None
+    total_ns: float = 0.0
+    detail: str = ""
+
+
+def stacked_bars(rows: Sequence[BarRow], colours: Mapping[str, str], *, kind: str, title: str,
+                 width: float = WIDTH, label_width: float = 190, bar_height: float = 20) -> str:
+    """Horizontal 100 % bars, one per row, segments in `colours` order, share labels inside
+    segments wide enough to hold them, the row's total at its right."""
+    data = [r for r in rows if r.values is not None and r.total_ns > 0]
+    if not data:
+        return empty_chart(kind, f"{title}: nothing to show")
+    used = [k for k in colours if any(r.values.get(k, 0) > 0 for r in data)]  # type: ignore[union-attr]
+    plot_left, plot_right = label_width, width - 78
+    x = Linear(0.0, 1.0, plot_left, plot_right)
+    body = [_text(0, 16, title, size=14, weight="600")]
+    legend_parts, legend_height = legend([(k, colours[k]) for k in used], plot_left, 26, plot_right - plot_left)
+    body += legend_parts
+    top = 30 + legend_height
+    y = top
+    grid: list[str] = []
+    marks: list[str] = []
+    for row in rows:
+        if row.values is None:
+            marks.append(_text(8, y + 13, row.label, fill=MUTED, size=11, weight="600"))
+            y += 20
+            continue
+        marks.append(_text(plot_left - 8, y + bar_height / 2 + 4, _clip(row.label, label_width - 14), anchor="end",
+                           extra=f' data-label="{esc(row.label)}"' if len(row.label) * 6.7 > label_width - 14 else ""))
+        if row.total_ns <= 0:
+            marks.append(_text(plot_left + 4, y + bar_height / 2 + 4, "no GPU time", fill=MUTED))
+            y += bar_height + 8
+            continue
+        cursor = 0.0
+        for key in colours:
+            value = row.values.get(key, 0) or 0
+            if value <= 0:
+                continue
+            share = value / row.total_ns
+            x0, x1 = x(cursor), x(min(1.0, cursor + share))
+            cursor += share
+            tip = f"{row.label} — {key}: {format_percent(share)} ({format_duration_ns(value)} of {format_duration_ns(row.total_ns)})"
+            marks.append(f'<rect class="mark" data-key="{esc(key)}" x="{_f(x0)}" y="{_f(y)}" width="{_f(max(x1 - x0, 0.5))}" '
+                         f'height="{_f(bar_height)}" fill="{colours[key]}">{_title(tip)}</rect>')
+            label = format_percent(share) if x1 - x0 >= 46 else (f"{share * 100:.0f}%" if x1 - x0 >= 28 else "")
+            if label:
+                marks.append(_text((x0 + x1) / 2, y + bar_height / 2 + 4, label, anchor="middle", size=11,
+                                   fill=_contrast_ink(colours[key]), extra=' pointer-events="none"'))
+        marks.append(_text(plot_right + 6, y + bar_height / 2 + 4, format_duration_ns(row.total_ns), fill=MUTED, size=11))
+        y += bar_height + 8
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        grid.append(f'<line x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{_f(top - 4)}" y2="{_f(y)}" stroke="{GRID}"/>')
+        grid.append(_text(x(tick), y + 14, f"{tick * 100:.0f}%", anchor="middle", size=11, fill=MUTED))
+    return _svg(kind, width, y + 22, title, body + grid + marks)
+
+
+def _clip(text: str, width: float, size: float = 12) -> str:
+    limit = max(4, int(width / (size * 0.56)))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------
+# roofline
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    name: str
+    intensity: float  # FLOP/byte
+    flops_per_s: float
+    total_ns: float
+    bound: str
+    tooltip: str = ""
+    number: int | None = None  # its row in the kernel table
+
+
+@dataclass(frozen=True)
+class Roof:
+    value: float  # FLOP/s, or bytes/s for a bandwidth roof
+    label: str
+
+
+def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof], bandwidth_roofs: Sequence[Roof], *,
+                   title: str = "Roofline", footnote: str = "", width: float = WIDTH, height: float = 470) -> str:
+    """Log-log arithmetic intensity (FLOP/byte) against achieved FLOP/s: the bandwidth roof (a
+    slope: bytes/s × FLOP/byte) up to each compute roof (flat), one dot per kernel (area ∝ total
+    time, colour = bound)."""
+    points = [p for p in points if p.intensity > 0 and p.flops_per_s > 0]
+    if not points and not compute_roofs:
+        return empty_chart("roofline", "roofline: no kernel has a FLOP/byte model and the device peaks are unknown")
+    ridges = [c.value / b.value for c in compute_roofs for b in bandwidth_roofs]
+    xs = [p.intensity for p in points] + ridges
+    ys = [p.flops_per_s for p in points] + [c.value for c in compute_roofs]
+    x_low, x_high = 10 ** math.floor(math.log10(min(xs) / 2)), 10 ** math.ceil(math.log10(max(xs) * 4))
+    y_low, y_high = 10 ** math.floor(math.log10(min(ys) / 2)), 10 ** math.ceil(math.log10(max(ys) * 1.6))
+    left, right, top = 92, width - 24, 62
+    bottom = height - 50
+    x, y = Log(x_low, x_high, left, right), Log(y_low, y_high, bottom, top)
+    body = [_text(0, 16, title, size=14, weight="600")]
+    bounds = sorted({p.bound for p in points}, key=lambda b: list(REGIME_COLOURS).index(b) if b in REGIME_COLOURS else 99)
+    items = [(f"{b}-bound kernel", REGIME_COLOURS.get(b, MUTED)) for b in bounds]
+    parts, _ = legend(items, left, 26, right - left, marker="circle")
+    body += parts
+    body.append(_text(right, 38, "dot area ∝ total time · hover a dot for its numbers", anchor="end", size=11, fill=MUTED))
+    body += _log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom,
+                      x_format=lambda v: f"{v:g}", y_format=lambda v: format_rate(v, "FLOP/s"))
+    body.append(_text((left + right) / 2, height - 12, "arithmetic intensity (FLOP / byte)", anchor="middle", fill=MUTED))
+    body.append(_text(16, (top + bottom) / 2, "achieved FLOP/s", anchor="middle", fill=MUTED,
+                      extra=f' transform="rotate(-90 16 {_f((top + bottom) / 2)})"'))
+    clip = f'<clipPath id="roofclip"><rect x="{left}" y="{top}" width="{_f(right - left)}" height="{_f(bottom - top)}"/></clipPath>'
+    body.append(clip)
+    top_roof = max((c.value for c in compute_roofs), default=None)
+    for bw in bandwidth_roofs:
+        x0 = max(x_low, y_low / bw.value)
+        x1 = top_roof / bw.value if top_roof else x_high
+        body.append(f'<line x1="{_f(x(x0))}" y1="{_f(y(bw.value * x0))}" x2="{_f(x(x1))}" y2="{_f(y(bw.value * x1))}" '
+                    f'stroke="{INK}" stroke-width="2" clip-path="url(#roofclip)">{_title(bw.label)}</line>')
+        mid = math.sqrt(x0 * x1) if x1 > x0 else x0
+        mid = min(mid, x1 / 6) if x1 / 6 > x0 else mid
+        angle = math.degrees(math.atan2(y(bw.value * x1) - y(bw.value * x0), x(x1) - x(x0)))
+        lx, ly = x(mid), y(bw.value * mid) - 6
+        body.append(_text(lx, ly, bw.label, size=11, fill=INK, extra=f' transform="rotate({angle:.1f} {_f(lx)} {_f(ly)})"'))
+    for i, roof in enumerate(sorted(compute_roofs, key=lambda r: -r.value)):
+        ridge = min((roof.value / b.value for b in bandwidth_roofs), default=x_low)
+        dashed = "" if i == 0 else ' stroke-dasharray="6 4"'
+        body.append(f'<line x1="{_f(x(max(ridge, x_low)))}" y1="{_f(y(roof.value))}" x2="{_f(right)}" y2="{_f(y(roof.value))}" '
+                    f'stroke="{INK}" stroke-width="{2 if i == 0 else 1.4}"{dashed}>{_title(roof.label)}</line>')
+        body.append(_text(right - 4, y(roof.value) - 5, roof.label, anchor="end", size=11))
+    largest = max((p.total_ns for p in points), default=1.0) or 1.0
+    for p in sorted(points, key=lambda p: -p.total_ns):
+        r = 3 + 15 * math.sqrt(p.total_ns / largest)
+        colour = REGIME_COLOURS.get(p.bound, MUTED)
+        body.append(f'<circle class="mark" cx="{_f(x(p.intensity))}" cy="{_f(y(p.flops_per_s))}" r="{_f(r)}" fill="{colour}" '
+                    f'fill-opacity="0.72" stroke="#ffffff" stroke-width="1">{_title(p.tooltip or p.name)}</circle>')
+    for p in points:
+        if p.number is not None:
+            r = 3 + 15 * math.sqrt(p.total_ns / largest)
+            body.append(_text(x(p.intensity) + r * 0.7 + 2, y(p.flops_per_s) - r * 0.7, str(p.number), size=11, weight="600",
+                              extra=' pointer-events="none"'))
+    if footnote:
+        body.append(_text(left, height + 8, footnote, size=11, fill=MUTED))
+        height += 16
+    return _svg("roofline", width, height, title, body)
+
+
+def _log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom, *, x_format, y_format) -> list[str]:
+    parts = [f'<rect x="{left}" y="{top}" width="{_f(right - left)}" height="{_f(bottom - top)}" fill="none" stroke="{AXIS}"/>']
+    x_ticks = _decades(x_low, x_high)
+    skip_x = 1 if len(x_ticks) <= 12 else 2
+    for i, tick in enumerate(x_ticks):
+        parts.append(f'<line x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{top}" y2="{bottom}" stroke="{GRID}"/>')
+        if i % skip_x == 0:
+            parts.append(_text(x(tick), bottom + 16, x_format(tick), anchor="middle", size=11, fill=MUTED))
+    y_ticks = _decades(y_low, y_high)
+    skip_y = 1 if len(y_ticks) <= 10 else 2
+    for i, tick in enumerate(y_ticks):
+        parts.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(y(tick))}" y2="{_f(y(tick))}" stroke="{GRID}"/>')
+        if i % skip_y == 0:
+            parts.append(_text(left - 6, y(tick) + 4, y_format(tick), anchor="end", size=11, fill=MUTED))
+    return parts
+
+
+# ---------------------------------------------------------------------------------------------
+# timeline
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One lane: `intervals` with `start_ns, end_ns, category, label` (label: the tooltip),
+    coloured by `colours[category]`."""
+
+    label: str
+    intervals: pl.DataFrame
+    colours: Mapping[str, str]
+    what: str = "busy"  # the word for covered time in binned tooltips ("busy", "idle")
+
+
+@dataclass(frozen=True)
+class Marker:
+    at_ns: int
+    label: str
+
+
+@dataclass
+class _Run:
+    """Neighbouring bins of one lane with the same colour and opacity, drawn as one rect."""
+
+    first_bin: int
+    last_bin: int
+    category: str
+    level: float
+    covered_ns: int
+    span_ns: int
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def timeline_chart(rows: Sequence[TimelineRow], window: tuple[int, int], *, title: str,
+                   legends: Sequence[tuple[str, Mapping[str, str]]] = (), markers: Sequence[Marker] = (),
+                   width: float = WIDTH, note: str = "", max_marks: int = MAX_MARKS) -> str:
+    """Lanes of intervals over `window` (ns). Up to `EXACT_TIMELINE_MARKS` intervals each is
+    drawn with its own tooltip; beyond, each lane is cut into pixel-wide bins (at most
+    `max_marks` over the chart), a bin takes the colour of the category covering most of it and
+    an opacity by how much of it is covered, and equal neighbours merge into one rect."""
+    start, end = window
+    span = max(end - start, 1)
+    label_width, right_pad = 118, 16
+    left, right = label_width, width - right_pad
+    x = Linear(float(start), float(end), left, right)
+    body = [_text(0, 16, title, size=14, weight="600")]
+    y = 26.0
+    for heading, colours in legends:
+        parts, used = legend(list(colours.items()), left, y, right - left, heading=heading)
+        body += parts
+        y += used
+    top = y + 4 + (14 if markers else 0)
+    lane, gap = 18, 6
+    bottom = top + len(rows) * (lane + gap) - gap
+    total = sum(r.intervals.height for r in rows)
+    exact = total <= min(EXACT_TIMELINE_MARKS, max_marks)
+    bins = max(1, min(int(right - left), max_marks // max(len(rows), 1)))
+    marks: list[str] = []
+    for index, row in enumerate(rows):
+        ly = top + index * (lane + gap)
+        body.append(f'<rect x="{left}" y="{_f(ly)}" width="{_f(right - left)}" height="{lane}" fill="#f6f6f6"/>')
+        body.append(_text(left - 8, ly + lane / 2 + 4, _clip(row.label, label_width - 12), anchor="end", size=11))
+        if exact:
+            marks += _exact_lane(row, x, ly, lane, start, end)
+        else:
+            marks += _binned_lane(row, x, ly, lane, start, end, bins)
+    axis = [f'<line x1="{left}" x2="{_f(right)}" y1="{_f(bottom + 4)}" y2="{_f(bottom + 4)}" stroke="{AXIS}"/>']
+    for tick in linear_ticks(0, span, 8):
+        tx = x(start + tick)
+        axis.append(f'<line x1="{_f(tx)}" x2="{_f(tx)}" y1="{_f(bottom + 4)}" y2="{_f(bottom + 8)}" stroke="{AXIS}"/>')
+        axis.append(_text(tx, bottom + 20, "0" if tick == 0 else format_duration_ns(tick), anchor="middle", size=11, fill=MUTED))
+    every = max(1, math.ceil(len(markers) / 24))
+    for i, marker in enumerate(markers):
+        if not start <= marker.at_ns <= end:
+            continue
+        mx = x(marker.at_ns)
+        axis.append(f'<line x1="{_f(mx)}" x2="{_f(mx)}" y1="{_f(top - 12)}" y2="{_f(bottom + 4)}" stroke="{INK}" '
+                    f'stroke-opacity="0.45" stroke-dasharray="2 3">{_title(marker.label)}</line>')
+        if i % every == 0:
+            axis.append(_text(mx + 3, top - 4, marker.label, size=10, fill=MUTED))
+    height = bottom + 30
+    if note:
+        axis.append(_text(left, height + 4, note, size=11, fill=MUTED))
+        height += 14
+    return _svg("timeline", width, height, title, body + marks + axis)
+
+
+def _clipped(frame: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
+    return (
+        frame.select(
+            pl.col("start_ns").clip(start, end), pl.col("end_ns").clip(start, end),
+            pl.col("category").cast(pl.String), pl.col("label").cast(pl.String),
+        )
+        .filter(pl.col("end_ns") > pl.col("start_ns"))
+        .sort("start_ns")
+    )
+
+
+def _exact_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int, end: int) -> list[str]:
+    marks = []
+    for s, e, category, label in _clipped(row.intervals, start, end).iter_rows():
+        x0, x1 = x(s), x(e)
+        colour = row.colours.get(category, MUTED)
+        tip = f"{label}\n{category} · {format_duration_ns(e - s)} at {format_duration_ns(s - start)}"
+        marks.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(ly)}" width="{max(x1 - x0, 0.6):.2f}" height="{lane}" '
+                     f'fill="{colour}">{_title(tip)}</rect>')
+    return marks
+
+
+def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int, end: int, bins: int) -> list[str]:
+    frame = _clipped(row.intervals, start, end)
+    if frame.is_empty():
+        return []
+    bin_ns = max(1, -(-(end - start) // bins))
+    last = (end - start - 1) // bin_ns
+    per_bin = (
+        frame.with_columns(
+            ((pl.col("start_ns") - start) // bin_ns).alias("b0"),
+            ((pl.col("end_ns") - 1 - start) // bin_ns).alias("b1"),
+        )
+        .with_columns(pl.int_ranges("b0", pl.col("b1") + 1).alias("bin"))
+        .explode("bin")
+        .with_columns(
+            (pl.min_horizontal("end_ns", pl.col("bin") * bin_ns + start + bin_ns)
+             - pl.max_horizontal("start_ns", pl.col("bin") * bin_ns + start)).alias("covered")
+        )
+        .group_by("bin", "category")
+        .agg(pl.col("covered").sum(), pl.len().alias("count"))
+        .sort(["bin", "covered"], descending=[False, True])
+    )
+    runs: list[_Run] = []
+    for bin_index, group in per_bin.group_by("bin", maintain_order=True):
+        b = int(bin_index[0])
+        categories = group["category"].to_list()
+        covered = int(group["covered"].sum())
+        length = min(bin_ns, end - (start + b * bin_ns)) if b == last else bin_ns
+        fraction = min(1.0, covered / max(length, 1))
+        level = 1.0 if fraction >= 0.66 else 0.7 if fraction >= 0.33 else 0.45
+        counts = dict(zip(categories, group["count"].to_list()))
+        dominant = categories[0]
+        previous = runs[-1] if runs else None
+        if previous and previous.last_bin == b - 1 and previous.category == dominant and previous.level == level:
+            previous.last_bin = b
+            previous.covered_ns += covered
+            previous.span_ns += length
+            for k, v in counts.items():
+                previous.counts[k] = previous.counts.get(k, 0) + v
+        else:
+            runs.append(_Run(b, b, dominant, level, covered, length, counts))
+    marks = []
+    for run in runs:
+        s = start + run.first_bin * bin_ns
+        e = min(end, start + (run.last_bin + 1) * bin_ns)
+        x0, x1 = x(s), x(e)
+        n = sum(run.counts.values())
+        mix = ", ".join(f"{k} {v}" for k, v in sorted(run.counts.items(), key=lambda kv: -kv[1])[:3])
+        tip = (f"{row.label}: {format_duration_ns(s - start)} – {format_duration_ns(e - start)}\n"
+               f"{format_percent(run.covered_ns / max(run.span_ns, 1))} {row.what}, mostly {run.category} ({n} intervals: {mix})")
+        marks.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(ly)}" width="{max(x1 - x0, 0.6):.2f}" height="{lane}" '
+                     f'fill="{row.colours.get(run.category, MUTED)}" fill-opacity="{run.level}">{_title(tip)}</rect>')
+    return marks
+
+
+# ---------------------------------------------------------------------------------------------
+# histogram (log x)
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    colour: str
+    values: Sequence[float]
+
+
+def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: str, markers: Sequence[tuple[float, str]] = (),
+                  bins_per_decade: int = 8, width: float = WIDTH, height: float = 300) -> str:
+    """Counts of positive values (ns) in log-spaced bins, the series stacked; values ≤ the
+    first edge count in the first bin. `markers` draw labelled vertical lines (percentiles)."""
+    values = [v for s in series for v in s.values if v is not None]
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return empty_chart(kind, f"{title}: no values to show")
+    low = 10 ** math.floor(math.log10(min(positive)))
+    high = 10 ** math.ceil(math.log10(max(positive) * 1.0001))
+    if high <= low:
+        high = low * 10
+    decades = round(math.log10(high / low))
+    n_bins = max(1, decades * bins_per_decade)
+    counts = [[0] * n_bins for _ in series]
+    for i, s in enumerate(series):
+        row = counts[i]
+        for v in s.values:
+            if v is None:
+                continue
+            b = 0 if v <= low else min(n_bins - 1, int(math.log10(v / low) * bins_per_decade))
+            row[b] += 1
+    peak = max(sum(counts[i][b] for i in range(len(series))) for b in range(n_bins))
+    left, right, top = 70, width - 20, 52
+    bottom = height - 44
+    x = Log(low, high, left, right)
+    y_ticks = linear_ticks(0, peak, 4)
+    y = Linear(0, max(y_ticks[-1], peak), bottom, top)
+    body = [_text(0, 16, title, size=14, weight="600")]
+    parts, _ = legend([(s.label, s.colour) for s in series], left, 24, right - left)
+    body += parts
+    body.append(f'<rect x="{left}" y="{top}" width="{_f(right - left)}" height="{_f(bottom - top)}" fill="none" stroke="{AXIS}"/>')
+    for tick in y_ticks:
+        body.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(y(tick))}" y2="{_f(y(tick))}" stroke="{GRID}"/>')
+        body.append(_text(left - 6, y(tick) + 4, f"{tick:g}", anchor="end", size=11, fill=MUTED))
+    for tick in _decades(low, high):
+        body.append(f'<line x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{top}" y2="{_f(bottom + 4)}" stroke="{GRID}"/>')
+        body.append(_text(x(tick), bottom + 17, format_duration_ns(tick), anchor="middle", size=11, fill=MUTED))
+    body.append(_text((left + right) / 2, height - 8, x_label, anchor="middle", fill=MUTED))
+    body.append(_text(14, (top + bottom) / 2, "launches", anchor="middle", fill=MUTED,
+                      extra=f' transform="rotate(-90 14 {_f((top + bottom) / 2)})"'))
+    for b in range(n_bins):
+        edge0, edge1 = low * 10 ** (b / bins_per_decade), low * 10 ** ((b + 1) / bins_per_decade)
+        x0, x1 = x(edge0) + 0.5, x(edge1) - 0.5
+        stacked = 0
+        for i, s in enumerate(series):
+            count = counts[i][b]
+            if not count:
+                continue
+            y0, y1 = y(stacked), y(stacked + count)
+            stacked += count
+            tip = f"{s.label}: {count} in {format_duration_ns(edge0)} – {format_duration_ns(edge1)}"
+            body.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(y1)}" width="{_f(max(x1 - x0, 0.5))}" '
+                        f'height="{_f(max(y0 - y1, 0.5))}" fill="{s.colour}">{_title(tip)}</rect>')
+    placed: list[float] = []
+    for value, label in markers:
+        if value is None or not low <= value <= high:
+            continue
+        mx = x(value)
+        row = sum(1 for p in placed if abs(p - mx) < text_width(label, 11) + 6)
+        placed.append(mx)
+        body.append(f'<line x1="{_f(mx)}" x2="{_f(mx)}" y1="{top}" y2="{_f(bottom)}" stroke="{INK}" stroke-dasharray="4 3">'
+                    f"{_title(label)}</line>")
+        body.append(_text(mx + 3, top + 12 + 13 * row, label, size=11))
+    return _svg(kind, width, height, title, body)
+
+
+# ---------------------------------------------------------------------------------------------
+# per-step bars
+
+
+@dataclass(frozen=True)
+class StepBar:
+    label: str
+    busy_ns: float
+    idle_ns: float
+    idle_fraction: float
+
+
+def step_bars(steps: Sequence[StepBar], *, title: str, width: float = WIDTH, height: float = 280) -> str:
+    """Vertical bars, one per step: GPU busy at the bottom, idle (red) on top, the idle share
+    above each bar."""
+    if not steps:
+        return empty_chart("steps", f"{title}: no steps")
+    left, right, top = 70, width - 20, 58
+    bottom = height - 40
+    peak = max(s.busy_ns + s.idle_ns for s in steps) or 1
+    y_ticks = linear_ticks(0, peak, 4)
+    y = Linear(0, max(y_ticks[-1], peak), bottom, top)
+    slot = (right - left) / len(steps)
+    bar_width = min(56.0, slot * 0.7)
+    body = [_text(0, 16, title, size=14, weight="600")]
+    parts, _ = legend([("GPU busy", BUSY_COLOUR), ("GPU idle", REGIME_COLOURS["overhead"])], left, 24, right - left)
+    body += parts
+    for tick in y_ticks:
+        body.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(y(tick))}" y2="{_f(y(tick))}" stroke="{GRID}"/>')
+        body.append(_text(left - 6, y(tick) + 4, "0" if tick == 0 else format_duration_ns(tick), anchor="end", size=11, fill=MUTED))
+    every = max(1, math.ceil(len(steps) / 40))
+    show_share = slot >= 30
+    for i, s in enumerate(steps):
+        cx = left + slot * (i + 0.5)
+        x0 = cx - bar_width / 2
+        y_busy = y(s.busy_ns)
+        y_top = y(s.busy_ns + s.idle_ns)
+        tip = (f"{s.label}: window {format_duration_ns(s.busy_ns + s.idle_ns)}, busy {format_duration_ns(s.busy_ns)}, "
+               f"idle {format_duration_ns(s.idle_ns)} ({format_percent(s.idle_fraction)})")
+        if s.busy_ns > 0:
+            body.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(y_busy)}" width="{_f(bar_width)}" height="{_f(bottom - y_busy)}" '
+                        f'fill="{BUSY_COLOUR}">{_title(tip)}</rect>')
+        if s.idle_ns > 0:
+            body.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(y_top)}" width="{_f(bar_width)}" height="{_f(y_busy - y_top)}" '
+                        f'fill="{REGIME_COLOURS["overhead"]}">{_title(tip)}</rect>')
+        if show_share:
+            body.append(_text(cx, y_top - 4, format_percent(s.idle_fraction), anchor="middle", size=11))
+        if i % every == 0:
+            body.append(_text(cx, bottom + 15, s.label, anchor="middle", size=11, fill=MUTED))
+    body.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(bottom)}" y2="{_f(bottom)}" stroke="{AXIS}"/>')
+    body.append(_text((left + right) / 2, height - 6, "step (GPU window of each ProfilerStep)", anchor="middle", fill=MUTED))
+    return _svg("steps", width, height, title, body)

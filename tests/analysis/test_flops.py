@@ -203,6 +203,7 @@ def test_reductions_use_the_recorded_dims():
 def test_foreach_needs_every_list_element_shape():
     c = cost("aten::_foreach_add_", [[[3, 4], [5]], [[3, 4], [5]], []], ["TensorList", "TensorList", "Scalar"], ["", "", "0.5"])
     assert c.flops == 17 and c.bytes == 3 * 17 * 4 and c.model == "optimizer"
+    assert c.note == "TensorList dtype not recorded: fp32 assumed"
     truncated = op_cost_or_reason("aten::_foreach_add_", [[3, 4], [3, 4], []], ["TensorList", "TensorList", "Scalar"], None)
     assert truncated == "shape arguments incomplete: TensorList shapes not recorded"
 
@@ -445,6 +446,69 @@ def test_flash_kernel_entry_points_use_their_bshd_layout(torch, tmp_path):
     for name, (call, expected) in runs.items():
         events = [e for e in recorded_ops(torch, call, tmp_path) if e["name"] == name]
         assert len(events) == 1 and ours(events[0]) == expected, name
+
+
+def _bytes_cases(torch):
+    aten, r = torch.ops.aten, torch.randn
+    x = r(2, 3, 9, 8)
+    w, b = r(8), r(8)
+    return [
+        # (op recorded, arguments, call): every tensor argument read once, every output written once
+        ("aten::add", (r(4, 1), r(1, 8, dtype=torch.float64)), lambda a: aten.add(*a)),
+        ("aten::gelu", (x.bfloat16(),), lambda a: aten.gelu(*a)),
+        ("aten::sum", (x,), lambda a: aten.sum(a[0], [1], True)),
+        ("aten::amax", (x,), lambda a: aten.amax(a[0], [1, 2])),
+        ("aten::max", (x,), lambda a: aten.max(a[0], 2)),
+        ("aten::var", (x,), lambda a: aten.var(a[0], [3])),
+        ("aten::argmax", (x,), lambda a: aten.argmax(a[0], 1)),
+        ("aten::cumsum", (x.long(),), lambda a: aten.cumsum(a[0], 1)),
+        ("aten::max_pool2d_with_indices", (x,), lambda a: aten.max_pool2d_with_indices(a[0], [3, 3], [2, 2], [1, 1], [1, 1], True)),
+        ("aten::avg_pool2d", (x,), lambda a: aten.avg_pool2d(a[0], [2, 2], [2, 1], [1, 0], True)),
+        ("aten::constant_pad_nd", (x,), lambda a: aten.constant_pad_nd(a[0], [1, 2, 3, 4], 0.0)),
+        ("aten::repeat", (x,), lambda a: aten.repeat(a[0], [2, 1, 1, 1, 3])),
+        ("aten::cat", ([x, r(2, 5, 9, 8)],), lambda a: aten.cat(a[0], 1)),
+        ("aten::_softmax", (x,), lambda a: aten._softmax(a[0], -1, False)),
+        ("aten::_log_softmax", (x.half(),), lambda a: aten._log_softmax(a[0], 1, False)),
+        ("aten::_to_copy", (x,), lambda a: aten._to_copy(a[0], dtype=torch.bfloat16)),
+        ("aten::where", (x > 0, x, r(1, 1, 1, 8)), lambda a: aten.where(*a)),
+        ("aten::native_layer_norm", (x, w, b), lambda a: aten.native_layer_norm(a[0], [8], a[1], a[2], 1e-5)),
+        ("aten::native_group_norm", (x, r(3), r(3)), lambda a: aten.native_group_norm(a[0], a[1], a[2], 2, 3, 72, 3, 1e-5)),
+        ("aten::native_batch_norm", (x, r(3), r(3), r(3), r(3).abs()),
+         lambda a: aten.native_batch_norm(a[0], a[1], a[2], a[3], a[4], False, 0.1, 1e-5)),
+        ("aten::mse_loss", (x, r(2, 3, 9, 8)), lambda a: aten.mse_loss(a[0], a[1], 0)),
+        ("aten::addmm", (r(5), r(3, 4), r(4, 5)), lambda a: aten.addmm(*a)),
+        ("aten::convolution", (r(2, 4, 11, 9), r(6, 2, 3, 3), r(6)),
+         lambda a: aten.convolution(*a, [2, 1], [1, 0], [1, 2], False, [0, 0], 2)),
+        ("aten::convolution", (r(2, 4, 5, 6), r(4, 3, 3, 2)),
+         lambda a: aten.convolution(*a, None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1)),
+        ("aten::_fused_adam_", ([r(3, 4), r(5)], [r(3, 4), r(5)], [r(3, 4), r(5)], [r(3, 4), r(5)], [],
+                                [torch.tensor(1.0), torch.tensor(1.0)]),
+         lambda a: aten._fused_adam_(*a, lr=1e-3, beta1=0.9, beta2=0.99, weight_decay=0.0, eps=1e-8, amsgrad=False,
+                                     maximize=False)),
+    ]
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    return value.numel() * value.element_size() if hasattr(value, "element_size") else 0
+
+
+def test_bytes_are_inputs_plus_outputs_of_real_calls(torch, tmp_path):
+    """For ops without gathers or write-only arguments, bytes = every tensor argument once plus
+    every tensor the call returns, as measured on the real tensors."""
+    for name, inputs, call in _bytes_cases(torch):
+        result = call(inputs)
+        expected = _nbytes(inputs) + _nbytes(result)
+        if name == "aten::_fused_adam_":  # in place: params and both moments written back
+            expected = _nbytes(inputs[:4]) + _nbytes([inputs[0], inputs[2], inputs[3]])
+        events = [e for e in recorded_ops(torch, lambda: call(inputs), tmp_path) if e["name"] == name]
+        assert events, name
+        args = events[0]["args"]
+        got = op_cost_or_reason(name, args["Input Dims"], args["Input type"], args.get("Concrete Inputs"),
+                                args.get("Input Strides"))
+        assert isinstance(got, OpCost), (name, got)
+        assert got.bytes == expected, (name, got.bytes, expected)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

@@ -152,3 +152,51 @@ def test_partial_override_keeps_the_datasheet_for_the_rest(tmp_path):
     mm_op(unknown, 0, 64, 64, 64, dur=10)
     only_one = roofline.kernel_roofline(load(unknown, tmp_path), roofline.PeakOverrides(peak_flops=1e12))
     assert only_one["regime"].to_list() == ["unmodeled"]
+
+
+def old_conv_layer(b: TraceBuilder, start: float, *, forward_kernel_us: float, backward_kernel_us: float):
+    """A 2021-style conv layer: Input Dims but no Concrete Inputs; the backward parent records
+    input, grad_output and weight, its children do not."""
+    x, w, y = [32, 64, 56, 56], [128, 64, 3, 3], [32, 128, 28, 28]  # stride 2, padding 1
+    fwd = b.cpu_op("aten::cudnn_convolution", start, 30, input_dims=[x, w, [], [], [], [], [], [], []],
+                   input_types=["float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool", "Bool"])
+    b.launch_kernel(launch_us=start + 2, start_us=start + 10, dur_us=forward_kernel_us, external_id=fwd, name="volta_scudnn_128x64_relu")
+    bwd_start = start + 200
+    b.cpu_op("aten::cudnn_convolution_backward", bwd_start, 60, input_dims=[x, y, w, [], [], [], [], [], [], [], []],
+             input_types=["float", "float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool", "Bool", "GenericList"])
+    grad_in = b.cpu_op("aten::cudnn_convolution_backward_input", bwd_start + 1, 20,
+                       input_dims=[[], y, w, [], [], [], [], [], [], []], input_types=["GenericList", "float", "float"] + [""] * 7)
+    b.launch_kernel(launch_us=bwd_start + 2, start_us=bwd_start + 100, dur_us=backward_kernel_us, external_id=grad_in, name="dgrad_kernel")
+    grad_w = b.cpu_op("aten::cudnn_convolution_backward_weight", bwd_start + 30, 20,
+                      input_dims=[[], y, x, [], [], [], [], [], [], []], input_types=["GenericList", "float", "float"] + [""] * 7)
+    b.launch_kernel(launch_us=bwd_start + 31, start_us=bwd_start + 100 + backward_kernel_us, dur_us=backward_kernel_us,
+                    external_id=grad_w, name="wgrad_kernel")
+    return x, w, y
+
+
+def test_old_trace_convolutions_are_recovered_from_the_backward_ops(tmp_path):
+    b = TraceBuilder(device_name="Tesla V100-SXM2-32GB", num_sms=80, total_memory=34079899648)
+    x, w, y = old_conv_layer(b, 0, forward_kernel_us=100, backward_kernel_us=150)
+    table = roofline.kernel_roofline(load(b, tmp_path)).sort("start_ns")
+    forward_flops = 2 * y[0] * y[2] * y[3] * w[0] * w[1] * w[2] * w[3]
+    forward = table.row(0, named=True)
+    assert forward["flops"] == forward_flops
+    assert forward["bytes"] == 4 * (32 * 64 * 56 * 56 + 128 * 64 * 9 + 32 * 128 * 28 * 28)
+    # both backward kernels share the backward parent's cost: input and weight gradients
+    backward = table.slice(1, 2)
+    assert backward["cost_op_id"].n_unique() == 1
+    assert backward["flops"].sum() == pytest.approx(2 * forward_flops)
+    assert backward["flops"].to_list()[0] == pytest.approx(backward["flops"].to_list()[1])
+    assert table["regime"].to_list() != ["unmodeled"] * 3
+    assert set(table["unmodeled_reason"].to_list()) == {None}
+
+
+def test_ambiguous_backward_shapes_are_not_guessed(tmp_path):
+    b = TraceBuilder(device_name="Tesla V100-SXM2-32GB", num_sms=80, total_memory=34079899648)
+    old_conv_layer(b, 0, forward_kernel_us=100, backward_kernel_us=150)
+    x, w = [32, 64, 56, 56], [128, 64, 3, 3]
+    b.cpu_op("aten::cudnn_convolution_backward", 1000, 60, input_dims=[x, [32, 128, 56, 56], w] + [[]] * 8,
+             input_types=["float"] * 3 + [""] * 8)  # the same shapes with stride 1 elsewhere
+    table = roofline.kernel_roofline(load(b, tmp_path)).sort("start_ns")
+    assert table.row(0, named=True)["regime"] == "unmodeled"
+    assert "stride" in table.row(0, named=True)["unmodeled_reason"]

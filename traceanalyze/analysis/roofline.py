@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_from_kernel_name, peaks_from_overrides
+from traceanalyze.analysis.conv_geometry import recover_forward_costs
 from traceanalyze.analysis.flops import op_costs
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.model import Trace
@@ -80,16 +81,19 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     (FLOP/byte), `ridge` (FLOP/byte), `achieved_flops_per_s`, `achieved_bytes_per_s`,
     `pct_of_peak`, `ideal_ns`, `recoverable_ns`, `regime` and `unmodeled_reason`."""
     ops = kernel_ops(trace).rename({"bytes": "copy_bytes"})
-    costs = _op_costs_for(trace, ops["op_id"]).rename({"flops": "op_flops", "bytes": "op_bytes"})
+    costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
+    owners, costs = cost_owners(ops, trace.cpu_ops, costs)
+    ops = ops.join(owners, on="op_id", how="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
+    costs = costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"})
     kernels_per_op = (
-        ops.filter(pl.col("op_id").is_not_null() & (pl.col("kind") == "kernel"))
-        .group_by("op_id")
+        ops.filter(pl.col("cost_op_id").is_not_null() & (pl.col("kind") == "kernel"))
+        .group_by("cost_op_id")
         .agg(pl.col("duration_ns").sum().alias("op_kernel_ns"))
     )
     choices = choose_peaks(trace, overrides)
     frame = (
-        ops.join(costs, on="op_id", how="left")
-        .join(kernels_per_op, on="op_id", how="left")
+        ops.join(costs, on="cost_op_id", how="left")
+        .join(kernels_per_op, on="cost_op_id", how="left")
         .with_columns(
             (pl.col("duration_ns") / pl.col("op_kernel_ns")).fill_nan(None).alias("share"),
         )
@@ -106,6 +110,54 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     frame = _with_tensor_core(frame)
     frame = _with_peaks(frame, choices)
     return _with_regime(frame)
+
+
+LIFTABLE_REASONS = ("shape arguments incomplete", "no shapes recorded")
+
+
+def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Which op's cost each launching op's kernels carry → (`op_id, cost_op_id`, costs of every
+    op named there).
+
+    A leaf op whose recorded arguments are incomplete (e.g. `aten::cudnn_convolution_backward_input`
+    in old traces) hands its kernels to its nearest `aten::` ancestor that has a model (there
+    `aten::cudnn_convolution_backward`, which records all three shapes). All kernels under that
+    ancestor then share the ancestor's cost, including those of siblings that had a model of their
+    own, so that nothing is counted twice.
+    """
+    schema = {"op_id": pl.Int64, "cost_op_id": pl.Int64}
+    incomplete = costs.filter(pl.col("unmodeled_reason").str.starts_with(LIFTABLE_REASONS[0])
+                              | pl.col("unmodeled_reason").str.starts_with(LIFTABLE_REASONS[1]))
+    if incomplete.is_empty():
+        return pl.DataFrame(schema=schema), costs
+    parent = dict(cpu_ops.select("op_id", "parent_id").iter_rows())
+    names = dict(cpu_ops.select("op_id", "name").iter_rows())
+
+    def ancestors(op_id: int):
+        current = parent.get(op_id)
+        while current is not None:
+            yield current
+            current = parent.get(current)
+
+    candidates = {a for op in incomplete["op_id"] for a in ancestors(op) if names.get(a, "").startswith("aten::")}
+    ancestor_costs = op_costs(cpu_ops.filter(pl.col("op_id").is_in(list(candidates))))
+    modelled = set(ancestor_costs.filter(pl.col("unmodeled_reason").is_null())["op_id"].to_list())
+    owners = set()
+    for op in incomplete["op_id"]:
+        owner = next((a for a in ancestors(op) if a in modelled), None)
+        if owner is not None:
+            owners.add(owner)
+    if not owners:
+        return pl.DataFrame(schema=schema), costs
+    launching = ops["op_id"].drop_nulls().unique().to_list()
+    rows = []
+    for op in launching:
+        owner = next((a for a in (op, *ancestors(op)) if a in owners), None)
+        if owner is not None:
+            rows.append((op, owner))
+    mapping = pl.DataFrame(rows, schema=schema, orient="row")
+    lifted = ancestor_costs.filter(pl.col("op_id").is_in(list(owners)))
+    return mapping, pl.concat([costs.filter(~pl.col("op_id").is_in(list(owners))), lifted], how="vertical_relaxed")
 
 
 def _with_tensor_core(frame: pl.DataFrame) -> pl.DataFrame:

@@ -44,9 +44,13 @@ def render_info(trace: Trace) -> str:
             lines.append(f"  time span: {format_duration_ns(end - start)}")
         devices = used_devices(single)
         if devices.height:
+            per_stream = single.gpu.group_by("device", "stream").len().sort("device", "len", descending=[False, True])
             for row in devices.iter_rows(named=True):
                 name = row["name"] or "unnamed device"
-                lines.append(f"  device {row['device']}: {name} — {row['gpu_ops']} GPU ops on {row['streams']} stream(s)")
+                streams = per_stream.filter(pl.col("device") == row["device"])
+                listed = ", ".join(f"{stream} ({count})" for _, stream, count in streams.head(8).iter_rows())
+                more = f", … {streams.height - 8} more" if streams.height > 8 else ""
+                lines.append(f"  device {row['device']}: {name} — {row['gpu_ops']} GPU ops on {row['streams']} stream(s): {listed}{more}")
         elif single.devices.height:
             lines.append(f"  devices listed: {', '.join(sorted(set(single.devices['name'].drop_nulls())))} (no GPU work recorded)")
         else:

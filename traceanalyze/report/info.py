@@ -31,7 +31,8 @@ def render_info(trace: Trace) -> str:
         meta = single.meta[0]
         world = f" of {meta.world_size}" if meta.world_size else ""
         lines.append(f"{meta.source}")
-        lines.append(f"  rank {meta.rank}{world} (from {meta.rank_source})"
+        origin = "no rank recorded" if meta.rank_source == "default" else f"from {meta.rank_source}"
+        lines.append(f"  rank {meta.rank}{world} ({origin})"
                      + (f", backend {meta.backend}" if meta.backend else "")
                      + f", schema version {meta.schema_version if meta.schema_version is not None else 'not recorded'}")
         versions = [f"{label} {value}" for label, value in (("CUDA runtime", meta.cuda_runtime_version),

@@ -49,6 +49,8 @@ def info(
 class OutputFormat(str, Enum):
     terminal = "terminal"
     json = "json"
+    markdown = "markdown"
+    html = "html"
 
 
 @app.command()
@@ -73,6 +75,14 @@ def report(
         from traceanalyze.report.jsonout import render_json
 
         text = render_json(built)
+    elif format is OutputFormat.markdown:
+        from traceanalyze.report.markdown import render_markdown
+
+        text = render_markdown(built)
+    elif format is OutputFormat.html:
+        from traceanalyze.report.html import render_html
+
+        text = render_html(built)
     else:
         from traceanalyze.report.terminal import render_terminal
 
@@ -199,6 +209,136 @@ def calibrate(
         fail(error)
     typer.echo(calibration.render_table(measured), nl=False)
     typer.echo(f"wrote {output} and {chart}", err=True)
+
+
+class GateFormat(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command()
+def gate(
+    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace, a folder of per-rank traces, or a saved JSON report.")],
+    max_idle_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: GPU idle fraction per step at most this (0.15 or 15%).", show_default=False)] = None,
+    max_overhead: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: overhead share of the regime attribution at most this.", show_default=False)] = None,
+    min_compute: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: compute share of the regime attribution at least this.", show_default=False)] = None,
+    max_step_time_ms: Annotated[Optional[str], typer.Option(metavar="MS", help="Budget: step time (CPU duration of a ProfilerStep) at most this.", show_default=False)] = None,
+    max_launch_p99_us: Annotated[Optional[str], typer.Option(metavar="US", help="Budget: p99 of launch → start over all launches at most this.", show_default=False)] = None,
+    baseline: Annotated[Optional[Path], typer.Option(metavar="BASE", help="A saved JSON report or a trace to compare with (needs --max-regression).", show_default=False)] = None,
+    max_regression: Annotated[Optional[str], typer.Option(metavar="PCT", help="How much worse than the baseline is allowed: 5% or 0.05.", show_default=False)] = None,
+    statistic: Annotated[Optional[str], typer.Option(metavar="median|p90|mean|max", help="Per-step statistic judged (default: median).", show_default=False)] = None,
+    min_steps: Annotated[Optional[int], typer.Option(metavar="N", help="Fewest steps to judge on (default: 3).", show_default=False)] = None,
+    allow_unreliable: Annotated[bool, typer.Option("--allow-unreliable", help="Judge even with too few steps or unreliable health findings (whole-window numbers when there are no steps).")] = False,
+    config: Annotated[Optional[Path], typer.Option(metavar="FILE", help="TOML file with the budgets (default: the tool.traceanalyze.gate table of the nearest pyproject.toml).", show_default=False)] = None,
+    junit: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write the verdict as JUnit XML.", show_default=False)] = None,
+    format: Annotated[GateFormat, typer.Option("--format", "-f", help="Output format of the verdict.")] = GateFormat.terminal,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the verdict to this file instead of stdout.", show_default=False)] = None,
+    peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
+    peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
+    device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, from `traceanalyze calibrate`) with measured peaks.", show_default=False)] = None,
+) -> None:
+    """Fail a CI build when a trace breaks a budget (GPU idle fraction, regime shares, step time,
+    launch latency) or regresses against a baseline. Exit 0: every budget holds; 1: a budget is
+    broken; 2: bad input or config, or numbers that cannot be trusted. See docs/gate.md."""
+    import os
+
+    from traceanalyze.gate import evaluate, measure, resolve_options
+    from traceanalyze.gate.config import load_gate_config
+    from traceanalyze.report.gate_ci import annotation_lines, render_junit
+    from traceanalyze.report.gate_inputs import load_report_dict
+    from traceanalyze.report.gate_json import render_verdict_json
+    from traceanalyze.report.gate_text import render_verdict_markdown, render_verdict_terminal
+
+    def build(path: Path):
+        return build_report_from_options(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
+
+    flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
+             "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us, "baseline": baseline,
+             "max_regression": max_regression, "statistic": statistic, "min_steps": min_steps,
+             "allow_unreliable": allow_unreliable or None}
+    try:
+        options = resolve_options(load_gate_config(config, cwd=Path.cwd()).values, flags)
+        measured = measure(load_report_dict(trace, build), source=str(trace))
+        base_path = Path(options.baseline) if options.baseline is not None else None
+        base = measure(load_report_dict(base_path, build), source=str(base_path)) if base_path is not None else None
+        verdict = evaluate(measured, options, baseline=base)
+    except TraceAnalyzeError as error:
+        fail(error)
+    renderers = {GateFormat.json: render_verdict_json, GateFormat.markdown: render_verdict_markdown}
+    text = renderers.get(format, render_verdict_terminal)(verdict)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    try:
+        if junit is not None:
+            junit.write_text(render_junit(verdict))
+        if step_summary:
+            with open(step_summary, "a", encoding="utf-8") as handle:
+                handle.write(render_verdict_markdown(verdict))
+        if output is not None:
+            output.write_text(text)
+    except OSError as error:
+        fail(ConfigError(f"{error.filename}: cannot write: {error.strerror or error}"))
+    annotations = annotation_lines(verdict) if os.environ.get("GITHUB_ACTIONS") == "true" else []
+    if output is None:
+        typer.echo(text, nl=False)
+    for line in annotations:  # workflow commands are read from stdout; keep a JSON verdict on stdout clean
+        typer.echo(line, err=output is None and format is GateFormat.json)
+    if output is not None:
+        typer.echo(f"wrote {output}", err=True)
+    raise typer.Exit(verdict.exit_code)
+
+
+class DiffFormat(str, Enum):
+    terminal = "terminal"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command()
+def diff(
+    base: Annotated[Path, typer.Argument(help="The baseline: a trace, a folder of per-rank traces, or a saved JSON report.")],
+    new: Annotated[Path, typer.Argument(help="The new run: a trace, a folder of per-rank traces, or a saved JSON report.")],
+    format: Annotated[DiffFormat, typer.Option("--format", "-f", help="Output format.")] = DiffFormat.terminal,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.", show_default=False)] = None,
+    statistic: Annotated[str, typer.Option(metavar="median|p90|mean|max", help="Per-step statistic for step time and idle.")] = "median",
+    min_change: Annotated[str, typer.Option(metavar="PCT", help="A kernel is faster/slower when its time per call changed by at least this.")] = "5%",
+    top: Annotated[int, typer.Option(help="How many kernels to list side by side.", min=0)] = 10,
+    peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
+    peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
+    device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, from `traceanalyze calibrate`) with measured peaks.", show_default=False)] = None,
+) -> None:
+    """Two runs side by side: step time, idle fraction, attribution, launch latency, and kernels
+    added, removed, faster and slower (matched by name)."""
+    from traceanalyze.diff import diff_reports
+    from traceanalyze.gate.budgets import parse_regression, parse_statistic
+    from traceanalyze.report.diff_json import render_diff_json
+    from traceanalyze.report.diff_text import render_diff_markdown, render_diff_terminal
+    from traceanalyze.report.gate_inputs import load_report_dict
+
+    def build(path: Path):
+        return build_report_from_options(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
+
+    try:
+        chosen = parse_statistic(statistic, "--statistic")
+        threshold = parse_regression(min_change, "--min-change")
+        compared = diff_reports(load_report_dict(base, build), load_report_dict(new, build), statistic=chosen,
+                                min_change=threshold, sources=(str(base), str(new)))
+    except TraceAnalyzeError as error:
+        fail(error)
+    if format is DiffFormat.json:
+        text = render_diff_json(compared)
+    elif format is DiffFormat.markdown:
+        text = render_diff_markdown(compared, top=top)
+    else:
+        text = render_diff_terminal(compared, top=top)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text)
+    except OSError as error:
+        fail(ConfigError(f"{output}: cannot write: {error.strerror or error}"))
+    typer.echo(f"wrote {output}", err=True)
 
 
 def build_report_from_options(trace: Path, *, window: str = "activity", max_gaps: int = 10,

@@ -131,7 +131,7 @@ def fusion_summary(runs: pl.DataFrame) -> pl.DataFrame:
             pl.col("bytes_saved").sum(),
             pl.col("time_saved_ns").sum(),
         )
-        .sort("time_saved_ns", descending=True)
+        .sort(["time_saved_ns", "ops"], descending=[True, False])
     )
 
 
@@ -198,7 +198,7 @@ def kernels_by_name(roofline: pl.DataFrame) -> pl.DataFrame:
             .when(pl.col("regime").is_in(["bandwidth", "memcpy"])).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
             .alias("pct_of_peak")
         )
-        .sort("total_ns", descending=True)
+        .sort(["total_ns", "name", "regime"], descending=[True, False, False])
     )
 
 
@@ -216,5 +216,5 @@ def kernels_by_op(roofline: pl.DataFrame) -> pl.DataFrame:
             pl.col("regime").cast(pl.String).unique().sort().alias("regimes"),
         )
         .with_columns(pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"))
-        .sort("total_ns", descending=True)
+        .sort(["total_ns", "op_name"], descending=[True, False], nulls_last=True)
     )

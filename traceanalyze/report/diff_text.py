@@ -5,10 +5,24 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from traceanalyze.diff import Diff, KernelRow, MetricRow
-from traceanalyze.report.units import short_name
 
 STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",
                "unchanged": "", "unlisted": "? unlisted"}
+
+
+def kernel_label(name: str, width: int) -> str:
+    """A kernel name for a table cell: no `void `, no argument list, cut to `width`. Template
+    arguments are kept as far as they fit: they tell apart the many `vectorized_elementwise_kernel`s."""
+    text = name.removeprefix("void ").replace("(anonymous namespace)::", "")
+    if text.endswith(")"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i].rstrip() or text
+                break
+    text = text.removeprefix("at::native::")
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _value(value: float | None, unit: str) -> str:
@@ -44,7 +58,7 @@ def _kernel_change(k: KernelRow) -> str:
 
 def _kernel_row(k: KernelRow, width: int) -> list[str]:
     counts = f"{k.base_count if k.base_count is not None else '–'} → {k.new_count if k.new_count is not None else '–'}"
-    return [short_name(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
+    return [kernel_label(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
             _us(k.base_total_us), _us(k.new_total_us), STATUS_MARK[k.status]]
 
 
@@ -66,10 +80,10 @@ def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
     lines += ["", f"  kernels that changed (mean time per call, ±{100 * diff.min_change:g}% or more): "
                   f"{len(changed)}; unchanged: {unchanged}"]
     if changed:
-        lines += table([_kernel_row(k, 44) for k in changed], KERNEL_HEADERS)
+        lines += table([_kernel_row(k, 56) for k in changed], KERNEL_HEADERS)
     lines += ["", f"  top {min(top, len(diff.kernels))} kernels by total time:"]
     if diff.kernels:
-        lines += table([_kernel_row(k, 44) for k in diff.kernels[:top]], KERNEL_HEADERS)
+        lines += table([_kernel_row(k, 56) for k in diff.kernels[:top]], KERNEL_HEADERS)
     else:
         lines.append("    no kernels in either report")
     if diff.notes:
@@ -86,17 +100,22 @@ def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
     return out + ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows]
 
 
+def _md_kernel_row(k: KernelRow) -> list[str]:
+    row = _kernel_row(k, 90)
+    return [f"`{row[0]}`", *row[1:]]
+
+
 def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
-    lines = [f"### traceanalyze diff", "", f"`{_md(diff.base_source)}` ({diff.base_steps} steps) → "
+    lines = ["### traceanalyze diff", "", f"`{_md(diff.base_source)}` ({diff.base_steps} steps) → "
              f"`{_md(diff.new_source)}` ({diff.new_steps} steps)", ""]
     lines += _md_table(_metric_rows(diff), ["", "base", "new", "change"]) + [""]
     changed = diff.changed_kernels
     lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}", ""]
     if changed:
-        lines += _md_table([_kernel_row(k, 60) for k in changed], KERNEL_HEADERS) + [""]
+        lines += _md_table([_md_kernel_row(k) for k in changed], KERNEL_HEADERS) + [""]
     lines += [f"**Top {min(top, len(diff.kernels))} kernels by total time**", ""]
     if diff.kernels:
-        lines += _md_table([_kernel_row(k, 60) for k in diff.kernels[:top]], KERNEL_HEADERS) + [""]
+        lines += _md_table([_md_kernel_row(k) for k in diff.kernels[:top]], KERNEL_HEADERS) + [""]
     if diff.notes:
         lines += ["Notes:", "", *(f"- {_md(note)}" for note in diff.notes), ""]
     return "\n".join(lines) + "\n"

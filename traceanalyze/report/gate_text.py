@@ -63,7 +63,7 @@ def render_verdict_terminal(verdict: Verdict) -> str:
         lines += ["", f"  against the baseline {verdict.baseline} ({verdict.baseline_steps} steps), "
                       f"max regression {_limit(verdict)}:"]
         table = tabulate([_regression_row(r) for r in verdict.regressions],
-                         headers=["", "baseline", "now", "change", "share of step", "status"],
+                         headers=["", "baseline", "now", "change", "regime share", "status"],
                          tablefmt="simple", disable_numparse=True)
         lines += ["  " + line for line in table.splitlines()]
     if verdict.problems:
@@ -99,7 +99,7 @@ def render_verdict_markdown(verdict: Verdict) -> str:
         lines += [f"Against the baseline `{_md_escape(verdict.baseline)}` ({verdict.baseline_steps} steps), "
                   f"max regression {_limit(verdict)}:", ""]
         lines += _md_table([_regression_row(r) for r in verdict.regressions],
-                           ["", "baseline", "now", "change", "share of step", "status"]) + [""]
+                           ["", "baseline", "now", "change", "regime share", "status"]) + [""]
     if verdict.problems:
         head = "Numbers not trustworthy (judged anyway, `--allow-unreliable`):" if verdict.allow_unreliable else \
             "Cannot judge (pass `--allow-unreliable` to judge anyway):"

@@ -49,7 +49,7 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--ink); background: #fff;
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-main { max-width: 1140px; margin: 0 auto; padding: 24px 28px 64px; }
+main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 64px; }
 header.top { border-bottom: 1px solid var(--line); margin-bottom: 8px; }
 h1 { font-size: 26px; margin: 0 0 4px; letter-spacing: -0.01em; }
 h2 { font-size: 20px; margin: 36px 0 10px; padding-top: 10px; border-top: 1px solid var(--line); }
@@ -61,10 +61,11 @@ a { color: var(--accent); text-decoration: none; }
 a:hover { text-decoration: underline; }
 code { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace;
   background: var(--soft); padding: 1px 4px; border-radius: 3px; overflow-wrap: anywhere; }
+td code { overflow-wrap: normal; }
 .meta { color: var(--muted); font-size: 13px; margin: 2px 0 14px; }
 nav.toc { font-size: 13px; margin: 10px 0 6px; display: flex; flex-wrap: wrap; gap: 4px 14px; }
 nav.toc a { white-space: nowrap; }
-.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(190px, 1fr)); gap: 12px; margin: 18px 0; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(200px, 1fr)); gap: 12px; margin: 18px 0; }
 .figure { border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; background: #fff; }
 .figure .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .figure .value { font-size: 24px; font-weight: 650; margin: 2px 0; }
@@ -72,7 +73,8 @@ nav.toc a { white-space: nowrap; }
 .note { border-left: 4px solid #ddcc77; background: #fbf8ec; padding: 8px 12px; border-radius: 0 6px 6px 0; font-size: 14px; }
 .table-wrap { overflow-x: auto; margin: 8px 0 14px; }
 table { border-collapse: collapse; font-size: 13px; width: 100%; }
-th, td { padding: 5px 9px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th, td { padding: 5px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; white-space: nowrap; }
+td.wrap { white-space: normal; min-width: 220px; }
 th { font-weight: 600; color: var(--muted); background: var(--soft); white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:hover { background: #fafbfd; }
@@ -114,7 +116,8 @@ def _inline(parts: tuple[Inline, ...]) -> str:
 
 
 def _cell(cell: Cell, tag: str = "td") -> str:
-    classes = ' class="num"' if cell.numeric else ""
+    wrap = not cell.numeric and not cell.code and len(cell.text) > 32
+    classes = ' class="num"' if cell.numeric else ' class="wrap"' if wrap else ""
     title = f' title="{esc(cell.full)}"' if cell.full else ""
     if cell.share is not None:
         colour = KEY_COLOURS.get(cell.key or "", plots.MUTED)
@@ -206,7 +209,7 @@ def render_html(report: Report) -> str:
 </header>
 {body}
 <footer>traceanalyze {esc(__version__)} — overhead, bandwidth or compute, read from a PyTorch (Kineto) trace.
-Hover a chart mark for its numbers. Times are measured on the GPU's clock; shares are of the analysis window.</footer>
+Hover a chart mark for its numbers; shares are of each device's analysis window.</footer>
 </main>
 </body>
 </html>
@@ -281,7 +284,7 @@ def _causes_chart(rank: RankReport) -> str:
         part = totals.filter(pl.col("device") == device)
         values = {str(c): ns for c, ns in part.select("cause", "duration_ns").iter_rows()}
         rows.append(plots.BarRow("idle time" if len(devices) == 1 else f"device {device}", values, sum(values.values())))
-    return _figure(plots.stacked_bars(rows, plots.CAUSE_COLOURS, kind="causes", title="Idle time by cause"))
+    return _figure(plots.stacked_bars(rows, plots.CAUSE_COLOURS, kind="causes", title="Idle time by cause", show_title=False))
 
 
 def _gap_tip(row: dict) -> str:
@@ -300,10 +303,12 @@ def _timeline_charts(rank: RankReport) -> str:
         streams = rank.streams.filter(pl.col("device") == device).sort("busy_ns", descending=True)
         shown = streams.head(MAX_TIMELINE_LANES)["stream"].sort().to_list()
         device_ops = ops.filter(pl.col("device") == device)
+        names = {n: short_name(n, 100) for n in device_ops["name"].unique().to_list()}
         lanes = []
         for stream in shown:
             frame = device_ops.filter(pl.col("stream") == stream).select(
-                "start_ns", "end_ns", pl.col("regime").cast(pl.String).alias("category"), pl.col("name").alias("label"))
+                "start_ns", "end_ns", pl.col("regime").cast(pl.String).alias("category"),
+                pl.col("name").replace_strict(names, default=None, return_dtype=pl.String).alias("label"))
             lanes.append(plots.TimelineRow(f"stream {stream}", frame, plots.REGIME_COLOURS))
         gaps = rank.gaps.filter(pl.col("device") == device)
         gap_frame = pl.DataFrame(
@@ -339,7 +344,7 @@ def _latency_chart(rank: RankReport) -> str:
     mostly_launch = latency.filter(~(queued & (pl.col("launch_to_start_ns") > 0)))["launch_to_start_ns"].to_list()
     series = [
         plots.Series("mostly launch overhead (GPU was free)", plots.CAUSE_COLOURS["launch"], mostly_launch),
-        plots.Series("mostly queue wait (GPU busy with earlier work)", "#6C8EBF", mostly_queue),
+        plots.Series("mostly queue wait (GPU busy with earlier work)", plots.BUSY_COLOUR, mostly_queue),
     ]
     stats = rank.latency_stats.filter(pl.col("metric") == "launch_to_start_ns")
     markers = []
@@ -368,12 +373,13 @@ def _roofs(rank: RankReport) -> tuple[list[plots.Roof], list[plots.Roof]]:
         modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
         .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
     )
-    by_value: dict[float, list[str]] = {}
+    by_value: dict[float, dict[str, list[str]]] = {}
     for dtype, tensor, value in combos.iter_rows():
-        label = f"{dtype or 'any'} {'tensor' if tensor else 'SIMT'}"
-        if label not in by_value.setdefault(value, []):
-            by_value[value].append(label)
-    compute = [plots.Roof(v, f"{' / '.join(labels)}: {format_rate(v, 'FLOP/s')}") for v, labels in by_value.items()]
+        names = by_value.setdefault(value, {}).setdefault("tensor" if tensor else "SIMT", [])
+        if (dtype or "any") not in names:
+            names.append(dtype or "any")
+    compute = [plots.Roof(v, format_rate(v, "FLOP/s"), "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
+               for v, units in by_value.items()]
     bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
                  for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
     return compute, bandwidth
@@ -398,7 +404,8 @@ def _roofline_chart(rank: RankReport) -> str:
         points.append(plots.RooflinePoint(r["name"], r["intensity"], r["achieved_flops_per_s"], r["total_ns"], str(r["regime"]),
                                           tip, i if i <= KERNEL_LIMIT else None))
     if not points and not compute:
-        return ""
+        return _figure(plots.empty_chart("roofline", "roofline: nothing to plot — no kernel has both a FLOP/byte model and "
+                                         "a device peak (see the reasons below)"))
     footnote = ""
     if hidden_ns:
         footnote = (f"not plotted: {format_percent(hidden_ns / total_ns if total_ns else None)} of GPU op time "

@@ -465,7 +465,9 @@ def document(report: Report) -> list[Block]:
     blocks += _headline(report)
     if len(report.ranks) == 1:
         single = report.ranks[0]
-        blocks.append(Paragraph((_rank_title(single), " — ", Code(str(single.source)))))
+        if single.world_size or single.source != report.source:
+            where: tuple[Inline, ...] = (" — ", Code(str(single.source))) if single.source != report.source else ()
+            blocks.append(Paragraph((_rank_title(single), *where)))
         blocks += rank_blocks(single, limit=limit, level=2, anchor="rank-%d" % single.rank, min_run=min_run)
         return blocks
     blocks += _ranks_overview(report)
@@ -516,9 +518,10 @@ def _md_inline(parts: tuple[Inline, ...]) -> str:
 def _md_cell(cell: Cell) -> str:
     if cell.share is not None:
         return md_code(bar(cell.share, 20), in_table=True)
-    if cell.code and cell.text not in ("", "–"):
-        return md_code(cell.text, in_table=True)
-    return md_escape(cell.text)
+    text = " ".join(cell.text.split())  # a line break would end the table row
+    if cell.code and text not in ("", "–"):
+        return md_code(text, in_table=True)
+    return md_escape(text)
 
 
 def _md_block(block: Block) -> str:

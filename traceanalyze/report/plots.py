@@ -33,7 +33,7 @@ CAUSE_COLOURS: dict[str, str] = {
     "launch": "#EE99AA",
     "other": "#DDCC77",
 }
-BUSY_COLOUR = "#AFC6DD"
+BUSY_COLOUR = "#9DB9D8"  # GPU busy (or queued behind busy work) where the regime does not matter
 INK, MUTED, GRID, AXIS = "#222222", "#666666", "#E6E6E6", "#999999"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
@@ -174,20 +174,22 @@ class BarRow:
     detail: str = ""
 
 
-def stacked_bars(rows: Sequence[BarRow], colours: Mapping[str, str], *, kind: str, title: str,
+def stacked_bars(rows: Sequence[BarRow], colours: Mapping[str, str], *, kind: str, title: str, show_title: bool = True,
                  width: float = WIDTH, label_width: float = 190, bar_height: float = 20) -> str:
     """Horizontal 100 % bars, one per row, segments in `colours` order, share labels inside
-    segments wide enough to hold them, the row's total at its right."""
+    segments wide enough to hold them, the row's total at its right. `title` is the chart's
+    accessible name, drawn when `show_title`."""
     data = [r for r in rows if r.values is not None and r.total_ns > 0]
     if not data:
         return empty_chart(kind, f"{title}: nothing to show")
     used = [k for k in colours if any(r.values.get(k, 0) > 0 for r in data)]  # type: ignore[union-attr]
     plot_left, plot_right = label_width, width - 78
     x = Linear(0.0, 1.0, plot_left, plot_right)
-    body = [_text(0, 16, title, size=14, weight="600")]
-    legend_parts, legend_height = legend([(k, colours[k]) for k in used], plot_left, 26, plot_right - plot_left)
+    body = [_text(0, 16, title, size=14, weight="600")] if show_title else []
+    head = 26 if show_title else 0
+    legend_parts, legend_height = legend([(k, colours[k]) for k in used], plot_left, head, plot_right - plot_left)
     body += legend_parts
-    top = 30 + legend_height
+    top = head + 4 + legend_height
     y = top
     grid: list[str] = []
     marks: list[str] = []
@@ -249,6 +251,18 @@ class RooflinePoint:
 class Roof:
     value: float  # FLOP/s, or bytes/s for a bandwidth roof
     label: str
+    detail: str = ""  # a second, smaller line: which dtypes meet this roof
+
+
+def _spread(positions: Sequence[float], *, gap: float, low: float) -> list[float]:
+    """Label positions moved apart (downwards) so that neighbours are at least `gap` apart."""
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    placed = [0.0] * len(positions)
+    last = low - gap
+    for i in order:
+        last = max(positions[i], last + gap)
+        placed[i] = last
+    return placed
 
 
 def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof], bandwidth_roofs: Sequence[Roof], *,
@@ -262,9 +276,9 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
     ridges = [c.value / b.value for c in compute_roofs for b in bandwidth_roofs]
     xs = [p.intensity for p in points] + ridges
     ys = [p.flops_per_s for p in points] + [c.value for c in compute_roofs]
-    x_low, x_high = 10 ** math.floor(math.log10(min(xs) / 2)), 10 ** math.ceil(math.log10(max(xs) * 4))
+    x_low, x_high = 10 ** math.floor(math.log10(min(xs) / 2)), 10 ** math.ceil(math.log10(max(xs) * 2))
     y_low, y_high = 10 ** math.floor(math.log10(min(ys) / 2)), 10 ** math.ceil(math.log10(max(ys) * 1.6))
-    left, right, top = 92, width - 24, 62
+    left, right, top = 104, width - 176, 62  # roof labels in the right margin
     bottom = height - 50
     x, y = Log(x_low, x_high, left, right), Log(y_low, y_high, bottom, top)
     body = [_text(0, 16, title, size=14, weight="600")]
@@ -272,12 +286,12 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
     items = [(f"{b}-bound kernel", REGIME_COLOURS.get(b, MUTED)) for b in bounds]
     parts, _ = legend(items, left, 26, right - left, marker="circle")
     body += parts
-    body.append(_text(right, 38, "dot area ∝ total time · hover a dot for its numbers", anchor="end", size=11, fill=MUTED))
+    body.append(_text(width - 4, 38, "dot area ∝ total time · hover a dot for its numbers", anchor="end", size=11, fill=MUTED))
     body += _log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom,
                       x_format=lambda v: f"{v:g}", y_format=lambda v: format_rate(v, "FLOP/s"))
     body.append(_text((left + right) / 2, height - 12, "arithmetic intensity (FLOP / byte)", anchor="middle", fill=MUTED))
-    body.append(_text(16, (top + bottom) / 2, "achieved FLOP/s", anchor="middle", fill=MUTED,
-                      extra=f' transform="rotate(-90 16 {_f((top + bottom) / 2)})"'))
+    body.append(_text(14, (top + bottom) / 2, "achieved FLOP/s", anchor="middle", fill=MUTED,
+                      extra=f' transform="rotate(-90 14 {_f((top + bottom) / 2)})"'))
     clip = f'<clipPath id="roofclip"><rect x="{left}" y="{top}" width="{_f(right - left)}" height="{_f(bottom - top)}"/></clipPath>'
     body.append(clip)
     top_roof = max((c.value for c in compute_roofs), default=None)
@@ -291,23 +305,37 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
         angle = math.degrees(math.atan2(y(bw.value * x1) - y(bw.value * x0), x(x1) - x(x0)))
         lx, ly = x(mid), y(bw.value * mid) - 6
         body.append(_text(lx, ly, bw.label, size=11, fill=INK, extra=f' transform="rotate({angle:.1f} {_f(lx)} {_f(ly)})"'))
+    labels: list[tuple[float, Roof]] = []
     for i, roof in enumerate(sorted(compute_roofs, key=lambda r: -r.value)):
         ridge = min((roof.value / b.value for b in bandwidth_roofs), default=x_low)
         dashed = "" if i == 0 else ' stroke-dasharray="6 4"'
         body.append(f'<line x1="{_f(x(max(ridge, x_low)))}" y1="{_f(y(roof.value))}" x2="{_f(right)}" y2="{_f(y(roof.value))}" '
-                    f'stroke="{INK}" stroke-width="{2 if i == 0 else 1.4}"{dashed}>{_title(roof.label)}</line>')
-        body.append(_text(right - 4, y(roof.value) - 5, roof.label, anchor="end", size=11))
+                    f'stroke="{INK}" stroke-width="{2 if i == 0 else 1.4}"{dashed}>{_title(roof.label + " " + roof.detail)}</line>')
+        labels.append((y(roof.value), roof))
+    placed = _spread([ly for ly, _ in labels], gap=28 if any(r.detail for _, r in labels) else 15, low=top + 4)
+    for (ly, roof), py in zip(labels, placed):
+        if abs(py - ly) > 1:
+            body.append(f'<polyline points="{_f(right)},{_f(ly)} {_f(right + 5)},{_f(py)}" fill="none" stroke="{AXIS}"/>')
+        body.append(_text(right + 8, py + 4, roof.label, size=11, weight="600"))
+        if roof.detail:
+            body.append(_text(right + 8, py + 17, _clip(roof.detail, width - right - 10, 10), size=10, fill=MUTED))
     largest = max((p.total_ns for p in points), default=1.0) or 1.0
     for p in sorted(points, key=lambda p: -p.total_ns):
         r = 3 + 15 * math.sqrt(p.total_ns / largest)
         colour = REGIME_COLOURS.get(p.bound, MUTED)
         body.append(f'<circle class="mark" cx="{_f(x(p.intensity))}" cy="{_f(y(p.flops_per_s))}" r="{_f(r)}" fill="{colour}" '
                     f'fill-opacity="0.72" stroke="#ffffff" stroke-width="1">{_title(p.tooltip or p.name)}</circle>')
-    for p in points:
-        if p.number is not None:
-            r = 3 + 15 * math.sqrt(p.total_ns / largest)
-            body.append(_text(x(p.intensity) + r * 0.7 + 2, y(p.flops_per_s) - r * 0.7, str(p.number), size=11, weight="600",
-                              extra=' pointer-events="none"'))
+    tags: list[tuple[float, float, list[int]]] = []  # numbers of dots that sit together share one label
+    for p in sorted((p for p in points if p.number is not None), key=lambda p: p.number or 0):
+        r = 3 + 15 * math.sqrt(p.total_ns / largest)
+        tx, ty = x(p.intensity) + r * 0.7 + 2, y(p.flops_per_s) - r * 0.7
+        near = next((t for t in tags if abs(t[0] - tx) < 14 and abs(t[1] - ty) < 10), None)
+        if near is None:
+            tags.append((tx, ty, [p.number or 0]))
+        else:
+            near[2].append(p.number or 0)
+    for tx, ty, numbers in tags:
+        body.append(_text(tx, ty, ",".join(map(str, numbers)), size=11, weight="600", extra=' pointer-events="none"'))
     if footnote:
         body.append(_text(left, height + 8, footnote, size=11, fill=MUTED))
         height += 16
@@ -532,8 +560,8 @@ def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: s
     left, right, top = 70, width - 20, 52
     bottom = height - 44
     x = Log(low, high, left, right)
-    y_ticks = linear_ticks(0, peak, 4)
-    y = Linear(0, max(y_ticks[-1], peak), bottom, top)
+    y_ticks = linear_ticks(0, peak * 1.3, 4)
+    y = Linear(0, max(y_ticks[-1], peak * 1.3), bottom, top)
     body = [_text(0, 16, title, size=14, weight="600")]
     parts, _ = legend([(s.label, s.colour) for s in series], left, 24, right - left)
     body += parts

@@ -323,11 +323,6 @@ def measure(
 
     plan = bench.plan_for(torch, device, size=size, quick=quick)
     notes: list[str] = []
-    if device == "cpu":
-        notes.append(
-            "CPU: the sweep runs eager ops over cache-sized blocks, so its compute roof is the in-cache "
-            "pointwise rate; its bandwidth is DRAM only when --size is well above the last-level cache"
-        )
     if plan.threads == 1 and torch.get_num_threads() > 1:
         notes.append("--quick on a CPU measures one thread")
     points: list[SweepPoint] = []
@@ -337,6 +332,11 @@ def measure(
         try:
             results, method = bench.sweep(torch, plan, progress=say)
             points = [SweepPoint(repeat, seconds, plan.sweep_size) for repeat, seconds in results]
+            if device == "cpu" and "blocks" in method:
+                notes.append(
+                    "CPU: the sweep runs eager ops over cache-sized blocks, so its compute roof is the in-cache "
+                    "pointwise rate; its bandwidth is DRAM only when --size is well above the last-level cache"
+                )
         except Exception as error:  # e.g. no Triton for torch.compile: keep the copy and matmul roofs
             first_line = str(error).splitlines()[0] if str(error) else ""
             method = f"not measured ({type(error).__name__}: {first_line})"

@@ -10,7 +10,7 @@ Examples
 """
 
 from traceanalyze.gate.budgets import BUDGETS, STATISTICS, GateOptions, Statistic, resolve_options
-from traceanalyze.gate.measure import Measured, measure, statistic
+from traceanalyze.gate.metrics import Measured, measure, statistic
 from traceanalyze.gate.verdict import Check, Regression, Verdict, evaluate
 
 __all__ = [

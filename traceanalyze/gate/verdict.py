@@ -1,5 +1,5 @@
 """Budgets → verdict. Pure: `evaluate(measured, options, baseline=...)` judges the numbers of
-`traceanalyze.gate.measure` against `GateOptions` and says, for each budget, its threshold, the
+`traceanalyze.gate.metrics` against `GateOptions` and says, for each budget, its threshold, the
 measured value and by how much it passes or fails.
 
 * A max budget passes when the measured value is **at most** the threshold (equal passes); a min
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
-from traceanalyze.gate.measure import REGIMES, Measured, unreliable_findings
+from traceanalyze.gate.metrics import REGIMES, Measured, unreliable_findings
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]

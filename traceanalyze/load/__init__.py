@@ -1,17 +1,35 @@
-"""Load a Kineto trace file, or a folder of per-rank trace files, into a `Trace`."""
+"""Load a Kineto trace file, or a folder of per-rank trace files, into a `Trace`.
+
+One file is streamed: read and gunzipped ahead in a thread, cut into chunks of events, each chunk
+decoded into columnar frames (`tables.decode_chunk`), so memory holds the tables and a few chunks,
+never the whole document. A folder is loaded one process per rank (`load_rank`, a pure function
+from a file to its `Trace`, is what each process runs), on every core.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
-from traceanalyze.load.chrome import decode_document, read_bytes
-from traceanalyze.load.tables import as_int, build_trace
+from traceanalyze.load.chrome import (
+    WHOLE_DOCUMENT_LIMIT,
+    EventChunks,
+    NotStreamable,
+    decode_document,
+    read_bytes,
+)
+from traceanalyze.load.tables import TraceTables, as_int, decode_chunk, general_tables
 from traceanalyze.model import Trace, concat_traces
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+PARALLEL_MIN_BYTES = 64 << 20  # folders smaller than this (uncompressed, about) load in this process
+PROGRESS_MIN_BYTES = 64 << 20  # inputs smaller than this load too fast for a progress bar
+
+Progress = Callable[[int, int], None]  # (bytes of the file read so far, its size on disk)
 
 
 def trace_files(folder: Path) -> list[Path]:
@@ -21,7 +39,8 @@ def trace_files(folder: Path) -> list[Path]:
     )
 
 
-def load_trace(path: str | Path, *, include_python: bool = False) -> Trace:
+def load_trace(path: str | Path, *, include_python: bool = False, workers: int | None = None,
+               progress: bool | None = None) -> Trace:
     """Load a `.json`/`.json.gz` Kineto trace, or a folder of per-rank traces, into a `Trace`.
 
     Parameters
@@ -31,6 +50,12 @@ def load_trace(path: str | Path, *, include_python: bool = False) -> Trace:
     include_python
         Keep `python_function` events (dropped by default: they are often half of a trace and no
         analysis needs them).
+    workers
+        Processes for a folder of ranks (one rank each). Default: one per core, when the folder
+        is large enough for it to pay (`PARALLEL_MIN_BYTES`); 1 loads every rank here.
+    progress
+        Show a progress bar per file on stderr. Default: only when stderr is a terminal and the
+        input is large (`PROGRESS_MIN_BYTES`).
 
     Examples
     --------
@@ -42,25 +67,55 @@ def load_trace(path: str | Path, *, include_python: bool = False) -> Trace:
         files = trace_files(path)
         if not files:
             raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace files")
-        return _load_ranks(files, include_python=include_python)
+        return _load_ranks(files, include_python=include_python, workers=workers, progress=progress)
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file or folder")
+    if _show_progress(progress, [path]):
+        from traceanalyze.load.progress import load_with_progress
+
+        return load_with_progress([path], include_python=include_python, workers=1)[0]
     return load_file(path, include_python=include_python)
 
 
+def load_rank(path: str | Path, include_python: bool = False) -> Trace:
+    """One rank's file → its `Trace`: a pure function of the file, what each worker process of a
+    folder runs (and what a Ray or Dask task would run: `Trace` pickles, its tables as Arrow)."""
+    return load_file(Path(path), include_python=include_python)
+
+
 def load_file(path: Path, *, include_python: bool = False, rank: int | None = None,
-              rank_source: str | None = None) -> Trace:
+              rank_source: str | None = None, progress: Progress | None = None) -> Trace:
     """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`
     unless given."""
-    document, malformed = decode_document(read_bytes(path), path)
-    if not document.traceEvents:
+    try:
+        tables, document = _stream(path, include_python=include_python, progress=progress)
+    except NotStreamable:
+        # not laid out as the streaming reader expects: decode it whole, as it always was
+        document, malformed = decode_document(read_bytes(path, limit=WHOLE_DOCUMENT_LIMIT), path)
+        tables = TraceTables(include_python=include_python)
+        tables.add(general_tables(document.traceEvents or [], include_python=include_python, malformed=malformed))
+        document.traceEvents = None
+    if not tables.events:
         raise EmptyTraceError(f"{path}: the trace holds no events")
     if rank is None:
         info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
         declared = as_int(info.get("rank"))
         rank, rank_source = (declared, "distributedInfo") if declared is not None else (0, "default")
-    return build_trace(document, path=path, rank=rank, rank_source=rank_source or "given",
-                       malformed=malformed, include_python=include_python)
+    return tables.finish(document, path=path, rank=rank, rank_source=rank_source or "given")
+
+
+def _stream(path: Path, *, include_python: bool, progress: Progress | None):
+    chunks = EventChunks(path)
+    tables = TraceTables(include_python=include_python)
+    size = path.stat().st_size if progress is not None else 0
+    for chunk in chunks.decode_each(lambda text: decode_chunk(text, include_python=include_python)):
+        tables.add(chunk)
+        if progress is not None:
+            progress(chunks.position, size)
+    assert chunks.document is not None
+    if progress is not None:
+        progress(size, size)
+    return tables, chunks.document
 
 
 def declared_rank(path: Path) -> int | None:
@@ -69,10 +124,46 @@ def declared_rank(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _load_ranks(files: list[Path], *, include_python: bool) -> Trace:
+def _show_progress(progress: bool | None, files: list[Path]) -> bool:
+    if progress is not None:
+        return progress
+    import sys
+
+    try:
+        interactive = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+    return interactive and _approximate_size(files) >= PROGRESS_MIN_BYTES
+
+
+def _approximate_size(files: list[Path]) -> int:
+    """Uncompressed bytes, about (Kineto JSON gzips about 10:1)."""
+    return sum(f.stat().st_size * (10 if f.name.lower().endswith(".gz") else 1) for f in files)
+
+
+def _worker_count(files: list[Path], workers: int | None) -> int:
+    if workers is not None:
+        return max(1, min(workers, len(files)))
+    if len(files) < 2 or _approximate_size(files) < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, min(len(files), os.cpu_count() or 1))
+
+
+def _load_ranks(files: list[Path], *, include_python: bool, workers: int | None = None,
+                progress: bool | None = None) -> Trace:
     """Ranks from `distributedInfo.rank`, else from file names, else from file order; the first
     source that gives every file a distinct rank wins."""
-    traces = [load_file(f, include_python=include_python) for f in files]
+    count = _worker_count(files, workers)
+    if _show_progress(progress, files):
+        from traceanalyze.load.progress import load_with_progress
+
+        traces = load_with_progress(files, include_python=include_python, workers=count)
+    elif count > 1:
+        from traceanalyze.load.parallel import load_parallel
+
+        traces = load_parallel(files, include_python=include_python, workers=count)
+    else:
+        traces = [load_file(f, include_python=include_python) for f in files]
     from_info = [t.meta[0].rank if t.meta[0].rank_source == "distributedInfo" else None for t in traces]
     from_names = [declared_rank(f) for f in files]
     for ranks, source in ((from_info, "distributedInfo"), (from_names, "file name")):

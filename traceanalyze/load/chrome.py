@@ -1,12 +1,30 @@
 """Bytes on disk → typed Chrome-trace events (msgspec), with every way a file can be bad turned
-into a one-line `TraceFormatError` that names the file."""
+into a one-line `TraceFormatError` that names the file.
+
+Two readers share the same event types:
+
+- `EventChunks` streams a trace: a background thread reads (and gunzips) the file in blocks, the
+  `traceEvents` array is cut at event boundaries into chunks of about `BLOCK_SIZE` bytes, and each
+  chunk is decoded on its own. Memory holds a few blocks, never the whole document. It handles a
+  JSON object with a `traceEvents` array (metadata before or after it) and a bare event array, in
+  any layout (one event per line, Kineto's multi-line events, everything on one line).
+- `read_bytes` + `decode_document` decode a whole document at once. They define the behaviour for
+  every input the streaming reader does not expect (not JSON, no `traceEvents` array, a document
+  whose structure surprises it), and it falls back on them for files up to
+  `WHOLE_DOCUMENT_LIMIT`.
+"""
 
 from __future__ import annotations
 
 import gzip
+import io
+import queue
+import re
+import threading
 import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, BinaryIO, TypeVar, Union
 
 import msgspec
 
@@ -15,8 +33,12 @@ from traceanalyze.errors import EmptyTraceError, TraceFormatError
 Number = Union[int, float]
 IntOrStr = Union[int, str]
 
+BLOCK_SIZE = 16 << 20  # uncompressed bytes per read, and so roughly per decoded chunk
+WHOLE_DOCUMENT_LIMIT = 512 << 20  # largest document decoded at once when streaming cannot be used
+HEADER_LIMIT = 64 << 20  # how far into a document the start of `traceEvents` is looked for
 
-class Args(msgspec.Struct, omit_defaults=True):
+
+class Args(msgspec.Struct, omit_defaults=True, gc=False):
     """The `args` keys any analysis reads; everything else in `args` is skipped by the decoder."""
 
     external_id: IntOrStr | None = msgspec.field(default=None, name="External id")
@@ -46,7 +68,7 @@ class Args(msgspec.Struct, omit_defaults=True):
     name: Any = None  # metadata events: process_name / thread_name
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     ph: Any = None
     cat: Any = None
     name: Any = None
@@ -58,7 +80,7 @@ class Event(msgspec.Struct):
     args: Args | None = None
 
 
-class TraceDocument(msgspec.Struct):
+class TraceDocument(msgspec.Struct, gc=False):
     traceEvents: list[Event] | None = None
     deviceProperties: Any = None
     distributedInfo: Any = None
@@ -73,13 +95,62 @@ class TraceDocument(msgspec.Struct):
     profile_memory: Any = None
 
 
+# The fast path's types: narrow, so that a value of an unusual type fails the decode of its chunk,
+# which then takes the general path above (`Event`/`Args`, per-event conversion) instead.
+# `gc=False`: decoded structs hold no cycles, and tracking millions of them makes the collector
+# walk them again and again while a trace loads (a 1 GB trace decodes 4x slower with it on).
+Int = Union[int, None]
+Float = Union[float, None]  # msgspec turns a JSON integer into the nearest float, as float() does
+
+
+class FastArgs(msgspec.Struct, gc=False):
+    """`Args` with narrow types: an int, a list of ints, a float; shapes stay raw JSON."""
+
+    external_id: Int = msgspec.field(default=None, name="External id")
+    external_id_old: Int = msgspec.field(default=None, name="external id")
+    correlation: Int = None
+    device: Int = None
+    stream: Int = None
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    registers_per_thread: Int = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Int = msgspec.field(default=None, name="shared memory")
+    blocks_per_sm: Float = msgspec.field(default=None, name="blocks per SM")
+    warps_per_sm: Float = msgspec.field(default=None, name="warps per SM")
+    occupancy_pct: Float = msgspec.field(default=None, name="est. achieved occupancy %")
+    bytes: Int = None
+    graph_id: Int = msgspec.field(default=None, name="graph id")
+    graph_node_id: Int = msgspec.field(default=None, name="graph node id")
+    collective_name: str | None = msgspec.field(default=None, name="Collective name")
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
+    input_strides: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Strides")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
+    sequence_number: Int = msgspec.field(default=None, name="Sequence number")
+    fwd_thread_id: Int = msgspec.field(default=None, name="Fwd thread id")
+    flops: Float = None
+
+
+class FastEvent(msgspec.Struct, gc=False):
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: int | float | None = None
+    dur: int | float | None = None
+    id: int | str | None = None
+    args: FastArgs | None = None
+
+
 _document_decoder = msgspec.json.Decoder(TraceDocument)
 _event_list_decoder = msgspec.json.Decoder(list[Event])
 _untyped_decoder = msgspec.json.Decoder()
 
 
-def read_bytes(path: Path) -> bytes:
-    """The uncompressed bytes of a `.json` or `.json.gz` file (gzip detected by magic number)."""
+def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
+    """The uncompressed bytes of a `.json` or `.json.gz` file (gzip detected by magic number).
+    With `limit`, a file larger than that (uncompressed) is refused with a `TraceFormatError`."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -92,11 +163,20 @@ def read_bytes(path: Path) -> bytes:
         raise EmptyTraceError(f"{path}: empty file")
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
+            if limit is None:
+                raw = gzip.decompress(raw)
+            else:
+                with gzip.GzipFile(fileobj=io.BytesIO(raw)) as source:
+                    raw = source.read(limit + 1)
         except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as error:
             raise TraceFormatError(f"{path}: truncated or corrupt gzip ({error})") from None
         if not raw.strip():
             raise EmptyTraceError(f"{path}: empty file (after gunzip)")
+    if limit is not None and len(raw) > limit:
+        raise TraceFormatError(
+            f"{path}: over {limit >> 20} MB and not laid out as a Kineto trace the streaming reader "
+            "understands (a JSON object with a 'traceEvents' array, or an array of events)"
+        )
     return raw
 
 
@@ -128,6 +208,8 @@ def _decode_tolerant(raw: bytes, path: Path) -> tuple[TraceDocument, int]:
         untyped = _untyped_decoder.decode(raw)
     except msgspec.DecodeError as error:
         raise TraceFormatError(f"{path}: invalid JSON ({error})") from None
+    except msgspec.ValidationError as error:  # a number out of range (1e400)
+        raise TraceFormatError(f"{path}: invalid JSON ({error})") from None
     if isinstance(untyped, list):
         untyped = {"traceEvents": untyped}
     if not isinstance(untyped, dict) or not isinstance(untyped.get("traceEvents"), list):
@@ -137,6 +219,13 @@ def _decode_tolerant(raw: bytes, path: Path) -> tuple[TraceDocument, int]:
     document = msgspec.convert(
         {k: v for k, v in untyped.items() if k in known}, TraceDocument, strict=False
     )
+    document.traceEvents, malformed = events_tolerant(raw_events)
+    return document, malformed
+
+
+def events_tolerant(raw_events: list[Any]) -> tuple[list[Event], int]:
+    """Untyped events → typed ones, one at a time: an event with a wrongly typed `args` value keeps
+    its other args; one that cannot be kept at all is counted as malformed."""
     events: list[Event] = []
     malformed = 0
     event_decoder = msgspec.json.Decoder(Event)
@@ -149,8 +238,7 @@ def _decode_tolerant(raw: bytes, path: Path) -> tuple[TraceDocument, int]:
                 malformed += 1
             else:
                 events.append(repaired)
-    document.traceEvents = events
-    return document, malformed
+    return events, malformed
 
 
 _args_decoder = msgspec.json.Decoder(Args)
@@ -172,3 +260,241 @@ def _without_bad_args(raw_event: Any) -> Event | None:
         return msgspec.json.decode(msgspec.json.encode({**raw_event, "args": good_args}), type=Event)
     except msgspec.ValidationError:
         return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Streaming
+
+
+class NotStreamable(Exception):
+    """The document is not laid out as the streaming reader expects; decode it whole instead."""
+
+
+def read_blocks(path: Path, block_size: int = BLOCK_SIZE) -> Iterator[tuple[bytes, int]]:
+    """The uncompressed bytes of a `.json`/`.json.gz` file, in blocks of `block_size`, each with
+    how far into the file (on disk) reading got; read and gunzipped ahead by a background thread
+    (zlib and file reads release the GIL, so this overlaps with decoding). Errors are the same
+    one-line `TraceFormatError`s as `read_bytes`."""
+    try:
+        handle: BinaryIO = open(path, "rb")
+    except FileNotFoundError:
+        raise TraceFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TraceFormatError(f"{path}: is a folder, not a trace file") from None
+    except OSError as error:
+        raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
+    with handle:
+        try:
+            magic = handle.read(2)
+            handle.seek(0)
+        except OSError as error:
+            raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
+        if not magic:
+            raise EmptyTraceError(f"{path}: empty file")
+        compressed = magic == b"\x1f\x8b"
+        source: BinaryIO = gzip.GzipFile(fileobj=handle) if compressed else handle  # type: ignore[assignment]
+
+        def read() -> tuple[bytes, int]:
+            block = source.read(block_size)
+            return block, handle.tell()
+
+        yield from _prefetched(read, path, compressed)
+
+
+def _prefetched(read: Callable[[], tuple[bytes, int]], path: Path, compressed: bool) -> Iterator[tuple[bytes, int]]:
+    blocks: queue.Queue[tuple[bytes, int] | BaseException] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def put(item: tuple[bytes, int] | BaseException) -> None:
+        while not stop.is_set():
+            try:
+                blocks.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                item = read()
+                put(item)
+                if not item[0]:
+                    return
+        except BaseException as error:  # handed to the consuming thread
+            put(error)
+
+    worker = threading.Thread(target=work, name="traceanalyze-read", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = blocks.get()
+            if isinstance(item, BaseException):
+                if compressed and isinstance(item, (EOFError, gzip.BadGzipFile, zlib.error)):
+                    raise TraceFormatError(f"{path}: truncated or corrupt gzip ({item})") from None
+                if isinstance(item, OSError):
+                    what = "truncated or corrupt gzip" if compressed else "cannot read"
+                    raise TraceFormatError(f"{path}: {what} ({item.strerror or item})") from None
+                raise item
+            if not item[0]:
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BYTE_IN_ERROR = re.compile(r"\(byte (\d+)\)")
+_SPACE = b" \t\r\n"
+_BOUNDARY = re.compile(rb"\}\s*,")
+
+T = TypeVar("T")
+
+
+class EventChunks:
+    """Stream a trace's `traceEvents` array as chunks of complete events.
+
+    `decode_each(decode)` calls `decode(text)` on the JSON text `[event, …]` of each chunk, in
+    order, and yields what it returns. A chunk is cut after a `}` followed by `,`; such a cut can
+    fall inside a string or a nested object, and then decoding the chunk fails with a
+    `msgspec.DecodeError` at its very end: the chunk is cut again at an earlier boundary. A
+    `DecodeError` anywhere else means the JSON is invalid. When iteration ends, `document` holds
+    the top-level metadata and `size` the number of uncompressed bytes.
+
+    Raises `NotStreamable` when the document should be decoded whole instead (not an object
+    with a `traceEvents` array or a bare array, or a structure that surprises the cutter), and
+    `TraceFormatError` for an unreadable file or for invalid JSON in a document too large for that.
+    """
+
+    def __init__(self, path: Path, *, block_size: int = BLOCK_SIZE):
+        self.path = path
+        self.block_size = block_size
+        self.document: TraceDocument | None = None
+        self.size = 0  # uncompressed bytes read
+        self.position = 0  # bytes of the file (on disk) read
+
+    def decode_each(self, decode: Callable[[bytes], T]) -> Iterator[T]:
+        blocks = read_blocks(self.path, self.block_size)
+        data = b""
+        for block, self.position in blocks:
+            data += block
+            self.size += len(block)
+            start = self._events_start(data)
+            if start is not None:
+                break
+            if len(data) > HEADER_LIMIT:
+                self._give_up("no 'traceEvents' array near the start of the document")
+        else:
+            self._give_up("no 'traceEvents' array")
+        header, data = data[:start], data[start:]
+        offset = start  # where `data` begins in the document
+        for block, self.position in blocks:
+            self.size += len(block)
+            data = data + block if data else block
+            if len(data) < self.block_size:
+                continue
+            chunk, data, consumed = self._cut(data, decode, offset)
+            offset += consumed
+            if chunk is not None:
+                yield chunk
+        yield from self._last(header, data, decode, offset)
+
+    def _events_start(self, data: bytes) -> int | None:
+        """Where the events of `traceEvents` begin (after its `[`), once `data` shows it."""
+        first = data.lstrip(_SPACE)[:1]
+        if not first:
+            return None
+        if first == b"[":
+            self._bare = True
+            return data.index(b"[") + 1
+        if first != b"{":
+            self._give_up("not a JSON object")
+        self._bare = False
+        match = _EVENTS_KEY.search(data)
+        return match.end() if match else None
+
+    def _cut(self, data: bytes, decode: Callable[[bytes], T], offset: int) -> tuple[T | None, bytes, int]:
+        """Decode the longest run of whole events at the start of `data` → (result, the rest,
+        bytes consumed); (None, data, 0) when no cut works yet (more data is needed)."""
+        end = len(data)
+        for _ in range(64):
+            cut = data.rfind(b"},", 0, end)
+            after = cut + 2
+            if cut < 0:
+                match = None
+                for match in _BOUNDARY.finditer(data, max(0, end - (4 << 20)), end):
+                    pass
+                if match is None:
+                    return None, data, 0
+                cut, after = match.start(), match.end()
+            text = b"".join((b"[", memoryview(data)[:cut + 1], b"]"))
+            try:
+                result = decode(text)
+            except msgspec.DecodeError as error:
+                if not self._at_end(error, len(text)):
+                    self._invalid(error, offset - 1)
+                end = cut
+                continue
+            return result, data[after:], after
+        return None, data, 0
+
+    def _last(self, header: bytes, data: bytes, decode: Callable[[bytes], T], offset: int) -> Iterator[T]:
+        """The events left at the end of the document, its closing `]`, and what follows it."""
+        end = len(data)
+        first_error: msgspec.DecodeError | None = None
+        for _ in range(64):
+            close = data.rfind(b"]", 0, end)
+            if close < 0:
+                break
+            end = close
+            document = self._metadata(header, data[close + 1:])
+            if document is None:
+                continue
+            events = data[:close]
+            position = offset
+            results = []
+            try:
+                # a long rest (small blocks, or no boundary found for a while) is cut as usual
+                while len(events) > 2 * self.block_size:
+                    result, _, consumed = self._cut(events[: 2 * self.block_size], decode, position)
+                    if result is None:
+                        break
+                    results.append(result)
+                    events = events[consumed:]
+                    position += consumed
+                if events.strip(_SPACE):
+                    results.append(decode(b"".join((b"[", events, b"]"))))
+            except msgspec.DecodeError as error:
+                # that `]` may close a list in the last event or after the array: try the one before
+                first_error = first_error or error
+                continue
+            self.document = document
+            yield from results
+            return
+        if first_error is not None:
+            self._invalid(first_error, offset - 1)
+        self._give_up("the 'traceEvents' array is not closed (truncated file?)")
+
+    def _metadata(self, header: bytes, tail: bytes) -> TraceDocument | None:
+        """The top-level document around an empty event list; None if `tail` cannot follow it."""
+        if self._bare:
+            return TraceDocument(traceEvents=[]) if not tail.strip(_SPACE) else None
+        try:
+            return _document_decoder.decode(b"".join((header, b"]", tail)))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
+    @staticmethod
+    def _at_end(error: msgspec.DecodeError, length: int) -> bool:
+        """Whether a decode error is at the end of the decoded text (a cut at a wrong place)."""
+        found = _BYTE_IN_ERROR.search(str(error))
+        return found is None or int(found.group(1)) >= length - 1
+
+    def _invalid(self, error: msgspec.DecodeError, offset: int) -> None:
+        if self.size <= WHOLE_DOCUMENT_LIMIT:
+            raise NotStreamable(str(error))  # the whole-document decoder says what is wrong
+        message = _BYTE_IN_ERROR.sub(lambda m: f"(byte {int(m.group(1)) + offset})", str(error))
+        raise TraceFormatError(f"{self.path}: invalid JSON ({message})")
+
+    def _give_up(self, why: str) -> None:
+        raise NotStreamable(why)

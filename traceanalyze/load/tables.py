@@ -1,4 +1,20 @@
-"""Typed events → the `Trace`'s polars tables, one pass over the events.
+"""Typed events → the `Trace`'s polars tables.
+
+A trace is decoded in chunks (`chrome.EventChunks`); `decode_chunk` turns one chunk into a
+`ChunkTables` (one frame per table, without the `rank` column), and `TraceTables` concatenates them
+and finishes the tables (ranks, op ids, nesting, steps, metadata). Two paths build a chunk:
+
+- the fast path decodes with narrow types (`chrome.FastEvent`, one `*Args` struct per table,
+  decoded only for the events that table keeps), routes events to tables with one list
+  comprehension, and builds every column with one comprehension plus vectorised polars
+  expressions: no per-event branching in Python. `python_function` events and every `args` no
+  table reads are dropped before any conversion.
+- the general path (`chrome.Event`, per-event Python) takes any chunk the fast path cannot
+  vouch for: a value of an unusual type (a string correlation id, a bool, a huge integer, an
+  `args` that is not an object), integer and float times mixed in one table, …
+
+Both paths give the same tables for the same events (tests/load/test_streaming.py checks it on
+every real trace and on mutated ones).
 
 Times: `ts`/`dur` are microseconds, integers (older traces) or floats with a nanosecond fraction
 (PyTorch ≥ 2.3). They become int64 nanoseconds exactly (see `to_ns` and docs/metrics.md).
@@ -9,6 +25,9 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
+from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +35,14 @@ import msgspec
 import polars as pl
 
 from traceanalyze.load import classify
-from traceanalyze.load.chrome import Event, TraceDocument
+from traceanalyze.load.chrome import (
+    Event,
+    FastArgs,
+    FastEvent,
+    NotStreamable,
+    TraceDocument,
+    events_tolerant,
+)
 from traceanalyze.model import (
     CPU_OPS_SCHEMA,
     DEVICES_SCHEMA,
@@ -139,33 +165,37 @@ def _strings_from_json(text: str | None) -> list[str] | None:
     return [v if isinstance(v, str) else ("" if v is None else msgspec.json.encode(v).decode()) for v in value]
 
 
-def decode_strings(texts: list[str | None]) -> pl.Series:
+def _text_series(texts: pl.Series | list[str | None]) -> pl.Series:
+    return texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
+
+
+def decode_strings(texts: pl.Series | list[str | None]) -> pl.Series:
     """JSON string lists (`Input type`, `Concrete Inputs`) → List(String), decoded in Rust."""
-    series = pl.Series(texts, dtype=pl.String)
+    series = _text_series(texts)
     try:
         return series.str.json_decode(STRINGS)
     except pl.exceptions.PolarsError:
-        return pl.Series([_strings_from_json(t) for t in texts], dtype=STRINGS, strict=False)
+        return pl.Series([_strings_from_json(t) for t in series.to_list()], dtype=STRINGS, strict=False)
 
 
-def decode_shapes(texts: list[str | None]) -> tuple[pl.Series, pl.Series]:
+def decode_shapes(texts: pl.Series | list[str | None]) -> tuple[pl.Series, pl.Series]:
     """JSON shape lists (`Input Dims`, `Input Strides`) → (List(List(Int64)) per input, and
     List(List(List(Int64))) with the shapes of TensorList inputs, null for ops without one).
     Plain values are decoded in Rust; only values holding a TensorList take the slow path."""
-    nested = [i for i, t in enumerate(texts) if t is not None and "[[[" in t]
-    plain = list(texts)
-    for i in nested:
-        plain[i] = None
+    series = _text_series(texts)
+    is_nested = series.str.contains("[[[", literal=True).fill_null(False)
+    nested = is_nested.arg_true().to_list()
+    plain = pl.select(pl.when(is_nested).then(None).otherwise(series)).to_series() if nested else series
     try:
-        shapes = pl.Series(plain, dtype=pl.String).str.json_decode(SHAPES)
+        shapes = plain.str.json_decode(SHAPES)
     except pl.exceptions.PolarsError:
-        shapes = pl.Series([_nested_shapes(t)[0] if t else None for t in plain], dtype=SHAPES, strict=False)
-    lists = pl.Series([None] * len(texts), dtype=TENSOR_LISTS)
+        shapes = pl.Series([_nested_shapes(t)[0] if t else None for t in plain.to_list()], dtype=SHAPES, strict=False)
+    lists = pl.Series([None] * len(series), dtype=TENSOR_LISTS)
     if nested:
-        slow_shapes: list[Any] = [None] * len(texts)
-        slow_lists: list[Any] = [None] * len(texts)
-        for i in nested:
-            slow_shapes[i], slow_lists[i] = _nested_shapes(texts[i])
+        slow_shapes: list[Any] = [None] * len(series)
+        slow_lists: list[Any] = [None] * len(series)
+        for i, text in zip(nested, series.gather(nested).to_list()):
+            slow_shapes[i], slow_lists[i] = _nested_shapes(text)
         shapes = pl.select(
             pl.when(pl.Series(slow_shapes, dtype=SHAPES).is_not_null())
             .then(pl.Series(slow_shapes, dtype=SHAPES))
@@ -174,6 +204,166 @@ def decode_shapes(texts: list[str | None]) -> tuple[pl.Series, pl.Series]:
         lists = pl.Series(slow_lists, dtype=TENSOR_LISTS)
     return shapes, lists
 
+
+# ----------------------------------------------------------------------------------------------
+# What a chunk of events becomes
+
+def _without_rank(schema: pl.Schema) -> pl.Schema:
+    return pl.Schema({k: v for k, v in schema.items() if k != "rank"})
+
+
+_TEXT_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs")
+# cpu_ops before op ids, nesting and decoded shapes: the shape arguments stay JSON text
+_CPU_CHUNK_SCHEMA = pl.Schema(
+    {
+        **{k: v for k, v in CPU_OPS_SCHEMA.items()
+           if k not in ("rank", "op_id", "depth", "parent_id", "input_tensor_lists")},
+        **{k: pl.String for k in _TEXT_COLUMNS},
+    }
+)
+CHUNK_SCHEMAS: dict[str, pl.Schema] = {
+    "gpu": _without_rank(GPU_SCHEMA),
+    "runtime": _without_rank(RUNTIME_SCHEMA),
+    "cpu_ops": _CPU_CHUNK_SCHEMA,
+    "flows": _without_rank(FLOWS_SCHEMA),
+    "sync": _without_rank(SYNC_SCHEMA),
+    "python": _without_rank(PYTHON_SCHEMA),
+}
+
+SKIP_NO_TS_OR_NAME = "event without a valid ts or name"
+SKIP_NO_DUR = "event without a valid dur"
+SKIP_BAD_DUR = "negative or absurd duration (< 0 or > 1 day)"
+SKIP_MALFORMED = "malformed event (fields of the wrong type)"
+
+
+@dataclass
+class ChunkTables:
+    """One chunk's events as table frames (schemas `CHUNK_SCHEMAS`), plus what was skipped:
+    reason → (count, index of the first such event in the chunk)."""
+
+    frames: dict[str, pl.DataFrame]
+    skipped: dict[str, tuple[int, int]]
+    events: int
+    malformed: int = 0
+
+
+def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
+    """The JSON text of a list of events → its tables. Raises `msgspec.DecodeError` if the text is
+    not valid JSON (the caller may have cut it at a wrong place)."""
+    try:
+        events = _fast_decoder.decode(text)
+    except msgspec.ValidationError:
+        return _general_chunk(text, include_python)
+    try:
+        return _fast_chunk(events, include_python)
+    except _Fallback:
+        return _general_chunk(text, include_python)
+
+
+def _general_chunk(text: bytes, include_python: bool) -> ChunkTables:
+    try:
+        events = _event_list_decoder.decode(text)
+        malformed = 0
+    except msgspec.ValidationError:
+        try:
+            raw_events = msgspec.json.decode(text)
+        except msgspec.ValidationError as error:  # a number out of range (1e400)
+            raise NotStreamable(str(error)) from None
+        events, malformed = events_tolerant(raw_events)
+    return general_tables(events, include_python=include_python, malformed=malformed)
+
+
+_fast_decoder = msgspec.json.Decoder(list[FastEvent])
+_event_list_decoder = msgspec.json.Decoder(list[Event])
+
+
+@dataclass
+class TraceTables:
+    """Collects the chunks of one trace file, in order, and finishes them into a `Trace`."""
+
+    include_python: bool = False
+    frames: dict[str, list[pl.DataFrame]] = field(default_factory=lambda: {name: [] for name in CHUNK_SCHEMAS})
+    skipped: dict[str, int] = field(default_factory=dict)  # in order of first occurrence
+    events: int = 0
+    malformed: int = 0
+
+    def add(self, chunk: ChunkTables) -> None:
+        for name, frame in chunk.frames.items():
+            if frame.height:
+                self.frames[name].append(frame)
+        for reason, (count, _) in sorted(chunk.skipped.items(), key=lambda item: item[1][1]):
+            self.skipped[reason] = self.skipped.get(reason, 0) + count
+        self.events += chunk.events
+        self.malformed += chunk.malformed
+
+    def finish(self, document: TraceDocument, *, path: Path, rank: int, rank_source: str) -> Trace:
+        def table(name: str) -> pl.DataFrame:
+            frames = self.frames[name]
+            self.frames[name] = []
+            if not frames:
+                return pl.DataFrame(schema=CHUNK_SCHEMAS[name])
+            return pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0]
+
+        def ranked(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+            return frame.with_columns(pl.lit(rank, dtype=pl.Int32).alias("rank")).select(schema.names())
+
+        skipped: Counter[str] = Counter()
+        if self.malformed:
+            skipped[SKIP_MALFORMED] += self.malformed
+        for reason, count in self.skipped.items():
+            skipped[reason] += count
+        gpu_frame = ranked(table("gpu"), GPU_SCHEMA).sort("start_ns", "device", "stream")
+        runtime_frame = ranked(table("runtime"), RUNTIME_SCHEMA).sort("start_ns")
+        cpu_frame = _with_nesting(_cpu_ops_frame(table("cpu_ops"), rank))
+        steps_frame = _steps(cpu_frame)
+        devices_frame, has_props = _devices(document.deviceProperties, rank)
+        meta = _meta(document, path=path, rank=rank, rank_source=rank_source, has_props=has_props,
+                     event_count=self.events)
+        skipped_frame = pl.DataFrame(
+            {"rank": [rank] * len(skipped), "reason": list(skipped), "count": list(skipped.values())},
+            schema=SKIPPED_SCHEMA,
+        )
+        return Trace(
+            gpu=gpu_frame,
+            runtime=runtime_frame,
+            cpu_ops=cpu_frame,
+            steps=steps_frame,
+            flows=ranked(table("flows"), FLOWS_SCHEMA),
+            sync=ranked(table("sync"), SYNC_SCHEMA).sort("start_ns"),
+            devices=devices_frame,
+            skipped=skipped_frame,
+            meta=(meta,),
+            python=ranked(table("python"), PYTHON_SCHEMA).sort("start_ns") if self.include_python else None,
+        )
+
+
+def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: str,
+                malformed: int, include_python: bool) -> Trace:
+    """A whole decoded document (`chrome.decode_document`) → its `Trace`."""
+    tables = TraceTables(include_python=include_python)
+    tables.add(general_tables(document.traceEvents or [], include_python=include_python, malformed=malformed))
+    return tables.finish(document, path=path, rank=rank, rank_source=rank_source)
+
+
+def _cpu_ops_frame(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
+    """The cpu_ops table: op ids in event order, and the shape arguments decoded column-wise."""
+    dims, dim_lists = decode_shapes(frame["input_dims"])
+    strides, _ = decode_shapes(frame["input_strides"])
+    return frame.with_columns(
+        pl.lit(rank, dtype=pl.Int32).alias("rank"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("op_id"),
+        pl.lit(None, dtype=pl.Int32).alias("depth"),
+        pl.lit(None, dtype=pl.Int64).alias("parent_id"),
+        dims.alias("input_dims"),
+        dim_lists.alias("input_tensor_lists"),
+        decode_strings(frame["input_types"]).alias("input_types"),
+        strides.alias("input_strides"),
+        decode_strings(frame["concrete_inputs"]).alias("concrete_inputs"),
+    ).select(CPU_OPS_SCHEMA.names())
+
+
+# ----------------------------------------------------------------------------------------------
+# The general path: one event at a time
 
 class _Columns:
     """Column-wise buffers for one table."""
@@ -186,35 +376,16 @@ class _Columns:
         return pl.DataFrame(self.columns, schema=self.schema, strict=False)
 
 
-def _cpu_ops_frame(columns: _Columns) -> pl.DataFrame:
-    """The cpu_ops table: shape arguments are buffered as JSON text and decoded column-wise."""
-    raw = {name: columns.columns.pop(name) for name in ("input_dims", "input_types", "input_strides", "concrete_inputs", "input_tensor_lists")}
-    schema = {k: t for k, t in columns.schema.items() if k in columns.columns}
-    frame = pl.DataFrame(columns.columns, schema=schema, strict=False)
-    dims, dim_lists = decode_shapes(raw["input_dims"])
-    strides, _ = decode_shapes(raw["input_strides"])
-    return frame.with_columns(
-        dims.alias("input_dims"),
-        dim_lists.alias("input_tensor_lists"),
-        decode_strings(raw["input_types"]).alias("input_types"),
-        strides.alias("input_strides"),
-        decode_strings(raw["concrete_inputs"]).alias("concrete_inputs"),
-    ).select(CPU_OPS_SCHEMA.names())
+def general_tables(events: list[Event], *, include_python: bool, malformed: int = 0) -> ChunkTables:
+    """Events → chunk frames, one event at a time (handles any value of any type)."""
+    skipped: dict[str, tuple[int, int]] = {}
 
+    def skip(reason: str, index: int) -> None:
+        count, first = skipped.get(reason, (0, index))
+        skipped[reason] = (count + 1, first)
 
-def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: str,
-                malformed: int, include_python: bool) -> Trace:
-    events: list[Event] = document.traceEvents or []
-    skipped: Counter[str] = Counter()
-    if malformed:
-        skipped["malformed event (fields of the wrong type)"] += malformed
-
-    gpu = _Columns(GPU_SCHEMA)
-    runtime = _Columns(RUNTIME_SCHEMA)
-    ops = _Columns(CPU_OPS_SCHEMA)
-    flows = _Columns(FLOWS_SCHEMA)
-    sync = _Columns(SYNC_SCHEMA)
-    python = _Columns(PYTHON_SCHEMA)
+    tables = {name: _Columns(schema) for name, schema in CHUNK_SCHEMAS.items()}
+    gpu, runtime, ops, flows, sync, python = (tables[name] for name in ("gpu", "runtime", "cpu_ops", "flows", "sync", "python"))
 
     gpu_categories = classify.GPU_CATEGORIES
     runtime_categories = classify.RUNTIME_CATEGORIES
@@ -222,7 +393,7 @@ def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: 
     flow_categories = classify.FLOW_CATEGORIES
     max_dur = classify.MAX_DURATION_US
 
-    for event in events:
+    for index, event in enumerate(events):
         category = event.cat
         if not isinstance(category, str):
             continue
@@ -249,13 +420,13 @@ def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: 
         duration = to_ns(event.dur)
         name = event.name if isinstance(event.name, str) else None
         if start is None or name is None:
-            skipped["event without a valid ts or name"] += 1
+            skip(SKIP_NO_TS_OR_NAME, index)
             continue
         if duration is None:
-            skipped["event without a valid dur"] += 1
+            skip(SKIP_NO_DUR, index)
             continue
         if duration < 0 or event.dur > max_dur:
-            skipped["negative or absurd duration (< 0 or > 1 day)"] += 1
+            skip(SKIP_BAD_DUR, index)
             continue
         args = event.args
         if category in gpu_categories:
@@ -275,37 +446,8 @@ def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: 
             cols["end_ns"].append(start + duration)
             cols["duration_ns"].append(duration)
 
-    def finish(columns: _Columns, build=_Columns.frame) -> pl.DataFrame:
-        n = max(len(values) for values in columns.columns.values())
-        for values in columns.columns.values():
-            if not values:
-                values.extend([None] * n)  # columns filled later (nesting, tensor lists)
-        columns.columns["rank"] = [rank] * n
-        return build(columns)
-
-    gpu_frame = finish(gpu).sort("start_ns", "device", "stream")
-    runtime_frame = finish(runtime).sort("start_ns")
-    cpu_frame = _with_nesting(finish(ops, _cpu_ops_frame))
-    steps_frame = _steps(cpu_frame)
-    devices_frame, has_props = _devices(document.deviceProperties, rank)
-    meta = _meta(document, path=path, rank=rank, rank_source=rank_source, has_props=has_props,
-                 event_count=len(events))
-    skipped_frame = pl.DataFrame(
-        {"rank": [rank] * len(skipped), "reason": list(skipped), "count": list(skipped.values())},
-        schema=SKIPPED_SCHEMA,
-    )
-    return Trace(
-        gpu=gpu_frame,
-        runtime=runtime_frame,
-        cpu_ops=cpu_frame,
-        steps=steps_frame,
-        flows=finish(flows),
-        sync=finish(sync).sort("start_ns"),
-        devices=devices_frame,
-        skipped=skipped_frame,
-        meta=(meta,),
-        python=finish(python).sort("start_ns") if include_python else None,
-    )
+    frames = {name: columns.frame() for name, columns in tables.items()}
+    return ChunkTables(frames=frames, skipped=skipped, events=len(events), malformed=malformed)
 
 
 def _external_id(args: Any) -> int | None:
@@ -379,7 +521,6 @@ def _add_runtime(table: _Columns, event: Event, args: Any, name: str, start: int
 
 def _add_cpu_op(table: _Columns, event: Event, args: Any, name: str, category: str, start: int, duration: int) -> None:
     cols = table.columns
-    cols["op_id"].append(len(cols["name"]))
     cols["pid"].append(thread_id(event.pid))
     cols["tid"].append(thread_id(event.tid))
     cols["category"].append(category)
@@ -429,43 +570,430 @@ def _add_flow(table: _Columns, event: Event, category: str) -> None:
     cols["ts_ns"].append(ts)
 
 
+# ----------------------------------------------------------------------------------------------
+# The fast path: columns at a time
+
+class _Fallback(Exception):
+    """The chunk holds something the fast path does not convert exactly like the general path."""
+
+
+DROP, GPU, RUNTIME, CPU_OP, SYNC, PYTHON, FLOW = range(7)
+_TABLE_OF_CODE = {GPU: "gpu", RUNTIME: "runtime", CPU_OP: "cpu_ops", SYNC: "sync", PYTHON: "python", FLOW: "flows"}
+
+
+class _Routes(dict):
+    """category → the table its events go to, if their phase is right (`X`, or `s`/`f`/`t` for
+    flows; see `_PHASES`), computed once per category with the general path's rules."""
+
+    def __init__(self, include_python: bool):
+        super().__init__()
+        self.include_python = include_python
+
+    def __missing__(self, category: Any) -> int:
+        code = DROP
+        if isinstance(category, str):
+            lowered = category.lower()
+            if lowered in classify.FLOW_CATEGORIES:
+                code = FLOW
+            elif lowered in classify.GPU_CATEGORIES:
+                code = GPU
+            elif lowered in classify.RUNTIME_CATEGORIES:
+                code = RUNTIME
+            elif lowered in classify.CPU_OP_CATEGORIES:
+                code = CPU_OP
+            elif lowered in classify.SYNC_CATEGORIES:
+                code = SYNC
+            elif lowered in classify.PYTHON_CATEGORIES and self.include_python:
+                code = PYTHON
+        self[category] = code
+        return code
+
+
+_ROUTES = {False: _Routes(False), True: _Routes(True)}
+_PHASES = {FLOW: frozenset({"s", "f", "t"})}  # every other table: "X"
+_X = frozenset({"X"})
+_NONE = type(None)
+_INT64_US_LIMIT = (1 << 63) // 1000  # integer µs whose ns still fit in int64
+_EXACT_FLOAT_US = 9_007_199_254_740.0  # below this, k ± 1 (k = µs × 1000) are exact float64s
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
+    routes = _ROUTES[include_python]
+    codes = [routes[e.cat] for e in events]
+    code_series = pl.Series(codes, dtype=pl.UInt8)
+    groups: dict[int, tuple[list[FastEvent], pl.Series]] = {}
+    distinct = sorted(set(codes))
+    for code in distinct:
+        if len(distinct) == 1:
+            index, subset = pl.int_range(len(events), dtype=pl.UInt32, eager=True), events
+        else:
+            index = code_series.eq(code).arg_true()
+            subset = _take(events, index.to_list())
+        if code == DROP:
+            continue
+        phases = [e.ph for e in subset]
+        wanted = _PHASES.get(code, _X)
+        if not set(phases) <= wanted:  # e.g. an instant event ("i") of a table's category
+            right = pl.Series([p in wanted for p in phases], dtype=pl.Boolean)
+            index = index.filter(right)
+            subset = _take(subset, right.arg_true().to_list())
+            if not subset:
+                continue
+        groups[code] = (subset, index)
+    frames: dict[str, pl.DataFrame] = {}
+    skipped: dict[str, tuple[int, int]] = {}
+    for code, (subset, index) in groups.items():
+        if code == FLOW:
+            frames["flows"] = _flows(subset)
+        else:
+            frames[_TABLE_OF_CODE[code]] = _timed_table(code, subset, index, skipped)
+    for name, schema in CHUNK_SCHEMAS.items():
+        if name not in frames:
+            frames[name] = pl.DataFrame(schema=schema)
+    return ChunkTables(frames=frames, skipped=skipped, events=len(events))
+
+
+def _take(events: list[FastEvent], index: list[int]) -> list[FastEvent]:
+    if len(index) == len(events):
+        return events
+    if len(index) == 1:
+        return [events[index[0]]]
+    if not index:
+        return []
+    return list(itemgetter(*index)(events))
+
+
+_EMPTY_ARGS = FastArgs()
+
+
+def _event_args(events: list[FastEvent]) -> list[FastArgs]:
+    """Each event's `args` (all defaults when absent)."""
+    return [e.args or _EMPTY_ARGS for e in events]
+
+
+def _ints(values: list[Any]) -> pl.Series:
+    """Python ints (or None) → Int64; anything else is for the general path."""
+    try:
+        return pl.Series(values, dtype=pl.Int64)
+    except (TypeError, OverflowError, ValueError, pl.exceptions.PolarsError):
+        raise _Fallback from None
+
+
+def _mapped_ints(values: list[Any], convert) -> pl.Series:
+    """Ints, or values converted one distinct value at a time (pids/tids such as "stream 7")."""
+    try:
+        return pl.Series(values, dtype=pl.Int64)
+    except (TypeError, OverflowError, ValueError, pl.exceptions.PolarsError):
+        pass
+    mapping = {value: convert(value) for value in set(values)}
+    converted = [mapping[value] for value in values]
+    return _ints(converted)
+
+
+def _floats(values: list[Any]) -> pl.Series:
+    """Python floats (or None; the fast path's structs decode numbers as floats) → Float64."""
+    return pl.Series(values, dtype=pl.Float64)
+
+
+def _times(values: list[Any]) -> tuple[pl.Series, pl.Series]:
+    """µs values → (int64 ns exactly as `to_ns`, the values as written)."""
+    kinds = set(map(type, values))
+    if kinds <= {int, _NONE}:
+        raw = _ints(values)
+        low, high = raw.min(), raw.max()
+        if low is not None and (low <= -_INT64_US_LIMIT or high >= _INT64_US_LIMIT):
+            raise _Fallback
+        return raw * 1000, raw
+    if not kinds <= {float, _NONE}:
+        raise _Fallback  # ints and floats mixed in one table: per event
+    raw = pl.Series(values, dtype=pl.Float64)
+    largest = raw.abs().max()
+    if largest is None:
+        return pl.Series([None] * len(values), dtype=pl.Int64), raw
+    if largest >= _EXACT_FLOAT_US:
+        return _ints([to_ns(v) for v in values]), raw
+    # to_ns, vectorised: k = round(µs × 1000), else k − 1 or k + 1, whichever k / 1000 == µs.
+    # The divisor is a column: polars divides by a scalar as a product with its reciprocal, which
+    # is not the correctly rounded quotient that Python's k / 1000 is.
+    us = pl.col("us")
+    nearest = (us * 1000).round(0, mode="half_to_even").cast(pl.Int64)
+
+    def same(k: pl.Expr) -> pl.Expr:
+        return k.cast(pl.Float64) / pl.col("thousand") == us
+
+    ns = pl.DataFrame({"us": raw, "thousand": pl.Series([1000.0]).extend_constant(1000.0, len(raw) - 1)}).select(
+        pl.when(same(nearest)).then(nearest)
+        .when(same(nearest - 1)).then(nearest - 1)
+        .when(same(nearest + 1)).then(nearest + 1)
+        .otherwise(nearest)
+    ).to_series()
+    return ns, raw
+
+
+def _strings(values: list[Any]) -> pl.Series:
+    return pl.Series(values, dtype=pl.String)
+
+
+def _raw_texts(raws: list[Any]) -> pl.Series:
+    """Raw JSON values (empty: absent) → their text, null when absent: joined with NUL, which
+    valid JSON cannot hold, and split in Rust."""
+    if not raws:
+        return pl.Series([], dtype=pl.String)
+    joined = b"\x00".join(raws).decode("utf-8", "replace")
+    texts = pl.Series([joined], dtype=pl.String).str.split("\x00").explode()
+    return pl.select(pl.when(texts.str.len_bytes() > 0).then(texts)).to_series()
+
+
+def _lower_map(categories: list[str], table: dict[str, str]) -> pl.Series:
+    mapping = {c: table[c.lower()] for c in set(categories)}
+    return pl.Series(categories, dtype=pl.String).replace_strict(mapping, return_dtype=pl.String)
+
+
+def _by_name(names: pl.Series, rule, dtype: pl.DataType) -> pl.Series:
+    """A value computed from each distinct name with the general path's rule."""
+    distinct = names.unique().drop_nulls().to_list()
+    mapping = {name: rule(name) for name in distinct}
+    return names.replace_strict(mapping, default=None, return_dtype=dtype)
+
+
+def _stream_ids(tids: list[Any]) -> pl.Series:
+    return _mapped_ints(tids, _stream_from_tid)
+
+
+def _thread_ids(values: list[Any]) -> pl.Series:
+    return _mapped_ints(values, thread_id)
+
+
+def _timed_table(code: int, events: list[FastEvent], index: pl.Series, skipped: dict[str, tuple[int, int]]) -> pl.DataFrame:
+    """An `X`-event table: the general path's skip rules, then the table's own columns."""
+    names = _strings([e.name for e in events])
+    start, _ = _times([e.ts for e in events])
+    duration, written = _times([e.dur for e in events])
+    no_start = start.is_null() | names.is_null()
+    no_duration = ~no_start & duration.is_null()
+    bad_duration = (~no_start & ~no_duration & ((duration < 0) | (written > classify.MAX_DURATION_US))).fill_null(False)
+    keep = None
+    if no_start.any() or no_duration.any() or bad_duration.any():
+        for reason, mask in ((SKIP_NO_TS_OR_NAME, no_start), (SKIP_NO_DUR, no_duration), (SKIP_BAD_DUR, bad_duration)):
+            hits = index.filter(mask)
+            if hits.len():
+                count, first = skipped.get(reason, (0, hits[0]))
+                skipped[reason] = (count + hits.len(), min(first, hits[0]))
+        keep = ~(no_start | no_duration | bad_duration)
+    low, high = start.min(), start.max()
+    if high is not None and (high + (duration.max() or 0) > _INT64[1] or low + (duration.min() or 0) < _INT64[0]):
+        raise _Fallback
+    times = {"start_ns": start, "end_ns": start + duration, "duration_ns": duration}
+    if code == GPU:
+        frame = _gpu_columns(events, names, times)
+    elif code == RUNTIME:
+        frame = _runtime_columns(events, names, times)
+    elif code == CPU_OP:
+        frame = _cpu_op_columns(events, names, times)
+    elif code == SYNC:
+        frame = _sync_columns(events, names, times)
+    else:
+        frame = pl.DataFrame({"pid": _thread_ids([e.pid for e in events]), "tid": _thread_ids([e.tid for e in events]),
+                              "name": names, **times})
+    frame = frame.select(CHUNK_SCHEMAS[_TABLE_OF_CODE[code]].names())
+    return frame if keep is None else frame.filter(keep)
+
+
+def _external_ids(args: list[Any]) -> pl.Series:
+    return _ints([a.external_id for a in args]).fill_null(_ints([a.external_id_old for a in args]))
+
+
+def _gpu_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
+    args = _event_args(events)
+    category_kind = _lower_map([e.cat for e in events], classify.GPU_CATEGORIES)
+    communication = _by_name(names, lambda n: classify.gpu_kind("kernel", n) == "communication", pl.Boolean)
+    kind = pl.select(
+        pl.when((category_kind == "kernel") & communication.fill_null(False))
+        .then(pl.lit("communication"))
+        .otherwise(category_kind)
+    ).to_series()
+    pids = [e.pid for e in events]
+    device = _ints([a.device for a in args]).fill_null(_mapped_ints(pids, as_int)).fill_null(0)
+    stream = _ints([a.stream for a in args]).fill_null(_stream_ids([e.tid for e in events])).fill_null(0)
+    return pl.DataFrame(
+        {
+            "device": device.cast(pl.Int32, strict=False),
+            "stream": stream,
+            "kind": kind.cast(GPU_SCHEMA["kind"]),
+            "name": names,
+            **times,
+            "correlation": _ints([a.correlation for a in args]),
+            "external_id": _external_ids(args),
+            "grid": _int_lists([a.grid for a in args]),
+            "block": _int_lists([a.block for a in args]),
+            "registers_per_thread": _ints([a.registers_per_thread for a in args]).cast(pl.Int32, strict=False),
+            "shared_memory_bytes": _ints([a.shared_memory for a in args]),
+            "blocks_per_sm": _floats([a.blocks_per_sm for a in args]),
+            "warps_per_sm": _floats([a.warps_per_sm for a in args]),
+            "occupancy_pct": _floats([a.occupancy_pct for a in args]),
+            "bytes": _ints([a.bytes for a in args]),
+            "graph_id": _ints([a.graph_id for a in args]),
+            "graph_node_id": _ints([a.graph_node_id for a in args]),
+            "collective": _strings([a.collective_name for a in args]),
+        }
+    )
+
+
+def _int_lists(values: list[Any]) -> pl.Series:
+    """Lists of ints (or None) → List(Int64). Kernel grids and blocks are 3 long: built from one
+    flat list (polars builds a list column from Python lists one list at a time, slowly)."""
+    present = [v for v in values if v is not None]
+    if present and set(map(len, present)) == {3}:
+        flat = list(chain.from_iterable(v if v is not None else _ZEROS for v in values))
+        try:
+            rows = _ints(flat).reshape((-1, 3)).cast(pl.List(pl.Int64))
+        except pl.exceptions.PolarsError:
+            raise _Fallback from None
+        if len(present) == len(values):
+            return rows
+        missing = pl.Series([v is None for v in values], dtype=pl.Boolean)
+        return pl.select(pl.when(missing).then(None).otherwise(rows)).to_series()
+    try:
+        return pl.Series(values, dtype=pl.List(pl.Int64))
+    except (TypeError, OverflowError, ValueError, pl.exceptions.PolarsError):
+        raise _Fallback from None
+
+
+_ZEROS = (0, 0, 0)
+
+
+def _runtime_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
+    args = _event_args(events)
+    kind = _by_name(names, classify.runtime_kind, pl.String)
+    blocking = _by_name(names, lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean)
+    return pl.DataFrame(
+        {
+            "pid": _thread_ids([e.pid for e in events]),
+            "tid": _thread_ids([e.tid for e in events]),
+            "name": names,
+            "kind": kind.cast(RUNTIME_SCHEMA["kind"]),
+            **times,
+            "correlation": _ints([a.correlation for a in args]),
+            "external_id": _external_ids(args),
+            "blocking": blocking,
+        }
+    )
+
+
+def _cpu_op_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
+    args = _event_args(events)
+    return pl.DataFrame(
+        {
+            "pid": _thread_ids([e.pid for e in events]),
+            "tid": _thread_ids([e.tid for e in events]),
+            "category": _lower_map([e.cat for e in events], classify.CPU_OP_CATEGORIES).cast(CPU_OPS_SCHEMA["category"]),
+            "name": names,
+            **times,
+            "external_id": _external_ids(args),
+            "sequence_number": _ints([a.sequence_number for a in args]),
+            "fwd_thread_id": _ints([a.fwd_thread_id for a in args]),
+            "input_dims": _raw_texts([a.input_dims for a in args]),
+            "input_types": _raw_texts([a.input_type for a in args]),
+            "input_strides": _raw_texts([a.input_strides for a in args]),
+            "concrete_inputs": _raw_texts([a.concrete_inputs for a in args]),
+            "flops": _floats([a.flops for a in args]),
+        }
+    )
+
+
+def _sync_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
+    args = _event_args(events)
+    device = _ints([a.device for a in args]).fill_null(_mapped_ints([e.pid for e in events], as_int))
+    return pl.DataFrame(
+        {
+            "device": device.cast(pl.Int32, strict=False),
+            "stream": _ints([a.stream for a in args]).fill_null(_stream_ids([e.tid for e in events])),
+            "name": names,
+            **times,
+            "correlation": _ints([a.correlation for a in args]),
+        }
+    )
+
+
+def _flows(events: list[FastEvent]) -> pl.DataFrame:
+    ts, _ = _times([e.ts for e in events])
+    ids = _mapped_ints([e.id for e in events], as_int)
+    frame = pl.DataFrame(
+        {
+            "id": ids,
+            "phase": _strings([e.ph for e in events]),
+            "category": _lower_map([e.cat for e in events], {c: c for c in classify.FLOW_CATEGORIES}),
+            "pid": _thread_ids([e.pid for e in events]),
+            "tid": _thread_ids([e.tid for e in events]),
+            "ts_ns": ts,
+        }
+    )
+    if ts.null_count() or ids.null_count():
+        frame = frame.filter(ts.is_not_null() & ids.is_not_null())
+    return frame
+
+
+# ----------------------------------------------------------------------------------------------
+# Finishing
+
 def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     """Depth and parent of each op on its thread: the innermost earlier op that encloses it.
-    Partially overlapping (non-nested) events are not taken as parents."""
+    Partially overlapping (non-nested) events are not taken as parents.
+
+    In (pid, tid, start, −end) order, the parent of op i is the nearest earlier op j of its
+    thread with end_j ≥ max(end_i, start_i + 1), and its depth is its parent's plus one: what a
+    stack of open ops gives (pop the ops that ended or only partly overlap, push op i), computed
+    without a Python loop: a binary search over a sparse table of running maxima of `end` finds
+    j, and pointer jumping up the parent chains counts the depth.
+    """
     if ops.is_empty():
         return ops
     ordered = ops.select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
         ["pid", "tid", "start_ns", "end_ns"], descending=[False, False, False, True]
     )
-    depth: list[int] = []
-    parent: list[int | None] = []
-    stack: list[tuple[int, int]] = []  # (op_id, end_ns)
-    current_thread = None
-    for op_id, pid, tid, start, end in ordered.iter_rows():
-        if (pid, tid) != current_thread:
-            current_thread = (pid, tid)
-            stack = []
-        while stack and stack[-1][1] <= start:
-            stack.pop()
-        level = len(stack)
-        while level and stack[level - 1][1] < end:
-            level -= 1
-        if level < len(stack):
-            # a partial overlap: this op is not inside the ops above `level`
-            del stack[level:]
-        parent.append(stack[-1][0] if stack else None)
-        depth.append(len(stack))
-        stack.append((op_id, end))
+    n = ordered.height
+    prepared = ordered.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("position"),
+        pl.max_horizontal("end_ns", pl.col("start_ns") + 1).alias("threshold"),
+        (pl.col("pid").ne_missing(pl.col("pid").shift(1)) | pl.col("tid").ne_missing(pl.col("tid").shift(1)))
+        .fill_null(True)
+        .alias("new_thread"),
+    ).with_columns(
+        pl.when("new_thread").then("position").forward_fill().alias("thread_start"),
+    )
+    position = prepared["position"]
+    threshold = prepared["threshold"]
+    thread_start = prepared["thread_start"]
+    longest = int((position - thread_start).max()) + 1
+    # maxima[k][i] = max(end[i − 2^k + 1 … i])
+    maxima = [ordered["end_ns"]]
+    while (1 << len(maxima)) <= longest:
+        step = 1 << (len(maxima) - 1)
+        previous = maxima[-1]
+        maxima.append(pl.select(pl.max_horizontal(previous, previous.shift(step))).to_series())
+    # the smallest p such that every op in [p, i) of the thread ends before i's threshold
+    bound = position
+    for k in range(len(maxima) - 1, -1, -1):
+        candidate = bound - (1 << k)
+        block_max = maxima[k].gather((bound - 1).clip(lower_bound=0))
+        jump = (candidate >= thread_start) & (block_max < threshold)
+        bound = pl.select(pl.when(jump).then(candidate).otherwise(bound)).to_series()
+    parent_position = pl.select(pl.when(bound - 1 >= thread_start).then(bound - 1)).to_series()
+    # depth: pointer jumping (each round doubles how far up the chain `up` points)
+    up = parent_position
+    depth = up.is_not_null().cast(pl.Int64)
+    while up.null_count() < n:
+        depth = depth + depth.gather(up).fill_null(0)
+        up = up.gather(up)
     nesting = pl.DataFrame(
-        {"op_id": ordered["op_id"], "depth": depth, "parent_id": parent},
-        schema={"op_id": pl.Int64, "depth": pl.Int32, "parent_id": pl.Int64},
-    )
-    return (
-        ops.drop("depth", "parent_id")
-        .join(nesting, on="op_id", how="left")
-        .select(CPU_OPS_SCHEMA.names())
-        .sort("op_id")
-    )
+        {
+            "op_id": ordered["op_id"],
+            "depth": depth.cast(pl.Int32),
+            "parent_id": ordered["op_id"].gather(parent_position),
+        }
+    ).sort("op_id")
+    return ops.with_columns(nesting["depth"], nesting["parent_id"])
 
 
 def _steps(cpu_ops: pl.DataFrame) -> pl.DataFrame:

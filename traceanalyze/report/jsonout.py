@@ -219,6 +219,7 @@ def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
         "device": (_peaks(report) or [None])[0],
         "devices": _peaks(report),
         "kernels": _kernels(report.kernels, KERNEL_LIMIT),
+        "kernels_total": report.kernels.height,
         "fusion_opportunities": _fusion(report, limit),
         "recoverable_us": {r["regime"]: _us(r["recoverable_ns"]) for r in report.recoverable.iter_rows(named=True)},
         "queue": [
@@ -253,6 +254,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "idle_gaps": _gaps(ranks, limit),
         "device": next((p for r in ranks for p in _peaks(r)), None),
         "kernels": _kernels(report.kernels, KERNEL_LIMIT),
+        "kernels_total": report.kernels.height,
         "ranks": [_rank_entry(r, limit) for r in ranks],
     }
 

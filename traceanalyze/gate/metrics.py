@@ -30,7 +30,10 @@ STEP_METRICS = ("step_time_ms", "idle_fraction", *REGIMES, *(f"{r}_ms" for r in 
 WINDOW_METRICS = ("idle_fraction", *REGIMES, "launch_p99_us")
 
 # health findings (docs/metrics.md) under which the gate will not pass a trace unless told to
-UNRELIABLE_FINDINGS = ("no_gpu_events", "launches_without_gpu_work", "clock_skew", "cuda_graph_launches")
+# Findings that make idle time or the per-step numbers artifacts. A CUDA-graph replay with its
+# kernels recorded is not one of them (only launch latency and op attribution depend on it); a
+# replay whose kernels were not recorded shows up as `launches_without_gpu_work`.
+UNRELIABLE_FINDINGS = ("no_gpu_events", "launches_without_gpu_work", "clock_skew")
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ def statistic(values: Sequence[float], which: Statistic) -> float | None:
     Examples
     --------
     >>> statistic([1.0, 2.0, 3.0, 10.0], "median"), statistic([1.0, 2.0, 3.0, 10.0], "p90")
-    (2.5, 7.899999999999999)
+    (2.5, 7.900000000000001)
     """
     if not values:
         return None
@@ -122,8 +125,9 @@ def _launch_p99(summary: Mapping[str, Any]) -> float | None:
     return stats.get("p99") if stats.get("count") else None
 
 
-def measure(report: Mapping[str, Any]) -> Measured:
-    """The gate's numbers from a report dict (`report_to_dict`, or a saved JSON report).
+def measure(report: Mapping[str, Any], *, source: str | None = None) -> Measured:
+    """The gate's numbers from a report dict (`report_to_dict`, or a saved JSON report); `source`
+    names it in the verdict (default: the report's own `source`, the trace it was made from).
 
     Examples
     --------
@@ -151,7 +155,7 @@ def measure(report: Mapping[str, Any]) -> Measured:
     window["launch_p99_us"] = _launch_p99(summary)
     options = report.get("options") or {}
     return Measured(
-        source=str(report.get("source", "")),
+        source=source if source is not None else str(report.get("source", "")),
         steps=steps,
         per_step={metric: tuple(values) for metric, values in columns.items()},
         window=window,

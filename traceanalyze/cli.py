@@ -292,6 +292,7 @@ class DiffFormat(str, Enum):
     terminal = "terminal"
     json = "json"
     markdown = "markdown"
+    html = "html"
 
 
 @app.command()
@@ -329,6 +330,10 @@ def diff(
         text = render_diff_json(compared)
     elif format is DiffFormat.markdown:
         text = render_diff_markdown(compared, top=top)
+    elif format is DiffFormat.html:
+        from traceanalyze.report.diff_html import render_diff_html
+
+        text = render_diff_html(compared, top=top)
     else:
         text = render_diff_terminal(compared, top=top)
     if output is None:

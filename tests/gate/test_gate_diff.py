@@ -111,3 +111,37 @@ def test_kernel_labels_keep_template_arguments():
             "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)")
     assert kernel_label(name, 200) == "vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3> >"
     assert kernel_label(name, 40).endswith("…") and len(kernel_label(name, 40)) == 40
+
+
+def test_diff_as_html(pair, tmp_path):
+    from html.parser import HTMLParser
+
+    out = tmp_path / "diff.html"
+    result = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.codes: list[str] = []
+            self._in_code = False
+            self.svgs = 0
+
+        def handle_starttag(self, tag, attrs):
+            self._in_code = tag == "code"
+            self.svgs += tag == "svg"
+
+        def handle_endtag(self, tag):
+            self._in_code = False
+
+        def handle_data(self, data):
+            if self._in_code:
+                self.codes.append(data)
+
+    parser = Rows()
+    parser.feed(page)
+    assert parser.svgs == 1  # the base / new regime bars
+    for name in ("new_kernel", "gone_kernel", "slow_kernel"):
+        assert name in parser.codes
+    assert "+50" in page  # slow_kernel's change per call

@@ -191,23 +191,29 @@ def render_html(report: Report) -> str:
     # blocks[1] is the source line; the header shows it
     body = "\n".join(_block(b, report) for b in blocks[2:])
     name = report.source.name or str(report.source)
+    meta = _inline(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
+    return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?", f'<div class="meta">{meta}</div>\n{_toc(blocks)}', body)
+
+
+def page(title: str, heading: str, header_html: str, body_html: str) -> str:
+    """A self-contained HTML page in the report's style (inline CSS, no scripts). `header_html`
+    and `body_html` are already-escaped HTML; `title` and `heading` are plain text."""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="traceanalyze {esc(__version__)}">
-<title>traceanalyze — {esc(name)}</title>
+<title>{esc(title)}</title>
 <style>{CSS}</style>
 </head>
 <body>
 <main>
 <header class="top">
-<h1>Why is the GPU not going brrrr?</h1>
-<div class="meta">{_inline(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""}</div>
-{_toc(blocks)}
+<h1>{esc(heading)}</h1>
+{header_html}
 </header>
-{body}
+{body_html}
 <footer>traceanalyze {esc(__version__)} — overhead, bandwidth or compute, read from a PyTorch (Kineto) trace.
 Hover a chart mark for its numbers; shares are of each device's analysis window.</footer>
 </main>

@@ -17,7 +17,9 @@ Counting rules
   ``ts`` is missing, or ``dur`` is missing, negative, or over one day (86,400,000,000 µs). A value
   that is not a JSON number (null, a string, a bool) counts as missing.
 - ``gpu_by_kind``: the ``gpu`` events split into ``kernel`` / ``memcpy`` / ``memset`` /
-  ``communication`` (a kernel whose name contains ``nccl`` or ``rccl``, any case); the four add up
+  ``communication`` (a kernel whose name contains ``nccl``, ``rccl``, ``allreduce``/``all_reduce``,
+  ``allgather``/``all_gather``, ``reducescatter``/``reduce_scatter``, ``alltoall``/``all_to_all`` or
+  ``cross_device_reduce``, any case); the four add up
   to ``gpu``, so ``kernel`` excludes communication kernels.
 - ``launches``: counted ``runtime`` events whose name contains ``LaunchKernel``,
   ``LaunchCooperativeKernel`` or ``ModuleLaunch`` (any case) and not ``GraphLaunch``;
@@ -46,7 +48,10 @@ RUNTIME_CATEGORIES = {"cuda_runtime", "runtime", "cuda_driver"}
 CPU_OP_CATEGORIES = {"cpu_op", "operator", "user_annotation"}
 FLOW_CATEGORIES = {"ac2g", "async", "async_gpu", "async_cpu_to_gpu"}
 STEP_NAME = re.compile(r"^ProfilerStep#\d+$")
-COMMUNICATION_NAME = re.compile(r"nccl|rccl", re.IGNORECASE)
+COMMUNICATION_NAME = re.compile(
+    r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|alltoall|all_to_all|cross_device_reduce",
+    re.IGNORECASE,
+)
 LAUNCH_NAME = re.compile(r"LaunchKernel|LaunchCooperativeKernel|ModuleLaunch", re.IGNORECASE)
 GRAPH_LAUNCH_NAME = re.compile(r"GraphLaunch", re.IGNORECASE)
 

@@ -16,12 +16,15 @@ STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 MAX_DURATION_US = 86_400_000_000  # one day: anything longer is a recording error
 
 
+# Collective kernels: NCCL/RCCL, and the all-reduce kernels of PyTorch symmetric memory
+# (`multimem_all_reduce_kernel`), vLLM/TensorRT custom all-reduce, and the like.
+COLLECTIVE_KERNEL = re.compile(r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce", re.IGNORECASE)
+
+
 def gpu_kind(category_kind: str, name: str) -> str:
-    """`communication` for NCCL/RCCL kernels, else the category's kind."""
-    if category_kind == "kernel":
-        lowered = name.lower()
-        if "nccl" in lowered or "rccl" in lowered:
-            return "communication"
+    """`communication` for collective kernels (`COLLECTIVE_KERNEL`), else the category's kind."""
+    if category_kind == "kernel" and COLLECTIVE_KERNEL.search(name):
+        return "communication"
     return category_kind
 
 

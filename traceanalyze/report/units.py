@@ -21,32 +21,70 @@ def format_percent(fraction: float | None) -> str:
     return "–" if fraction is None else f"{100 * fraction:.1f}%"
 
 
+GENERIC_KERNELS = ("cutlass::Kernel", "cutlass::Kernel2", "cutlass::device_kernel", "cute::device_kernel")
+
+
+def _split_signature(text: str) -> tuple[str, str] | None:
+    """(return type + name + template args, rest) at the first top-level `(`, ignoring `<`/`>`
+    inside parentheses (`enable_if<((8)>(0))>`)."""
+    angle = paren = 0
+    for index, char in enumerate(text):
+        if char == "(":
+            if angle == 0 and paren == 0:
+                return text[:index], text[index:]
+            paren += 1
+        elif char == ")":
+            paren = max(0, paren - 1)
+        elif paren == 0 and char == "<":
+            angle += 1
+        elif paren == 0 and char == ">" and angle:
+            angle -= 1
+    return None
+
+
+def _top_level(text: str, separator: str) -> list[int]:
+    angle = paren = 0
+    found = []
+    for index, char in enumerate(text):
+        if char == "(":
+            paren += 1
+        elif char == ")":
+            paren = max(0, paren - 1)
+        elif paren == 0 and char == "<":
+            angle += 1
+        elif paren == 0 and char == ">" and angle:
+            angle -= 1
+        elif angle == 0 and paren == 0 and text.startswith(separator, index):
+            found.append(index)
+    return found
+
+
+def kernel_function_name(name: str) -> str:
+    """The function's qualified name inside a demangled kernel signature: no return type, no
+    template arguments, no parameter list (`void at::native::foo<4, float>(int)` →
+    `at::native::foo`; `std::enable_if<…>::type vllm::rms_norm_kernel<…>(…)` →
+    `vllm::rms_norm_kernel`); for a generic wrapper (`cutlass::Kernel<X>`), its first template
+    argument. Names that are not signatures come back unchanged."""
+    text = name.replace("(anonymous namespace)::", "")
+    split = _split_signature(text)
+    if split is None:
+        return text
+    prefix = split[0]
+    spaces = _top_level(prefix, " ")
+    qualified = prefix[spaces[-1] + 1:] if spaces else prefix
+    function = qualified.split("<", 1)[0].strip()
+    if not function or " " in function:
+        return text
+    if function in GENERIC_KERNELS and "<" in qualified:
+        inner = qualified.split("<", 1)[1]
+        argument = inner[: (_top_level(inner, ",") or [len(inner) - 1])[0]].strip().rstrip(">").strip()
+        return argument.split("<", 1)[0] or function
+    return function
+
+
 def short_name(name: str | None, width: int = 48) -> str:
     """A kernel or op name cut for a table cell: no return type, no template or argument lists."""
     if not name:
         return "–"
-    text = name.removeprefix("void ").replace("(anonymous namespace)::", "")
-    for opener in ("<", "("):
-        cut = text.find(opener)
-        if cut > 0 and len(text) > width:
-            text = text[:cut]
+    text = kernel_function_name(name) if len(name) > width else name.replace("(anonymous namespace)::", "")
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def format_rate(value: float | None, unit: str) -> str:
-    """1.2e12, "FLOP/s" → "1.2 TFLOP/s"."""
-    if value is None:
-        return "–"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def format_count(value: float | None, unit: str = "") -> str:
-    return format_rate(value, unit).strip()
-
-
-def bar(fraction: float, width: int = 24) -> str:
-    filled = round(max(0.0, min(1.0, fraction)) * width)
-    return "█" * filled + "·" * (width - filled)

@@ -1,0 +1,37 @@
+"""Display helpers: kernel names cut to the function a person recognises."""
+
+from __future__ import annotations
+
+import pytest
+
+from traceanalyze.report.units import format_duration_ns, kernel_function_name, short_name
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int, at::native::CUDAFunctor_add<float>)",
+         "at::native::vectorized_elementwise_kernel"),
+        ("std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long)",
+         "vllm::rms_norm_kernel"),
+        ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, false>(float*, int)", "softmax_warp_forward"),
+        ("cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4::Params)",
+         "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4"),
+        ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_AllGather_RING_LL"),
+        ("Memcpy DtoD (Device -> Device)", "Memcpy DtoD (Device -> Device)"),
+        ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),
+    ],
+)
+def test_kernel_function_name(name, expected):
+    assert kernel_function_name(name) == expected
+
+
+def test_short_name_keeps_short_names_and_cuts_long_ones():
+    assert short_name("aten::mm") == "aten::mm"
+    assert short_name(None) == "–"
+    assert len(short_name("x" * 100, 20)) == 20 and short_name("x" * 100, 20).endswith("…")
+
+
+@pytest.mark.parametrize(("ns", "text"), [(999, "999 ns"), (1500, "1.5 µs"), (2_500_000, "2.5 ms"), (3e9, "3 s")])
+def test_format_duration(ns, text):
+    assert format_duration_ns(ns) == text

@@ -25,6 +25,7 @@ from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ADVICE, ATTRIBUTION_KEYS
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.terminal import CAUSE_HINTS
+from traceanalyze.report.summary import peak_figures, rank_totals
 from traceanalyze.report.units import bar, format_count, format_duration_ns, format_percent, format_rate, short_name
 
 GAP_CAUSES = ("host", "sync", "launch", "other")
@@ -303,12 +304,7 @@ def _peaks(report: RankReport) -> list[Block]:
         peaks = choice.peaks
         if peaks is None:
             continue
-        best = sorted(peaks.flops_per_s.items(), key=lambda kv: -kv[1])[:3]
-        figures = ", ".join(f"{dtype} {unit} {format_rate(v, 'FLOP/s')}" for (dtype, unit), v in best)
-        if peaks.default_flops_per_s is not None:
-            figures = ", ".join(filter(None, [figures, f"{format_rate(peaks.default_flops_per_s, 'FLOP/s')} for any other math"]))
-        items.append((f"device {choice.device}: ", Strong(peaks.display_name),
-                      f" ({choice.source}) — {figures}; {format_rate(peaks.memory_bandwidth_bytes_per_s, 'B/s')} memory"))
+        items.append((f"device {choice.device}: ", Strong(peaks.display_name), f" ({choice.source}) — {peak_figures(peaks)}"))
     return [BulletList(tuple(items))] if items else []
 
 
@@ -427,16 +423,13 @@ def rank_blocks(report: RankReport, *, limit: int, level: int, anchor: str, min_
 def _ranks_overview(report: Report) -> list[Block]:
     rows = []
     for r in report.ranks:
-        idle = r.idle
-        window = idle["window_ns"].sum() if idle.height else None
-        idle_ns = idle["idle_ns"].sum() if idle.height else None
-        p50 = r.latency_stats.filter(pl.col("metric") == "launch_to_start_ns")["p50"]
+        totals = rank_totals(r)
         top = "–"
         if r.attribution.height:
             _, shares = regime_shares(r.attribution)
             top = max(shares.items(), key=lambda kv: kv[1][0])[0]
-        rows.append((_num(str(r.rank)), _num(format_duration_ns(window)), _num(format_percent(idle_ns / window if window else None)),
-                     _num(format_duration_ns(p50[0] if p50.len() else None)), _num(str(r.gaps.height)),
+        rows.append((_num(str(r.rank)), _num(format_duration_ns(totals.window_ns)), _num(format_percent(totals.idle_fraction)),
+                     _num(format_duration_ns(totals.launch_p50_ns)), _num(str(r.gaps.height)),
                      Cell(top, key=top if top != "–" else None)))
     return [Heading(2, "Ranks", "ranks"), Chart("ranks"),
             Table(("rank", "GPU window", "idle", "launch→start p50", "gaps", "biggest regime"), tuple(rows))]

@@ -8,6 +8,7 @@ from tabulate import tabulate
 
 from traceanalyze.analysis.attribution import ADVICE, ATTRIBUTION_KEYS
 from traceanalyze.report.model import RankReport
+from traceanalyze.report.summary import peak_figures
 from traceanalyze.report.units import bar, format_count, format_duration_ns, format_percent, format_rate, short_name
 
 
@@ -22,12 +23,7 @@ def peaks_line(report: RankReport) -> list[str]:
         peaks = choice.peaks
         if peaks is None:
             continue
-        best = sorted(peaks.flops_per_s.items(), key=lambda kv: -kv[1])[:3]
-        figures = ", ".join(f"{dtype} {unit} {format_rate(v, 'FLOP/s')}" for (dtype, unit), v in best)
-        if peaks.default_flops_per_s is not None:
-            figures = ", ".join(filter(None, [figures, f"{format_rate(peaks.default_flops_per_s, 'FLOP/s')} for any other math"]))
-        lines.append(f"  device {choice.device}: {peaks.display_name} ({choice.source}) — {figures}; "
-                     f"{format_rate(peaks.memory_bandwidth_bytes_per_s, 'B/s')} memory")
+        lines.append(f"  device {choice.device}: {peaks.display_name} ({choice.source}) — {peak_figures(peaks)}")
     return lines
 
 

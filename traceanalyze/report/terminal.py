@@ -7,6 +7,7 @@ from tabulate import tabulate
 
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.roofline_text import roofline_section
+from traceanalyze.report.summary import rank_totals
 from traceanalyze.report.units import format_duration_ns, format_percent, short_name
 
 CAUSE_HINTS = {
@@ -145,12 +146,9 @@ def _rank_section(report: RankReport, limit: int) -> list[str]:
 def _ranks_overview(report: Report) -> list[str]:
     rows = []
     for r in report.ranks:
-        idle = r.idle
-        window = idle["window_ns"].sum() if idle.height else None
-        idle_ns = idle["idle_ns"].sum() if idle.height else None
-        p50 = r.latency_stats.filter(pl.col("metric") == "launch_to_start_ns")["p50"]
-        rows.append([r.rank, format_duration_ns(window), format_percent(idle_ns / window if window else None),
-                     format_duration_ns(p50[0] if p50.len() else None), r.gaps.height])
+        totals = rank_totals(r)
+        rows.append([r.rank, format_duration_ns(totals.window_ns), format_percent(totals.idle_fraction),
+                     format_duration_ns(totals.launch_p50_ns), r.gaps.height])
     return ["RANKS", _table(rows, ["rank", "GPU window", "idle", "launch→start p50", "gaps"])]
 
 

@@ -24,28 +24,14 @@ def format_percent(fraction: float | None) -> str:
 GENERIC_KERNELS = ("cutlass::Kernel", "cutlass::Kernel2", "cutlass::device_kernel", "cute::device_kernel")
 
 
-def _split_signature(text: str) -> tuple[str, str] | None:
-    """(return type + name + template args, rest) at the first top-level `(`, ignoring `<`/`>`
-    inside parentheses (`enable_if<((8)>(0))>`)."""
-    angle = paren = 0
-    for index, char in enumerate(text):
-        if char == "(":
-            if angle == 0 and paren == 0:
-                return text[:index], text[index:]
-            paren += 1
-        elif char == ")":
-            paren = max(0, paren - 1)
-        elif paren == 0 and char == "<":
-            angle += 1
-        elif paren == 0 and char == ">" and angle:
-            angle -= 1
-    return None
-
-
 def _top_level(text: str, separator: str) -> list[int]:
+    """Indices of `separator` outside template brackets and parentheses; `<`/`>` inside
+    parentheses are comparisons, not brackets (`enable_if<((8)>(0))>`)."""
     angle = paren = 0
     found = []
     for index, char in enumerate(text):
+        if angle == 0 and paren == 0 and text.startswith(separator, index):
+            found.append(index)
         if char == "(":
             paren += 1
         elif char == ")":
@@ -54,8 +40,6 @@ def _top_level(text: str, separator: str) -> list[int]:
             angle += 1
         elif paren == 0 and char == ">" and angle:
             angle -= 1
-        elif angle == 0 and paren == 0 and text.startswith(separator, index):
-            found.append(index)
     return found
 
 
@@ -66,10 +50,10 @@ def kernel_function_name(name: str) -> str:
     `vllm::rms_norm_kernel`); for a generic wrapper (`cutlass::Kernel<X>`), its first template
     argument. Names that are not signatures come back unchanged."""
     text = name.replace("(anonymous namespace)::", "")
-    split = _split_signature(text)
-    if split is None:
+    opening = _top_level(text, "(")
+    if not opening:
         return text
-    prefix = split[0]
+    prefix = text[: opening[0]]
     spaces = _top_level(prefix, " ")
     qualified = prefix[spaces[-1] + 1:] if spaces else prefix
     function = qualified.split("<", 1)[0].strip()
@@ -88,3 +72,22 @@ def short_name(name: str | None, width: int = 48) -> str:
         return "–"
     text = kernel_function_name(name) if len(name) > width else name.replace("(anonymous namespace)::", "")
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_rate(value: float | None, unit: str) -> str:
+    """1.2e12, "FLOP/s" → "1.2 TFLOP/s"."""
+    if value is None:
+        return "–"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def format_count(value: float | None, unit: str = "") -> str:
+    return format_rate(value, unit).strip()
+
+
+def bar(fraction: float, width: int = 24) -> str:
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "█" * filled + "·" * (width - filled)

@@ -51,6 +51,20 @@ def windows(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     raise ConfigError(f"unknown window {window!r}: use 'activity' or 'steps'")
 
 
+def with_idle(frame: pl.DataFrame) -> pl.DataFrame:
+    """`window_ns`, `idle_ns = window − busy` and `idle_fraction` from `window_start_ns`,
+    `window_end_ns` and `busy_ns` (null busy: nothing ran)."""
+    return (
+        frame.with_columns(
+            (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"), pl.col("busy_ns").fill_null(0)
+        )
+        .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
+        .with_columns(
+            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
+        )
+    )
+
+
 def idle_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     """Per device → `rank, device, window_start_ns, window_end_ns, window_ns, busy_ns, idle_ns,
     idle_fraction, gpu_ops`."""
@@ -62,16 +76,7 @@ def idle_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     )
     ops = trace.gpu.group_by(DEVICE).agg(pl.len().cast(pl.Int64).alias("gpu_ops"))
     return (
-        bounds.join(busy, on=DEVICE, how="left")
-        .join(ops, on=DEVICE, how="left")
-        .with_columns(
-            (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"),
-            pl.col("busy_ns").fill_null(0),
-        )
-        .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
-        .with_columns(
-            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
-        )
+        with_idle(bounds.join(busy, on=DEVICE, how="left").join(ops, on=DEVICE, how="left"))
         .select(*DEVICE, "window_start_ns", "window_end_ns", "window_ns", "busy_ns", "idle_ns", "idle_fraction", "gpu_ops")
         .sort(DEVICE)
     )
@@ -89,13 +94,7 @@ def stream_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame
     )
     ops = trace.gpu.group_by(stream_key).agg(pl.len().cast(pl.Int64).alias("gpu_ops"))
     return (
-        ops.join(busy, on=stream_key, how="left")
-        .join(bounds, on=DEVICE, how="inner")
-        .with_columns(pl.col("busy_ns").fill_null(0), (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"))
-        .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
-        .with_columns(
-            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
-        )
+        with_idle(ops.join(busy, on=stream_key, how="left").join(bounds, on=DEVICE, how="inner"))
         .select(*stream_key, "gpu_ops", "busy_ns", "idle_ns", "idle_fraction")
         .sort(stream_key)
     )
@@ -284,12 +283,9 @@ def step_breakdown(trace: Trace) -> pl.DataFrame:
         )
     )
     return (
-        keyed.join(busy, on="_window", how="left")
-        .join(steps.select("rank", "step", "cpu_duration_ns"), on=["rank", "step"], how="left")
-        .with_columns(pl.col("busy_ns").fill_null(0), (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("window_ns"))
-        .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
-        .with_columns(
-            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
+        with_idle(
+            keyed.join(busy, on="_window", how="left")
+            .join(steps.select("rank", "step", "cpu_duration_ns"), on=["rank", "step"], how="left")
         )
         .select(list(schema))
         .cast(schema)  # type: ignore[arg-type]

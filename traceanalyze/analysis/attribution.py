@@ -91,10 +91,16 @@ def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFram
         return pl.DataFrame()
     by = ["rank", "device", "step"]
     bounds = steps.select(*by, "window_start_ns", "window_end_ns")
+    # every op against every step window of its device that it overlaps: an interval join (two
+    # inequalities); pairs from other devices are dropped afterwards
     intervals = (
         roofline.select(*DEVICE, "start_ns", "end_ns", "regime")
-        .join(bounds, on=DEVICE, how="inner")  # every op against every step window of its device
-        .filter((pl.col("start_ns") < pl.col("window_end_ns")) & (pl.col("end_ns") > pl.col("window_start_ns")))
+        .join_where(
+            bounds.rename({"rank": "_rank", "device": "_device"}),
+            pl.col("start_ns") < pl.col("window_end_ns"),
+            pl.col("end_ns") > pl.col("window_start_ns"),
+        )
+        .filter((pl.col("rank") == pl.col("_rank")) & (pl.col("device") == pl.col("_device")))
         .select(*by, "start_ns", "end_ns", "regime")
     )
     times = _regime_time_in(intervals, bounds, by)

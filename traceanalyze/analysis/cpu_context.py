@@ -37,8 +37,9 @@ def enclosing_op(
     )
     resolved: list[pl.DataFrame] = []
     pending = located.drop_nulls("candidate")
+    lookup = by_op_id(matches.rename({"op_id": "candidate"}), "candidate")
     while pending.height:
-        checked = pending.join(matches, left_on="candidate", right_on="op_id", how="left")
+        checked = lookup(pending)
         found = checked.filter(pl.col("ok") & (pl.col("end_ns") > pl.col("time_ns")))
         resolved.append(found.select("point_id", pl.col("candidate").alias("op_id")))
         pending = (
@@ -48,6 +49,26 @@ def enclosing_op(
         )
     found_all = pl.concat(resolved) if resolved else pl.DataFrame(schema={"point_id": pl.Int64, "op_id": pl.Int64})
     return points.select("point_id").join(found_all, on="point_id", how="left")
+
+
+def by_op_id(table: pl.DataFrame, key: str):
+    """`lookup(frame)`: `frame` left-joined with `table` on `key` (an op id), in `frame`'s order.
+    When the ids of `table` are consecutive and in order (a rank's `cpu_ops`), a gather by
+    position instead of a hash join: the walks up the op tree look up many times."""
+    ids = table[key]
+    first = ids.min() if ids.len() else None
+    dense = first is not None and ids.null_count() == 0 and bool((ids.diff().drop_nulls() == 1).all())
+    others = [c for c in table.columns if c != key]
+
+    def lookup(frame: pl.DataFrame) -> pl.DataFrame:
+        if not dense:
+            return frame.join(table, on=key, how="left")
+        position = frame[key] - first
+        inside = (position >= 0) & (position < ids.len())
+        index = pl.select(pl.when(inside).then(position)).to_series()
+        return frame.with_columns(table[c].gather(index) for c in others)
+
+    return lookup
 
 
 def _accepts(category: str | None, exclude_name_pattern: str | None) -> pl.Expr:

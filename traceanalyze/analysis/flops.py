@@ -1775,36 +1775,51 @@ def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     >>> op_costs(ops).select("op_id", "flops", "bytes").row(0)
     (1, 48.0, 104.0)
     """
-    columns = {name: [] for name in OP_COSTS_SCHEMA}
     has_category = "category" in cpu_ops.columns
     wanted = ["op_id", "name", "input_dims", "input_tensor_lists", "input_types", "concrete_inputs",
               "input_strides", "flops"]
     frame = cpu_ops.select([c for c in wanted if c in cpu_ops.columns]
                            + (["category"] if has_category else []))
-    for row in frame.iter_rows(named=True):
-        trace_flops = row.get("flops")
+    # ops with the same name and arguments cost the same (each step repeats its ops): the model
+    # runs once per distinct op, and a `flops` value recorded in the trace is applied per op
+    keys = [c for c in frame.columns if c not in ("op_id", "flops")]
+    groups = frame.with_row_index("_row").group_by(keys, maintain_order=True).agg(pl.col("_row"))
+    columns: dict[str, list[Any]] = {name: [] for name in
+                                     ("model_flops", "bytes", "cost_model", "composite", "compute_dtype",
+                                      "model_source", "cost_note", "unmodeled_reason")}
+    for row in groups.select(keys).iter_rows(named=True):
         if has_category and row["category"] == "user_annotation":
             result: OpCost | str = "user annotation, not an operator"
         else:
             result = op_cost_or_reason(row["name"] or "", _with_tensor_lists(row), row.get("input_types"),
                                        row.get("concrete_inputs"), row.get("input_strides"))
-        columns["op_id"].append(row["op_id"])
         if isinstance(result, OpCost):
-            columns["flops"].append(trace_flops if trace_flops is not None else result.flops)
+            columns["model_flops"].append(result.flops)
             columns["bytes"].append(result.bytes)
             columns["cost_model"].append(result.model)
             columns["composite"].append(result.composite)
             columns["compute_dtype"].append(result.dtype)
-            columns["flops_source"].append("trace" if trace_flops is not None else "model")
+            columns["model_source"].append("model")
             columns["cost_note"].append(result.note or None)
             columns["unmodeled_reason"].append(None)
         else:
-            columns["flops"].append(trace_flops)
+            columns["model_flops"].append(None)
             columns["bytes"].append(None)
             columns["cost_model"].append(None)
             columns["composite"].append(None)
             columns["compute_dtype"].append(None)
-            columns["flops_source"].append("trace" if trace_flops is not None else None)
+            columns["model_source"].append(None)
             columns["cost_note"].append(None)
             columns["unmodeled_reason"].append(result)
-    return pl.DataFrame(columns, schema=OP_COSTS_SCHEMA)
+    schema = {**OP_COSTS_SCHEMA, "model_flops": pl.Float64, "model_source": OP_COSTS_SCHEMA["flops_source"]}
+    per_group = pl.DataFrame(columns, schema={k: schema[k] for k in columns})
+    per_row = per_group.with_columns(groups["_row"]).explode("_row").sort("_row")
+    trace_flops = frame["flops"] if "flops" in frame.columns else pl.Series("flops", [None] * frame.height, dtype=pl.Float64)
+    return per_row.with_columns(
+        frame["op_id"].alias("op_id"),
+        trace_flops.cast(pl.Float64).alias("_trace_flops"),
+    ).with_columns(
+        pl.coalesce("_trace_flops", "model_flops").alias("flops"),
+        pl.when(pl.col("_trace_flops").is_not_null()).then(pl.lit("trace")).otherwise(pl.col("model_source"))
+        .cast(OP_COSTS_SCHEMA["flops_source"]).alias("flops_source"),
+    ).select(OP_COSTS_SCHEMA.names()).cast(OP_COSTS_SCHEMA)  # type: ignore[arg-type]

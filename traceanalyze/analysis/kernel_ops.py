@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.cpu_context import enclosing_op
+from traceanalyze.analysis.cpu_context import by_op_id, enclosing_op
 from traceanalyze.health import linked_gpu
 from traceanalyze.model import Trace
 
@@ -27,7 +27,9 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
         pl.col("launch_start_ns").alias("time_ns"),
     )
     ops = trace.cpu_ops
-    aten = enclosing_op(points, ops.filter(pl.col("name").str.starts_with("aten::")).pipe(_reparent, ops), category="cpu_op")
+    # the columns `enclosing_op` reads: the shape columns are heavy to filter and gather
+    tree = ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
+    aten = enclosing_op(points, tree.filter(pl.col("name").str.starts_with("aten::")).pipe(_reparent, tree), category="cpu_op")
     any_op = enclosing_op(points, ops, category="cpu_op")
     annotation = enclosing_op(points, ops, category="user_annotation", exclude_name_pattern=r"^ProfilerStep#")
     by_external = (
@@ -71,15 +73,20 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
 def _reparent(aten_ops: pl.DataFrame, all_ops: pl.DataFrame) -> pl.DataFrame:
     """`aten::` ops with `parent_id` pointing at their nearest `aten::` ancestor, so that the
     parent walk of `enclosing_op` stays among `aten::` ops."""
-    parents = all_ops.select("op_id", "parent_id", "name")
-    frame = aten_ops.with_columns(pl.col("parent_id").alias("_candidate"))
+    # the walk runs on (row, candidate) only; the ops' other columns are gathered once at the end
+    parents = all_ops.select(
+        pl.col("op_id").alias("_candidate"), pl.col("parent_id").alias("_next"),
+        pl.col("name").str.starts_with("aten::").alias("_aten"),
+    )
+    lookup = by_op_id(parents, "_candidate")
+    pending = aten_ops.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), pl.col("parent_id").alias("_candidate"))
     resolved = []
-    pending = frame
     while pending.height:
-        step = pending.join(parents.rename({"op_id": "_candidate", "parent_id": "_next", "name": "_name"}), on="_candidate", how="left")
-        done = step.filter(pl.col("_candidate").is_null() | pl.col("_name").str.starts_with("aten::"))
-        resolved.append(done.with_columns(pl.col("_candidate").alias("parent_id")).drop("_next", "_name", "_candidate"))
-        pending = step.filter(pl.col("_candidate").is_not_null() & ~pl.col("_name").str.starts_with("aten::")).with_columns(
-            pl.col("_next").alias("_candidate")
-        ).drop("_next", "_name")
-    return pl.concat(resolved).select(aten_ops.columns) if resolved else aten_ops
+        step = lookup(pending)
+        resolved.append(step.filter(pl.col("_candidate").is_null() | pl.col("_aten")).select("_row", "_candidate"))
+        pending = step.filter(pl.col("_candidate").is_not_null() & ~pl.col("_aten")).select("_row", pl.col("_next").alias("_candidate"))
+    if not resolved:
+        return aten_ops
+    order = pl.concat(resolved)
+    return aten_ops[order["_row"]].with_columns(order["_candidate"].alias("parent_id")).select(aten_ops.columns)
+

@@ -87,20 +87,22 @@ def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None) -> pl.D
     return pl.concat([f.select(order) for f in frames], how="vertical_relaxed")
 
 
-def small_kernels(trace: Trace) -> pl.DataFrame:
+def small_kernels(trace: Trace, *, latency: pl.DataFrame | None = None) -> pl.DataFrame:
     """Kernels that run shorter than their launch call takes on the CPU: for these the GPU cannot
     be kept busy by one launching thread → the per-kernel rows of `launch_latency` with
-    `small = duration_ns < launch_cpu_ns`."""
-    return launch_latency(trace).filter(pl.col("kind") == "kernel").with_columns(
+    `small = duration_ns < launch_cpu_ns`. `latency`: `launch_latency(trace)` if already computed."""
+    latency = launch_latency(trace) if latency is None else latency
+    return latency.filter(pl.col("kind") == "kernel").with_columns(
         (pl.col("duration_ns") < pl.col("launch_cpu_ns")).alias("small")
     )
 
 
-def small_kernel_runs(trace: Trace, *, min_run: int = 8) -> pl.DataFrame:
+def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | None = None) -> pl.DataFrame:
     """Runs of at least `min_run` consecutive small kernels on one stream (the pattern that CUDA
     graphs or torch.compile remove) → `rank, device, stream, kernels, first_start_ns,
-    last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, longest span first."""
-    kernels = small_kernels(trace).sort(*STREAM, "start_ns")
+    last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, longest span first. `small`:
+    `small_kernels(trace)` if already computed."""
+    kernels = (small_kernels(trace) if small is None else small).sort(*STREAM, "start_ns")
     runs = kernels.with_columns(
         (pl.col("small") != pl.col("small").shift(1).over(STREAM)).fill_null(True).cum_sum().over(STREAM).alias("_run")
     ).filter(pl.col("small"))

@@ -14,6 +14,7 @@ import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_from_kernel_name, peaks_from_overrides
 from traceanalyze.analysis.conv_geometry import recover_forward_costs
+from traceanalyze.analysis.cpu_context import by_op_id
 from traceanalyze.analysis.flops import op_costs
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.model import Trace
@@ -130,32 +131,41 @@ def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -
                               | pl.col("unmodeled_reason").str.starts_with(LIFTABLE_REASONS[1]))
     if incomplete.is_empty():
         return pl.DataFrame(schema=schema), costs
-    parent = dict(cpu_ops.select("op_id", "parent_id").iter_rows())
-    names = dict(cpu_ops.select("op_id", "name").iter_rows())
+    # walks up the op tree, a step for all ops at once (a gather by op id, not a dict per op)
+    tree = cpu_ops.select(pl.col("op_id").alias("_node"), "parent_id",
+                          pl.col("name").str.starts_with("aten::").fill_null(False).alias("_aten"))
+    up = by_op_id(tree, "_node")
 
-    def ancestors(op_id: int):
-        current = parent.get(op_id)
-        while current is not None:
-            yield current
-            current = parent.get(current)
+    def parents(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+        """`frame` with `column` replaced by its parent; rows without one dropped."""
+        stepped = up(frame.rename({column: "_node"})).drop_nulls("parent_id")
+        return stepped.select(*[c for c in frame.columns if c != column], pl.col("parent_id").alias(column))
 
-    candidates = {a for op in incomplete["op_id"] for a in ancestors(op) if names.get(a, "").startswith("aten::")}
+    frontier = incomplete.select(pl.col("op_id").alias("_at")).unique()
+    candidates: set[int] = set()
+    while frontier.height:  # every aten:: ancestor of an incomplete op
+        frontier = parents(frontier, "_at").unique()
+        found = up(frontier.rename({"_at": "_node"}))
+        candidates.update(found.filter(pl.col("_aten").fill_null(False))["_node"].to_list())
     ancestor_costs = op_costs(cpu_ops.filter(pl.col("op_id").is_in(list(candidates))))
-    modelled = set(ancestor_costs.filter(pl.col("unmodeled_reason").is_null())["op_id"].to_list())
-    owners = set()
-    for op in incomplete["op_id"]:
-        owner = next((a for a in ancestors(op) if a in modelled), None)
-        if owner is not None:
-            owners.add(owner)
+    modelled = list(set(ancestor_costs.filter(pl.col("unmodeled_reason").is_null())["op_id"].to_list()))
+    owners: set[int] = set()
+    frontier = incomplete.select(pl.col("op_id").alias("_at")).unique()
+    while frontier.height:  # each incomplete op's nearest ancestor with a model
+        frontier = parents(frontier, "_at").unique()
+        reached = pl.col("_at").is_in(modelled)
+        owners.update(frontier.filter(reached)["_at"].to_list())
+        frontier = frontier.filter(~reached)
     if not owners:
         return pl.DataFrame(schema=schema), costs
-    launching = ops["op_id"].drop_nulls().unique().to_list()
-    rows = []
-    for op in launching:
-        owner = next((a for a in (op, *ancestors(op)) if a in owners), None)
-        if owner is not None:
-            rows.append((op, owner))
-    mapping = pl.DataFrame(rows, schema=schema, orient="row")
+    owner_list = list(owners)
+    rows: list[pl.DataFrame] = []
+    walk = ops.select(pl.col("op_id").drop_nulls().unique().alias("op_id")).with_columns(pl.col("op_id").alias("_at"))
+    while walk.height:  # each launching op's nearest owner, itself included
+        reached = pl.col("_at").is_in(owner_list)
+        rows.append(walk.filter(reached).select("op_id", pl.col("_at").alias("cost_op_id")))
+        walk = parents(walk.filter(~reached), "_at")
+    mapping = pl.concat(rows).cast(schema) if rows else pl.DataFrame(schema=schema)
     lifted = ancestor_costs.filter(pl.col("op_id").is_in(list(owners)))
     return mapping, pl.concat([costs.filter(~pl.col("op_id").is_in(list(owners))), lifted], how="vertical_relaxed")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
 from traceanalyze.load.chrome import (
+    BLOCK_SIZE,
     WHOLE_DOCUMENT_LIMIT,
     EventChunks,
     NotStreamable,
@@ -27,6 +28,7 @@ from traceanalyze.model import Trace, concat_traces
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 PARALLEL_MIN_BYTES = 64 << 20  # folders smaller than this (uncompressed, about) load in this process
+PARALLEL_FILE_MIN_BYTES = 160 << 20  # files smaller than this (uncompressed, about) decode in this process
 PROGRESS_MIN_BYTES = 64 << 20  # inputs smaller than this load too fast for a progress bar
 
 Progress = Callable[[int, int], None]  # (bytes of the file read so far, its size on disk)
@@ -80,15 +82,18 @@ def load_trace(path: str | Path, *, include_python: bool = False, workers: int |
 def load_rank(path: str | Path, include_python: bool = False) -> Trace:
     """One rank's file → its `Trace`: a pure function of the file, what each worker process of a
     folder runs (and what a Ray or Dask task would run: `Trace` pickles, its tables as Arrow)."""
-    return load_file(Path(path), include_python=include_python)
+    return load_file(Path(path), include_python=include_python, workers=1)
 
 
 def load_file(path: Path, *, include_python: bool = False, rank: int | None = None,
-              rank_source: str | None = None, progress: Progress | None = None) -> Trace:
+              rank_source: str | None = None, progress: Progress | None = None,
+              workers: int | None = None, block_size: int = BLOCK_SIZE) -> Trace:
     """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`
-    unless given."""
+    unless given. A large file is decoded by `workers` processes (default: one per core), in
+    chunks of about `block_size` bytes."""
     try:
-        tables, document = _stream(path, include_python=include_python, progress=progress)
+        tables, document = _stream(path, include_python=include_python, progress=progress, workers=workers,
+                                   block_size=block_size)
     except NotStreamable:
         # not laid out as the streaming reader expects: decode it whole, as it always was
         document, malformed = decode_document(read_bytes(path, limit=WHOLE_DOCUMENT_LIMIT), path)
@@ -104,18 +109,51 @@ def load_file(path: Path, *, include_python: bool = False, rank: int | None = No
     return tables.finish(document, path=path, rank=rank, rank_source=rank_source or "given")
 
 
-def _stream(path: Path, *, include_python: bool, progress: Progress | None):
-    chunks = EventChunks(path)
+def _stream(path: Path, *, include_python: bool, progress: Progress | None, workers: int | None,
+            block_size: int = BLOCK_SIZE):
+    size = path.stat().st_size
+    count = _chunk_workers(path, size, workers)
+    if count > 1:
+        import msgspec
+
+        try:
+            return _stream_parallel(path, include_python=include_python, progress=progress, workers=count,
+                                    block_size=block_size)
+        except msgspec.DecodeError:
+            pass  # a chunk cut at a wrong place, or invalid JSON: the sequential reader sorts it out
+    chunks = EventChunks(path, block_size=block_size)
     tables = TraceTables(include_python=include_python)
-    size = path.stat().st_size if progress is not None else 0
     for chunk in chunks.decode_each(lambda text: decode_chunk(text, include_python=include_python)):
         tables.add(chunk)
         if progress is not None:
             progress(chunks.position, size)
     assert chunks.document is not None
-    if progress is not None:
-        progress(size, size)
     return tables, chunks.document
+
+
+def _stream_parallel(path: Path, *, include_python: bool, progress: Progress | None, workers: int,
+                     block_size: int = BLOCK_SIZE):
+    from traceanalyze.load.parallel import ChunkPool
+
+    size = path.stat().st_size
+    chunks = EventChunks(path, block_size=block_size)
+    tables = TraceTables(include_python=include_python)
+    with ChunkPool(workers, include_python=include_python, slot_size=2 * block_size + 2) as pool:
+        for chunk in pool.map(chunks.pieces()):
+            tables.add(chunk)
+            if progress is not None:
+                progress(chunks.position, size)
+    assert chunks.document is not None
+    return tables, chunks.document
+
+
+def _chunk_workers(path: Path, size: int, workers: int | None) -> int:
+    """How many processes decode one file: several only for a large file on several cores."""
+    if workers is not None:
+        return max(1, workers)
+    if size * (10 if path.name.lower().endswith(".gz") else 1) < PARALLEL_FILE_MIN_BYTES:
+        return 1
+    return os.cpu_count() or 1
 
 
 def declared_rank(path: Path) -> int | None:
@@ -163,7 +201,7 @@ def _load_ranks(files: list[Path], *, include_python: bool, workers: int | None 
 
         traces = load_parallel(files, include_python=include_python, workers=count)
     else:
-        traces = [load_file(f, include_python=include_python) for f in files]
+        traces = [load_file(f, include_python=include_python, workers=workers) for f in files]
     from_info = [t.meta[0].rank if t.meta[0].rank_source == "distributedInfo" else None for t in traces]
     from_names = [declared_rank(f) for f in files]
     for ranks, source in ((from_info, "distributedInfo"), (from_names, "file name")):

@@ -103,9 +103,19 @@ Int = Union[int, None]
 Float = Union[float, None]  # msgspec turns a JSON integer into the nearest float, as float() does
 
 
-class FastArgs(msgspec.Struct, gc=False):
-    """`Args` with narrow types: an int, a list of ints, a float; shapes stay raw JSON."""
+class FastEvent(msgspec.Struct, gc=False):
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: int | float | None = None
+    dur: int | float | None = None
+    id: int | str | None = None
+    args: msgspec.Raw = msgspec.Raw()  # decoded per table (below), only for the events kept
 
+
+class GpuArgs(msgspec.Struct, gc=False):
     external_id: Int = msgspec.field(default=None, name="External id")
     external_id_old: Int = msgspec.field(default=None, name="external id")
     correlation: Int = None
@@ -122,6 +132,23 @@ class FastArgs(msgspec.Struct, gc=False):
     graph_id: Int = msgspec.field(default=None, name="graph id")
     graph_node_id: Int = msgspec.field(default=None, name="graph node id")
     collective_name: str | None = msgspec.field(default=None, name="Collective name")
+
+
+class RuntimeArgs(msgspec.Struct, gc=False):
+    external_id: Int = msgspec.field(default=None, name="External id")
+    external_id_old: Int = msgspec.field(default=None, name="external id")
+    correlation: Int = None
+
+
+class SyncArgs(msgspec.Struct, gc=False):
+    correlation: Int = None
+    device: Int = None
+    stream: Int = None
+
+
+class CpuOpArgs(msgspec.Struct, gc=False):
+    external_id: Int = msgspec.field(default=None, name="External id")
+    external_id_old: Int = msgspec.field(default=None, name="external id")
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
     input_strides: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Strides")
@@ -131,16 +158,8 @@ class FastArgs(msgspec.Struct, gc=False):
     flops: Float = None
 
 
-class FastEvent(msgspec.Struct, gc=False):
-    ph: str | None = None
-    cat: str | None = None
-    name: str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: int | float | None = None
-    dur: int | float | None = None
-    id: int | str | None = None
-    args: FastArgs | None = None
+class AnyObject(msgspec.Struct, gc=False):
+    """Any JSON object (its keys are skipped): checks that the `args` nobody reads are objects."""
 
 
 _document_decoder = msgspec.json.Decoder(TraceDocument)
@@ -346,7 +365,7 @@ def _prefetched(read: Callable[[], tuple[bytes, int]], path: Path, compressed: b
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BYTE_IN_ERROR = re.compile(r"\(byte (\d+)\)")
 _SPACE = b" \t\r\n"
-_BOUNDARY = re.compile(rb"\}\s*,")
+_BOUNDARY = re.compile(rb"\}\s*,(?=\s*\{)")
 
 T = TypeVar("T")
 
@@ -354,12 +373,17 @@ T = TypeVar("T")
 class EventChunks:
     """Stream a trace's `traceEvents` array as chunks of complete events.
 
+    A chunk is cut after a `}` that a `,` and then a `{` follow (whitespace between them), about
+    every `block_size` bytes. Such a cut can still fall inside a string (a kernel name holding
+    `}, {`); decoding the chunk then fails with a `msgspec.DecodeError` at its very end, while an
+    error anywhere else means the JSON is invalid.
+
     `decode_each(decode)` calls `decode(text)` on the JSON text `[event, …]` of each chunk, in
-    order, and yields what it returns. A chunk is cut after a `}` followed by `,`; such a cut can
-    fall inside a string or a nested object, and then decoding the chunk fails with a
-    `msgspec.DecodeError` at its very end: the chunk is cut again at an earlier boundary. A
-    `DecodeError` anywhere else means the JSON is invalid. When iteration ends, `document` holds
-    the top-level metadata and `size` the number of uncompressed bytes.
+    order, yields what it returns, and cuts again at an earlier boundary when a cut was wrong.
+    `pieces()` yields the chunks' text without decoding them (for worker processes): a wrong cut
+    then surfaces as a `DecodeError` in a worker, and the caller starts over with `decode_each`.
+    When iteration ends, `document` holds the top-level metadata and `size` the number of
+    uncompressed bytes.
 
     Raises `NotStreamable` when the document should be decoded whole instead (not an object
     with a `traceEvents` array or a bare array, or a structure that surprises the cutter), and
@@ -372,8 +396,78 @@ class EventChunks:
         self.document: TraceDocument | None = None
         self.size = 0  # uncompressed bytes read
         self.position = 0  # bytes of the file (on disk) read
+        self._bare = False
 
     def decode_each(self, decode: Callable[[bytes], T]) -> Iterator[T]:
+        blocks, header, data, offset = self._open()
+        for block, self.position in blocks:
+            self.size += len(block)
+            if len(data) + len(block) >= self.block_size:
+                # the chunk: the rest of the last block and this one's head, cut in this block
+                end = len(block)
+                decoded = False
+                for _ in range(64):
+                    found = _boundary(block, end)
+                    if found is None:
+                        break
+                    cut, after = found
+                    text = b"".join((b"[", data, memoryview(block)[:cut + 1], b"]"))
+                    try:
+                        result = decode(text)
+                    except msgspec.DecodeError as error:
+                        if not self._at_end(error, len(text)):
+                            self._invalid(error, offset - 1)
+                        end = cut
+                        continue
+                    yield result
+                    offset += len(data) + after
+                    data = block[after:]
+                    decoded = True
+                    break
+                if decoded:
+                    continue
+            data = data + block if data else block
+            if len(data) >= 2 * self.block_size:  # no cut in a whole block: cut anywhere in the data
+                chunk, data, consumed = self._cut(data, decode, offset)
+                offset += consumed
+                if chunk is not None:
+                    yield chunk
+        yield from self._last(header, data, decode, offset)
+
+    def pieces(self) -> Iterator[tuple[bytes | memoryview, ...]]:
+        """The chunks' events as JSON text without the enclosing brackets, cut but not decoded;
+        each as the parts to join (the rest of the last block, the head of this one)."""
+        blocks, header, data, _ = self._open()
+        for block, self.position in blocks:
+            self.size += len(block)
+            if len(data) + len(block) >= self.block_size:
+                found = _boundary(block, len(block))
+                if found is not None:
+                    cut, after = found
+                    yield data, memoryview(block)[:cut + 1]
+                    data = block[after:]
+                    continue
+            data = data + block if data else block
+            if len(data) >= 2 * self.block_size:
+                found = _boundary(data, len(data))
+                if found is not None:
+                    yield (memoryview(data)[:found[0] + 1],)
+                    data = data[found[1]:]
+        close, document = self._close(header, data, _valid_events)
+        self.document = document
+        events = data[:close]
+        while len(events) > 2 * self.block_size:
+            found = _boundary(events, 2 * self.block_size)
+            if found is None:
+                break
+            yield (events[:found[0] + 1],)
+            events = events[found[1]:]
+        if events.strip(_SPACE):
+            yield (events,)
+
+    def _open(self) -> tuple[Iterator[tuple[bytes, int]], bytes, bytes, int]:
+        """Read up to the start of the events → (the rest of the blocks, the document up to the
+        events' `[`, the data after it, its offset in the document)."""
         blocks = read_blocks(self.path, self.block_size)
         data = b""
         for block, self.position in blocks:
@@ -381,23 +475,11 @@ class EventChunks:
             self.size += len(block)
             start = self._events_start(data)
             if start is not None:
-                break
+                return blocks, data[:start], data[start:], start
             if len(data) > HEADER_LIMIT:
                 self._give_up("no 'traceEvents' array near the start of the document")
-        else:
-            self._give_up("no 'traceEvents' array")
-        header, data = data[:start], data[start:]
-        offset = start  # where `data` begins in the document
-        for block, self.position in blocks:
-            self.size += len(block)
-            data = data + block if data else block
-            if len(data) < self.block_size:
-                continue
-            chunk, data, consumed = self._cut(data, decode, offset)
-            offset += consumed
-            if chunk is not None:
-                yield chunk
-        yield from self._last(header, data, decode, offset)
+        self._give_up("no 'traceEvents' array")
+        raise AssertionError  # unreachable
 
     def _events_start(self, data: bytes) -> int | None:
         """Where the events of `traceEvents` begin (after its `[`), once `data` shows it."""
@@ -418,15 +500,10 @@ class EventChunks:
         bytes consumed); (None, data, 0) when no cut works yet (more data is needed)."""
         end = len(data)
         for _ in range(64):
-            cut = data.rfind(b"},", 0, end)
-            after = cut + 2
-            if cut < 0:
-                match = None
-                for match in _BOUNDARY.finditer(data, max(0, end - (4 << 20)), end):
-                    pass
-                if match is None:
-                    return None, data, 0
-                cut, after = match.start(), match.end()
+            found = _boundary(data, end)
+            if found is None:
+                return None, data, 0
+            cut, after = found
             text = b"".join((b"[", memoryview(data)[:cut + 1], b"]"))
             try:
                 result = decode(text)
@@ -440,6 +517,28 @@ class EventChunks:
 
     def _last(self, header: bytes, data: bytes, decode: Callable[[bytes], T], offset: int) -> Iterator[T]:
         """The events left at the end of the document, its closing `]`, and what follows it."""
+        results: list[T] = []
+
+        def decode_rest(events: bytes) -> None:
+            results.clear()
+            position = offset
+            # a long rest (small blocks, or no boundary found for a while) is cut as usual
+            while len(events) > 2 * self.block_size:
+                result, _, consumed = self._cut(events[: 2 * self.block_size], decode, position)
+                if result is None:
+                    break
+                results.append(result)
+                events = events[consumed:]
+                position += consumed
+            if events.strip(_SPACE):
+                results.append(decode(b"".join((b"[", events, b"]"))))
+
+        _, self.document = self._close(header, data, decode_rest)
+        yield from results
+
+    def _close(self, header: bytes, data: bytes, check: Callable[[bytes], Any]) -> tuple[int, TraceDocument]:
+        """The `]` closing the events: the last one after which the document goes on validly and
+        before which `check(events)` raises no `DecodeError` → (its position, the metadata)."""
         end = len(data)
         first_error: msgspec.DecodeError | None = None
         for _ in range(64):
@@ -450,30 +549,17 @@ class EventChunks:
             document = self._metadata(header, data[close + 1:])
             if document is None:
                 continue
-            events = data[:close]
-            position = offset
-            results = []
             try:
-                # a long rest (small blocks, or no boundary found for a while) is cut as usual
-                while len(events) > 2 * self.block_size:
-                    result, _, consumed = self._cut(events[: 2 * self.block_size], decode, position)
-                    if result is None:
-                        break
-                    results.append(result)
-                    events = events[consumed:]
-                    position += consumed
-                if events.strip(_SPACE):
-                    results.append(decode(b"".join((b"[", events, b"]"))))
+                check(data[:close])
             except msgspec.DecodeError as error:
                 # that `]` may close a list in the last event or after the array: try the one before
                 first_error = first_error or error
                 continue
-            self.document = document
-            yield from results
-            return
+            return close, document
         if first_error is not None:
-            self._invalid(first_error, offset - 1)
+            self._invalid(first_error, self.size - len(data) - 1)
         self._give_up("the 'traceEvents' array is not closed (truncated file?)")
+        raise AssertionError  # unreachable
 
     def _metadata(self, header: bytes, tail: bytes) -> TraceDocument | None:
         """The top-level document around an empty event list; None if `tail` cannot follow it."""
@@ -498,3 +584,29 @@ class EventChunks:
 
     def _give_up(self, why: str) -> None:
         raise NotStreamable(why)
+
+
+_NEXT_EVENT = re.compile(rb"[ \t\r\n]*\{")
+_raw_list_decoder = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _boundary(data: bytes, end: int) -> tuple[int, int] | None:
+    """The last place before `end` where one event may end and the next begin: (position of its
+    `}`, position after the `,`); None if there is none."""
+    while True:
+        cut = data.rfind(b"},", 0, end)
+        if cut < 0:
+            break
+        if _NEXT_EVENT.match(data, cut + 2):
+            return cut, cut + 2
+        end = cut  # e.g. "{lambda()#1}, at::…" inside a kernel name
+    found = None
+    for found in _BOUNDARY.finditer(data, max(0, end - (4 << 20)), end):
+        pass
+    return (found.start(), found.end()) if found is not None else None
+
+
+def _valid_events(events: bytes) -> None:
+    """Raises `msgspec.DecodeError` unless `events` is valid JSON for the inside of an array."""
+    if events.strip(_SPACE):
+        _raw_list_decoder.decode(b"".join((b"[", events, b"]")))

@@ -36,10 +36,14 @@ import polars as pl
 
 from traceanalyze.load import classify
 from traceanalyze.load.chrome import (
+    AnyObject,
+    CpuOpArgs,
     Event,
-    FastArgs,
     FastEvent,
+    GpuArgs,
     NotStreamable,
+    RuntimeArgs,
+    SyncArgs,
     TraceDocument,
     events_tolerant,
 )
@@ -165,31 +169,23 @@ def _strings_from_json(text: str | None) -> list[str] | None:
     return [v if isinstance(v, str) else ("" if v is None else msgspec.json.encode(v).decode()) for v in value]
 
 
-def _text_series(texts: pl.Series | list[str | None]) -> pl.Series:
-    return texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
+def _strings_slowly(series: pl.Series) -> pl.Series:
+    return pl.Series([_strings_from_json(t) for t in series.to_list()], dtype=STRINGS, strict=False)
 
 
-def decode_strings(texts: pl.Series | list[str | None]) -> pl.Series:
-    """JSON string lists (`Input type`, `Concrete Inputs`) → List(String), decoded in Rust."""
-    series = _text_series(texts)
-    try:
-        return series.str.json_decode(STRINGS)
-    except pl.exceptions.PolarsError:
-        return pl.Series([_strings_from_json(t) for t in series.to_list()], dtype=STRINGS, strict=False)
+def _shapes_slowly(plain: pl.Series) -> pl.Series:
+    return pl.Series([_nested_shapes(t)[0] if t else None for t in plain.to_list()], dtype=SHAPES, strict=False)
 
 
-def decode_shapes(texts: pl.Series | list[str | None]) -> tuple[pl.Series, pl.Series]:
-    """JSON shape lists (`Input Dims`, `Input Strides`) → (List(List(Int64)) per input, and
-    List(List(List(Int64))) with the shapes of TensorList inputs, null for ops without one).
-    Plain values are decoded in Rust; only values holding a TensorList take the slow path."""
-    series = _text_series(texts)
+def _without_nested(series: pl.Series) -> tuple[pl.Series, list[int]]:
+    """The values without the ones holding a TensorList (`[[[`), and where those are."""
     is_nested = series.str.contains("[[[", literal=True).fill_null(False)
     nested = is_nested.arg_true().to_list()
     plain = pl.select(pl.when(is_nested).then(None).otherwise(series)).to_series() if nested else series
-    try:
-        shapes = plain.str.json_decode(SHAPES)
-    except pl.exceptions.PolarsError:
-        shapes = pl.Series([_nested_shapes(t)[0] if t else None for t in plain.to_list()], dtype=SHAPES, strict=False)
+    return plain, nested
+
+
+def _with_nested(series: pl.Series, shapes: pl.Series, nested: list[int]) -> tuple[pl.Series, pl.Series]:
     lists = pl.Series([None] * len(series), dtype=TENSOR_LISTS)
     if nested:
         slow_shapes: list[Any] = [None] * len(series)
@@ -205,6 +201,104 @@ def decode_shapes(texts: pl.Series | list[str | None]) -> tuple[pl.Series, pl.Se
     return shapes, lists
 
 
+# JSON texts on which the fast (polars) and slow (msgspec, per value) decodes cannot differ: a list
+# of lists of JSON integers that fit in int64; a list of plain strings (no escapes)
+_WS = r"[ \t\r\n]*"  # JSON's whitespace, no other
+_INT = r"-?(?:0|[1-9][0-9]{0,17})"
+_INTS = rf"\[{_WS}(?:{_INT}{_WS}(?:,{_WS}{_INT}{_WS})*)?\]"
+_PURE_SHAPES = rf"^{_WS}\[{_WS}(?:{_INTS}{_WS}(?:,{_WS}{_INTS}{_WS})*)?\]{_WS}$"
+_STRING = r'"[^"\\\x00-\x1f]*"'
+_PURE_STRINGS = rf"^{_WS}\[{_WS}(?:{_STRING}{_WS}(?:,{_WS}{_STRING}{_WS})*)?\]{_WS}$"
+_ARGUMENTS = (("input_dims", SHAPES, _PURE_SHAPES), ("input_strides", SHAPES, _PURE_SHAPES),
+              ("input_types", STRINGS, _PURE_STRINGS), ("concrete_inputs", STRINGS, _PURE_STRINGS))
+
+
+@dataclass
+class ArgumentTexts:
+    """How one chunk's shape arguments were decoded. The general path decodes a whole table's
+    column at once, slowly (per value) when any value defeats the fast decode; chunks decode their
+    own column, so each keeps, per column, whether its fast decode failed, and the texts on which
+    the two decodes could differ, for `_cpu_ops_frame` to redo the slow decode if another chunk
+    failed."""
+
+    failed: dict[str, bool]
+    texts: dict[str, pl.Series | None]
+    height: int = 0
+
+
+def _decode_chunk_arguments(frame: pl.DataFrame) -> tuple[pl.DataFrame, ArgumentTexts]:
+    """A cpu_ops chunk with its shape arguments as JSON text → decoded: `Input Dims` and `Input
+    Strides` to one shape per input (List(List(Int64)), `[]` for non-tensors) plus the shapes of
+    TensorList inputs (`input_tensor_lists`), `Input type` and `Concrete Inputs` to List(String).
+    Plain values are decoded in Rust, the four decodes side by side in one select; values holding
+    a TensorList (`[[[`) always, and a whole column when any of its values defeats the Rust
+    decode, take the slow path (msgspec, per value)."""
+    plain: dict[str, pl.Series] = {}
+    nested: dict[str, list[int]] = {}
+    for column, dtype, _ in _ARGUMENTS:
+        if dtype == SHAPES:
+            plain[column], nested[column] = _without_nested(frame[column])
+        else:
+            plain[column] = frame[column]
+    texts = pl.DataFrame(plain)
+    failed = {column: False for column, _, _ in _ARGUMENTS}
+    try:
+        fast = texts.select(pl.col(column).str.json_decode(dtype) for column, dtype, _ in _ARGUMENTS)
+        decoded = {column: fast[column] for column in fast.columns}
+    except pl.exceptions.PolarsError:  # one of them needs the slow path: each on its own
+        decoded = {}
+        for column, dtype, _ in _ARGUMENTS:
+            try:
+                decoded[column] = plain[column].str.json_decode(dtype)
+            except pl.exceptions.PolarsError:
+                failed[column] = True
+                decoded[column] = _slowly(plain[column], dtype)
+    impure = texts.select(
+        (pl.col(column).is_not_null() & ~pl.col(column).str.contains(pattern)).any()
+        for column, _, pattern in _ARGUMENTS
+    ).row(0)
+    kept = {
+        column: frame[column] if is_impure and not failed[column] else None
+        for (column, _, _), is_impure in zip(_ARGUMENTS, impure)
+    }
+    input_dims, input_tensor_lists = _with_nested(frame["input_dims"], decoded["input_dims"], nested["input_dims"])
+    input_strides, _ = _with_nested(frame["input_strides"], decoded["input_strides"], nested["input_strides"])
+    return frame.with_columns(
+        input_dims.alias("input_dims"), input_tensor_lists.alias("input_tensor_lists"),
+        decoded["input_types"].alias("input_types"), input_strides.alias("input_strides"),
+        decoded["concrete_inputs"].alias("concrete_inputs"),
+    ).select(CHUNK_SCHEMAS["cpu_ops"].names()), ArgumentTexts(failed=failed, texts=kept, height=frame.height)
+
+
+def _slowly(texts: pl.Series, dtype: pl.DataType) -> pl.Series:
+    return _shapes_slowly(texts) if dtype == SHAPES else _strings_slowly(texts)
+
+
+def _arguments_slowly(frame: pl.DataFrame, chunks: list[ArgumentTexts]) -> pl.DataFrame:
+    """The cpu_ops table with each shape column that failed the fast decode in some chunk decoded
+    slowly everywhere, as the general path does for the whole column (only the chunks whose texts
+    could decode differently are decoded again)."""
+    for column, dtype, _ in _ARGUMENTS:
+        if not any(chunk.failed[column] for chunk in chunks):
+            continue
+        pieces = []
+        offset = 0
+        for chunk in chunks:
+            height = chunk.height
+            piece = frame[column].slice(offset, height)
+            offset += height
+            texts = chunk.texts[column]
+            if texts is not None:
+                if dtype == SHAPES:
+                    plain, nested = _without_nested(texts)
+                    piece, _ = _with_nested(texts, _shapes_slowly(plain), nested)
+                else:
+                    piece = _strings_slowly(texts)
+            pieces.append(piece)
+        frame = frame.with_columns(pl.concat(pieces).alias(column))
+    return frame
+
+
 # ----------------------------------------------------------------------------------------------
 # What a chunk of events becomes
 
@@ -213,8 +307,8 @@ def _without_rank(schema: pl.Schema) -> pl.Schema:
 
 
 _TEXT_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs")
-# cpu_ops before op ids, nesting and decoded shapes: the shape arguments stay JSON text
-_CPU_CHUNK_SCHEMA = pl.Schema(
+# cpu_ops as the general path builds it: the shape arguments as JSON text, decoded per chunk
+_CPU_TEXT_SCHEMA = pl.Schema(
     {
         **{k: v for k, v in CPU_OPS_SCHEMA.items()
            if k not in ("rank", "op_id", "depth", "parent_id", "input_tensor_lists")},
@@ -224,7 +318,7 @@ _CPU_CHUNK_SCHEMA = pl.Schema(
 CHUNK_SCHEMAS: dict[str, pl.Schema] = {
     "gpu": _without_rank(GPU_SCHEMA),
     "runtime": _without_rank(RUNTIME_SCHEMA),
-    "cpu_ops": _CPU_CHUNK_SCHEMA,
+    "cpu_ops": pl.Schema({k: v for k, v in CPU_OPS_SCHEMA.items() if k not in ("rank", "op_id", "depth", "parent_id")}),
     "flows": _without_rank(FLOWS_SCHEMA),
     "sync": _without_rank(SYNC_SCHEMA),
     "python": _without_rank(PYTHON_SCHEMA),
@@ -238,13 +332,14 @@ SKIP_MALFORMED = "malformed event (fields of the wrong type)"
 
 @dataclass
 class ChunkTables:
-    """One chunk's events as table frames (schemas `CHUNK_SCHEMAS`), plus what was skipped:
-    reason → (count, index of the first such event in the chunk)."""
+    """One chunk's events as frames, one per table, with the schemas of `CHUNK_SCHEMAS`, and what
+    was skipped: reason → (count, index in the chunk of the first such event)."""
 
     frames: dict[str, pl.DataFrame]
-    skipped: dict[str, tuple[int, int]]
     events: int
+    skipped: dict[str, tuple[int, int]] = field(default_factory=dict)
     malformed: int = 0
+    arguments: ArgumentTexts | None = None  # how the cpu_ops shape arguments were decoded
 
 
 def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
@@ -283,38 +378,47 @@ class TraceTables:
 
     include_python: bool = False
     frames: dict[str, list[pl.DataFrame]] = field(default_factory=lambda: {name: [] for name in CHUNK_SCHEMAS})
-    skipped: dict[str, int] = field(default_factory=dict)  # in order of first occurrence
+    skipped: dict[str, tuple[int, int]] = field(default_factory=dict)  # reason → (count, first event)
     events: int = 0
     malformed: int = 0
+    arguments: list[ArgumentTexts] = field(default_factory=list)  # one per cpu_ops frame
 
     def add(self, chunk: ChunkTables) -> None:
         for name, frame in chunk.frames.items():
             if frame.height:
                 self.frames[name].append(frame)
-        for reason, (count, _) in sorted(chunk.skipped.items(), key=lambda item: item[1][1]):
-            self.skipped[reason] = self.skipped.get(reason, 0) + count
+                if name == "cpu_ops":
+                    assert chunk.arguments is not None
+                    chunk.arguments.height = frame.height
+                    self.arguments.append(chunk.arguments)
+        for reason, (count, first) in chunk.skipped.items():
+            if count:
+                before, earliest = self.skipped.get(reason, (0, first + self.events))
+                self.skipped[reason] = (before + count, min(earliest, first + self.events))
         self.events += chunk.events
         self.malformed += chunk.malformed
 
-    def finish(self, document: TraceDocument, *, path: Path, rank: int, rank_source: str) -> Trace:
-        def table(name: str) -> pl.DataFrame:
-            frames = self.frames[name]
-            self.frames[name] = []
-            if not frames:
-                return pl.DataFrame(schema=CHUNK_SCHEMAS[name])
-            return pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0]
+    def _table(self, name: str) -> pl.DataFrame:
+        frames, self.frames[name] = self.frames[name], []
+        if not frames:
+            return pl.DataFrame(schema=CHUNK_SCHEMAS[name])
+        # tables sorted next need no contiguous copy first
+        rechunk = name in ("cpu_ops", "flows")
+        return pl.concat(frames, how="vertical", rechunk=rechunk) if len(frames) > 1 else frames[0]
 
+    def finish(self, document: TraceDocument, *, path: Path, rank: int, rank_source: str) -> Trace:
         def ranked(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
             return frame.with_columns(pl.lit(rank, dtype=pl.Int32).alias("rank")).select(schema.names())
 
+        tables = {name: self._table(name) for name in CHUNK_SCHEMAS}
         skipped: Counter[str] = Counter()
         if self.malformed:
             skipped[SKIP_MALFORMED] += self.malformed
-        for reason, count in self.skipped.items():
+        for reason, (count, _) in sorted(self.skipped.items(), key=lambda item: item[1][1]):
             skipped[reason] += count
-        gpu_frame = ranked(table("gpu"), GPU_SCHEMA).sort("start_ns", "device", "stream")
-        runtime_frame = ranked(table("runtime"), RUNTIME_SCHEMA).sort("start_ns")
-        cpu_frame = _with_nesting(_cpu_ops_frame(table("cpu_ops"), rank))
+        gpu_frame = ranked(tables["gpu"], GPU_SCHEMA).sort("start_ns", "device", "stream")
+        runtime_frame = ranked(tables["runtime"], RUNTIME_SCHEMA).sort("start_ns")
+        cpu_frame = _with_nesting(_cpu_ops_frame(tables["cpu_ops"], self.arguments, rank))
         steps_frame = _steps(cpu_frame)
         devices_frame, has_props = _devices(document.deviceProperties, rank)
         meta = _meta(document, path=path, rank=rank, rank_source=rank_source, has_props=has_props,
@@ -328,12 +432,12 @@ class TraceTables:
             runtime=runtime_frame,
             cpu_ops=cpu_frame,
             steps=steps_frame,
-            flows=ranked(table("flows"), FLOWS_SCHEMA),
-            sync=ranked(table("sync"), SYNC_SCHEMA).sort("start_ns"),
+            flows=ranked(tables["flows"], FLOWS_SCHEMA),
+            sync=ranked(tables["sync"], SYNC_SCHEMA).sort("start_ns"),
             devices=devices_frame,
             skipped=skipped_frame,
             meta=(meta,),
-            python=ranked(table("python"), PYTHON_SCHEMA).sort("start_ns") if self.include_python else None,
+            python=ranked(tables["python"], PYTHON_SCHEMA).sort("start_ns") if self.include_python else None,
         )
 
 
@@ -345,20 +449,13 @@ def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: 
     return tables.finish(document, path=path, rank=rank, rank_source=rank_source)
 
 
-def _cpu_ops_frame(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
-    """The cpu_ops table: op ids in event order, and the shape arguments decoded column-wise."""
-    dims, dim_lists = decode_shapes(frame["input_dims"])
-    strides, _ = decode_shapes(frame["input_strides"])
-    return frame.with_columns(
+def _cpu_ops_frame(frame: pl.DataFrame, arguments: list[ArgumentTexts], rank: int) -> pl.DataFrame:
+    """The cpu_ops table: op ids in event order (nesting comes next)."""
+    return _arguments_slowly(frame, arguments).with_columns(
         pl.lit(rank, dtype=pl.Int32).alias("rank"),
         pl.int_range(pl.len(), dtype=pl.Int64).alias("op_id"),
         pl.lit(None, dtype=pl.Int32).alias("depth"),
         pl.lit(None, dtype=pl.Int64).alias("parent_id"),
-        dims.alias("input_dims"),
-        dim_lists.alias("input_tensor_lists"),
-        decode_strings(frame["input_types"]).alias("input_types"),
-        strides.alias("input_strides"),
-        decode_strings(frame["concrete_inputs"]).alias("concrete_inputs"),
     ).select(CPU_OPS_SCHEMA.names())
 
 
@@ -384,7 +481,7 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
         count, first = skipped.get(reason, (0, index))
         skipped[reason] = (count + 1, first)
 
-    tables = {name: _Columns(schema) for name, schema in CHUNK_SCHEMAS.items()}
+    tables = {name: _Columns(_CPU_TEXT_SCHEMA if name == "cpu_ops" else schema) for name, schema in CHUNK_SCHEMAS.items()}
     gpu, runtime, ops, flows, sync, python = (tables[name] for name in ("gpu", "runtime", "cpu_ops", "flows", "sync", "python"))
 
     gpu_categories = classify.GPU_CATEGORIES
@@ -447,7 +544,8 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
             cols["duration_ns"].append(duration)
 
     frames = {name: columns.frame() for name, columns in tables.items()}
-    return ChunkTables(frames=frames, skipped=skipped, events=len(events), malformed=malformed)
+    frames["cpu_ops"], arguments = _decode_chunk_arguments(frames["cpu_ops"])
+    return ChunkTables(frames=frames, skipped=skipped, events=len(events), malformed=malformed, arguments=arguments)
 
 
 def _external_id(args: Any) -> int | None:
@@ -571,7 +669,8 @@ def _add_flow(table: _Columns, event: Event, category: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# The fast path: columns at a time
+# The fast path: the columns as decoded (one comprehension and one Series each), then one
+# vectorised conversion per table (`_finish_raw`): a few polars queries per table and chunk.
 
 class _Fallback(Exception):
     """The chunk holds something the fast path does not convert exactly like the general path."""
@@ -581,80 +680,92 @@ DROP, GPU, RUNTIME, CPU_OP, SYNC, PYTHON, FLOW = range(7)
 _TABLE_OF_CODE = {GPU: "gpu", RUNTIME: "runtime", CPU_OP: "cpu_ops", SYNC: "sync", PYTHON: "python", FLOW: "flows"}
 
 
-class _Routes(dict):
-    """category → the table its events go to, if their phase is right (`X`, or `s`/`f`/`t` for
-    flows; see `_PHASES`), computed once per category with the general path's rules."""
-
-    def __init__(self, include_python: bool):
-        super().__init__()
-        self.include_python = include_python
-
-    def __missing__(self, category: Any) -> int:
-        code = DROP
-        if isinstance(category, str):
-            lowered = category.lower()
-            if lowered in classify.FLOW_CATEGORIES:
-                code = FLOW
-            elif lowered in classify.GPU_CATEGORIES:
-                code = GPU
-            elif lowered in classify.RUNTIME_CATEGORIES:
-                code = RUNTIME
-            elif lowered in classify.CPU_OP_CATEGORIES:
-                code = CPU_OP
-            elif lowered in classify.SYNC_CATEGORIES:
-                code = SYNC
-            elif lowered in classify.PYTHON_CATEGORIES and self.include_python:
-                code = PYTHON
-        self[category] = code
-        return code
+def _route(category: Any, include_python: bool) -> int:
+    """The table a category's events go to, if their phase is right (`X`, or `s`/`f`/`t` for
+    flows; see `_PHASES`): the general path's rules."""
+    if not isinstance(category, str):
+        return DROP
+    lowered = category.lower()
+    if lowered in classify.FLOW_CATEGORIES:
+        return FLOW
+    if lowered in classify.GPU_CATEGORIES:
+        return GPU
+    if lowered in classify.RUNTIME_CATEGORIES:
+        return RUNTIME
+    if lowered in classify.CPU_OP_CATEGORIES:
+        return CPU_OP
+    if lowered in classify.SYNC_CATEGORIES:
+        return SYNC
+    if lowered in classify.PYTHON_CATEGORIES and include_python:
+        return PYTHON
+    return DROP
 
 
-_ROUTES = {False: _Routes(False), True: _Routes(True)}
 _PHASES = {FLOW: frozenset({"s", "f", "t"})}  # every other table: "X"
 _X = frozenset({"X"})
 _NONE = type(None)
 _INT64_US_LIMIT = (1 << 63) // 1000  # integer µs whose ns still fit in int64
 _EXACT_FLOAT_US = 9_007_199_254_740.0  # below this, k ± 1 (k = µs × 1000) are exact float64s
-_INT64 = (-(1 << 63), (1 << 63) - 1)
+_END_LIMIT_US = 9.2e15  # a start and a duration whose sum (in ns) may not fit in int64
 
 
 def _fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
-    routes = _ROUTES[include_python]
-    codes = [routes[e.cat] for e in events]
-    code_series = pl.Series(codes, dtype=pl.UInt8)
-    groups: dict[int, tuple[list[FastEvent], pl.Series]] = {}
-    distinct = sorted(set(codes))
-    for code in distinct:
-        if len(distinct) == 1:
-            index, subset = pl.int_range(len(events), dtype=pl.UInt32, eager=True), events
-        else:
-            index = code_series.eq(code).arg_true()
-            subset = _take(events, index.to_list())
+    categories = [e.cat for e in events]
+    distinct = list(set(categories))
+    number = {category: i for i, category in enumerate(distinct)}
+    category_ids = pl.Series(list(map(number.__getitem__, categories)), dtype=pl.UInt32)
+    codes = pl.Series([_route(c, include_python) for c in distinct], dtype=pl.UInt8).gather(category_ids)
+    lowered = pl.Series([c.lower() if isinstance(c, str) else None for c in distinct], dtype=pl.String)
+    # group the events by table, in event order: one stable sort of the codes
+    order = codes.to_frame("code").with_row_index("index").sort("code", maintain_order=True)["index"]
+    counts = codes.value_counts(sort=False).sort("")
+    grouped = list(itemgetter(*order.to_list())(events)) if len(events) > 1 else events
+    frames: dict[str, pl.DataFrame] = {}
+    texts: tuple[pl.Series, ...] = ()
+    unread: list[Any] = []  # args no table reads: the general path counts an event whose args are not an object
+    offset = 0
+    for code, count in counts.iter_rows():
+        subset = grouped[offset:offset + count]
+        index = order.slice(offset, count)
+        offset += count
+        if code != DROP:
+            phases = [e.ph for e in subset]
+            wanted = _PHASES.get(code, _X)
+            if not set(phases) <= wanted:  # e.g. an instant event ("i") of a table's category
+                right = pl.Series([p in wanted for p in phases], dtype=pl.Boolean)
+                unread.extend(a for a in [e.args for e in _take(subset, (~right).arg_true().to_list())] if a)
+                index = index.filter(right)
+                subset = _take(subset, right.arg_true().to_list())
+        if not subset:
+            continue
+        if code in (DROP, FLOW, PYTHON):
+            unread.extend(a for a in [e.args for e in subset] if a)
         if code == DROP:
             continue
-        phases = [e.ph for e in subset]
-        wanted = _PHASES.get(code, _X)
-        if not set(phases) <= wanted:  # e.g. an instant event ("i") of a table's category
-            right = pl.Series([p in wanted for p in phases], dtype=pl.Boolean)
-            index = index.filter(right)
-            subset = _take(subset, right.arg_true().to_list())
-            if not subset:
-                continue
-        groups[code] = (subset, index)
-    frames: dict[str, pl.DataFrame] = {}
-    skipped: dict[str, tuple[int, int]] = {}
-    for code, (subset, index) in groups.items():
+        category = lowered.gather(category_ids.gather(index))
         if code == FLOW:
-            frames["flows"] = _flows(subset)
+            frames["flows"] = _raw_flows(subset, category)
+        elif code == CPU_OP:
+            frames["cpu_ops"], texts = _raw_cpu_ops(subset, index, category)
         else:
-            frames[_TABLE_OF_CODE[code]] = _timed_table(code, subset, index, skipped)
-    for name, schema in CHUNK_SCHEMAS.items():
-        if name not in frames:
-            frames[name] = pl.DataFrame(schema=schema)
-    return ChunkTables(frames=frames, skipped=skipped, events=len(events))
+            frames[_TABLE_OF_CODE[code]] = _RAW_BUILDERS[code](subset, index, category)
+    if unread:
+        _decode_args(unread, _objects_decoder)
+    finished: dict[str, pl.DataFrame] = {}
+    skipped: dict[str, tuple[int, int]] = {}
+    arguments = None
+    for name, frame in frames.items():
+        finished[name], dropped = _finish_raw(name, [frame], [texts] if name == "cpu_ops" else [])
+        if name == "cpu_ops":
+            finished[name], arguments = _decode_chunk_arguments(finished[name])
+        for reason, count, first in dropped:
+            before, earliest = skipped.get(reason, (0, first))
+            skipped[reason] = (before + count, min(earliest, first))
+    return ChunkTables(frames=finished, events=len(events), skipped=skipped, arguments=arguments)
 
 
 def _take(events: list[FastEvent], index: list[int]) -> list[FastEvent]:
+    """The events at `index` (increasing positions)."""
     if len(index) == len(events):
         return events
     if len(index) == 1:
@@ -664,12 +775,25 @@ def _take(events: list[FastEvent], index: list[int]) -> list[FastEvent]:
     return list(itemgetter(*index)(events))
 
 
-_EMPTY_ARGS = FastArgs()
+_objects_decoder = msgspec.json.Decoder(list[AnyObject | None])
+_gpu_args_decoder = msgspec.json.Decoder(list[GpuArgs])
+_runtime_args_decoder = msgspec.json.Decoder(list[RuntimeArgs])
+_sync_args_decoder = msgspec.json.Decoder(list[SyncArgs])
+_cpu_args_decoder = msgspec.json.Decoder(list[CpuOpArgs])
 
 
-def _event_args(events: list[FastEvent]) -> list[FastArgs]:
-    """Each event's `args` (all defaults when absent)."""
-    return [e.args or _EMPTY_ARGS for e in events]
+def _decode_args(raws: list[Any], decoder: msgspec.json.Decoder) -> list[Any]:
+    """A batch of raw `args` objects → structs, in one decode call."""
+    try:
+        return decoder.decode(b"".join((b"[", b",".join(raws), b"]")))
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise _Fallback from None
+
+
+def _event_args(events: list[FastEvent], decoder: msgspec.json.Decoder) -> list[Any]:
+    """The `args` of each event decoded with the table's struct (`{}` when absent; `null`, or
+    anything but an object, is for the general path)."""
+    return _decode_args([e.args or b"{}" for e in events], decoder)
 
 
 def _ints(values: list[Any]) -> pl.Series:
@@ -687,8 +811,7 @@ def _mapped_ints(values: list[Any], convert) -> pl.Series:
     except (TypeError, OverflowError, ValueError, pl.exceptions.PolarsError):
         pass
     mapping = {value: convert(value) for value in set(values)}
-    converted = [mapping[value] for value in values]
-    return _ints(converted)
+    return _ints([mapping[value] for value in values])
 
 
 def _floats(values: list[Any]) -> pl.Series:
@@ -696,138 +819,67 @@ def _floats(values: list[Any]) -> pl.Series:
     return pl.Series(values, dtype=pl.Float64)
 
 
-def _times(values: list[Any]) -> tuple[pl.Series, pl.Series]:
-    """µs values → (int64 ns exactly as `to_ns`, the values as written)."""
-    kinds = set(map(type, values))
-    if kinds <= {int, _NONE}:
-        raw = _ints(values)
-        low, high = raw.min(), raw.max()
-        if low is not None and (low <= -_INT64_US_LIMIT or high >= _INT64_US_LIMIT):
-            raise _Fallback
-        return raw * 1000, raw
-    if not kinds <= {float, _NONE}:
-        raise _Fallback  # ints and floats mixed in one table: per event
-    raw = pl.Series(values, dtype=pl.Float64)
-    largest = raw.abs().max()
-    if largest is None:
-        return pl.Series([None] * len(values), dtype=pl.Int64), raw
-    if largest >= _EXACT_FLOAT_US:
-        return _ints([to_ns(v) for v in values]), raw
-    # to_ns, vectorised: k = round(µs × 1000), else k − 1 or k + 1, whichever k / 1000 == µs.
-    # The divisor is a column: polars divides by a scalar as a product with its reciprocal, which
-    # is not the correctly rounded quotient that Python's k / 1000 is.
-    us = pl.col("us")
-    nearest = (us * 1000).round(0, mode="half_to_even").cast(pl.Int64)
-
-    def same(k: pl.Expr) -> pl.Expr:
-        return k.cast(pl.Float64) / pl.col("thousand") == us
-
-    ns = pl.DataFrame({"us": raw, "thousand": pl.Series([1000.0]).extend_constant(1000.0, len(raw) - 1)}).select(
-        pl.when(same(nearest)).then(nearest)
-        .when(same(nearest - 1)).then(nearest - 1)
-        .when(same(nearest + 1)).then(nearest + 1)
-        .otherwise(nearest)
-    ).to_series()
-    return ns, raw
-
-
 def _strings(values: list[Any]) -> pl.Series:
     return pl.Series(values, dtype=pl.String)
 
 
-def _raw_texts(raws: list[Any]) -> pl.Series:
-    """Raw JSON values (empty: absent) → their text, null when absent: joined with NUL, which
-    valid JSON cannot hold, and split in Rust."""
-    if not raws:
-        return pl.Series([], dtype=pl.String)
-    joined = b"\x00".join(raws).decode("utf-8", "replace")
-    texts = pl.Series([joined], dtype=pl.String).str.split("\x00").explode()
-    return pl.select(pl.when(texts.str.len_bytes() > 0).then(texts)).to_series()
+def _nulls(n: int, dtype: pl.DataType) -> pl.Series:
+    if not n:
+        return pl.Series([], dtype=dtype)
+    return pl.Series([None], dtype=dtype).new_from_index(0, n)
 
 
-def _lower_map(categories: list[str], table: dict[str, str]) -> pl.Series:
-    mapping = {c: table[c.lower()] for c in set(categories)}
-    return pl.Series(categories, dtype=pl.String).replace_strict(mapping, return_dtype=pl.String)
-
-
-def _by_name(names: pl.Series, rule, dtype: pl.DataType) -> pl.Series:
-    """A value computed from each distinct name with the general path's rule."""
-    distinct = names.unique().drop_nulls().to_list()
-    mapping = {name: rule(name) for name in distinct}
-    return names.replace_strict(mapping, default=None, return_dtype=dtype)
-
-
-def _stream_ids(tids: list[Any]) -> pl.Series:
-    return _mapped_ints(tids, _stream_from_tid)
-
-
-def _thread_ids(values: list[Any]) -> pl.Series:
-    return _mapped_ints(values, thread_id)
-
-
-def _timed_table(code: int, events: list[FastEvent], index: pl.Series, skipped: dict[str, tuple[int, int]]) -> pl.DataFrame:
-    """An `X`-event table: the general path's skip rules, then the table's own columns."""
-    names = _strings([e.name for e in events])
-    start, _ = _times([e.ts for e in events])
-    duration, written = _times([e.dur for e in events])
-    no_start = start.is_null() | names.is_null()
-    no_duration = ~no_start & duration.is_null()
-    bad_duration = (~no_start & ~no_duration & ((duration < 0) | (written > classify.MAX_DURATION_US))).fill_null(False)
-    keep = None
-    if no_start.any() or no_duration.any() or bad_duration.any():
-        for reason, mask in ((SKIP_NO_TS_OR_NAME, no_start), (SKIP_NO_DUR, no_duration), (SKIP_BAD_DUR, bad_duration)):
-            hits = index.filter(mask)
-            if hits.len():
-                count, first = skipped.get(reason, (0, hits[0]))
-                skipped[reason] = (count + hits.len(), min(first, hits[0]))
-        keep = ~(no_start | no_duration | bad_duration)
-    low, high = start.min(), start.max()
-    if high is not None and (high + (duration.max() or 0) > _INT64[1] or low + (duration.min() or 0) < _INT64[0]):
+def _raw_times(values: list[Any], prefix: str) -> tuple[dict[str, pl.Series], float]:
+    """µs values as written → `<prefix>_i` (ints), `<prefix>_f` (floats) and `<prefix>_x` (ns of
+    the floats too large for the vectorised `to_ns`, computed by `to_ns` itself), and the largest
+    magnitude (µs). Finished by `_ns`."""
+    n = len(values)
+    kinds = set(map(type, values))
+    if kinds <= {int, _NONE}:
+        ints, floats = _ints(values), _nulls(n, pl.Float64)
+    elif kinds <= {float, _NONE}:
+        ints, floats = _nulls(n, pl.Int64), pl.Series(values, dtype=pl.Float64)
+    else:  # integers and floats in one table (per event, as written)
+        ints = _ints([v if type(v) is int else None for v in values])
+        floats = pl.Series([v if type(v) is float else None for v in values], dtype=pl.Float64)
+    int_max = max(abs(ints.min() or 0), abs(ints.max() or 0))
+    if int_max >= _INT64_US_LIMIT:
         raise _Fallback
-    times = {"start_ns": start, "end_ns": start + duration, "duration_ns": duration}
-    if code == GPU:
-        frame = _gpu_columns(events, names, times)
-    elif code == RUNTIME:
-        frame = _runtime_columns(events, names, times)
-    elif code == CPU_OP:
-        frame = _cpu_op_columns(events, names, times)
-    elif code == SYNC:
-        frame = _sync_columns(events, names, times)
-    else:
-        frame = pl.DataFrame({"pid": _thread_ids([e.pid for e in events]), "tid": _thread_ids([e.tid for e in events]),
-                              "name": names, **times})
-    frame = frame.select(CHUNK_SCHEMAS[_TABLE_OF_CODE[code]].names())
-    return frame if keep is None else frame.filter(keep)
+    float_max = max(abs(floats.min() or 0.0), abs(floats.max() or 0.0))
+    exact = _nulls(n, pl.Int64)
+    if float_max >= _EXACT_FLOAT_US:
+        exact = _ints([to_ns(v) if type(v) is float else None for v in values])
+    return {f"{prefix}_i": ints, f"{prefix}_f": floats, f"{prefix}_x": exact}, max(float(int_max), float_max)
 
 
-def _external_ids(args: list[Any]) -> pl.Series:
-    return _ints([a.external_id for a in args]).fill_null(_ints([a.external_id_old for a in args]))
+def _raw_timed(events: list[FastEvent], index: pl.Series) -> dict[str, pl.Series]:
+    """The columns every `X`-event table has: event number, name, ts and dur as written."""
+    ts, ts_max = _raw_times([e.ts for e in events], "ts")
+    dur, dur_max = _raw_times([e.dur for e in events], "dur")
+    if ts_max + dur_max >= _END_LIMIT_US:
+        raise _Fallback  # start + duration might not fit in int64 ns
+    return {"seq": index.cast(pl.Int64), "name": _strings([e.name for e in events]), **ts, **dur}
 
 
-def _gpu_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
-    args = _event_args(events)
-    category_kind = _lower_map([e.cat for e in events], classify.GPU_CATEGORIES)
-    communication = _by_name(names, lambda n: classify.gpu_kind("kernel", n) == "communication", pl.Boolean)
-    kind = pl.select(
-        pl.when((category_kind == "kernel") & communication.fill_null(False))
-        .then(pl.lit("communication"))
-        .otherwise(category_kind)
-    ).to_series()
-    pids = [e.pid for e in events]
-    device = _ints([a.device for a in args]).fill_null(_mapped_ints(pids, as_int)).fill_null(0)
-    stream = _ints([a.stream for a in args]).fill_null(_stream_ids([e.tid for e in events])).fill_null(0)
+def _raw_ids(args: list[Any]) -> dict[str, pl.Series]:
+    return {"external_id": _ints([a.external_id for a in args]), "external_id_old": _ints([a.external_id_old for a in args])}
+
+
+def _raw_gpu(events: list[FastEvent], index: pl.Series, category: pl.Series) -> pl.DataFrame:
+    args = _event_args(events, _gpu_args_decoder)
     return pl.DataFrame(
         {
-            "device": device.cast(pl.Int32, strict=False),
-            "stream": stream,
-            "kind": kind.cast(GPU_SCHEMA["kind"]),
-            "name": names,
-            **times,
+            **_raw_timed(events, index),
+            "category": category,
+            "device_arg": _ints([a.device for a in args]),
+            "pid_int": _mapped_ints([e.pid for e in events], as_int),
+            "stream_arg": _ints([a.stream for a in args]),
+            "stream_tid": _mapped_ints([e.tid for e in events], _stream_from_tid),
             "correlation": _ints([a.correlation for a in args]),
-            "external_id": _external_ids(args),
+            **_raw_ids(args),
             "grid": _int_lists([a.grid for a in args]),
             "block": _int_lists([a.block for a in args]),
-            "registers_per_thread": _ints([a.registers_per_thread for a in args]).cast(pl.Int32, strict=False),
+            "registers_per_thread": _ints([a.registers_per_thread for a in args]),
             "shared_memory_bytes": _ints([a.shared_memory for a in args]),
             "blocks_per_sm": _floats([a.blocks_per_sm for a in args]),
             "warps_per_sm": _floats([a.warps_per_sm for a in args]),
@@ -863,75 +915,204 @@ def _int_lists(values: list[Any]) -> pl.Series:
 _ZEROS = (0, 0, 0)
 
 
-def _runtime_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
-    args = _event_args(events)
-    kind = _by_name(names, classify.runtime_kind, pl.String)
-    blocking = _by_name(names, lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean)
+def _raw_runtime(events: list[FastEvent], index: pl.Series, category: pl.Series) -> pl.DataFrame:
+    args = _event_args(events, _runtime_args_decoder)
     return pl.DataFrame(
         {
-            "pid": _thread_ids([e.pid for e in events]),
-            "tid": _thread_ids([e.tid for e in events]),
-            "name": names,
-            "kind": kind.cast(RUNTIME_SCHEMA["kind"]),
-            **times,
+            **_raw_timed(events, index),
+            "pid": _mapped_ints([e.pid for e in events], thread_id),
+            "tid": _mapped_ints([e.tid for e in events], thread_id),
             "correlation": _ints([a.correlation for a in args]),
-            "external_id": _external_ids(args),
-            "blocking": blocking,
+            **_raw_ids(args),
         }
     )
 
 
-def _cpu_op_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
-    args = _event_args(events)
-    return pl.DataFrame(
+def _raw_cpu_ops(events: list[FastEvent], index: pl.Series, category: pl.Series) -> tuple[pl.DataFrame, tuple[pl.Series, ...]]:
+    args = _event_args(events, _cpu_args_decoder)
+    frame = pl.DataFrame(
         {
-            "pid": _thread_ids([e.pid for e in events]),
-            "tid": _thread_ids([e.tid for e in events]),
-            "category": _lower_map([e.cat for e in events], classify.CPU_OP_CATEGORIES).cast(CPU_OPS_SCHEMA["category"]),
-            "name": names,
-            **times,
-            "external_id": _external_ids(args),
+            **_raw_timed(events, index),
+            "category": category,
+            "pid": _mapped_ints([e.pid for e in events], thread_id),
+            "tid": _mapped_ints([e.tid for e in events], thread_id),
+            **_raw_ids(args),
             "sequence_number": _ints([a.sequence_number for a in args]),
             "fwd_thread_id": _ints([a.fwd_thread_id for a in args]),
-            "input_dims": _raw_texts([a.input_dims for a in args]),
-            "input_types": _raw_texts([a.input_type for a in args]),
-            "input_strides": _raw_texts([a.input_strides for a in args]),
-            "concrete_inputs": _raw_texts([a.concrete_inputs for a in args]),
             "flops": _floats([a.flops for a in args]),
         }
     )
+    texts = (
+        _joined_text([a.input_dims for a in args]),
+        _joined_text([a.input_type for a in args]),
+        _joined_text([a.input_strides for a in args]),
+        _joined_text([a.concrete_inputs for a in args]),
+    )
+    return frame, texts
 
 
-def _sync_columns(events: list[FastEvent], names: pl.Series, times: dict[str, pl.Series]) -> pl.DataFrame:
-    args = _event_args(events)
-    device = _ints([a.device for a in args]).fill_null(_mapped_ints([e.pid for e in events], as_int))
+def _joined_text(raws: list[Any]) -> pl.Series:
+    """Raw JSON values (empty: absent) joined with NUL, which valid JSON cannot hold: one string,
+    split back into one value per row (null when absent) by `_finish_raw`."""
+    return pl.Series([b"\x00".join(raws).decode("utf-8", "replace")], dtype=pl.String)
+
+
+def _raw_sync(events: list[FastEvent], index: pl.Series, category: pl.Series) -> pl.DataFrame:
+    args = _event_args(events, _sync_args_decoder)
     return pl.DataFrame(
         {
-            "device": device.cast(pl.Int32, strict=False),
-            "stream": _ints([a.stream for a in args]).fill_null(_stream_ids([e.tid for e in events])),
-            "name": names,
-            **times,
+            **_raw_timed(events, index),
+            "device_arg": _ints([a.device for a in args]),
+            "pid_int": _mapped_ints([e.pid for e in events], as_int),
+            "stream_arg": _ints([a.stream for a in args]),
+            "stream_tid": _mapped_ints([e.tid for e in events], _stream_from_tid),
             "correlation": _ints([a.correlation for a in args]),
         }
     )
 
 
-def _flows(events: list[FastEvent]) -> pl.DataFrame:
-    ts, _ = _times([e.ts for e in events])
-    ids = _mapped_ints([e.id for e in events], as_int)
-    frame = pl.DataFrame(
+def _raw_python(events: list[FastEvent], index: pl.Series, category: pl.Series) -> pl.DataFrame:
+    return pl.DataFrame(
         {
-            "id": ids,
-            "phase": _strings([e.ph for e in events]),
-            "category": _lower_map([e.cat for e in events], {c: c for c in classify.FLOW_CATEGORIES}),
-            "pid": _thread_ids([e.pid for e in events]),
-            "tid": _thread_ids([e.tid for e in events]),
-            "ts_ns": ts,
+            **_raw_timed(events, index),
+            "pid": _mapped_ints([e.pid for e in events], thread_id),
+            "tid": _mapped_ints([e.tid for e in events], thread_id),
         }
     )
-    if ts.null_count() or ids.null_count():
-        frame = frame.filter(ts.is_not_null() & ids.is_not_null())
-    return frame
+
+
+_RAW_BUILDERS = {GPU: _raw_gpu, RUNTIME: _raw_runtime, SYNC: _raw_sync, PYTHON: _raw_python}
+
+
+def _raw_flows(events: list[FastEvent], category: pl.Series) -> pl.DataFrame:
+    ts, _ = _raw_times([e.ts for e in events], "ts")
+    return pl.DataFrame(
+        {
+            "id": _mapped_ints([e.id for e in events], as_int),
+            "phase": _strings([e.ph for e in events]),
+            "category": category,
+            "pid": _mapped_ints([e.pid for e in events], thread_id),
+            "tid": _mapped_ints([e.tid for e in events], thread_id),
+            **ts,
+        }
+    )
+
+
+def _ns(prefix: str) -> pl.Expr:
+    """`to_ns` of the times `_raw_times` kept, vectorised: integers × 1000; for a float, the k
+    among round(µs × 1000) and its neighbours for which k / 1000 == µs (exactly `to_ns`'s order
+    and rounding). The divisor is a column: polars divides by a scalar as a product with its
+    reciprocal, which is not the correctly rounded quotient that Python's k / 1000 is."""
+    ints, floats, exact = pl.col(f"{prefix}_i"), pl.col(f"{prefix}_f"), pl.col(f"{prefix}_x")
+    nearest = (floats * 1000).round(0, mode="half_to_even").cast(pl.Int64, strict=False)
+    thousand = floats * 0 + 1000.0
+
+    def same(k: pl.Expr) -> pl.Expr:
+        return k.cast(pl.Float64) / thousand == floats
+
+    from_float = (
+        pl.when(floats.abs() >= _EXACT_FLOAT_US).then(None)
+        .when(same(nearest)).then(nearest)
+        .when(same(nearest - 1)).then(nearest - 1)
+        .when(same(nearest + 1)).then(nearest + 1)
+        .otherwise(nearest)
+    )
+    return pl.coalesce(exact, ints * 1000, from_float)
+
+
+_SKIP_REASONS = {1: SKIP_NO_TS_OR_NAME, 2: SKIP_NO_DUR, 3: SKIP_BAD_DUR}
+
+
+def _finish_raw(name: str, frames: list[pl.DataFrame], texts: list[tuple[pl.Series, ...]]) -> tuple[pl.DataFrame, list[tuple[str, int, int]]]:
+    """A table's raw columns (of one or more chunks) → its frame in the chunk schema, and what
+    was skipped: (reason, count, first event)."""
+    raw = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0]
+    schema = CHUNK_SCHEMAS[name]
+    if name == "flows":
+        flows = raw.with_columns(_ns("ts").alias("ts_ns"))
+        return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(schema.names()), []
+    start, duration = pl.col("start_ns"), pl.col("duration_ns")
+    written = (pl.col("dur_i") > classify.MAX_DURATION_US).fill_null(False) | (
+        pl.col("dur_f") > classify.MAX_DURATION_US
+    ).fill_null(False)
+    frame = raw.with_columns(_ns("ts").alias("start_ns"), _ns("dur").alias("duration_ns"))
+    frame = frame.with_columns(
+        pl.when(start.is_null() | pl.col("name").is_null()).then(1)
+        .when(duration.is_null()).then(2)
+        .when((duration < 0) | written).then(3)
+        .otherwise(0)
+        .cast(pl.UInt8)
+        .alias("_skip")
+    )
+    skipped: list[tuple[str, int, int]] = []
+    if (frame["_skip"] > 0).any():
+        counts = frame.filter(pl.col("_skip") > 0).group_by("_skip").agg(pl.len(), pl.col("seq").min())
+        skipped = [(_SKIP_REASONS[code], count, first) for code, count, first in counts.iter_rows()]
+    if name == "cpu_ops":
+        frame = frame.with_columns(
+            _split_texts([t[k] for t in texts]).alias(column) for k, column in enumerate(_TEXT_COLUMNS)
+        )
+    if skipped:
+        frame = frame.filter(pl.col("_skip") == 0)
+    if name == "cpu_ops":
+        schema = _CPU_TEXT_SCHEMA
+    return frame.select(_final_columns(name, frame)).select(schema.names()), skipped
+
+
+def _split_texts(joined: list[pl.Series]) -> pl.Series:
+    texts = pl.concat(joined).str.split("\x00").explode()
+    return pl.select(pl.when(texts.str.len_bytes() > 0).then(texts)).to_series()
+
+
+def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
+    """The chunk-schema columns of a table, from its raw columns (and `start_ns`/`duration_ns`)."""
+    times = [pl.col("start_ns"), (pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"), pl.col("duration_ns")]
+    external_id = pl.coalesce("external_id", "external_id_old").alias("external_id")
+    if name == "gpu":
+        communication = _names_where(frame["name"], lambda n: classify.gpu_kind("kernel", n) == "communication")
+        return [
+            pl.coalesce("device_arg", "pid_int", 0).cast(pl.Int32, strict=False).alias("device"),
+            pl.coalesce("stream_arg", "stream_tid", 0).alias("stream"),
+            pl.when((pl.col("category").replace_strict(classify.GPU_CATEGORIES) == "kernel") & pl.col("name").is_in(communication))
+            .then(pl.lit("communication"))
+            .otherwise(pl.col("category").replace_strict(classify.GPU_CATEGORIES))
+            .cast(GPU_SCHEMA["kind"])
+            .alias("kind"),
+            "name", *times, "correlation", external_id, "grid", "block",
+            pl.col("registers_per_thread").cast(pl.Int32, strict=False),
+            "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct", "bytes", "graph_id",
+            "graph_node_id", "collective",
+        ]
+    if name == "runtime":
+        return [
+            "pid", "tid", "name",
+            _by_name(frame["name"], classify.runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
+            *times, "correlation", external_id,
+            _by_name(frame["name"], lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean).alias("blocking"),
+        ]
+    if name == "cpu_ops":
+        return [
+            "pid", "tid",
+            pl.col("category").replace_strict(classify.CPU_OP_CATEGORIES).cast(CPU_OPS_SCHEMA["category"]).alias("category"),
+            "name", *times, external_id, "sequence_number", "fwd_thread_id", *_TEXT_COLUMNS, "flops",
+        ]
+    if name == "sync":
+        return [
+            pl.coalesce("device_arg", "pid_int").cast(pl.Int32, strict=False).alias("device"),
+            pl.coalesce("stream_arg", "stream_tid").alias("stream"),
+            "name", *times, "correlation",
+        ]
+    return ["pid", "tid", "name", *times]  # python
+
+
+def _names_where(names: pl.Series, rule) -> list[str]:
+    return [name for name in names.unique().drop_nulls().to_list() if rule(name)]
+
+
+def _by_name(names: pl.Series, rule, dtype: pl.DataType) -> pl.Expr:
+    """A value computed from each distinct name with the general path's rule."""
+    mapping = {name: rule(name) for name in names.unique().drop_nulls().to_list()}
+    return pl.col("name").replace_strict(mapping, default=None, return_dtype=dtype)
 
 
 # ----------------------------------------------------------------------------------------------

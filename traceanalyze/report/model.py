@@ -94,7 +94,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             "only the CPU side is reported"
         )
     per_op = launch.launch_latency(trace)
-    small = launch.small_kernels(trace)
+    small = launch.small_kernels(trace, latency=per_op)  # computed once, used three times
     peaks = roofline.choose_peaks(trace, options.peaks)
     per_kernel = roofline.kernel_roofline(trace, options.peaks)
     attributed = attribution.attribution(per_kernel, trace, window=window)
@@ -122,7 +122,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             pl.col("metric") == "launch_to_start_ns"
         ),
         small_kernels=small,
-        small_kernel_runs=launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run),
+        small_kernel_runs=launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
         queue=launch.queue_summary(trace),
         health=trace.health(),
         cpu_ops_top=_top_cpu_ops(trace),

@@ -1,0 +1,333 @@
+"""Benchmark: traceanalyze against HolisticTraceAnalysis (HTA) and the bare decode floor.
+
+For each input trace (the real ones in ../shared/traces, and generated ones of the sizes asked
+for), each contender runs in its own process, timed from the outside (wall clock, Python start-up
+included) while a sampler follows its memory:
+
+- `traceanalyze`: `python -m traceanalyze report --format json` (output discarded);
+- `hta`: HTA 0.5.0 doing less work: `TraceAnalysis` load, then `get_temporal_breakdown`,
+  `get_idle_time_breakdown`, `get_cuda_kernel_launch_stats`, `get_queue_length_summary` and
+  `get_gpu_kernel_breakdown` (skipped above `--hta-max`: a gigabyte takes it minutes);
+- `floor`: the least any loader must do: gunzip the file and decode `traceEvents` with msgspec into
+  typed structs (`ph, cat, name, pid, tid, ts, dur, id` typed, `args` kept raw), nothing else.
+
+Memory is the peak, over the run, of the summed proportional set size (PSS: shared pages split
+between the processes sharing them) of the process and all its children, sampled every 50 ms
+from /proc/PID/smaps_rollup (RSS where that cannot be read). It prints a table of absolute figures and the ratios the targets
+are stated in; `--json FILE` also writes every measurement.
+
+    python scripts/bench.py                              # real traces + 100M and 1G generated
+    python scripts/bench.py --sizes 100M --hta-max 200M  # quicker
+    python scripts/bench.py --no-real --sizes 1G --repeat 3
+
+Generated traces go to --work (default /tmp/traceanalyze-bench), never into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+DEFAULT_BASE = SHARED_TRACES / "hta_a100_80gb_record_shapes_cudagraph.json.gz"
+SMALL_BASE = SHARED_TRACES / "hta_a100_alexnet.json.gz"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_big_trace import Template, _open, _read, parse_size, write_trace  # noqa: E402
+
+HTA_SCRIPT = r"""
+import logging, os, sys, tempfile, warnings
+warnings.filterwarnings("ignore")
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+folder = tempfile.mkdtemp()
+os.symlink(os.path.abspath(sys.argv[1]), os.path.join(folder, os.path.basename(sys.argv[1])))
+analyzer = TraceAnalysis(trace_dir=folder)
+failed = []
+for name, call in [
+    ("get_temporal_breakdown", lambda: analyzer.get_temporal_breakdown(visualize=False)),
+    ("get_idle_time_breakdown", lambda: analyzer.get_idle_time_breakdown(visualize=False)),
+    ("get_cuda_kernel_launch_stats", lambda: analyzer.get_cuda_kernel_launch_stats(visualize=False)),
+    ("get_queue_length_summary", lambda: analyzer.get_queue_length_summary(ranks=list(analyzer.t.traces))),
+    ("get_gpu_kernel_breakdown", lambda: analyzer.get_gpu_kernel_breakdown(visualize=False)),
+]:
+    try:
+        call()
+    except Exception as error:
+        failed.append(f"{name}: {type(error).__name__}")
+print("FAILED " + "; ".join(failed) if failed else "OK")
+"""
+
+FLOOR_SCRIPT = r"""
+import gzip, sys, msgspec
+class Event(msgspec.Struct, gc=False):
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: int | float | None = None
+    dur: int | float | None = None
+    id: int | str | None = None
+    args: msgspec.Raw = msgspec.Raw()
+class Document(msgspec.Struct, gc=False):
+    traceEvents: list[Event] = []
+raw = open(sys.argv[1], "rb").read()
+if raw[:2] == b"\x1f\x8b":
+    raw = gzip.decompress(raw)
+print(len(msgspec.json.decode(raw, type=Document).traceEvents))
+"""
+
+
+@dataclass
+class Run:
+    seconds: float
+    peak_bytes: int
+    ok: bool
+    note: str = ""
+
+
+@dataclass
+class Result:
+    trace: str
+    size_bytes: int  # uncompressed
+    runs: dict[str, list[Run]] = field(default_factory=dict)
+
+    def best(self, who: str) -> Run | None:
+        runs = [r for r in self.runs.get(who, []) if r.ok]
+        return min(runs, key=lambda r: r.seconds) if runs else None
+
+
+def _pss(pid: int) -> int | None:
+    """Proportional set size of a process (bytes), from the kernel's one-line summary."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            for line in rollup:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def measure(command: list[str], env: dict[str, str], timeout: float) -> Run:
+    """Run `command`, timing it and sampling the memory of its process tree (every 50 ms, its
+    members every 0.5 s: the sampler must not take CPU from what it measures)."""
+    import psutil
+
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        try:
+            root = psutil.Process(process.pid)
+        except psutil.Error:
+            return
+        members: list = [root]
+        ticks = 0
+        while not done.is_set():
+            if ticks % 10 == 0:  # finding the children scans /proc: not every tick
+                try:
+                    members = [root, *root.children(recursive=True)]
+                except psutil.Error:
+                    pass
+            ticks += 1
+            total = 0
+            for member in members:
+                pss = _pss(member.pid)
+                if pss is None:
+                    try:
+                        pss = member.memory_info().rss
+                    except psutil.Error:
+                        pss = 0
+                total += pss
+            peak = max(peak, total)
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+        done.set()
+        return Run(time.perf_counter() - start, peak, False, f"timed out after {timeout:.0f} s")
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    text = out.decode(errors="replace").strip()
+    if process.returncode != 0:
+        return Run(seconds, peak, False, (err.decode(errors="replace").strip().splitlines() or ["failed"])[-1][:200])
+    note = text if text.startswith("FAILED") else ""
+    return Run(seconds, peak, True, note)
+
+
+def uncompressed_size(path: Path) -> int:
+    if path.name.endswith(".gz"):
+        import gzip
+
+        total = 0
+        with gzip.open(path, "rb") as source:
+            while chunk := source.read(1 << 24):
+                total += len(chunk)
+        return total
+    return path.stat().st_size
+
+
+def generate(size: int, work: Path, base: Path, label: str) -> Path:
+    path = work / f"generated_{label}.json.gz"
+    if not path.exists():
+        template = Template(_read(base))
+        with _open(path, 6) as out:
+            write_trace(template, out, size)
+    return path
+
+
+def contender_commands(trace: Path) -> dict[str, list[str]]:
+    python = sys.executable
+    return {
+        "traceanalyze": [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull, str(trace)],
+        "hta": [python, "-c", HTA_SCRIPT, str(trace)],
+        "floor": [python, "-c", FLOOR_SCRIPT, str(trace)],
+    }
+
+
+def child_env(work: Path) -> dict[str, str]:
+    """As installed: bytecode cached (here under --work), the repository importable."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def fmt_time(run: Run | None) -> str:
+    if run is None:
+        return "—"
+    return f"{run.seconds:.2f} s" if run.seconds < 100 else f"{run.seconds:.0f} s"
+
+
+def fmt_mem(run: Run | None) -> str:
+    return "—" if run is None else f"{run.peak_bytes / 1e6:.0f} MB"
+
+
+def fmt_size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
+
+
+def table(results: list[Result]) -> str:
+    header = ("trace", "size", "ours", "HTA", "floor", "HTA/ours", "ours/floor", "ours mem", "HTA mem", "mem/size")
+    rows = [header]
+    for r in results:
+        ours, hta, floor = r.best("traceanalyze"), r.best("hta"), r.best("floor")
+        speedup = f"{hta.seconds / ours.seconds:.1f}×" if ours and hta else "—"
+        vs_floor = f"{ours.seconds / floor.seconds:.2f}×" if ours and floor else "—"
+        mem_ratio = f"{ours.peak_bytes / r.size_bytes:.2f}" if ours and r.size_bytes else "—"
+        rows.append((r.trace, fmt_size(r.size_bytes), fmt_time(ours), fmt_time(hta), fmt_time(floor), speedup,
+                     vs_floor, fmt_mem(ours), fmt_mem(hta), mem_ratio))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100M,1G", help="generated trace sizes, comma-separated ('' for none; default 100M,1G)")
+    parser.add_argument("--base", type=Path, default=DEFAULT_BASE, help="real trace the generated ones replicate")
+    parser.add_argument("--no-real", action="store_true", help="skip the real traces of ../shared/traces")
+    parser.add_argument("--hta-max", type=parse_size, default=parse_size("600M"), help="skip HTA above this uncompressed size (default 600M)")
+    parser.add_argument("--no-hta", action="store_true", help="never run HTA")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per contender and input (the best counts; default 1)")
+    parser.add_argument("--small-repeat", type=int, default=10, help="runs of the 1 MB start-up check (default 10)")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is abandoned")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "traceanalyze-bench", help="where generated traces go")
+    parser.add_argument("--json", type=Path, help="also write every measurement here")
+    args = parser.parse_args(argv)
+    try:
+        import psutil  # noqa: F401
+    except ImportError:
+        parser.error("needs psutil (pip install psutil) to follow memory")
+    if args.work.resolve().is_relative_to(REPO):
+        parser.error("--work must be outside the repository")
+    args.work.mkdir(parents=True, exist_ok=True)
+    env = child_env(args.work)
+
+    inputs: list[tuple[str, Path]] = []
+    if not args.no_real and SHARED_TRACES.is_dir():
+        inputs += [(p.relative_to(SHARED_TRACES).as_posix(), p) for p in sorted(SHARED_TRACES.rglob("*.json.gz"))]
+    small = generate(parse_size("1M"), args.work, SMALL_BASE, "1M")
+    inputs.append(("generated 1M (start-up check)", small))
+    for label in filter(None, (s.strip() for s in args.sizes.split(","))):
+        inputs.append((f"generated {label}", generate(parse_size(label), args.work, args.base, label)))
+
+    interactive = sys.stderr.isatty()
+    progress = None
+    if interactive:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            transient=True)
+        progress.start()
+    results: list[Result] = []
+    try:
+        # warm the bytecode cache and the page cache, so that the first timed run is not penalised
+        subprocess.run(contender_commands(small)["traceanalyze"], env=env, capture_output=True)
+        total = sum(len(contender_commands(p)) for _, p in inputs)
+        task = progress.add_task("bench", total=total) if progress else None
+        for label, path in inputs:
+            size = uncompressed_size(path)
+            result = Result(trace=label, size_bytes=size)
+            for who, command in contender_commands(path).items():
+                if progress:
+                    progress.update(task, description=f"{who:12s} {label}")
+                skip = who == "hta" and (args.no_hta or size > args.hta_max)
+                if not skip:
+                    repeats = args.small_repeat if path == small and who == "traceanalyze" else args.repeat
+                    result.runs[who] = [measure(command, env, args.timeout) for _ in range(max(1, repeats))]
+                if progress:
+                    progress.advance(task)
+            results.append(result)
+    finally:
+        if progress:
+            progress.stop()
+
+    machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    print(f"# traceanalyze bench, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine}")
+    try:
+        print(f"# load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    except OSError:
+        pass
+    print(table(results))
+    startup = next((r for r in results if r.trace.startswith("generated 1M")), None)
+    if startup and startup.runs.get("traceanalyze"):
+        times = sorted(r.seconds for r in startup.runs["traceanalyze"] if r.ok)
+        if times:
+            print(f"\nstart-up check, report on a 1 MB trace ({len(times)} runs): best {times[0]:.2f} s, "
+                  f"median {statistics.median(times):.2f} s (target < 0.5 s)")
+    notes = [(r.trace, who, run.note) for r in results for who, runs in r.runs.items() for run in runs[:1] if run.note]
+    for trace, who, note in notes:
+        print(f"note: {who} on {trace}: {note}")
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""The streaming loader gives the tables the whole-document loader gives.
+
+The reference is the general path over the whole document (`decode_document` + `build_trace`:
+one typed decode, events converted one at a time, shape columns decoded as a whole), which is how
+the loader worked before it streamed. Against it: the streaming reader with blocks small enough to
+cut every trace into many chunks (both the sequential reader, which validates each cut by decoding,
+and the cutter that feeds worker processes), the fast path, the worker processes themselves, the
+vectorised `to_ns` and nesting, and traces written to defeat the cutter.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import random
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from builder import TraceBuilder
+from shared_traces import real_trace_params
+
+from traceanalyze.errors import TraceAnalyzeError
+from traceanalyze.load import load_file, load_trace
+from traceanalyze.load.chrome import EventChunks, decode_document, read_bytes
+from traceanalyze.load.tables import TraceTables, _ns, _raw_times as _times, _with_nesting, build_trace, decode_chunk, to_ns
+
+TABLES = ("gpu", "runtime", "cpu_ops", "steps", "flows", "sync", "devices", "skipped")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def whole_document(path: Path, *, include_python: bool = False):
+    """The reference: the document decoded at once, every event through the general path."""
+    document, malformed = decode_document(read_bytes(path), path)
+    info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
+    rank = info.get("rank") if isinstance(info.get("rank"), int) else 0
+    source = "distributedInfo" if isinstance(info.get("rank"), int) else "default"
+    return build_trace(document, path=path, rank=rank, rank_source=source, malformed=malformed,
+                       include_python=include_python)
+
+
+def cut_pieces(path: Path, block_size: int, *, include_python: bool = False):
+    """What the worker processes of a large file compute, here in this process."""
+    chunks = EventChunks(path, block_size=block_size)
+    tables = TraceTables(include_python=include_python)
+    for parts in chunks.pieces():
+        tables.add(decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python))
+    info = chunks.document.distributedInfo if isinstance(chunks.document.distributedInfo, dict) else {}
+    rank = info.get("rank") if isinstance(info.get("rank"), int) else 0
+    source = "distributedInfo" if isinstance(info.get("rank"), int) else "default"
+    return tables.finish(chunks.document, path=path, rank=rank, rank_source=source)
+
+
+def assert_same(trace, reference, *, python: bool = False) -> None:
+    for table in TABLES + (("python",) if python else ()):
+        assert_frame_equal(getattr(trace, table), getattr(reference, table))
+    assert [m.__dict__ for m in trace.meta] == [m.__dict__ for m in reference.meta]
+
+
+def block_size_for(path: Path, chunks: int) -> int:
+    """A block size that cuts the trace into about `chunks` chunks."""
+    return max(1 << 11, len(read_bytes(path)) // chunks)
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+@pytest.mark.parametrize("chunks", [3, 25])
+def test_real_traces_in_small_chunks(path, chunks):
+    reference = whole_document(path)
+    block_size = block_size_for(path, chunks)
+    assert_same(load_file(path, block_size=block_size, workers=1), reference)
+    assert_same(cut_pieces(path, block_size), reference)
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+def test_python_functions_kept_when_asked(path):
+    reference = whole_document(path, include_python=True)
+    assert_same(load_file(path, block_size=block_size_for(path, 8), workers=1, include_python=True), reference,
+                python=True)
+
+
+# --- traces written to defeat the cutter ---------------------------------------------------------
+
+def awkward_trace() -> dict:
+    """Kernel names and args holding what a cut looks for (`},{`, `}, {`, `]`), float times with
+    ns fractions, TensorList shapes, and metadata after the events."""
+    b = TraceBuilder()
+    b.step(1, 0, 400)
+    for i in range(60):
+        op = b.cpu_op(f"aten::op{i}", 10 + 6 * i, 5, input_dims=[[4, 8], [8, 16]], input_types=["float", "float"])
+        corr = b.launch(11 + 6 * i, 2, external_id=op)
+        b.kernel(corr, 20 + 6 * i, 3.125, name=f"void k<{{lambda()#1}}, {{lambda()#{i}}},{{x}}>}}, {{" + "]" * (i % 3))
+    data = b.to_dict()
+    events = data.pop("traceEvents")
+    for event in events[::7]:
+        if isinstance(event.get("args"), dict):
+            event["args"]["note"] = '}, {"ph": "X"}],[{'
+    data["traceEvents"] = events
+    data["deviceProperties_after"] = [{"id": 0}, {"id": 1}]
+    data["trailing"] = {"a": [1, 2, {"b": "]"}]}
+    return data
+
+
+@pytest.mark.parametrize("layout", ["compact", "indented", "events_last", "bare_array"])
+@pytest.mark.parametrize("block_size", [64, 300, 4096])
+def test_cuts_inside_strings_and_odd_layouts(tmp_path, layout, block_size):
+    data = awkward_trace()
+    if layout == "compact":
+        text = json.dumps(data, separators=(",", ":"))
+    elif layout == "indented":
+        text = json.dumps(data, indent=2)
+    elif layout == "events_last":
+        events = data.pop("traceEvents")
+        text = json.dumps({**data, "traceEvents": events}, indent=1)
+    else:
+        text = json.dumps(data["traceEvents"])
+    path = tmp_path / "awkward.json.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    reference = whole_document(path)
+    assert reference.gpu.height == 60
+    assert_same(load_file(path, block_size=block_size, workers=1), reference)
+    # the cutter alone may cut inside a kernel name; what it cuts must then fail to decode
+    try:
+        pieces = cut_pieces(path, block_size)
+    except Exception as error:
+        import msgspec
+
+        assert isinstance(error, msgspec.DecodeError)
+    else:
+        assert_same(pieces, reference)
+
+
+def test_shape_columns_decoded_slowly_everywhere_when_one_chunk_needs_it(tmp_path):
+    """The general path decodes a shape column slowly for the whole table when any value defeats
+    the fast decode; decoded chunk by chunk, the result must be the same."""
+    b = TraceBuilder()
+    for i in range(200):
+        b.cpu_op("aten::add", 10 * i, 5, input_dims=[[2, 2], [2, 2]], input_types=["float", "float"])
+    data = b.to_dict()
+    ops = [e for e in data["traceEvents"] if e.get("cat") == "cpu_op"]
+    ops[10]["args"]["Input Dims"] = [[1, None], [2]]  # fast decode keeps a null, the slow one drops it
+    ops[11]["args"]["Input type"] = ["float", None]
+    ops[190]["args"]["Input Dims"] = [1, 2]  # not a list of shapes: the fast decode fails
+    ops[191]["args"]["Input type"] = ["float", 3]
+    path = tmp_path / "shapes.json"
+    path.write_text(json.dumps(data))
+    reference = whole_document(path)
+    for block_size in (128, 2048):
+        assert_same(load_file(path, block_size=block_size, workers=1), reference)
+
+
+# --- mutated traces --------------------------------------------------------------------------------
+
+def base_trace() -> dict:
+    b = TraceBuilder()
+    b.step(1, -20, 300)
+    op = b.cpu_op("aten::mm", -10, 8, input_dims=[[4, 8], [8, 16]], input_types=["float", "float"])
+    b.launch_kernel(launch_us=-8, start_us=0, dur_us=10, external_id=op)
+    b.sync_call(12, 5)
+    b.graph_launch(30, 5, [(40, 5, "g1"), (45, 5, "g2")])
+    b.orphan_kernel(80, 5)
+    c = b.launch(90, 3, name="cudaMemcpyAsync")
+    b.memcpy(c, 95, 4)
+    b.python_function("forward", -15, 100)
+    return b.to_dict()
+
+
+BASE = base_trace()
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=6,
+)
+FIELDS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args"]
+ARG_KEYS = ["correlation", "device", "stream", "External id", "Input Dims", "Input type", "grid", "bytes",
+            "Concrete Inputs", "Sequence number", "blocks per SM", "registers per thread", "flops"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_traces_load_as_the_whole_document_does(tmp_path, data):
+    trace = copy.deepcopy(BASE)
+    events = trace["traceEvents"]
+    for _ in range(data.draw(st.integers(1, 6))):
+        event = events[data.draw(st.integers(0, len(events) - 1))]
+        if data.draw(st.booleans()) and isinstance(event.get("args"), dict):
+            event["args"][data.draw(st.sampled_from(ARG_KEYS))] = data.draw(JSON_VALUES)
+        elif data.draw(st.booleans()):
+            event.pop(data.draw(st.sampled_from(FIELDS)), None)
+        else:
+            event[data.draw(st.sampled_from(FIELDS))] = data.draw(JSON_VALUES)
+    path = tmp_path / "mutated.json"
+    path.write_text(json.dumps(trace))
+    include_python = data.draw(st.booleans())
+    try:
+        reference = whole_document(path, include_python=include_python)
+        if not reference.meta[0].event_count:
+            reference = None
+    except TraceAnalyzeError:
+        reference = None
+    block_size = data.draw(st.sampled_from([64, 512, 1 << 16]))
+    try:
+        streamed = load_file(path, block_size=block_size, workers=1, include_python=include_python)
+    except TraceAnalyzeError:
+        assert reference is None
+        return
+    assert reference is not None
+    assert_same(streamed, reference, python=include_python)
+
+
+# --- exactness of the vectorised pieces ------------------------------------------------------------
+
+def test_vectorised_to_ns_is_to_ns():
+    rng = random.Random(7)
+    values: list = [0.0, -0.0, 1.5, -2.25, 0.0005, 1e-9, 8.64e10, 8.64e10 + 1e-5]
+    for low, high in [(0, 1e6), (1e9, 1e12), (2**42, 2**43), (4e12, 9.1e12), (9.1e12, 9e15), (-1e13, 1e13)]:
+        values += [round(rng.uniform(low, high), 3) for _ in range(20000)]
+        values += [rng.uniform(low, high) for _ in range(5000)]
+    # floats (the vectorised formula below 2^53 ns, to_ns itself above), then ints, then both mixed
+    ints = [rng.randrange(-(10**15), 10**15) for _ in range(1000)]
+    for sample in (values, ints, values[:500] + ints[:500]):
+        columns, _ = _times(sample, "ts")
+        assert pl.DataFrame(columns).select(_ns("ts")).to_series().to_list() == [to_ns(v) for v in sample]
+
+
+def nesting_by_stack(ops: pl.DataFrame) -> pl.DataFrame:
+    """The stack walk the loader used before it was vectorised (reference)."""
+    ordered = ops.select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
+        ["pid", "tid", "start_ns", "end_ns"], descending=[False, False, False, True]
+    )
+    depth, parent, stack, thread = [], [], [], None
+    for op_id, pid, tid, start, end in ordered.iter_rows():
+        if (pid, tid) != thread:
+            thread, stack = (pid, tid), []
+        while stack and stack[-1][1] <= start:
+            stack.pop()
+        level = len(stack)
+        while level and stack[level - 1][1] < end:
+            level -= 1
+        del stack[level:]
+        parent.append(stack[-1][0] if stack else None)
+        depth.append(len(stack))
+        stack.append((op_id, end))
+    nesting = pl.DataFrame({"op_id": ordered["op_id"], "depth": depth, "parent_id": parent},
+                           schema={"op_id": pl.Int64, "depth": pl.Int32, "parent_id": pl.Int64})
+    return ops.drop("depth", "parent_id").join(nesting, on="op_id", how="left").sort("op_id")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vectorised_nesting_is_the_stack_walk(seed):
+    rng = random.Random(seed)
+    n = 3000
+    starts = [rng.randrange(0, 5000) for _ in range(n)]
+    durations = [rng.choice([0, 0, 1, rng.randrange(1, 50), rng.randrange(1, 2000)]) for _ in range(n)]
+    ops = pl.DataFrame(
+        {
+            "op_id": range(n),
+            "pid": [rng.choice([1, 2]) for _ in range(n)],
+            "tid": [rng.choice([1, 2, None]) for _ in range(n)],
+            "start_ns": starts,
+            "end_ns": [s + d for s, d in zip(starts, durations)],
+            "depth": [None] * n,
+            "parent_id": [None] * n,
+        },
+        schema={"op_id": pl.Int64, "pid": pl.Int64, "tid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
+                "depth": pl.Int32, "parent_id": pl.Int64},
+    )
+    expected = nesting_by_stack(ops)
+    got = _with_nesting(ops)
+    assert_frame_equal(got.select(expected.columns), expected)
+
+
+# --- processes ----------------------------------------------------------------------------------------
+
+def test_a_large_file_decoded_by_worker_processes(tmp_path):
+    path = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "hta_a100_large_training.json.gz"
+    if not path.is_file():
+        pytest.skip(f"real trace not found: {path}")
+    reference = whole_document(path)
+    assert_same(load_file(path, block_size=1 << 20, workers=2), reference)
+
+
+def test_a_folder_of_ranks_on_every_core():
+    folder = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "param_v100_dlrm_4ranks"
+    if not folder.is_dir():
+        pytest.skip(f"real traces not found: {folder}")
+    one = load_trace(folder, workers=1)
+    many = load_trace(folder, workers=2)
+    for table in TABLES:
+        assert_frame_equal(getattr(many, table), getattr(one, table))
+    assert [m.__dict__ for m in many.meta] == [m.__dict__ for m in one.meta]
+
+
+def test_a_bad_rank_file_fails_cleanly_from_a_worker(tmp_path):
+    folder = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "param_v100_dlrm_4ranks"
+    if not folder.is_dir():
+        pytest.skip(f"real traces not found: {folder}")
+    for source in sorted(folder.glob("*.json.gz"))[:2]:
+        (tmp_path / source.name).write_bytes(source.read_bytes())
+    (tmp_path / "rank9.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", ')[:30])
+    with pytest.raises(TraceAnalyzeError, match="rank9.json.gz"):
+        load_trace(tmp_path, workers=2)
+
+
+# --- the generator of big traces ------------------------------------------------------------------------
+
+def test_make_big_trace_replicates_with_offsets(tmp_path):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from make_big_trace import main
+    finally:
+        sys.path.pop(0)
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(base_trace(), indent=2))
+    out = tmp_path / "big.json.gz"
+    assert main([str(base), "--size", "20k", "-o", str(out)]) == 0
+    one = whole_document(base)
+    big = load_trace(out)
+    copies = big.steps.height // one.steps.height
+    assert copies >= 3
+    assert big.steps["step"].n_unique() == big.steps.height
+    # every copy links only to itself: one launch per correlation, as in the base
+    assert big.runtime["correlation"].drop_nulls().n_unique() == big.runtime["correlation"].drop_nulls().len()
+    assert big.gpu.join(big.runtime, on=["rank", "correlation"]).height >= copies * one.gpu.join(one.runtime, on=["rank", "correlation"]).height - one.gpu.height

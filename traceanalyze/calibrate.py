@@ -12,6 +12,8 @@ dtype add the bandwidth roof and the matmul (tensor-unit) roofs the report compa
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,7 +24,6 @@ from traceanalyze.analysis.devices import DEVICE_FILE_FORMAT, DEVICE_FILE_VERSIO
 from traceanalyze.capture.svg import Panel, line_chart, si
 from traceanalyze.errors import ConfigError
 
-FLAT_TOLERANCE = 1.25  # a runtime within 25% of the fastest counts as "flat"
 SWEEP_ELEMENT_BYTES = 4  # the sweep runs in fp32
 
 
@@ -75,56 +76,86 @@ class Calibration:
 
 @dataclass(frozen=True)
 class Roofs:
-    """The roofs read off a `Calibration`.
+    """The roofs read off a `Calibration`, all from one fit so that what is printed agrees:
 
-    `bandwidth_bytes_per_s` is the best of the copies and the sweep; the sweep's own
-    (`sweep_bandwidth_bytes_per_s`, `sweep_flops_per_s`) place its ridge point: the compute
-    intensity (FLOP/byte) where the bandwidth roof meets the pointwise compute roof.
+    * `bandwidth_bytes_per_s`, the bandwidth roof: the best of the copies and the sweep's own
+      (`sweep_bandwidth_bytes_per_s`: bytes moved / the runtime of its flat part);
+    * `compute_flops_per_s`, the pointwise compute roof: N / the runtime added per extra r on the
+      sweep's rising part (when it never rises: the best achieved FLOP/s, a lower bound);
+    * `ridge_flop_per_byte` = compute roof / bandwidth roof, at r = `ridge_repeat` (× 2 × 4 bytes);
+    * `flat_until_repeat`: the largest r on the fitted flat part (None: rising from the first r).
     """
 
     bandwidth_bytes_per_s: float
-    sweep_bandwidth_bytes_per_s: float
-    sweep_flops_per_s: float
+    compute_flops_per_s: float
     ridge_flop_per_byte: float
     ridge_repeat: float
+    sweep_bandwidth_bytes_per_s: float
     flat_until_repeat: int | None
 
 
+def fit_sweep(sweep: tuple[SweepPoint, ...]) -> tuple[float | None, float | None]:
+    """The essay's runtime model `runtime(r) = max(flat_s, r × per_repeat_s)` fitted to the sweep:
+    (flat_s, per_repeat_s), None for a part the sweep does not have.
+
+    Robust to a noisy point: every split of the points (sorted by r) into a flat head and a rising
+    tail is tried, with `flat_s` the median runtime of the head and `per_repeat_s` the median of
+    runtime / r over the tail, and the split with the least sum of |log model − log runtime| wins.
+
+    >>> pts = tuple(SweepPoint(r, t, 10) for r, t in ((1, 4.0), (2, 4.0), (4, 9.0), (8, 4.0), (16, 8.0), (32, 16.0)))
+    >>> fit_sweep(pts)  # r = 4 is an outlier: flat at 4 s until r = 8, then 0.5 s per r
+    (4.0, 0.5)
+    """
+    points = sorted(sweep, key=lambda p: p.repeat)
+    best: tuple[float, float | None, float | None] | None = None
+    for split in range(len(points) + 1):
+        head, tail = points[:split], points[split:]
+        flat = statistics.median(p.runtime_s for p in head) if head else None
+        slope = statistics.median(p.runtime_s / p.repeat for p in tail) if tail else None
+        cost = math.fsum(
+            abs(math.log(max(flat or 0.0, (slope or 0.0) * p.repeat) / p.runtime_s)) for p in points
+        )
+        if best is None or cost < best[0] - 1e-12:
+            best = (cost, flat, slope)
+    return (best[1], best[2]) if best is not None else (None, None)
+
+
 def fit_roofs(calibration: Calibration) -> Roofs:
-    """Roofs from the measurements: maxima of achieved rates, and where the runtime stops being flat.
+    """Roofs from the measurements (see `Roofs`, `fit_sweep`).
 
     >>> points = tuple(SweepPoint(r, max(1.0, r / 16), size=1000) for r in (1, 2, 4, 8, 16, 32, 64))
     >>> cal = Calibration("cpu", "x", "2", "m", points, {"fp32": 0.0}, 8, {}, "2026-01-01")
     >>> roofs = fit_roofs(cal)
-    >>> roofs.flat_until_repeat, roofs.ridge_repeat
-    (16, 16.0)
+    >>> roofs.flat_until_repeat, roofs.ridge_repeat, roofs.ridge_flop_per_byte
+    (16, 16.0, 2.0)
     """
     sweep = calibration.sweep
-    sweep_bandwidth = max((point.bytes_per_s for point in sweep), default=0.0)
-    sweep_flops = max((point.flops_per_s for point in sweep), default=0.0)
-    bandwidth = max([sweep_bandwidth, *calibration.copy_bytes_per_s.values()])
-    ridge = sweep_flops / sweep_bandwidth if sweep_bandwidth > 0 else float("nan")
+    flat_s, per_repeat_s = fit_sweep(sweep)
+    size = sweep[0].size if sweep else 0
     element_bytes = sweep[0].element_bytes if sweep else SWEEP_ELEMENT_BYTES
+    if flat_s is not None:
+        sweep_bandwidth = 2.0 * size * element_bytes / flat_s
+    else:
+        sweep_bandwidth = max((p.bytes_per_s for p in sweep), default=0.0)
+    if per_repeat_s is not None:
+        compute = size / per_repeat_s
+    else:
+        compute = max((p.flops_per_s for p in sweep), default=0.0)
+    bandwidth = max([sweep_bandwidth, *calibration.copy_bytes_per_s.values()])
+    ridge = compute / bandwidth if bandwidth > 0 else float("nan")
+    if flat_s is None:
+        flat_until = None
+    else:
+        bend = flat_s / per_repeat_s if per_repeat_s else float("inf")
+        flat_until = max((p.repeat for p in sweep if p.repeat <= bend * (1 + 1e-9)), default=None)
     return Roofs(
         bandwidth_bytes_per_s=bandwidth,
-        sweep_bandwidth_bytes_per_s=sweep_bandwidth,
-        sweep_flops_per_s=sweep_flops,
+        compute_flops_per_s=compute,
         ridge_flop_per_byte=ridge,
         ridge_repeat=ridge * 2 * element_bytes,
-        flat_until_repeat=_flat_until(sweep),
+        sweep_bandwidth_bytes_per_s=sweep_bandwidth,
+        flat_until_repeat=flat_until,
     )
-
-
-def _flat_until(sweep: tuple[SweepPoint, ...]) -> int | None:
-    if not sweep:
-        return None
-    fastest = min(point.runtime_s for point in sweep)
-    flat = None
-    for point in sorted(sweep, key=lambda p: p.repeat):
-        if point.runtime_s > FLAT_TOLERANCE * fastest:
-            break
-        flat = point.repeat
-    return flat
 
 
 def peak_flops(calibration: Calibration) -> dict[str, float]:
@@ -132,7 +163,7 @@ def peak_flops(calibration: Calibration) -> dict[str, float]:
     sweep's pointwise roof when no fp32 matmul was measured."""
     peaks = dict(calibration.matmul_flops_per_s)
     if "fp32:simt" not in peaks and calibration.sweep:
-        peaks["fp32:simt"] = fit_roofs(calibration).sweep_flops_per_s
+        peaks["fp32:simt"] = fit_roofs(calibration).compute_flops_per_s
     return peaks
 
 
@@ -179,8 +210,9 @@ def device_file(calibration: Calibration) -> dict[str, Any]:
             "dtype": "fp32",
             "size_elements": calibration.sweep[0].size if calibration.sweep else None,
             "method": calibration.sweep_method,
-            "bandwidth_roof_bytes_per_s": roofs.sweep_bandwidth_bytes_per_s,
-            "compute_roof_flops_per_s": roofs.sweep_flops_per_s,
+            "sweep_bandwidth_bytes_per_s": roofs.sweep_bandwidth_bytes_per_s,
+            "bandwidth_roof_bytes_per_s": roofs.bandwidth_bytes_per_s,
+            "compute_roof_flops_per_s": roofs.compute_flops_per_s,
             "ridge_flop_per_byte": roofs.ridge_flop_per_byte,
             "ridge_repeat": roofs.ridge_repeat,
             "flat_until_repeat": roofs.flat_until_repeat,
@@ -219,13 +251,22 @@ def write_outputs(calibration: Calibration, device_path: Path, chart_path: Path)
             raise ConfigError(f"{path}: cannot write: {error.strerror or error}") from None
 
 
+def peak_label(key: str, device_kind: str) -> str:
+    """"bf16:tensor" → "bf16 tensor cores"; on a CPU "bf16:simt" → "bf16 (CPU cores)"."""
+    dtype, unit = key.split(":")
+    if device_kind == "cpu":
+        return f"{dtype} (CPU cores)"
+    return f"{dtype} {'tensor cores' if unit == 'tensor' else 'SIMT cores'}"
+
+
 def render_table(calibration: Calibration) -> str:
-    """The terminal summary: the sweep table, copies, matmuls and the roofs."""
+    """The terminal summary: the sweep table, copies, matmuls and the roofs (docs/capture.md)."""
     roofs = fit_roofs(calibration)
-    lines = [f"{calibration.device_name} ({calibration.device_kind}), torch {calibration.torch_version}", ""]
+    kind = calibration.device_kind
+    lines = [f"{calibration.device_name} ({kind}), torch {calibration.torch_version}", ""]
     if calibration.sweep:
         size = calibration.sweep[0].size
-        lines.append(f"x = x * c repeated r times on {size:,} fp32 elements ({calibration.sweep_method})")
+        lines.append(f"x * c repeated r times on {size:,} fp32 elements ({calibration.sweep_method})")
         header = f"{'r':>5}  {'FLOP/byte':>9}  {'runtime':>11}  {'achieved FLOP/s':>16}  {'bandwidth':>12}"
         lines += [header, "-" * len(header)]
         for point in calibration.sweep:
@@ -238,21 +279,26 @@ def render_table(calibration: Calibration) -> str:
         copies = ", ".join(f"{dtype} {si(rate, 'B/s')}" for dtype, rate in calibration.copy_bytes_per_s.items())
         lines.append(f"copy: {copies}")
     if calibration.matmul_flops_per_s:
-        matmuls = ", ".join(f"{key} {si(rate, 'FLOP/s')}" for key, rate in calibration.matmul_flops_per_s.items())
+        matmuls = ", ".join(f"{peak_label(key, kind)} {si(rate, 'FLOP/s')}" for key, rate in calibration.matmul_flops_per_s.items())
         lines.append(f"matmul n={calibration.matmul_size}: {matmuls}")
     lines.append("")
-    lines.append(f"bandwidth roof: {si(roofs.bandwidth_bytes_per_s, 'B/s')}")
+    lines.append(f"bandwidth roof: {si(roofs.bandwidth_bytes_per_s, 'B/s')} (the best of the copies and the sweep's "
+                 f"flat part, {si(roofs.sweep_bandwidth_bytes_per_s, 'B/s')})")
     if calibration.sweep:
-        flat = f"r <= {roofs.flat_until_repeat}" if roofs.flat_until_repeat else "nowhere"
+        if roofs.flat_until_repeat is None:
+            shape = "runtime grows from the first r: compute-bound at every r measured"
+        elif roofs.flat_until_repeat == max(p.repeat for p in calibration.sweep):
+            shape = "runtime flat at every r measured: bandwidth-bound throughout (the compute roof is a lower bound)"
+        else:
+            shape = f"runtime flat (bandwidth-bound) for r <= {roofs.flat_until_repeat}, then growing with r (compute-bound)"
+        lines.append(f"pointwise compute roof: {si(roofs.compute_flops_per_s, 'FLOP/s')}; {shape}")
         lines.append(
-            f"pointwise compute roof: {si(roofs.sweep_flops_per_s, 'FLOP/s')}; runtime flat (bandwidth-bound) for {flat}"
-        )
-        lines.append(
-            f"ridge point: {roofs.ridge_flop_per_byte:.3g} FLOP/byte (r ≈ {roofs.ridge_repeat:.3g}): "
-            "below it a pointwise kernel is bandwidth-bound, above it compute-bound"
+            f"ridge point: compute roof / bandwidth roof = {roofs.ridge_flop_per_byte:.3g} FLOP/byte "
+            f"(r ≈ {roofs.ridge_repeat:.3g}): below it a pointwise kernel is bandwidth-bound, above it compute-bound"
         )
     for key, rate in peak_flops(calibration).items():
-        lines.append(f"peak {key}: {si(rate, 'FLOP/s')} (ridge {rate / roofs.bandwidth_bytes_per_s:.3g} FLOP/byte)")
+        lines.append(f"peak {peak_label(key, kind)}: {si(rate, 'FLOP/s')} "
+                     f"(ridge {rate / roofs.bandwidth_bytes_per_s:.3g} FLOP/byte)")
     lines.extend(f"note: {note}" for note in calibration.notes)
     return "\n".join(lines) + "\n"
 
@@ -270,7 +316,7 @@ def render_svg(calibration: Calibration) -> str:
             "Achieved FLOP/s",
             "FLOP/s",
             tuple((p.repeat, p.flops_per_s) for p in sweep),
-            hlines=((roofs.sweep_flops_per_s, f"compute roof {si(roofs.sweep_flops_per_s, 'FLOP/s')}"),),
+            hlines=((roofs.compute_flops_per_s, f"compute roof {si(roofs.compute_flops_per_s, 'FLOP/s')}"),),
             vlines=ridge,
         ),
         Panel(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from traceanalyze.gate.budgets import Statistic
-from traceanalyze.gate.metrics import REGIMES, Measured, measure
+from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, measure
 
 LISTED_KERNELS = 50  # report_to_dict lists at most this many kernels per rank (jsonout.KERNEL_LIMIT)
 
@@ -60,6 +60,7 @@ class Diff:
     metrics: tuple[MetricRow, ...]
     kernels: tuple[KernelRow, ...]  # every kernel seen, longest (max of both totals) first
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # shown first: e.g. the two runs used different devices
 
     @property
     def changed_kernels(self) -> tuple[KernelRow, ...]:
@@ -198,6 +199,7 @@ def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, statistic: 
     b = measure(base, source=sources[0] if sources else None)
     n = measure(new, source=sources[1] if sources else None)
     kernels, notes = _kernel_rows(base, new, min_change)
+    mismatch = device_mismatch(b, n)
     if b.window_option and n.window_option and b.window_option != n.window_option:
         notes.append(f"the reports used different windows ({b.window_option} vs {n.window_option}): "
                      "whole-window numbers differ in definition")
@@ -205,4 +207,5 @@ def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, statistic: 
         base_source=b.source, new_source=n.source, statistic=statistic, min_change=min_change,
         base_steps=len(b.steps), new_steps=len(n.steps),
         metrics=tuple(_metric_rows(b, n, base, new, statistic)), kernels=tuple(kernels), notes=tuple(notes),
+        warnings=(mismatch,) if mismatch else (),
     )

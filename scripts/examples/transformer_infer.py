@@ -1,6 +1,8 @@
 """Generate tokens with a small GPT-style transformer: inference, no optimizer.
 
-Each generated token runs inside `record_function("decode_step")`, so either of these captures it:
+Each generated token runs inside `record_function("decode_step")`. `traceanalyze capture
+scripts/examples/transformer_infer.py` records the whole run (there is no optimizer step); either of
+these records a window of it:
 
     traceanalyze capture --steps-from decode_step scripts/examples/transformer_infer.py -- --steps 20
     traceanalyze capture --duration 2 scripts/examples/transformer_infer.py -- --steps 200

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from capture_helpers import EXAMPLES, complete_events, read_json, read_trace, run_cli, step_names, stderr_lines
 
@@ -12,12 +10,9 @@ TRAINING_EXAMPLES = ["mlp_train.py", "convnet_train.py", "transformer_train.py"]
 
 @pytest.mark.parametrize("example", TRAINING_EXAMPLES)
 def test_training_example_records_three_steps_with_shapes(example, tmp_path):
-    report = example == "mlp_train.py" and importlib.util.find_spec("traceanalyze.load") is not None
-    flags = () if report else ("--no-report",)
-    result = run_cli("capture", *flags, "-o", tmp_path / "out", EXAMPLES / example, "--", "--steps", "6", cwd=tmp_path)
+    result = run_cli("capture", "-o", tmp_path / "out", EXAMPLES / example, "--", "--steps", "6", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    if report:  # the report of the new trace follows the capture
-        assert str(tmp_path / "out" / "trace.json.gz") in result.stdout
+    assert_report_printed(result, tmp_path / "out" / "trace.json.gz")
 
     trace = read_trace(tmp_path / "out" / "trace.json.gz")
     assert step_names(trace) == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
@@ -43,6 +38,28 @@ def test_training_example_records_three_steps_with_shapes(example, tmp_path):
     assert run["torch_version"] and run["device"] == "cpu" and run["device_name"]
     assert run["record_shapes"] is True and run["activities"] == ["cpu"]
     assert any("trace of 3 steps written to" in line for line in stderr_lines(result))
+
+
+def assert_report_printed(result, trace):
+    """The capture printed the report of `trace` on stdout, and no Kineto log line on stderr."""
+    assert f"traceanalyze report — {trace}" in result.stdout
+    assert "TRACE HEALTH" in result.stdout
+    kineto = [line for line in result.stderr.splitlines() if line.startswith(("USDT:", "STAGE:"))]
+    assert kineto == []
+
+
+def test_inference_without_flags_records_the_whole_run_and_reports_it(tmp_path):
+    result = run_cli("capture", "-o", tmp_path, EXAMPLES / "transformer_infer.py", "--steps", "5", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert_report_printed(result, tmp_path / "trace.json.gz")
+    notes = [line for line in stderr_lines(result) if line.startswith("traceanalyze:")]
+    assert len(notes) == 1 and "no optimizer step was seen, so the trace covers the whole run" in notes[0]
+    assert "generated 5 tokens" in result.stdout  # the script's own output is kept
+    trace = read_trace(tmp_path / "trace.json.gz")
+    assert len([e for e in complete_events(trace) if e["name"] == "decode_step"]) == 5  # every token, not a window
+    assert step_names(trace) == []
+    run = read_json(tmp_path / "run.json")
+    assert run["whole_run"] is True and run["steps_seen"] == 0 and run["exit_status"]["code"] == 0
 
 
 def test_inference_steps_from_a_record_function_region(tmp_path):

@@ -29,12 +29,14 @@ def test_script_that_raises_keeps_its_exit_code_traceback_and_trace(tmp_path):
     assert run["steps_captured"] == 1
 
 
-def test_script_failing_before_recording_writes_no_trace_but_says_so(tmp_path):
+def test_script_failing_in_its_first_step_keeps_the_trace_of_what_ran(tmp_path):
     result = capture("-o", tmp_path, SCRIPTS / "raises_midway.py", "--fail-at", "0", cwd=tmp_path)
     assert result.exit_code == 1
-    assert not (tmp_path / "trace.json.gz").exists()
-    assert "before recording started" in result.stderr
-    assert read_json(tmp_path / "run.json")["traces"] == []
+    assert "the script stopped early; the trace of what ran is in" in result.stderr
+    run = read_json(tmp_path / "run.json")
+    assert run["traces"] == ["trace.json.gz"] and run["whole_run"] is True and run["steps_captured"] == 0
+    names = {e["name"] for e in read_trace(tmp_path / "trace.json.gz")["traceEvents"] if e.get("ph") == "X"}
+    assert any(name.startswith("aten::") for name in names)  # the ops of step 0, up to the failure
 
 
 def test_script_sees_its_own_argv_name_path_and_cwd_and_its_exit_code_is_ours(tmp_path):
@@ -80,11 +82,14 @@ def test_short_script_records_what_it_can(tmp_path):
     assert "only 1 of the 3 active steps" in result.stderr
 
 
-def test_script_without_optimizer_and_no_duration_is_a_capture_error(tmp_path):
+def test_script_without_optimizer_and_no_duration_records_the_whole_run(tmp_path):
     result = capture("-o", tmp_path, SCRIPTS / "no_optimizer.py", "--seconds", "0.05", cwd=tmp_path)
-    assert result.exit_code == 2
-    assert "no optimizer step was seen" in result.stderr and "--duration" in result.stderr
-    assert read_json(tmp_path / "run.json")["traces"] == []
+    assert result.exit_code == 0, result.stderr
+    assert "no optimizer step was seen, so the trace covers the whole run" in result.stderr and "--duration" in result.stderr
+    run = read_json(tmp_path / "run.json")
+    assert run["traces"] == ["trace.json.gz"] and run["whole_run"] is True
+    events = [e for e in read_trace(tmp_path / "trace.json.gz")["traceEvents"] if e.get("ph") == "X"]
+    assert len([e for e in events if e["name"] == "infer"]) >= 2  # up to 25 iterations of 2 ms; a loaded runner runs fewer
 
 
 def test_duration_records_a_script_without_optimizer(tmp_path):
@@ -98,8 +103,9 @@ def test_duration_records_a_script_without_optimizer(tmp_path):
 
 def test_steps_from_an_unknown_region_says_so(tmp_path):
     result = capture("--steps-from", "nope", "-o", tmp_path, SCRIPTS / "no_optimizer.py", "--seconds", "0.05", cwd=tmp_path)
-    assert result.exit_code == 2
-    assert "no record_function region named 'nope'" in result.stderr
+    assert result.exit_code == 0, result.stderr
+    assert "no record_function region named 'nope' was seen, so the trace covers the whole run" in result.stderr
+    assert read_json(tmp_path / "run.json")["whole_run"] is True
 
 
 def test_missing_script_is_one_line_exit_2(tmp_path):
@@ -155,4 +161,4 @@ def test_without_torch_a_one_line_install_hint(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 2
     lines = stderr_lines(result)
-    assert len(lines) == 1 and "pip install 'traceanalyze[capture]'" in lines[0]
+    assert len(lines) == 1 and "pip install torch" in lines[0]

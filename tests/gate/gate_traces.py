@@ -21,10 +21,11 @@ GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
 
 
 def stepped(idle_us: Sequence[float], *, period_us: float = 1000, compute_us: float = 300, cpu_us: float | None = None,
-            other_name: str = "other_kernel", extra: Sequence[tuple[str, float]] = ()) -> TraceBuilder:
+            other_name: str = "other_kernel", extra: Sequence[tuple[str, float]] = (),
+            device_name: str = "NVIDIA A100-SXM4-80GB") -> TraceBuilder:
     """`extra`: (name, duration) kernels run back to back right after the GEMM of every step (they
     count as busy time taken from the idle gap)."""
-    b = TraceBuilder()
+    b = TraceBuilder(device_name=device_name)
     for i, idle in enumerate(idle_us):
         s = i * period_us
         b.step(i + 1, s - 50, cpu_us if cpu_us is not None else period_us)

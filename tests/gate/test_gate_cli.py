@@ -3,13 +3,16 @@ exit 0 / 1 on both sides of a threshold, equal-to-threshold, config files, bad i
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
 from builder import TraceBuilder
 from gate_traces import stepped, write
 
-from traceanalyze.cli import app
+from traceanalyze.cli import app, build_report_from_options
+from traceanalyze.report.jsonout import report_to_dict
 
 runner = CliRunner()
 
@@ -101,14 +104,20 @@ def test_unreliable_health_findings(tmp_path):
     trace = write(b, tmp_path)
     result = gate(trace, "--max-idle-fraction", "0.5")
     assert result.exit_code == 2 and "launches_without_gpu_work" in result.output
+    assert "1 CUDA-graph launch, and a replay whose kernels were not recorded is one of these" in result.output
     assert gate(trace, "--max-idle-fraction", "0.5", "--allow-unreliable").exit_code == 0
 
 
 def test_graph_replay_with_its_kernels_is_judged(tmp_path):
     b = stepped([100, 100, 100])
     b.graph_launch(5000, 5, [(5010, 10, "g1"), (5030, 10, "g2")])
-    result = gate(write(b, tmp_path), "--max-idle-fraction", "0.5")
+    trace = write(b, tmp_path)
+    health = [h["finding"] for h in report_to_dict(build_report_from_options(trace))["ranks"][0]["health"]]
+    assert "cuda_graph_launches" in health and "launches_without_gpu_work" not in health  # a real replay
+    result = gate(trace, "--max-idle-fraction", "0.5", "--format", "json")
     assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout)
+    assert verdict["outcome"] == "pass" and verdict["problems"] == []
 
 
 def test_no_gpu_events(tmp_path):

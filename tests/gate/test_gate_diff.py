@@ -58,7 +58,7 @@ def test_cli_formats(pair, tmp_path):
     assert "kernels that changed" in terminal.stdout and "▲ slower" in terminal.stdout and "+ added" in terminal.stdout
     markdown = runner.invoke(app, ["diff", str(base), str(new), "--format", "markdown"])
     assert markdown.exit_code == 0 and markdown.stdout.startswith("### traceanalyze diff")
-    assert "| `slow_kernel` | 4 → 4 | 10 µs | 15 µs | +50.0% |" in markdown.stdout
+    assert "| `slow_kernel` | 4 → 4 | 10.0 µs | 15.0 µs | +50.0% |" in markdown.stdout
     document = json.loads(runner.invoke(app, ["diff", str(base), str(new), "--format", "json"]).stdout)
     assert document["kind"] == "diff" and document["changed_kernels"] == ["new_kernel", "gone_kernel", "slow_kernel"]
     assert document["base"] == {"source": str(base), "steps": 4}

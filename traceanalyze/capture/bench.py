@@ -1,12 +1,13 @@
 """Timed micro-benchmarks behind `traceanalyze calibrate` (torch is passed in, never imported here
 at module level).
 
-- the essay's sweep: `x = x * c` repeated r times in ONE kernel, so memory traffic stays 2·N
-  elements while the FLOPs grow with r. The kernel is fused by `torch.compile` (inductor → Triton on
-  a GPU, a vectorised C++ loop on a CPU). With `--quick` on a CPU (and where compiling fails), a
-  hand-written blocked loop gives the same DRAM traffic: each cache-sized block is read once,
-  multiplied r times while it sits in cache, and written once (its compute roof is then the
-  in-cache pointwise rate, not the ALUs').
+- the essay's sweep: `out = x * c` repeated r times in ONE kernel, so memory traffic stays 2·N
+  elements (read x, write a preallocated out) while the FLOPs grow with r (r per element, spread
+  over up to `CHAINS` independent chains: `chain_lengths`). The kernel is fused by
+  `torch.compile` (inductor → Triton on a GPU, a vectorised C++ loop on a CPU). Where compiling
+  fails on a CPU, a hand-written blocked loop gives the same memory traffic: each cache-sized block
+  is read once, multiplied r times while it sits in cache, and written once (its compute roof is
+  then the in-cache pointwise rate, not the ALUs').
 - a large copy (`dst.copy_(src)`, 2·N·bytes moved) and a large square matmul (2·n³ FLOP) per dtype.
 
 Timing: an untimed warm-up call (compilation, allocation, caches) and a timed estimate, then
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SWEEP_REPEATS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+CHAINS = 8  # independent multiply chains per element in the compiled sweep (see `chain_lengths`)
 # The essay multiplies by 2. A power of two lets a compiler fold r multiplies into one (x*2*2 is
 # exactly x*4), so we multiply by a constant that cannot be folded and stays finite for r <= 256.
 MULTIPLIER = 1.0001
@@ -52,11 +54,11 @@ def plan_for(torch: Any, device: str, *, size: int | None, quick: bool) -> Bench
         free, _total = torch.cuda.mem_get_info()
         sweep = min(sweep, max(1 << 20, int(free * 0.4) // (3 * 4)))  # x, out, and a spare copy
         return BenchPlan("cuda", sweep, 4096 if quick else 8192, samples=5 if quick else 10, min_sample_s=0.01 if quick else 0.05)
-    sweep = size or (1 << (20 if quick else 24))
+    sweep = size or (1 << (21 if quick else 25))  # 8 MiB (in the last-level cache) / 128 MiB (DRAM)
     threads = 1 if quick else torch.get_num_threads()
     return BenchPlan(
-        "cpu", sweep, 256 if quick else 1024, samples=3 if quick else 7, min_sample_s=0.002 if quick else 0.05, threads=threads,
-        compile_on_cpu=not quick,  # compiling nine kernels takes tens of seconds: not for --quick
+        "cpu", sweep, 256 if quick else 1024, samples=5 if quick else 7, min_sample_s=0.005 if quick else 0.05, threads=threads,
+        compile_on_cpu=True,
     )
 
 
@@ -73,83 +75,114 @@ def cpu_threads(torch: Any, plan: BenchPlan) -> Iterator[None]:
         torch.set_num_threads(saved)
 
 
-def median_seconds(torch: Any, device: str, fn: Callable[[], Any], *, samples: int, min_sample_s: float) -> float:
-    """Median seconds per call of `fn` (see the module docstring for the protocol)."""
-    cuda = device == "cuda"
-    sync: Callable[[], Any] = torch.cuda.synchronize if cuda else (lambda: None)
-    fn()  # warm-up: compilation, allocation, caches
+def calls_per_sample(torch: Any, plan: BenchPlan, fn: Callable[[], Any]) -> int:
+    """Warm `fn` up (compilation, allocation, caches), then how many calls make one sample last
+    `plan.min_sample_s`."""
+    sync: Callable[[], Any] = torch.cuda.synchronize if plan.device == "cuda" else (lambda: None)
+    fn()
     sync()
     begin = time.perf_counter()
     fn()
     sync()
     estimate = max(time.perf_counter() - begin, 1e-7)
-    inner = max(1, min(10_000, math.ceil(min_sample_s / estimate)))
-    times: list[float] = []
-    for _ in range(samples):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(inner):
-                fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3 / inner)
-        else:
-            begin = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            times.append((time.perf_counter() - begin) / inner)
-    return statistics.median(times)
+    return max(1, min(10_000, math.ceil(plan.min_sample_s / estimate)))
+
+
+def time_calls(torch: Any, device: str, fn: Callable[[], Any], calls: int) -> float:
+    """Seconds per call of `fn` over `calls` back-to-back calls (CUDA events on a GPU)."""
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / calls
+    begin = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - begin) / calls
+
+
+def median_seconds(torch: Any, plan: BenchPlan, fn: Callable[[], Any]) -> float:
+    """Median seconds per call of `fn` over `plan.samples` samples (see the module docstring)."""
+    calls = calls_per_sample(torch, plan, fn)
+    return statistics.median(time_calls(torch, plan.device, fn, calls) for _ in range(plan.samples))
 
 
 def sweep(torch: Any, plan: BenchPlan, *, progress: Callable[[str], None]) -> tuple[list[tuple[int, float]], str]:
-    """[(r, seconds)] for the fp32 `x * c` chain, and a one-line description of the method."""
+    """[(r, seconds)] for the fp32 `x * c` chain, and a one-line description of the method.
+
+    Every kernel reads `x` and writes a preallocated `out` (no allocation inside the timed call:
+    a fresh output per call would time the allocator and page faults, not the memory). The kernels
+    are built first, then timed in `plan.samples` rounds over all r, so that a burst of load from
+    elsewhere slows one sample of every r rather than every sample of one r; the median wins."""
     x = torch.randn(plan.sweep_size, dtype=torch.float32, device=plan.device)
+    out = torch.empty_like(x)
+    kernels: dict[int, Callable[[], Any]] = {}
     if plan.device == "cuda" or plan.compile_on_cpu:
         try:
-            return _compiled_sweep(torch, plan, x, progress=progress)
+            for repeat in plan.repeats:
+                kernel = torch.compile(_chain(repeat), fullgraph=True, dynamic=False)
+                kernels[repeat] = lambda kernel=kernel: kernel(x, out)
+                kernels[repeat]()  # compile now, outside the timing
+                progress(f"sweep r={repeat}: compiled")
+            where = "one kernel" if plan.device == "cuda" else f"one C++ loop ({torch.get_num_threads()} threads)"
+            method = (f"r FLOP per element (x * c chains), fused into {where} by torch.compile (inductor), "
+                      "writing a preallocated out")
         except Exception as error:  # no C++ compiler, an unsupported platform…: fall back
             if plan.device == "cuda":
                 raise
             progress(f"torch.compile failed on the CPU ({type(error).__name__}); using the blocked loop")
-    results: list[tuple[int, float]] = []
-    block = cpu_block_elements(torch, x.element_size())
-    method = (
-        f"x * c repeated r times over {block}-element blocks that stay in cache "
-        f"({torch.get_num_threads()} threads): one read and one write of x per run"
-    )
-    out = torch.empty_like(x)
-    buffer = torch.empty(min(block, plan.sweep_size), dtype=x.dtype)
-    for repeat in plan.repeats:
-        seconds = median_seconds(
-            torch, "cpu", lambda: _blocked_chain(torch, x, out, buffer, repeat), samples=plan.samples, min_sample_s=plan.min_sample_s
+            kernels = {}
+    if not kernels:
+        block = cpu_block_elements(torch, x.element_size())
+        buffer = torch.empty(min(block, plan.sweep_size), dtype=x.dtype)
+        kernels = {r: (lambda r=r: _blocked_chain(torch, x, out, buffer, r)) for r in plan.repeats}
+        method = (
+            f"x * c repeated r times over {block}-element blocks that stay in cache "
+            f"({torch.get_num_threads()} threads): one read of x and one write of out per run"
         )
-        results.append((repeat, seconds))
+    samples: dict[int, list[float]] = {r: [] for r in plan.repeats}
+    inner = {r: calls_per_sample(torch, plan, fn) for r, fn in kernels.items()}
+    for _ in range(plan.samples):
+        for repeat, fn in kernels.items():
+            samples[repeat].append(time_calls(torch, plan.device, fn, inner[repeat]))
+    results = [(r, statistics.median(samples[r])) for r in plan.repeats]
+    for repeat, seconds in results:
         progress(f"sweep r={repeat}: {seconds * 1e3:.3f} ms")
     return results, method
 
 
-def _compiled_sweep(torch: Any, plan: BenchPlan, x: Any, *, progress: Callable[[str], None]) -> tuple[list[tuple[int, float]], str]:
-    import torch._dynamo  # noqa: F401  (lazy: only this sweep compiles)
+def chain_lengths(repeat: int) -> list[int]:
+    """Multiplies per independent chain for r FLOP per element: k = min(CHAINS, ⌊(r+1)/2⌋) chains
+    share r − (k − 1) multiplies, and k − 1 adds join them. One long dependent chain would time the
+    multiplier's latency on a CPU (its out-of-order window cannot overlap elements once a chain
+    fills it), not its throughput.
 
-    where = "one kernel" if plan.device == "cuda" else f"one C++ loop ({torch.get_num_threads()} threads)"
-    method = f"x * c repeated r times, fused into {where} by torch.compile (inductor)"
-    results: list[tuple[int, float]] = []
-    for repeat in plan.repeats:
-        torch._dynamo.reset()  # one fresh graph per r; avoids the recompilation limit
-        kernel = torch.compile(_chain(repeat), fullgraph=True, dynamic=False)
-        seconds = median_seconds(torch, plan.device, lambda: kernel(x), samples=plan.samples, min_sample_s=plan.min_sample_s)
-        results.append((repeat, seconds))
-        progress(f"sweep r={repeat}: {seconds * 1e3:.3f} ms")
-    return results, method
+    >>> chain_lengths(1), chain_lengths(2), chain_lengths(8), chain_lengths(256)[:2]
+    ([1], [2], [2, 1, 1, 1], [32, 31])
+    """
+    chains = max(1, min(CHAINS, (repeat + 1) // 2))
+    multiplies = repeat - (chains - 1)
+    return [multiplies // chains + (1 if j < multiplies % chains else 0) for j in range(chains)]
 
 
-def _chain(repeat: int) -> Callable[[Any], Any]:
-    def chain(x: Any) -> Any:
-        for _ in range(repeat):
-            x = x * MULTIPLIER
-        return x
+def _chain(repeat: int) -> Callable[[Any, Any], None]:
+    lengths = chain_lengths(repeat)
 
+    def chain(x: Any, out: Any) -> None:
+        total = None
+        for j, length in enumerate(lengths):
+            y = x * (MULTIPLIER + j * 1e-4)  # a constant per chain, so that no two chains are the same expression
+            for _ in range(length - 1):
+                y = y * MULTIPLIER
+            total = y if total is None else total + y
+        out.copy_(total)  # inductor stores the fused result straight into out: no temporary
+
+    # a code object of its own per r, so that torch.compile keeps one cache entry per kernel
+    # (sharing one would hit its recompilation limit, and a reset would drop the earlier kernels)
+    chain.__code__ = chain.__code__.replace(co_name=f"chain_r{repeat}")
     return chain
 
 
@@ -197,7 +230,7 @@ def dtypes(torch: Any, device: str) -> list[Any]:
     """fp32, bf16 and fp16 where this device runs a matmul in them."""
     found = [torch.float32]
     for dtype in (torch.bfloat16, torch.float16):
-        if device == "cuda" and dtype is torch.bfloat16 and not torch.cuda.is_bf16_supported(including_emulation=False):
+        if device == "cuda" and dtype is torch.bfloat16 and not _native_bf16(torch):
             continue
         try:
             probe = torch.ones(8, 8, dtype=dtype, device=device)
@@ -208,35 +241,47 @@ def dtypes(torch: Any, device: str) -> list[Any]:
     return found
 
 
+def _native_bf16(torch: Any) -> bool:
+    try:
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:  # torch < 2.3 has no including_emulation (and reports native support only)
+        return bool(torch.cuda.is_bf16_supported())
+
+
 def dtype_name(dtype: Any) -> str:
     name = str(dtype).removeprefix("torch.")
     return DTYPE_NAMES.get(name, name)
 
 
 def copy_rate(torch: Any, plan: BenchPlan, dtype: Any) -> float:
-    """Bytes per second moved by `dst.copy_(src)` (read + write)."""
-    source = torch.randn(plan.sweep_size, device=plan.device).to(dtype)
+    """Bytes per second moved by `dst.copy_(src)` (read + write), over as many bytes as the fp32 sweep
+    moves whatever the dtype (so that a narrower dtype does not fit a cache the sweep does not)."""
+    elements = plan.sweep_size * 4 // torch.empty((), dtype=dtype).element_size()
+    source = torch.randn(elements, device=plan.device).to(dtype)
     target = torch.empty_like(source)
-    seconds = median_seconds(torch, plan.device, lambda: target.copy_(source), samples=plan.samples, min_sample_s=plan.min_sample_s)
+    seconds = median_seconds(torch, plan, lambda: target.copy_(source))
     return 2 * source.numel() * source.element_size() / seconds
 
 
 def matmul_rates(torch: Any, plan: BenchPlan, dtype: Any, *, progress: Callable[[str], None]) -> dict[str, float]:
-    """FLOP/s of an n×n matmul, keyed "dtype:unit": fp32 → "fp32:simt" (TF32 off; on an Ampere+
-    NVIDIA GPU also "tf32:tensor" with TF32 on), bf16/fp16 → "bf16:tensor"/"fp16:tensor"."""
+    """FLOP/s of an n×n matmul, keyed "dtype:unit". On a GPU: fp32 → "fp32:simt" (TF32 off; on an
+    Ampere+ NVIDIA GPU also "tf32:tensor" with TF32 on), bf16/fp16 → "bf16:tensor"/"fp16:tensor".
+    On a CPU every dtype is "dtype:simt": its own cores ran it (a CPU has no tensor cores)."""
     n = plan.matmul_size
     a = torch.randn(n, n, device=plan.device).to(dtype)
     b = torch.randn(n, n, device=plan.device).to(dtype)
     c = torch.empty(n, n, device=plan.device, dtype=dtype)
 
     def rate() -> float:
-        seconds = median_seconds(torch, plan.device, lambda: torch.mm(a, b, out=c), samples=plan.samples, min_sample_s=plan.min_sample_s)
+        seconds = median_seconds(torch, plan, lambda: torch.mm(a, b, out=c))
         return 2 * n**3 / seconds
 
     rates: dict[str, float] = {}
-    if dtype is not torch.float32:
+    if plan.device == "cpu":
+        rates[f"{dtype_name(dtype)}:simt"] = rate()
+    elif dtype is not torch.float32:
         rates[f"{dtype_name(dtype)}:tensor"] = rate()
-    elif plan.device == "cuda":
+    else:
         matmul = torch.backends.cuda.matmul
         saved = matmul.allow_tf32
         try:
@@ -247,8 +292,6 @@ def matmul_rates(torch: Any, plan: BenchPlan, dtype: Any, *, progress: Callable[
                 rates["tf32:tensor"] = rate()
         finally:
             matmul.allow_tf32 = saved
-    else:
-        rates["fp32:simt"] = rate()
     for key, value in rates.items():
         progress(f"matmul {key} n={n}: {value / 1e12:.3f} TFLOP/s")
     return rates

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from traceanalyze.errors import CaptureError
 
-INSTALL_HINT = "pip install 'traceanalyze[capture]'"
+# Kineto prints `USDT:`/`STAGE:` lines on stderr at every profiler start and stop; level 6 is above
+# its highest (USDT = 5). A KINETO_LOG_LEVEL the user set is kept.
+KINETO_QUIET_LEVEL = "6"
+
+INSTALL_HINT = "pip install torch (what traceanalyze's `capture` extra installs)"
 
 
 def import_torch() -> Any:
@@ -19,9 +25,23 @@ def import_torch() -> Any:
     except ImportError as error:
         raise CaptureError(
             f"PyTorch is needed for this command but cannot be imported ({error}); "
-            f"install the capture extra: {INSTALL_HINT}"
+            f"install it into this environment: {INSTALL_HINT}"
         ) from None
     return torch
+
+
+@contextmanager
+def quiet_kineto() -> Iterator[None]:
+    """Silence Kineto's own log lines while capturing (set before torch starts Kineto), unless the
+    user set `KINETO_LOG_LEVEL`; the script's own output is untouched."""
+    if "KINETO_LOG_LEVEL" in os.environ:
+        yield
+        return
+    os.environ["KINETO_LOG_LEVEL"] = KINETO_QUIET_LEVEL
+    try:
+        yield
+    finally:
+        os.environ.pop("KINETO_LOG_LEVEL", None)
 
 
 def rank_of(environ: Mapping[str, str]) -> tuple[int | None, int | None, int | None]:

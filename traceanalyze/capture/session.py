@@ -17,6 +17,7 @@ from traceanalyze.capture.environment import (
     gpu_backend,
     gpu_name,
     import_torch,
+    quiet_kineto,
     rank_of,
     traceanalyze_version,
     versions,
@@ -78,6 +79,11 @@ def run_capture(options: CaptureOptions) -> CaptureResult:
     >>> result.steps_captured  # doctest: +SKIP
     3
     """
+    with quiet_kineto():
+        return _run_capture(options)
+
+
+def _run_capture(options: CaptureOptions) -> CaptureResult:
     options.check()
     script = resolve_script(options.script)
     torch = import_torch()
@@ -170,6 +176,7 @@ def run_capture(options: CaptureOptions) -> CaptureResult:
         if options.duration_s is None
         else {"delay_s": options.delay_s, "duration_s": options.duration_s},
         "stop_after_capture": options.stop_after_capture,
+        "whole_run": recorder.whole_run and bool(recorder.traces),
         "steps_seen": recorder.steps_seen,
         "steps_captured": len(recorder.captured_steps),
         "captured_step_numbers": recorder.captured_steps,
@@ -223,8 +230,13 @@ class _Recorder:
         self.traces: list[Path] = []
         self.errors: list[str] = []
         self.step_span: Any = None
+        # Until the first step ends we record everything, so that a script whose steps never come
+        # (no optimizer, no --steps-from region) still leaves a trace: of the whole run.
+        self.whole_run = options.duration_s is None and options.schedule.first_recorded_step > 0
 
-    def build(self) -> None:
+    def build(self, *, scheduled: bool | None = None) -> None:
+        """The profiler: by the step schedule, or (`--duration`, and the whole-run recording that
+        lasts until the first step ends) from start() to stop()."""
         from torch.profiler import ProfilerAction, ProfilerActivity, profile, schedule
 
         self._recording = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
@@ -232,14 +244,16 @@ class _Recorder:
         activities = [ProfilerActivity.CPU]
         if self.gpu:
             activities.append(ProfilerActivity.CUDA)  # CUPTI on NVIDIA, roctracer on ROCm builds
-        step_schedule: Any = None  # --duration: record from start() to stop(); we mark the steps ourselves
-        if self.options.duration_s is None:
+        if scheduled is None:
+            scheduled = self.options.duration_s is None and not self.whole_run
+        step_schedule: Any = None  # --duration: we mark the steps ourselves
+        if scheduled:
             plan = self.options.schedule
             step_schedule = schedule(wait=plan.wait, warmup=plan.warmup, active=plan.active, repeat=plan.repeat)
         self.prof = profile(
             activities=activities,
             schedule=step_schedule,
-            on_trace_ready=self._trace_ready,
+            on_trace_ready=None if self.whole_run else self._trace_ready,  # a whole run is written by finish()
             record_shapes=True,
             with_stack=self.options.with_stack,
             profile_memory=self.options.profile_memory,
@@ -258,6 +272,8 @@ class _Recorder:
         try:
             if self.options.duration_s is not None:
                 self._mark_step()
+            elif self.whole_run:
+                self._to_schedule()
             else:
                 action = self.prof.current_action
                 if action in self._recording:
@@ -282,6 +298,15 @@ class _Recorder:
             and self.script_running
         ):
             raise _StopCapture()
+
+    def _to_schedule(self) -> None:
+        """The first step has ended: drop the whole-run recording (it held setup and step 0, which
+        the schedule skips anyway) and hand over to the step schedule, at step 1."""
+        self.prof.stop()
+        self.whole_run = False
+        self.build(scheduled=True)
+        self.prof.start()  # at step 0, which has just ended:
+        self.prof.step()  # the schedule's step 1 starts now
 
     def on_alarm(self) -> None:
         """`--duration`: the delay or the window has elapsed (SIGALRM, on the script's thread)."""
@@ -311,6 +336,8 @@ class _Recorder:
                 self.step_span.__exit__(None, None, None)
                 self.step_span = None
             self.prof.__exit__(None, None, None)
+            if self.whole_run:
+                self._trace_ready(self.prof)
         except Exception as error:
             self.errors.append(f"could not finish the trace: {type(error).__name__}: {error}")
         finally:
@@ -352,6 +379,10 @@ def _explain(options: CaptureOptions, recorder: _Recorder, outcome: Outcome) -> 
         captured = len(recorder.captured_steps)
         if outcome in ("exception", "interrupted"):
             return [f"the script stopped early; the trace of what ran is in {where}"]
+        if recorder.whole_run:
+            seen = "no optimizer step" if options.steps_from is None else f"no record_function region named {options.steps_from!r}"
+            return [f"{seen} was seen, so the trace covers the whole run ({where}); --steps-from NAME or "
+                    "--duration SECONDS choose a window"]
         notes = [f"trace of {captured} step{'s' if captured != 1 else ''} written to {where}"]
         if options.duration_s is None and captured < options.schedule.active:
             notes.append(
@@ -363,13 +394,6 @@ def _explain(options: CaptureOptions, recorder: _Recorder, outcome: Outcome) -> 
         return [f"the script stopped at step {recorder.steps_seen}, before recording started; no trace written"]
     if options.duration_s is not None:
         return ["nothing was recorded (the script ended before the --delay elapsed)"]
-    if recorder.steps_seen == 0:
-        if options.steps_from is not None:
-            return [f"no record_function region named {options.steps_from!r} ended, so nothing was recorded"]
-        return [
-            "no optimizer step was seen, so nothing was recorded; for a script without an optimizer "
-            "use --duration SECONDS, or --steps-from NAME for a record_function region per step"
-        ]
     first = options.schedule.first_recorded_step
     return [
         f"the script ended after {recorder.steps_seen} steps, before step {first} where recording "

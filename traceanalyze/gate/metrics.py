@@ -13,7 +13,7 @@ Per step (one value per `ProfilerStep#N` seen, over all ranks and devices that r
   regimes' times add up to the step time).
 
 Whole window (the report's `summary`): `idle_fraction`, each regime share, and `launch_p99_us`
-(p99 of launch → start over all launches; the report has no per-step latency).
+(p99 of launch → start over kernels, memcpy and memset, collectives excluded; the report has no per-step latency).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class Measured:
     findings: tuple[Finding, ...] = ()
     window_option: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    devices: tuple[str, ...] = ()  # the device names the report saw (ranks[].devices[].name), sorted
 
     def step_values(self, metric: str) -> list[float]:
         return [v for v in self.per_step.get(metric, ()) if v is not None]
@@ -143,6 +144,7 @@ def measure(report: Mapping[str, Any], *, source: str | None = None) -> Measured
         for item in rank["health"]:
             findings.append(Finding(rank.get("rank"), str(item["finding"]), int(item["count"]), str(item.get("detail") or "")))
     steps = tuple(sorted(by_step))
+    devices = tuple(sorted({str(d["name"]) for rank in report["ranks"] for d in rank.get("devices") or () if d.get("name")}))
     columns: dict[str, list[float | None]] = {metric: [] for metric in STEP_METRICS}
     for step in steps:
         values = _step_values(by_step[step])
@@ -162,11 +164,29 @@ def measure(report: Mapping[str, Any], *, source: str | None = None) -> Measured
         findings=tuple(findings),
         window_option=options.get("window"),
         notes=tuple(report.get("notes") or ()),
+        devices=devices,
     )
 
 
+def device_mismatch(base: Measured, new: Measured) -> str | None:
+    """A warning when the two sides ran on different devices (by name), else None: their times and
+    regime shares then differ for reasons no code change made.
+
+    >>> device_mismatch(Measured("b", (), {}, {}, devices=("NVIDIA A100-SXM4-80GB",)),
+    ...                 Measured("n", (), {}, {}, devices=("NVIDIA H100 80GB HBM3",)))
+    'different devices: the baseline ran on NVIDIA A100-SXM4-80GB, this run on NVIDIA H100 80GB HBM3; its times and regime shares are not comparable (make the baseline on the same device)'
+    """
+    if not base.devices or not new.devices or base.devices == new.devices:
+        return None
+    return (f"different devices: the baseline ran on {', '.join(base.devices)}, this run on {', '.join(new.devices)}; "
+            "its times and regime shares are not comparable (make the baseline on the same device)")
+
+
 def unreliable_findings(findings: Iterable[Finding]) -> list[str]:
-    """One line per unreliable finding kind, counts summed over ranks."""
+    """One line per unreliable finding kind, counts summed over ranks. Launches without GPU work in
+    a trace with CUDA-graph launches say so: a replay whose kernels were not recorded is one."""
+    findings = list(findings)
+    graphs = sum(f.count for f in findings if f.finding == "cuda_graph_launches")
     grouped: dict[str, tuple[int, list[int | None], str]] = {}
     for f in findings:
         if f.finding not in UNRELIABLE_FINDINGS:
@@ -178,5 +198,8 @@ def unreliable_findings(findings: Iterable[Finding]) -> list[str]:
         if name in grouped:
             count, ranks, detail = grouped[name]
             where = f" on {len(ranks)} ranks" if len(ranks) > 1 else ""
-            lines.append(f"{name} ({count}{where}): {detail}")
+            graph_note = (f"; the trace has {graphs} CUDA-graph launch{'es' if graphs != 1 else ''}, and a replay "
+                          "whose kernels were not recorded is one of these: its GPU time is missing from idle and busy time"
+                          if name == "launches_without_gpu_work" and graphs else "")
+            lines.append(f"{name} ({count}{where}): {detail}{graph_note}")
     return lines

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
-from traceanalyze.gate.metrics import REGIMES, Measured, unreliable_findings
+from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, unreliable_findings
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]
@@ -85,6 +85,7 @@ class Verdict:
     baseline_steps: int | None = None
     max_regression: float | None = None
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # shown prominently; they do not change the outcome
 
     @property
     def outcome(self) -> Outcome:
@@ -104,14 +105,25 @@ def _tolerance(threshold: float) -> float:
     return 1e-9 * max(1.0, abs(threshold))
 
 
-def format_value(value: float | None, unit: str) -> str:
-    """0.1234, "fraction" → "12.34%"; 12.5, "ms" → "12.5 ms"."""
+# decimals per unit, the same in every row of a table: ms to the µs, µs to 0.1 µs
+DECIMALS = {"ms": 3, "us": 1}
+
+
+def format_value(value: float | None, unit: str, *, percent_decimals: int = 2) -> str:
+    """0.1234, "fraction" → "12.34%"; 12.5, "ms" → "12.500 ms"; 1234.56, "us" → "1,234.6 µs"."""
     if value is None:
         return "–"
     if unit == "fraction":
-        return f"{100 * value:.2f}%"
+        return f"{100 * value:.{percent_decimals}f}%"
+    if unit == "count":
+        return f"{value:,.0f}"
     suffix = {"us": "µs", "ms": "ms"}.get(unit, unit)
-    return f"{value:,.4g} {suffix}" if abs(value) < 1e4 else f"{value:,.0f} {suffix}"
+    return f"{value:,.{DECIMALS.get(unit, 3)}f} {suffix}"
+
+
+def steps_text(count: int | None) -> str:
+    """3 → "3 steps", 1 → "1 step"."""
+    return f"{count} step{'' if count == 1 else 's'}"
 
 
 def format_margin(value: float, unit: str) -> str:
@@ -125,7 +137,7 @@ def _describe_basis(basis: Basis, statistic: Statistic, steps: int, metric: str)
         return "all launches in the trace"
     if basis == "window":
         return "whole trace window"
-    return f"{statistic} of {steps} step{'s' if steps != 1 else ''}"
+    return f"{statistic} of {steps_text(steps)}"
 
 
 def _check(spec: BudgetSpec, threshold: float, measured: Measured, basis: Basis, statistic: Statistic) -> Check:
@@ -224,7 +236,7 @@ def _problems(measured: Measured, min_steps: int, prefix: str = "") -> list[str]
         problems.append(f"{prefix}no ProfilerStep spans with GPU work: there is no per-step distribution to judge "
                         "(capture with a profiler schedule, e.g. `traceanalyze capture`)")
     elif steps < min_steps:
-        problems.append(f"{prefix}only {steps} step{'s' if steps != 1 else ''} with GPU work (--min-steps {min_steps}): "
+        problems.append(f"{prefix}only {steps_text(steps)} with GPU work (--min-steps {min_steps}): "
                         "too few to tell a regression from noise")
     problems += [prefix + line for line in unreliable_findings(measured.findings)]
     return problems
@@ -252,6 +264,7 @@ def evaluate(measured: Measured, options: GateOptions, *, baseline: Measured | N
         notes.append("no ProfilerStep spans with GPU work: judged on the whole trace window" +
                      (" (--allow-unreliable)" if options.allow_unreliable else ""))
     regressions: list[Regression] = []
+    mismatch = device_mismatch(baseline, measured) if baseline is not None else None
     if baseline is not None and options.max_regression is not None:
         problems += _problems(baseline, options.min_steps, prefix="baseline: ")
         compare_basis: Basis = "steps" if measured.steps and baseline.steps else "window"
@@ -276,4 +289,5 @@ def evaluate(measured: Measured, options: GateOptions, *, baseline: Measured | N
         baseline_steps=len(baseline.steps) if baseline is not None else None,
         max_regression=options.max_regression,
         notes=tuple(notes),
+        warnings=(mismatch,) if mismatch else (),
     )

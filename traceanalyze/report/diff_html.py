@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from traceanalyze.diff import Diff
 from traceanalyze.report import plots
-from traceanalyze.report.diff_text import KERNEL_HEADERS, _kernel_row, _metric_rows
+from traceanalyze.gate.verdict import steps_text
+from traceanalyze.report.diff_text import KERNEL_HEADERS, METRIC_HEADERS, _kernel_row, _metric_rows, top_kernels
 from traceanalyze.report.html import esc, page
 
 REGIME_KEYS = tuple(plots.REGIME_COLOURS)
@@ -39,15 +40,17 @@ def _regime_bars(diff: Diff) -> str:
 
 
 def render_diff_html(diff: Diff, *, top: int = 10) -> str:
-    header = f"<code>{esc(diff.base_source)}</code> ({diff.base_steps} steps) → <code>{esc(diff.new_source)}</code> ({diff.new_steps} steps)"
+    header = (f"<code>{esc(diff.base_source)}</code> ({steps_text(diff.base_steps)}) → "
+              f"<code>{esc(diff.new_source)}</code> ({steps_text(diff.new_steps)})")
+    header += "".join(f'<p class="warning" style="color:#a40000"><strong>Warning:</strong> {esc(warning)}</p>' for warning in diff.warnings)
     changed = diff.changed_kernels
     unchanged = sum(1 for k in diff.kernels if k.status == "unchanged")
-    body = ["<h2>What moved</h2>", _regime_bars(diff), _table(_metric_rows(diff), ["", "base", "new", "change"])]
+    body = ["<h2>What moved</h2>", _regime_bars(diff), _table(_metric_rows(diff), METRIC_HEADERS)]
     body.append(f"<h2>Kernels that changed</h2><p>mean time per call, ±{100 * diff.min_change:g}% or more: "
                 f"{len(changed)} changed, {unchanged} unchanged</p>")
     if changed:
         body.append(_table([_kernel_row(k, 90) for k in changed], KERNEL_HEADERS, code_first=True))
-    body.append(f"<h2>Top {min(top, len(diff.kernels))} kernels by total time</h2>")
+    body.append(f"<h2>Top {top_kernels(diff, top)} by total time</h2>")
     body.append(_table([_kernel_row(k, 90) for k in diff.kernels[:top]], KERNEL_HEADERS, code_first=True)
                 if diff.kernels else "<p>no kernels in either report</p>")
     if diff.notes:

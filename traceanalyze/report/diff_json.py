@@ -24,6 +24,7 @@ def diff_to_dict(diff: Diff) -> dict[str, Any]:
         "kernels": [asdict(k) for k in diff.kernels],
         "changed_kernels": [k.name for k in diff.changed_kernels],
         "notes": list(diff.notes),
+        "warnings": list(diff.warnings),
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from traceanalyze.diff import Diff, KernelRow, MetricRow
+from traceanalyze.gate.verdict import format_value, steps_text
 
 STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",
                "unchanged": "", "unlisted": "? unlisted"}
@@ -26,14 +27,7 @@ def kernel_label(name: str, width: int) -> str:
 
 
 def _value(value: float | None, unit: str) -> str:
-    if value is None:
-        return "–"
-    if unit == "fraction":
-        return f"{100 * value:.1f}%"
-    if unit == "count":
-        return f"{value:,.0f}"
-    suffix = {"us": "µs", "ms": "ms"}[unit]
-    return f"{value:,.4g} {suffix}" if abs(value) < 1e4 else f"{value:,.0f} {suffix}"
+    return format_value(value, unit, percent_decimals=1)
 
 
 def _change(row: MetricRow) -> str:
@@ -62,26 +56,33 @@ def _kernel_row(k: KernelRow, width: int) -> list[str]:
             _us(k.base_total_us), _us(k.new_total_us), STATUS_MARK[k.status]]
 
 
-KERNEL_HEADERS = ["kernel", "calls", "base / call", "new / call", "change", "base total", "new total", ""]
+KERNEL_HEADERS = ["kernel", "calls", "base / call", "new / call", "change", "base total", "new total", "status"]
+METRIC_HEADERS = ["metric", "base", "new", "change"]
+
+
+def top_kernels(diff: Diff, top: int) -> str:
+    """"10 kernels", "1 kernel": how many the top list shows."""
+    shown = min(top, len(diff.kernels))
+    return f"{shown} kernel{'' if shown == 1 else 's'}"
 
 
 def _title(diff: Diff) -> str:
-    return f"{diff.base_source} ({diff.base_steps} steps) → {diff.new_source} ({diff.new_steps} steps)"
+    return f"{diff.base_source} ({steps_text(diff.base_steps)}) → {diff.new_source} ({steps_text(diff.new_steps)})"
 
 
 def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
     def table(rows, headers) -> list[str]:
         return ["  " + line for line in tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()]
 
-    lines = [f"traceanalyze diff: {_title(diff)}", ""]
-    lines += table(_metric_rows(diff), ["", "base", "new", "change"])
+    lines = [f"traceanalyze diff: {_title(diff)}", *(f"  WARNING: {warning}" for warning in diff.warnings), ""]
+    lines += table(_metric_rows(diff), METRIC_HEADERS)
     changed = diff.changed_kernels
     unchanged = sum(1 for k in diff.kernels if k.status == "unchanged")
     lines += ["", f"  kernels that changed (mean time per call, ±{100 * diff.min_change:g}% or more): "
                   f"{len(changed)}; unchanged: {unchanged}"]
     if changed:
         lines += table([_kernel_row(k, 56) for k in changed], KERNEL_HEADERS)
-    lines += ["", f"  top {min(top, len(diff.kernels))} kernels by total time:"]
+    lines += ["", f"  top {top_kernels(diff, top)} by total time:"]
     if diff.kernels:
         lines += table([_kernel_row(k, 56) for k in diff.kernels[:top]], KERNEL_HEADERS)
     else:
@@ -106,14 +107,15 @@ def _md_kernel_row(k: KernelRow) -> list[str]:
 
 
 def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
-    lines = ["### traceanalyze diff", "", f"`{_md(diff.base_source)}` ({diff.base_steps} steps) → "
-             f"`{_md(diff.new_source)}` ({diff.new_steps} steps)", ""]
-    lines += _md_table(_metric_rows(diff), ["", "base", "new", "change"]) + [""]
+    lines = ["### traceanalyze diff", "", f"`{_md(diff.base_source)}` ({steps_text(diff.base_steps)}) → "
+             f"`{_md(diff.new_source)}` ({steps_text(diff.new_steps)})", ""]
+    lines += [f"> ⚠️ **Warning:** {_md(warning)}" for warning in diff.warnings] + ([""] if diff.warnings else [])
+    lines += _md_table(_metric_rows(diff), METRIC_HEADERS) + [""]
     changed = diff.changed_kernels
     lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}", ""]
     if changed:
         lines += _md_table([_md_kernel_row(k) for k in changed], KERNEL_HEADERS) + [""]
-    lines += [f"**Top {min(top, len(diff.kernels))} kernels by total time**", ""]
+    lines += [f"**Top {top_kernels(diff, top)} by total time**", ""]
     if diff.kernels:
         lines += _md_table([_md_kernel_row(k) for k in diff.kernels[:top]], KERNEL_HEADERS) + [""]
     if diff.notes:

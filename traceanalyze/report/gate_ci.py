@@ -52,6 +52,8 @@ def render_junit(verdict: Verdict) -> str:
                         ("steps", verdict.steps), ("baseline", verdict.baseline)):
         if value is not None:
             ET.SubElement(properties, "property", name=name, value=str(value))
+    for warning in verdict.warnings:
+        ET.SubElement(properties, "property", name="warning", value=warning)
     suite.extend(cases)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -66,9 +68,10 @@ def _escape_property(text: str) -> str:
 
 
 def annotation_lines(verdict: Verdict) -> list[str]:
-    """`::error title=…::message` per failed or unmeasured budget and regression, and one per
-    reliability problem when it stops the verdict (GitHub Actions workflow commands)."""
-    lines = []
+    """`::error title=…::message` per failed or unmeasured budget and regression, one per
+    reliability problem when it stops the verdict, and `::warning` per warning (GitHub Actions
+    workflow commands)."""
+    lines = [f"::warning title={_escape_property('traceanalyze gate')}::{_escape_data(w)}" for w in verdict.warnings]
     for item in (*verdict.checks, *verdict.regressions):
         if item.status in ("fail", "unmeasured"):
             prefix = "regression " if isinstance(item, Regression) else ""

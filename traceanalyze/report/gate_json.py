@@ -36,6 +36,7 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
         "checks": [asdict(c) for c in verdict.checks],
         "baseline": baseline,
         "notes": list(verdict.notes),
+        "warnings": list(verdict.warnings),
     }
 
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value
+from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value, steps_text
 
 HEADLINE = {"pass": "PASS", "fail": "FAIL", "error": "ERROR (cannot judge)"}
 EMOJI = {"pass": "✅", "fail": "❌", "error": "⚠️"}
 STATUS = {"pass": "pass", "fail": "FAIL", "unmeasured": "not measured", "info": "shown"}
+REGRESSION_HEADERS = ["compared", "baseline", "now", "change", "regime share", "status"]
 
 
 def _basis_line(verdict: Verdict) -> str:
     if verdict.basis == "steps":
-        return f"judged on the {verdict.statistic} of {verdict.steps} step{'s' if verdict.steps != 1 else ''} (--min-steps {verdict.min_steps})"
+        return f"judged on the {verdict.statistic} of {steps_text(verdict.steps)} (--min-steps {verdict.min_steps})"
     return "judged on the whole trace window (no ProfilerStep spans with GPU work)"
 
 
@@ -54,16 +55,17 @@ def _limit(verdict: Verdict) -> str:
 
 def render_verdict_terminal(verdict: Verdict) -> str:
     lines = [f"traceanalyze gate: {HEADLINE[verdict.outcome]}  {verdict.source}", f"  {_basis_line(verdict)}"]
+    lines += [f"  WARNING: {warning}" for warning in verdict.warnings]
     if verdict.checks:
         table = tabulate([_check_row(c) for c in verdict.checks],
                          headers=["budget", "threshold", "measured", "basis", "margin", "status"],
                          tablefmt="simple", disable_numparse=True)
         lines += ["", *("  " + line for line in table.splitlines())]
     if verdict.baseline is not None:
-        lines += ["", f"  against the baseline {verdict.baseline} ({verdict.baseline_steps} steps), "
+        lines += ["", f"  against the baseline {verdict.baseline} ({steps_text(verdict.baseline_steps)}), "
                       f"max regression {_limit(verdict)}:"]
         table = tabulate([_regression_row(r) for r in verdict.regressions],
-                         headers=["", "baseline", "now", "change", "regime share", "status"],
+                         headers=REGRESSION_HEADERS,
                          tablefmt="simple", disable_numparse=True)
         lines += ["  " + line for line in table.splitlines()]
     if verdict.problems:
@@ -92,14 +94,15 @@ def render_verdict_markdown(verdict: Verdict) -> str:
     """The verdict as GitHub-flavoured Markdown (for `$GITHUB_STEP_SUMMARY`)."""
     lines = [f"### {EMOJI[verdict.outcome]} traceanalyze gate: {HEADLINE[verdict.outcome]}", "",
              f"`{_md_escape(verdict.source)}`: {_basis_line(verdict)}.", ""]
+    lines += [f"> ⚠️ **Warning:** {_md_escape(warning)}" for warning in verdict.warnings]
+    lines += [""] if verdict.warnings else []
     if verdict.checks:
         lines += _md_table([_check_row(c) for c in verdict.checks],
                            ["budget", "threshold", "measured", "basis", "margin", "status"]) + [""]
     if verdict.baseline is not None:
-        lines += [f"Against the baseline `{_md_escape(verdict.baseline)}` ({verdict.baseline_steps} steps), "
+        lines += [f"Against the baseline `{_md_escape(verdict.baseline)}` ({steps_text(verdict.baseline_steps)}), "
                   f"max regression {_limit(verdict)}:", ""]
-        lines += _md_table([_regression_row(r) for r in verdict.regressions],
-                           ["", "baseline", "now", "change", "regime share", "status"]) + [""]
+        lines += _md_table([_regression_row(r) for r in verdict.regressions], REGRESSION_HEADERS) + [""]
     if verdict.problems:
         head = "Numbers not trustworthy (judged anyway, `--allow-unreliable`):" if verdict.allow_unreliable else \
             "Cannot judge (pass `--allow-unreliable` to judge anyway):"

@@ -65,12 +65,13 @@ def test_elementwise_chain_is_bandwidth_bound_and_a_fusion_opportunity(tmp_path)
     table = roofline.kernel_roofline(trace)
     assert table["regime"].to_list() == ["bandwidth"] * 3
     assert table["bytes"].to_list() == [3 * numel * 2] * 3  # two inputs read, one output written
-    runs = attribution.fusion_opportunities(table)
+    runs = attribution.fusion_opportunities(table, trace.cpu_ops)
     assert runs.height == 1
     run = runs.row(0, named=True)
     assert run["kernels"] == 3 and run["annotation"] == "block"
-    assert run["bytes_saved"] == 2 * 3 * numel * 2  # all but the largest kernel's traffic
-    assert run["time_saved_ns"] == pytest.approx(120_000 * 2 / 3)
+    # two links, each an intermediate of numel bf16 written and read back
+    assert run["bytes_saved"] == 2 * 2 * numel * 2
+    assert run["time_saved_ns"] == pytest.approx(120_000 * (2 * 2) / (3 * 3))
 
 
 def test_overlapping_streams_are_attributed_once(tmp_path):
@@ -200,3 +201,20 @@ def test_ambiguous_backward_shapes_are_not_guessed(tmp_path):
     table = roofline.kernel_roofline(load(b, tmp_path)).sort("start_ns")
     assert table.row(0, named=True)["regime"] == "unmodeled"
     assert "stride" in table.row(0, named=True)["unmodeled_reason"]
+
+
+def test_an_op_whose_kernels_use_different_roofs_is_judged_kernel_by_kernel(tmp_path):
+    m, k, n = 2048, 8192, 2048  # fp32 split-K GEMM: a TF32 tensor-core GEMM, then a SIMT reduction
+    b = TraceBuilder()
+    op = b.cpu_op("aten::mm", 0, 10, input_dims=[[m, k], [k, n]], input_types=["float", "float"],
+                  input_strides=[[k, 1], [n, 1]], concrete_inputs=["", ""])
+    b.launch_kernel(launch_us=2, start_us=20, dur_us=300, external_id=op, name="cutlass_80_tensorop_s1688gemm_128x128_16x4_nt_align1")
+    b.launch_kernel(launch_us=5, start_us=330, dur_us=100, external_id=op, name="void splitKreduce_kernel<float, float, float, float, true, false, false>")
+    table = roofline.kernel_roofline(load(b, tmp_path))
+    assert table["roof"].to_list() == ["TF32 TC", "FP32 SIMT"]
+    row = attribution.kernels_by_op(table).row(0, named=True)
+    flops = 2 * m * n * k
+    at_roof = 0.75 * flops / A100.peak_flops("tf32", True) + 0.25 * flops / A100.peak_flops("fp32", False)
+    assert row["roof"] == "FP32 SIMT + TF32 TC" and row["peak_flops_per_s"] is None
+    assert row["pct_of_peak"] == pytest.approx(at_roof / 400e-6)
+    assert row["flops"] == pytest.approx(flops)

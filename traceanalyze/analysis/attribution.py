@@ -8,30 +8,48 @@ bandwidth, then unmodeled kernels, then communication, then copies. An instant w
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
+from traceanalyze.analysis.flops import element_size
 from traceanalyze.analysis.idle import DEVICE, Window, windows
 from traceanalyze.analysis.intervals import clip_to_windows, union_intervals
 from traceanalyze.model import Trace
 
 PRIORITY = ("compute", "bandwidth", "unmodeled", "communication", "memcpy")
 ATTRIBUTION_KEYS = ("overhead", "bandwidth", "compute", "communication", "memcpy", "unmodeled")
-FUSIBLE_MODELS = ("elementwise", "norm", "softmax", "reduction", "copy", "fill", "loss", "optimizer")
+FUSIBLE_MODELS = ("elementwise", "norm", "softmax", "reduction", "copy", "fill", "loss")
 
 ADVICE = {
     "overhead": "GPU idle, waiting on the CPU: capture the step in CUDA graphs or torch.compile "
     "(mode='reduce-overhead'), use bigger batches, and move Python work (.item(), logging, data "
     "preparation) out of the step.",
-    "bandwidth": "Kernels starved for memory bandwidth: fuse chains of elementwise and "
-    "normalisation ops (torch.compile does this), keep activations in lower precision, avoid "
-    "needless copies and layout changes.",
-    "compute": "Kernels near their FLOP roof: use tensor cores (bf16/fp16, TF32 for fp32 matmuls), "
-    "lower precision (fp8 where supported), or a bigger GPU.",
+    "bandwidth": "fuse chains of elementwise and normalisation ops (torch.compile does this), keep "
+    "activations in lower precision, avoid needless copies and layout changes.",
+    "compute": "use tensor cores (bf16/fp16, TF32 for fp32 matmuls), lower precision (fp8 where "
+    "supported), or a bigger GPU.",
     "communication": "Collectives not hidden behind compute: overlap them (bucketed all-reduce, FSDP "
     "prefetch), or reduce their size.",
     "memcpy": "Host/device copies: use pinned memory with non_blocking=True, and keep data on the GPU.",
     "unmodeled": "Kernels with no FLOP/byte model (see the reasons): inspect them by hand.",
 }
+NEAR_ROOF = 0.7  # a regime's kernels at or above this share of their roof are "near" it
+
+
+def advice(regime: str, roof_share: float | None) -> str:
+    """The essay's advice for a regime, worded from how close its kernels get to their roof
+    (`roof_share`, see `recoverable`)."""
+    if regime not in ("compute", "bandwidth") or roof_share is None:
+        return ADVICE[regime]
+    roof = "FLOP roof" if regime == "compute" else "memory-bandwidth roof"
+    reach = f"{regime}-bound kernels reach {roof_share:.0%} of their {roof} (time at the roof / time taken)"
+    if roof_share >= NEAR_ROOF:
+        return f"{reach}, close to it: the gain is in doing less work per result: {ADVICE[regime]}"
+    gap = ("small or skinny matmuls, non-tensor-core paths (fp32 without TF32), or shapes that are not "
+           "multiples of 8/16" if regime == "compute" else "kernels too small to saturate memory "
+           "(latency-bound), uncoalesced or strided access")
+    return f"{reach}, well below it: look for {gap}; and {ADVICE[regime]}"
 
 
 def _regime_time_in(intervals: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -56,19 +74,40 @@ def _regime_time_in(intervals: pl.DataFrame, bounds: pl.DataFrame, by: list[str]
 
 def attribution(roofline: pl.DataFrame, trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     """Per device → `rank, device, window_ns, busy_ns, overhead_ns, <regime>_ns …`, the matching
-    fractions of the window (`overhead`, `bandwidth`, …, summing to 1), and `model_coverage`
-    (see `model_coverage`)."""
+    fractions of the window (`overhead`, `bandwidth`, …, summing to 1), and the columns of
+    `model_coverage`."""
     bounds = windows(trace, window=window)
     intervals = roofline.select(*DEVICE, "start_ns", "end_ns", "regime")
     times = _regime_time_in(intervals, bounds, DEVICE)
-    return _fractions(bounds.join(times, on=DEVICE, how="left")).join(model_coverage(roofline, DEVICE), on=DEVICE, how="left")
+    return _fractions(bounds.join(times, on=DEVICE, how="left")).join(model_coverage(roofline, bounds, DEVICE), on=DEVICE, how="left")
 
 
-def model_coverage(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Share of GPU time (summed over ops) spent in ops with a model: kernels whose op has FLOPs
-    and bytes, copies and sets (bytes), and communication kernels → `by + [model_coverage]`."""
-    return roofline.group_by(by).agg(
-        (pl.col("duration_ns").filter(pl.col("modelled")).sum() / pl.col("duration_ns").sum()).alias("model_coverage")
+def _busy_ns(ops: pl.DataFrame, bounds: pl.DataFrame, by: list[str], name: str) -> pl.DataFrame:
+    """|union of `ops` ∩ window| per group → `by + [name]` (0 where a window has no op)."""
+    merged = clip_to_windows(union_intervals(ops.select(*by, "start_ns", "end_ns"), by), bounds, by)
+    length = merged.group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias(name))
+    return bounds.select(by).join(length, on=by, how="left").with_columns(pl.col(name).fill_null(0))
+
+
+def model_coverage(roofline: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Share of GPU busy time with a FLOP/byte model → `by + [modelled_busy_ns, modelable_busy_ns,
+    communication_busy_ns, model_coverage]`.
+
+    `modelable_busy_ns` = |union of non-communication GPU ops ∩ window|, `modelled_busy_ns` = the
+    same over those with a model (kernels whose op has FLOPs and bytes, copies and sets), and
+    `model_coverage` their ratio (null without such time). Collectives are bound by the
+    interconnect, not the roofline: they are in neither, and their own busy time is
+    `communication_busy_ns`. An instant where a modelled and an unmodelled op overlap counts as
+    modelled."""
+    compute = roofline.filter(pl.col("kind") != "communication")
+    parts = [
+        _busy_ns(compute.filter(pl.col("modelled")), bounds, by, "modelled_busy_ns"),
+        _busy_ns(compute, bounds, by, "modelable_busy_ns"),
+        _busy_ns(roofline.filter(pl.col("kind") == "communication"), bounds, by, "communication_busy_ns"),
+    ]
+    frame = parts[0].join(parts[1], on=by).join(parts[2], on=by)
+    return frame.with_columns(
+        pl.when(pl.col("modelable_busy_ns") > 0).then(pl.col("modelled_busy_ns") / pl.col("modelable_busy_ns")).alias("model_coverage")
     )
 
 
@@ -108,20 +147,25 @@ def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFram
 
 
 def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
-    """Time that could be saved per regime → `regime, recoverable_ns, how`: overhead = the idle
-    time; bandwidth/compute = Σ per kernel (actual − time at the roof)."""
+    """Per regime of `ATTRIBUTION_KEYS` → `regime, recoverable_ns, roof_share, how`: overhead =
+    the idle time; bandwidth/compute = Σ per kernel max(0, actual − time at the roof), and
+    `roof_share` = Σ time at the roof / Σ actual time of their kernels (how close they get to it);
+    null for the other regimes. `how` is `advice(regime, roof_share)`."""
     kernels = (
         roofline.filter(pl.col("regime").is_in(["bandwidth", "compute"]))
         .group_by("regime")
-        .agg(pl.col("recoverable_ns").sum())
+        .agg(pl.col("recoverable_ns").sum(), (pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("roof_share"))
         .with_columns(pl.col("regime").cast(pl.String))
     )
-    rows = [("overhead", int(attributed["overhead_ns"].sum()) if attributed.height else 0)]
-    rows += [(r, float(v)) for r, v in kernels.iter_rows()]
-    return pl.DataFrame(
-        {"regime": [r for r, _ in rows], "recoverable_ns": [float(v) for _, v in rows],
-         "how": [ADVICE[r] for r, _ in rows]}
-    )
+    found = {r["regime"]: r for r in kernels.iter_rows(named=True)}
+    idle = float(attributed["overhead_ns"].sum()) if attributed.height else 0.0
+    rows = []
+    for regime in ATTRIBUTION_KEYS:
+        row = found.get(regime, {})
+        share = row.get("roof_share")
+        rows.append({"regime": regime, "recoverable_ns": idle if regime == "overhead" else row.get("recoverable_ns"),
+                     "roof_share": share, "how": advice(regime, share)})
+    return pl.DataFrame(rows, schema={"regime": pl.String, "recoverable_ns": pl.Float64, "roof_share": pl.Float64, "how": pl.String})
 
 
 def fusion_summary(runs: pl.DataFrame) -> pl.DataFrame:
@@ -141,86 +185,163 @@ def fusion_summary(runs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def fusion_opportunities(roofline: pl.DataFrame, *, min_kernels: int = 2) -> pl.DataFrame:
-    """Runs of consecutive bandwidth-bound elementwise/normalisation kernels on one stream under
-    the same annotation (module). A fused kernel would read the run's inputs and write its output
-    once: estimated bytes saved = Σ bytes − the largest single kernel's bytes, and time saved at
-    the run's achieved bandwidth = Σ duration × bytes saved / Σ bytes (the `x.cos().cos()` lesson).
-    → `rank, device, stream, kernels, ops, annotation, start_ns, duration_ns, bytes,
-    bytes_saved, time_saved_ns`, most time saved first."""
+LATENCY_BOUND_MAX_NS = 5_000  # a kernel shorter than this …
+LATENCY_BOUND_ROOF_SHARE = 0.1  # … whose bytes at peak bandwidth take under this share of it
+
+
+def latency_bound(roofline: pl.DataFrame) -> pl.Expr:
+    """Bandwidth-bound kernels too small to be limited by bandwidth: shorter than
+    `LATENCY_BOUND_MAX_NS` and moving so few bytes that their time at the memory roof is under
+    `LATENCY_BOUND_ROOF_SHARE` of their duration. Launch and tail latency bound them; fusing them
+    saves launches (see the overhead section), not bytes."""
+    return (
+        (pl.col("regime") == "bandwidth")
+        & (pl.col("duration_ns") < LATENCY_BOUND_MAX_NS)
+        & (pl.col("bytes") / pl.col("peak_bytes_per_s") * 1e9 < LATENCY_BOUND_ROOF_SHARE * pl.col("duration_ns"))
+    ).fill_null(False)
+
+
+def _op_tensors(cpu_ops: pl.DataFrame, op_ids: pl.Series) -> pl.DataFrame:
+    """Per op → `op_id, in_shapes` (every tensor argument as "shape:type", TensorLists expanded)
+    and `out_shape`, `out_bytes`: its largest tensor, the shape and size of an elementwise,
+    normalisation or copy op's result (broadcasting). Ops without recorded shapes are absent."""
+    ops = cpu_ops.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode()) & pl.col("input_dims").is_not_null())
+    rows = []
+    for op_id, dims, types in ops.select("op_id", "input_dims", "input_types").iter_rows():
+        tensors = [(shape, kind) for shape, kind in zip(dims or [], types or []) if element_size(kind or "") is not None]
+        if not tensors:
+            continue
+        largest = max(tensors, key=lambda t: math.prod(t[0]))
+        rows.append({"op_id": op_id, "in_shapes": [f"{list(shape)}:{kind}" for shape, kind in tensors],
+                     "out_shape": f"{list(largest[0])}:{largest[1]}",
+                     "out_bytes": float(math.prod(largest[0]) * element_size(largest[1]))})
+    return pl.DataFrame(rows, schema={"op_id": pl.Int64, "in_shapes": pl.List(pl.String), "out_shape": pl.String,
+                                      "out_bytes": pl.Float64})
+
+
+def _in_optimizer_step(kernels: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Series:
+    """Whether each kernel was launched inside an `Optimizer.step…` span (a user annotation, or a
+    `cpu_op` in 2021 traces, which record regions as operators)."""
+    steps = cpu_ops.filter(pl.col("name").str.starts_with("Optimizer.step")).select(
+        pl.col("rank").alias("_rank"), pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"))
+    rows = kernels.select(pl.int_range(pl.len()).alias("_row"), "rank", "launch_start_ns")
+    inside = rows.join_where(steps, pl.col("launch_start_ns") >= pl.col("_s"), pl.col("launch_start_ns") <= pl.col("_e"))
+    inside = inside.filter(pl.col("rank") == pl.col("_rank"))["_row"].unique()
+    return rows["_row"].is_in(inside.implode())
+
+
+def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_ops: int = 2) -> pl.DataFrame:
+    """Runs of consecutive bandwidth-bound elementwise/normalisation kernels on one stream that are
+    plausibly data-dependent, and the traffic a fused kernel would not move.
+
+    Kernels of one op form a block. Two consecutive blocks are linked when both are fusible
+    (bandwidth-bound, not latency-bound, an elementwise/normalisation/softmax/reduction/copy/fill/
+    loss op, not launched inside `Optimizer.step`: per-parameter updates touch different tensors),
+    come from the same op name or the same annotation (module), and the first one's result (its
+    largest tensor, shape and dtype) is an input of the second (`cpu_ops` shapes); without shapes,
+    only blocks of the same op name are linked. A link saves the intermediate's write and re-read: 2 × its bytes
+    (without shapes: the smaller block's bytes). time saved = Σ duration × bytes saved / Σ bytes
+    (the run's achieved bandwidth). → `rank, device, stream, kernels, ops, annotation, start_ns,
+    duration_ns, bytes, bytes_saved, time_saved_ns`, most time saved first."""
     stream = ["rank", "device", "stream"]
     kernels = roofline.filter(pl.col("kind") == "kernel").sort(*stream, "start_ns")
-    fusible = (pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)
-    kernels = kernels.with_columns(fusible.fill_null(False).alias("_fusible"))
-    breaks = (
-        (pl.col("_fusible") != pl.col("_fusible").shift(1).over(stream))
-        | (pl.col("annotation").fill_null("") != pl.col("annotation").fill_null("").shift(1).over(stream))
-    ).fill_null(True)
-    runs = kernels.with_columns(breaks.cast(pl.Int64).cum_sum().over(stream).alias("_run")).filter(pl.col("_fusible"))
+    fusible = (
+        (pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)
+        & ~pl.lit(_in_optimizer_step(kernels, cpu_ops))
+        & ~latency_bound(kernels)
+    ).fill_null(False)
+    new_block = (pl.col("op_id") != pl.col("op_id").shift(1).over(stream)).fill_null(True)
+    blocks = (
+        kernels.with_columns(fusible.alias("_fusible"), new_block.cast(pl.Int64).cum_sum().over(stream).alias("_block"))
+        .group_by(*stream, "_block", maintain_order=True)
+        .agg(pl.col("op_id").first(), pl.col("op_name").first(), pl.col("annotation").first(), pl.col("_fusible").all(),
+             pl.len().alias("kernels"), pl.col("start_ns").min(), pl.col("duration_ns").sum(), pl.col("bytes").sum())
+        .sort(*stream, "_block")
+    )
+    blocks = blocks.join(_op_tensors(cpu_ops, blocks.filter(pl.col("_fusible"))["op_id"]), on="op_id", how="left")
+
+    def prev(column: str) -> pl.Expr:
+        return pl.col(column).shift(1).over(stream)
+
+    same_op = pl.col("op_name") == prev("op_name")
+    same_module = pl.col("annotation").is_not_null() & (pl.col("annotation") == prev("annotation"))
+    has_shapes = pl.col("out_shape").is_not_null() & prev("out_shape").is_not_null()
+    chained = pl.col("in_shapes").list.contains(prev("out_shape"))
+    linked = (pl.col("_fusible") & prev("_fusible") & pl.when(has_shapes).then((same_op | same_module) & chained).otherwise(same_op)).fill_null(False)
+    link_saved = pl.when(has_shapes).then(2 * prev("out_bytes")).otherwise(pl.min_horizontal(pl.col("bytes"), prev("bytes")))
+    runs = (
+        blocks.with_columns(linked.alias("_linked"), link_saved.alias("_saved"))
+        .with_columns((~pl.col("_linked")).cast(pl.Int64).cum_sum().over(stream).alias("_run"))
+        .filter(pl.col("_fusible"))
+    )
     return (
         runs.group_by(*stream, "_run")
         .agg(
-            pl.len().alias("kernels"),
+            pl.len().alias("_ops"),
+            pl.col("kernels").sum(),
             pl.col("op_name").unique(maintain_order=True).alias("ops"),
             pl.col("annotation").first(),
             pl.col("start_ns").min(),
             pl.col("duration_ns").sum(),
             pl.col("bytes").sum(),
             pl.col("bytes").max().alias("_largest"),
+            pl.col("_saved").filter(pl.col("_linked")).sum().alias("bytes_saved"),
         )
-        .filter(pl.col("kernels") >= min_kernels)
-        .with_columns((pl.col("bytes") - pl.col("_largest")).alias("bytes_saved"))
+        .filter(pl.col("_ops") >= min_ops)
+        .with_columns(pl.min_horizontal("bytes_saved", pl.col("bytes") - pl.col("_largest")).alias("bytes_saved"))
         .with_columns((pl.col("duration_ns") * pl.col("bytes_saved") / pl.col("bytes")).alias("time_saved_ns"))
-        .drop("_run", "_largest")
+        .drop("_run", "_largest", "_ops")
         .sort("time_saved_ns", descending=True)
+    )
+
+
+def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Sums of time, FLOPs, bytes and recoverable time per group, and the ratios recomputed from
+    the sums; longest total first. `pct_of_peak` = Σ time at the roof / Σ time, each kernel at its
+    own roof (achieved ÷ peak when the group shares one roof); `roof` lists the group's roofs, and
+    its peaks and ridge are null when there are several."""
+    at_roof = (
+        pl.when(pl.col("regime") == "compute").then(pl.col("flops") / pl.col("peak_flops_per_s"))
+        .when(pl.col("regime").is_in(["bandwidth", "memcpy"])).then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
+    ) * 1e9
+    seconds = pl.col("total_ns") / 1e9
+    single = lambda c: pl.when(pl.col(c).n_unique() == 1).then(pl.col(c).first())  # noqa: E731
+    return (
+        roofline.with_columns(at_roof.alias("_at_roof_ns"))
+        .group_by(by)
+        .agg(
+            pl.len().alias("count"),
+            pl.col("duration_ns").sum().alias("total_ns"),
+            pl.col("flops").sum(),
+            pl.col("bytes").sum(),
+            pl.col("recoverable_ns").sum(),
+            pl.when(pl.col("_at_roof_ns").is_not_null().all()).then(pl.col("_at_roof_ns").sum()).alias("_at_roof_ns"),
+            *[single(c).alias(c) for c in ("peak_flops_per_s", "peak_bytes_per_s", "ridge")],
+            pl.col("roof").drop_nulls().unique().sort().str.join(" + ").alias("roof"),
+            *[pl.col(c).first() for c in ("compute_dtype", "tensor_core", "no_roof_reason")],
+            *[pl.col(c).drop_nulls().first() for c in ("op_name", "unmodeled_reason") if c not in by],
+        )
+        .with_columns(
+            pl.when(pl.col("roof") != "").then(pl.col("roof")).alias("roof"),
+            pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
+            pl.when(seconds > 0).then(pl.col("flops") / seconds).alias("achieved_flops_per_s"),
+            pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
+            pl.when(pl.col("total_ns") > 0).then(pl.col("_at_roof_ns") / pl.col("total_ns")).alias("pct_of_peak"),
+        )
+        .drop("_at_roof_ns")
+        .sort(["total_ns", *by], descending=[True] + [False] * len(by), nulls_last=True)
     )
 
 
 def kernels_by_name(roofline: pl.DataFrame) -> pl.DataFrame:
     """The roofline aggregated per kernel name and regime → `name, regime, count, total_ns, flops,
     bytes, intensity, achieved_flops_per_s, achieved_bytes_per_s, pct_of_peak, recoverable_ns`,
-    longest total first."""
-    seconds = pl.col("total_ns") / 1e9
-    return (
-        roofline.group_by("name", "regime")
-        .agg(
-            pl.len().alias("count"),
-            pl.col("duration_ns").sum().alias("total_ns"),
-            pl.col("flops").sum(),
-            pl.col("bytes").sum().alias("bytes"),
-            pl.col("peak_flops_per_s").first(),
-            pl.col("peak_bytes_per_s").first(),
-            pl.col("recoverable_ns").sum(),
-            pl.col("op_name").drop_nulls().first().alias("op_name"),
-            pl.col("unmodeled_reason").drop_nulls().first().alias("unmodeled_reason"),
-        )
-        .with_columns(
-            pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
-            pl.when(seconds > 0).then(pl.col("flops") / seconds).alias("achieved_flops_per_s"),
-            pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
-        )
-        .with_columns(
-            pl.when(pl.col("regime") == "compute").then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
-            .when(pl.col("regime").is_in(["bandwidth", "memcpy"])).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
-            .alias("pct_of_peak")
-        )
-        .sort(["total_ns", "name", "regime"], descending=[True, False, False])
-    )
+    `roof`, `peak_flops_per_s`, `peak_bytes_per_s`, `ridge` (see `_aggregate`), and the
+    `compute_dtype`, `tensor_core` and `no_roof_reason` of its first call; longest total first."""
+    return _aggregate(roofline, ["name", "regime"])
 
 
 def kernels_by_op(roofline: pl.DataFrame) -> pl.DataFrame:
-    """The roofline aggregated per launching op → `op_name, count, total_ns, flops, bytes,
-    intensity, regimes`, longest first."""
-    return (
-        roofline.filter(pl.col("kind") == "kernel")
-        .group_by("op_name")
-        .agg(
-            pl.len().alias("kernels"),
-            pl.col("duration_ns").sum().alias("total_ns"),
-            pl.col("flops").sum(),
-            pl.col("bytes").sum(),
-            pl.col("regime").cast(pl.String).unique().sort().alias("regimes"),
-        )
-        .with_columns(pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"))
-        .sort(["total_ns", "op_name"], descending=[True, False], nulls_last=True)
-    )
+    """The roofline's kernels aggregated per launching op and regime → the columns of
+    `kernels_by_name` with `op_name` instead of `name`; longest total first."""
+    return _aggregate(roofline.filter(pl.col("kind") == "kernel"), ["op_name", "regime"])

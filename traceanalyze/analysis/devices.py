@@ -23,7 +23,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -59,6 +59,8 @@ class DevicePeaks:
     memory_bytes: int | None = None
     num_sms: int | None = None
     default_flops_per_s: float | None = None
+    host_link: str | None = None  # the host↔device link, e.g. "PCIe Gen4 x16"
+    host_link_bytes_per_s: float | None = None  # its peak per direction
 
     def peak_flops(self, dtype: str, tensor_core: bool) -> float | None:
         """Dense peak FLOP/s for math in `dtype` on tensor cores (True) or the SIMT units (False).
@@ -69,16 +71,28 @@ class DevicePeaks:
         computes elementwise ops on half/bfloat16 in float). None when the device cannot do it
         (or the datasheet does not say).
         """
+        entry = self.flops_roof(dtype, tensor_core)
+        return None if entry is None else self.flops_per_s.get(entry, self.default_flops_per_s)
+
+    def flops_roof(self, dtype: str, tensor_core: bool) -> tuple[str, str] | None:
+        """The (dtype, unit) entry that `peak_flops` answers with — ``("tf32", "tensor")`` for an
+        fp32 GEMM on an NVIDIA tensor core — ``("any", "default")`` for `default_flops_per_s`, or
+        None."""
         cls = _normalize_dtype(dtype)
         unit = "tensor" if tensor_core else "simt"
         table = self.flops_per_s
         if cls is not None and (cls, unit) in table:
-            return table[(cls, unit)]
+            return (cls, unit)
         if cls == "fp32" and tensor_core and ("tf32", "tensor") in table:
-            return table[("tf32", "tensor")]
+            return ("tf32", "tensor")
         if not tensor_core and cls not in ("fp64", "tf32") and ("fp32", "simt") in table:
-            return table[("fp32", "simt")]
-        return self.default_flops_per_s
+            return ("fp32", "simt")
+        return ("any", "default") if self.default_flops_per_s is not None else None
+
+    @property
+    def memory_kind(self) -> str:
+        """"GDDR" for the GDDR6 boards of the table (T4, A10, A10G, L4, L40S), else "HBM"."""
+        return "GDDR" if self.key in ("t4", "a10", "a10g", "l4", "l40s") else "HBM"
 
     def ridge_point(self, dtype: str, tensor_core: bool) -> float | None:
         """FLOP per byte where compute and bandwidth take equal time: peak FLOP/s / bandwidth."""
@@ -213,6 +227,22 @@ DEVICE_TABLE: tuple[DevicePeaks, ...] = (
            "instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf (dense figures)", 192, 304,
            fp64_simt=81.7 * T, fp64_tensor=163.4 * T, fp32_simt=163.4 * T, fp32_tensor=163.4 * T,
            tf32_tensor=653.7 * T, bf16_tensor=1307.4 * T, fp16_tensor=1307.4 * T, fp8_tensor=2614.9 * T),
+)
+# Host↔device link per entry, bytes/s per direction (a copy moves one way): datasheets quote both
+# directions together (PCIe Gen3 x16 32 GB/s, Gen4 64 GB/s, Gen5 128 GB/s; NVLink-C2C 900 GB/s),
+# so these are half. Sources in docs/devices.md; None where the datasheet gives none per device.
+_HOST_LINKS = {
+    **{key: ("PCIe Gen3 x16", 16 * G) for key in ("v100-sxm2", "v100-pcie", "v100s-pcie", "v100-dgxs", "t4")},
+    **{key: ("PCIe Gen4 x16", 32 * G) for key in ("a10", "a10g", "a100-sxm4-40gb", "a100-sxm4-80gb",
+                                                   "a100-pcie-40gb", "a100-pcie-80gb", "l4", "l40s")},
+    **{key: ("PCIe Gen5 x16", 64 * G) for key in ("h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl",
+                                                   "b200", "mi300x")},
+    **{key: ("NVLink-C2C", 450 * G) for key in ("gh200-96gb", "gh200-144gb")},
+}
+DEVICE_TABLE = tuple(
+    replace(entry, host_link=_HOST_LINKS[entry.key][0], host_link_bytes_per_s=_HOST_LINKS[entry.key][1])
+    if entry.key in _HOST_LINKS else entry
+    for entry in DEVICE_TABLE
 )
 _BY_KEY = {entry.key: entry for entry in DEVICE_TABLE}
 
@@ -412,6 +442,8 @@ def peaks_from_overrides(*, peak_flops: float | None = None, peak_bandwidth: flo
         memory_bytes=base.memory_bytes,
         num_sms=base.num_sms,
         default_flops_per_s=flops if flops is not None else base.default_flops_per_s,
+        host_link=base.host_link,
+        host_link_bytes_per_s=base.host_link_bytes_per_s,
     )
 
 
@@ -468,6 +500,8 @@ def peaks_from_dict(document: Any, *, where: str = "device file") -> DevicePeaks
         memory_bytes=base.memory_bytes if base else None,
         num_sms=base.num_sms if base else None,
         default_flops_per_s=default,
+        host_link=base.host_link if base else None,
+        host_link_bytes_per_s=base.host_link_bytes_per_s if base else None,
     )
 
 

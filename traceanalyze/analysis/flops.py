@@ -235,8 +235,9 @@ class _Args:
             raise _Unmodelled(f"shape arguments incomplete: {what} (argument {i}) not recorded")
         return t
 
-    def tensor_list(self, i: int) -> list[_T] | None:
-        """A TensorList argument as tensors; None if the argument is not a TensorList.
+    def tensor_list(self, i: int, dtype: str | None = None) -> list[_T] | None:
+        """A TensorList argument as tensors (of `dtype` when the op says what its elements are);
+        None if the argument is not a TensorList.
 
         Raises when only a flattened or empty record survives (old traces, or a loader that keeps
         only the first tensor's shape)."""
@@ -249,8 +250,9 @@ class _Args:
             raise _Unmodelled("shape arguments incomplete: TensorList shapes not recorded")
         # The profiler records no element dtype for a TensorList: take the first tensor
         # argument's, else float, and say so in the cost's note.
-        dtype = next((t for t in self.types if t in _DTYPES), "float")
-        self.list_dtype = dtype
+        if dtype is None:
+            dtype = next((t for t in self.types if t in _DTYPES), "float")
+            self.list_dtype = dtype
         return [_T(tuple(s), dtype) for s in shapes]
 
     def tensors(self) -> list[_T]:
@@ -1190,9 +1192,9 @@ def _gather(args: _Args, name: str) -> OpCost:
         return OpCost(0.0, indices.nbytes + 2 * out.nbytes, "embedding", True, weight.cls)
     # index(self, indices): advanced indexing on the leading dims with integer index tensors
     src = args.need(0, "self")
-    indices = args.tensor_list(1)
+    indices = args.tensor_list(1, "long int")  # integer index tensors
     if indices is None:
-        raise _Unmodelled("shape arguments incomplete: indices not recorded as a TensorList")
+        raise _Unmodelled("shape arguments incomplete: indices recorded without shapes (output size unknown)")
     if any(t.cls == "bool" for t in indices):
         raise _Unmodelled("output size is data-dependent (boolean mask)")
     out = src.like(list(_broadcast([t.shape for t in indices])) + list(src.shape[len(indices):]))
@@ -1203,13 +1205,16 @@ def _scatter(args: _Args, name: str) -> OpCost:
     """Scatters write (and for *_add read-modify-write) only the indexed elements of `self`."""
     dst = args.need(0, "self")
     if name in ("index_put", "index_put_", "_index_put_impl_"):  # (self, indices, values, accumulate)
-        indices = args.tensor_list(1)
-        if indices is None:
-            raise _Unmodelled("shape arguments incomplete: indices not recorded as a TensorList")
-        if any(t.cls == "bool" for t in indices):
+        indices, values = args.tensor_list(1, "long int"), args.tensor(2)
+        if indices is None and values is None:
+            raise _Unmodelled("shape arguments incomplete: indices and values not recorded")
+        if indices is None:  # indices recorded with an empty type: the values say how many elements
+            touched, read = values.numel, values.nbytes
+        elif any(t.cls == "bool" for t in indices):
             raise _Unmodelled("output size is data-dependent (boolean mask)")
-        touched = math.prod(_broadcast([t.shape for t in indices])) * math.prod(dst.shape[len(indices):])
-        read = _bytes(indices) + _bytes([args.tensor(2)])
+        else:
+            touched = math.prod(_broadcast([t.shape for t in indices])) * math.prod(dst.shape[len(indices):])
+            read = _bytes(indices) + _bytes([values])
         accumulate = bool(args.flag(3, False))
         inplace = name != "index_put"
     else:  # scatter*/index_add/index_copy/index_fill: (self, dim, index, src|value, ...)
@@ -1671,6 +1676,12 @@ _DATA_DEPENDENT = {
 
 
 def _dispatch(name: str) -> tuple[_Handler, str] | None:
+    if name.startswith(tuple(_TRITON_FAMILIES)):
+        return _triton, name
+    if name in _CUSTOM:
+        return _CUSTOM[name], name
+    if not name.startswith("aten::"):
+        return None
     short = name.removeprefix("aten::")
     if short in _HANDLERS:
         return _HANDLERS[short], short
@@ -1684,6 +1695,89 @@ def _dispatch(name: str) -> tuple[_Handler, str] | None:
     return None
 
 
+# Triton kernels that torch.compile (Inductor) generates are recorded as CPU ops named after the
+# kernel, with the shapes of its pointer arguments: pointwise (`poi`), reduction (`red`) and
+# persistent reduction (`per`) kernels touch each of those tensors once.
+_TRITON_FAMILIES = {"triton_poi_": "elementwise", "triton_red_": "reduction", "triton_per_": "reduction"}
+
+
+def _triton(args: _Args, name: str) -> OpCost:
+    """An Inductor Triton kernel: every tensor argument read or written once; one FLOP per element
+    of the largest tensor (the loop's extent)."""
+    tensors = args.tensors()
+    if not tensors:
+        raise _Unmodelled("shape arguments incomplete: no tensor arguments recorded")
+    largest = max(tensors, key=lambda t: t.numel)
+    family = next(f for prefix, f in _TRITON_FAMILIES.items() if name.startswith(prefix))
+    return OpCost(float(largest.numel), _bytes(tensors), family, False, largest.cls,
+                  "Triton kernel: each tensor argument read or written once")
+
+
+def _vllm_rms_norm(args: _Args, name: str) -> OpCost:
+    """_C::rms_norm(out, input, weight, eps): read input and weight, write out; RMS norm with
+    weight, 4 FLOPs per element. _C::fused_add_rms_norm(input, residual, weight, eps): residual +=
+    input, then input = rms_norm(residual): read input, residual and weight, write both; 5 per
+    element (the add, then the norm)."""
+    if name == "_C::rms_norm":
+        out, x, weight = args.need(0, "out"), args.need(1, "input"), args.tensor(2)
+        return _norm_cost("rms", x, weight is not None, False, [x, weight], [out])
+    x, residual, weight = args.need(0, "input"), args.need(1, "residual"), args.tensor(2)
+    norm = _norm_cost("rms", x, weight is not None, False, [x, residual, weight], [x, residual])
+    return replace(norm, flops=norm.flops + x.numel)
+
+
+def _vllm_fp8_quant(args: _Args, name: str) -> OpCost:
+    """_C::static_scaled_fp8_quant(out, input, scale): one scaling per element, input read, out
+    written at its own (fp8) size."""
+    out, x = args.need(0, "out"), args.need(1, "input")
+    return OpCost(float(x.numel), _bytes([x, args.tensor(2), out]), "elementwise", False, x.cls)
+
+
+def _vllm_rotary(args: _Args, name: str) -> OpCost:
+    """_C::rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox): rotates query
+    and key in place with the cache rows of `positions` (gathered: numel(positions) rows); 3 FLOPs
+    per element (two multiplies and an add)."""
+    positions, query, key, cache = args.need(0, "positions"), args.need(1, "query"), args.tensor(2), args.need(4, "cos_sin_cache")
+    gathered = cache.like((positions.numel,) + cache.shape[1:])
+    rotated = [query] + ([key] if key is not None else [])
+    return OpCost(float(3 * sum(t.numel for t in rotated)), _bytes([positions, gathered] + rotated) + _bytes(rotated),
+                  "elementwise", False, query.cls)
+
+
+def _fbgemm_permute(args: _Args, name: str) -> OpCost:
+    """A permutation of tensors (copies in a new order): read every tensor argument, write the
+    permuted ones — (permute, lengths, indices[, weights]) → permuted lengths, indices, weights;
+    permute_pooled_embs(pooled, offsets…, permute…) → a pooled tensor of the same shape;
+    recat_embedding_grad_output_mixed_D_batch(grad, …) → a grad of the same shape."""
+    tensors = args.tensors()
+    if not tensors:
+        raise _Unmodelled("shape arguments incomplete: no tensor arguments recorded")
+    moved = tensors[1:] if name in ("fbgemm::permute_2D_sparse_data", "fbgemm::permute_sparse_features") else tensors[:1]
+    return OpCost(0.0, _bytes(tensors) + _bytes(moved), "copy", False, moved[0].cls if moved else tensors[0].cls)
+
+
+def _fbgemm_cumsum(args: _Args, name: str) -> OpCost:
+    """fbgemm::asynchronous_complete_cumsum(t): a scan with a leading zero, numel + 1 written."""
+    x = args.need(0, "t")
+    return OpCost(float(x.numel), x.nbytes + x.like((x.numel + 1,)).nbytes, "reduction", False, x.cls)
+
+
+# Custom (non-aten) ops whose arguments say what they read and write.
+_CUSTOM: dict[str, _Handler] = {
+    "_C::rms_norm": _vllm_rms_norm, "_C::fused_add_rms_norm": _vllm_rms_norm,
+    "_C::static_scaled_fp8_quant": _vllm_fp8_quant, "_C::rotary_embedding": _vllm_rotary,
+    "fbgemm::permute_2D_sparse_data": _fbgemm_permute, "fbgemm::permute_sparse_features": _fbgemm_permute,
+    "fbgemm::permute_pooled_embs_auto_grad": _fbgemm_permute, "fbgemm::permute_pooled_embs": _fbgemm_permute,
+    "fbgemm::recat_embedding_grad_output_mixed_D_batch": _fbgemm_permute,
+    "fbgemm::asynchronous_complete_cumsum": _fbgemm_cumsum,
+}
+
+
+def has_formula(name: str) -> bool:
+    """Whether `name` is an op this module has a FLOP/byte formula for (given its shapes)."""
+    return _dispatch(name) is not None
+
+
 def op_cost_or_reason(
     name: str,
     input_dims: Sequence[Any] | None,
@@ -1694,8 +1788,8 @@ def op_cost_or_reason(
     """Like `op_cost`, but returns the reason (a short string) instead of None."""
     if input_dims is None:
         return "no shapes recorded"
-    if not name.startswith("aten::"):
-        return f"op not modelled: {name}"
+    if name.startswith("triton_tem_"):
+        return f"op not modelled: {name} (a Triton template: its pointer shapes do not say the GEMM's M, N, K)"
     short = name.removeprefix("aten::")
     if short in _DATA_DEPENDENT:
         return "output size is data-dependent"

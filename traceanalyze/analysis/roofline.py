@@ -179,9 +179,18 @@ def _with_tensor_core(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _flops_roof_label(entry: tuple[str, str] | None) -> str | None:
+    """("tf32", "tensor") → "TF32 TC", ("fp32", "simt") → "FP32 SIMT", a single user roof → "FLOP/s"."""
+    if entry is None:
+        return None
+    dtype, unit = entry
+    return "FLOP/s" if unit == "default" else f"{dtype.upper()} {'TC' if unit == 'tensor' else 'SIMT'}"
+
+
 def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
     """The peak FLOP/s that applies to each GPU op (its device, its math dtype, tensor cores or
-    not; `DevicePeaks.peak_flops` holds the fallbacks) and the device's memory bandwidth."""
+    not; `DevicePeaks.peak_flops` holds the fallbacks), the name of that roof, the device's
+    memory bandwidth and its host link."""
     by_device = {(c.rank, c.device): c.peaks for c in choices}
     combos = frame.select("rank", "device", "compute_dtype", "tensor_core").unique()
     rows = []
@@ -190,11 +199,17 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
         rows.append({
             "rank": rank, "device": device, "compute_dtype": dtype, "tensor_core": tensor_core,
             "peak_flops_per_s": peaks.peak_flops(dtype, bool(tensor_core)) if peaks and dtype else None,
+            "flops_roof": _flops_roof_label(peaks.flops_roof(dtype, bool(tensor_core))) if peaks and dtype else None,
             "peak_bytes_per_s": peaks.memory_bandwidth_bytes_per_s if peaks else None,
+            "memory_roof": peaks.memory_kind if peaks else None,
+            "host_link": peaks.host_link if peaks else None,
+            "host_link_bytes_per_s": peaks.host_link_bytes_per_s if peaks else None,
         })
     lookup = pl.DataFrame(rows, schema={"rank": pl.Int32, "device": pl.Int32, "compute_dtype": pl.String,
                                         "tensor_core": pl.Boolean, "peak_flops_per_s": pl.Float64,
-                                        "peak_bytes_per_s": pl.Float64})
+                                        "flops_roof": pl.String, "peak_bytes_per_s": pl.Float64,
+                                        "memory_roof": pl.String, "host_link": pl.String,
+                                        "host_link_bytes_per_s": pl.Float64})
     seconds = pl.col("duration_ns") / 1e9
     return (
         frame.join(lookup, on=["rank", "device", "compute_dtype", "tensor_core"], how="left", nulls_equal=True)
@@ -205,6 +220,32 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
             pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
         )
     )
+
+
+HOST_COPY = r"HtoD|DtoH|HtoH"  # memcpy names of copies that cross the host link
+PEER_COPY = r"PtoP"
+
+
+def _roof(frame: pl.DataFrame) -> pl.DataFrame:
+    """Which roof each GPU op's `pct_of_peak` is against → `roof` ("BF16 TC", "HBM", "PCIe Gen4
+    x16") and `no_roof_reason` where there is none. Host↔device copies are judged against the
+    host link, not device memory: `peak_bytes_per_s` is the link's for them."""
+    regime, name = pl.col("regime"), pl.col("name")
+    host = (pl.col("kind") == "memcpy") & name.str.contains(HOST_COPY)
+    peer = (pl.col("kind") == "memcpy") & name.str.contains(PEER_COPY)
+    return frame.with_columns(
+        pl.when(host).then(pl.col("host_link_bytes_per_s")).when(peer).then(None)
+        .otherwise(pl.col("peak_bytes_per_s")).alias("peak_bytes_per_s"),
+        pl.when(regime == "compute").then(pl.col("flops_roof"))
+        .when(host).then(pl.col("host_link"))
+        .when(peer).then(None)
+        .when(regime.is_in(["bandwidth", "memcpy"])).then(pl.col("memory_roof"))
+        .alias("roof"),
+        pl.when(host & pl.col("host_link").is_null() & pl.col("memory_roof").is_not_null())
+        .then(pl.lit("host↔device copy: this device's host-link bandwidth is not in the table"))
+        .when(peer).then(pl.lit("peer-to-peer copy: the peer link's bandwidth is not in the table"))
+        .alias("no_roof_reason"),
+    ).drop("flops_roof", "memory_roof", "host_link", "host_link_bytes_per_s")
 
 
 def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
@@ -230,8 +271,8 @@ def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
     ideal = pl.max_horizontal(
         pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")
     ) * 1e9
-    has_model = (kind.is_in(["communication", "memcpy", "memset"]) | modelled).fill_null(False)
-    return frame.with_columns(regime.alias("regime"), reason.alias("unmodeled_reason"), has_model.alias("modelled")).with_columns(
+    has_model = (kind.is_in(["memcpy", "memset"]) | ((kind == "kernel") & modelled)).fill_null(False)
+    return frame.with_columns(regime.alias("regime"), reason.alias("unmodeled_reason"), has_model.alias("modelled")).pipe(_roof).with_columns(
         pl.when(pl.col("regime") == "compute").then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
         .when(pl.col("regime").is_in(["bandwidth", "memcpy"])).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
         .alias("pct_of_peak"),

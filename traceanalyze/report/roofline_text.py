@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 from tabulate import tabulate
 
-from traceanalyze.analysis.attribution import ADVICE, ATTRIBUTION_KEYS
+from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.model import RankReport
 from traceanalyze.report.summary import peak_figures
 from traceanalyze.report.units import bar, format_count, format_duration_ns, format_percent, format_rate, short_name
@@ -27,6 +27,19 @@ def peaks_line(report: RankReport) -> list[str]:
     return lines
 
 
+def coverage_sentence(report: RankReport) -> str | None:
+    """"model coverage: …" from the attribution's busy-time columns (docs/roofline.md)."""
+    frame = report.attribution
+    if frame.is_empty() or "modelable_busy_ns" not in frame.columns:
+        return None
+    modelable, communication = frame["modelable_busy_ns"].sum(), frame["communication_busy_ns"].sum()
+    if not modelable:
+        return None
+    share = frame["modelled_busy_ns"].sum() / modelable
+    comm = f"; collectives ({format_duration_ns(communication)} busy) are outside the roofline and not counted" if communication else ""
+    return f"model coverage: {format_percent(share)} of GPU busy time has a FLOP/byte model (copies included{comm})"
+
+
 def regime_lines(report: RankReport) -> list[str]:
     frame = report.attribution
     if frame.is_empty():
@@ -37,33 +50,96 @@ def regime_lines(report: RankReport) -> list[str]:
         ns = frame[f"{key}_ns"].sum()
         share = ns / window if window else 0.0
         lines.append(f"  {key:<14}{bar(share)} {format_percent(share):>6}  {format_duration_ns(ns)}")
-    ops = report.roofline
-    total = ops["duration_ns"].sum()
-    if total:
-        covered = ops.filter(pl.col("modelled"))["duration_ns"].sum() / total
-        lines.append(f"  model coverage: {format_percent(covered)} of GPU op time has a FLOP/byte model (copies and collectives included)")
+    sentence = coverage_sentence(report)
+    if sentence:
+        lines.append(f"  {sentence}")
     lines.extend(peaks_line(report))
     return lines
+
+
+def distinct_short_names(names: list[str | None], width: int) -> list[str]:
+    """`short_name` of each name, except that different names that would read the same keep the
+    part where they differ: "at::native::vectorized_elementwise_kernel" twice becomes
+    "at::native::vectoriz…CUDAFunctor_add<float>…" and "…cos_kernel…"."""
+    shorts = [short_name(n, width) for n in names]
+    full_by_short: dict[str, set[str]] = {}
+    for name, short in zip(names, shorts):
+        full_by_short.setdefault(short, set()).add(name or "")
+    out = []
+    for name, short in zip(names, shorts):
+        others = full_by_short[short] - {name or ""}
+        if not others:
+            out.append(short)
+            continue
+        text = name or ""
+        differs = max(next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
+                      for other in others)
+        start = max(text.rfind(c, 0, differs) for c in "<, (:_") + 1
+        head = width // 3
+        out.append(short_name(text, head).rstrip("…")[: head - 1] + "…" + text[start: start + width - head - 1] + "…")
+    # still equal (the names differ only past the cut): number them, one number per full name
+    numbers: dict[str, list[str]] = {}
+    for name, text in zip(names, out):
+        if name not in numbers.setdefault(text, []):
+            numbers[text].append(name)
+    return [f"{text} #{numbers[text].index(name) + 1}" if len(numbers[text]) > 1 else text for name, text in zip(names, out)]
+
+
+def pct_of_roof_cell(pct: float | None) -> str:
+    """"43.1%"; above 100% of the roof marked "*" (footnoted by `roof_footnotes`); "–" for none."""
+    if pct is None or pct != pct:
+        return "–"
+    return format_percent(pct) + ("*" if pct > 1 else "")
+
+
+def roof_footnotes(table: pl.DataFrame) -> list[str]:
+    """One line for the "*" of `pct_of_roof_cell`, and one per reason a copy has no roof."""
+    lines = []
+    if (table["pct_of_peak"].fill_null(0) > 1).any():
+        lines.append("  * above 100% of the roof: bytes are an ideal-cache lower bound (every input read once from "
+                     "memory), so data served from L2 cache, or a Winograd/FFT convolution doing fewer FLOPs "
+                     "than counted, beats the roof")
+    for reason in table["no_roof_reason"].drop_nulls().unique().sort().to_list():
+        lines.append(f"  – % of roof left empty: {reason}")
+    return lines
+
+
+def _roofline_rows(table: pl.DataFrame, names: list[str], total: int) -> list[list[object]]:
+    rows = []
+    for name, r in zip(names, table.iter_rows(named=True)):
+        on_roofline = r["regime"] in ("compute", "bandwidth")
+        rows.append([
+            name, r["count"], format_duration_ns(r["total_ns"]), format_percent(r["total_ns"] / total),
+            f"{r['intensity']:.3g}" if on_roofline and r["intensity"] is not None else "–",
+            format_rate(r["achieved_flops_per_s"], "FLOP/s") if on_roofline else "–",
+            format_rate(r["achieved_bytes_per_s"], "B/s") if on_roofline or r["regime"] == "memcpy" else "–",
+            pct_of_roof_cell(r["pct_of_peak"]), r["roof"] or "–", str(r["regime"]),
+        ])
+    return rows
+
+
+COLUMNS = ["calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"]
 
 
 def kernel_table(report: RankReport, limit: int = 12) -> list[str]:
     kernels = report.kernels
     if kernels.is_empty():
         return []
-    total = kernels["total_ns"].sum()
-    rows = []
-    for r in kernels.head(limit).iter_rows(named=True):
-        modelled = r["regime"] in ("compute", "bandwidth")
-        rows.append([
-            short_name(r["name"], 40), short_name(r["op_name"], 24), r["count"], format_duration_ns(r["total_ns"]),
-            format_percent(r["total_ns"] / total),
-            f"{r['intensity']:.3g}" if modelled and r["intensity"] is not None else "–",
-            format_rate(r["achieved_flops_per_s"], "FLOP/s") if modelled else "–",
-            format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["regime"] == "memcpy" else "–",
-            format_percent(r["pct_of_peak"]), str(r["regime"]),
-        ])
-    return ["ROOFLINE — kernels by total time",
-            _table(rows, ["kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "bound"])]
+    shown = kernels.head(limit)
+    names = distinct_short_names(shown["name"].to_list(), 40)
+    ops = [short_name(op, 24) for op in shown["op_name"].to_list()]
+    rows = [[name, op, *rest[1:]] for name, op, rest in zip(names, ops, _roofline_rows(shown, names, kernels["total_ns"].sum()))]
+    return ["ROOFLINE — kernels by total time", _table(rows, ["kernel", "op", *COLUMNS]), *roof_footnotes(shown)]
+
+
+def op_table(report: RankReport, limit: int = 8) -> list[str]:
+    ops = report.ops
+    if ops.is_empty():
+        return []
+    shown = ops.head(limit)
+    names = [short_name(op or "(no op)", 40) for op in shown["op_name"].to_list()]
+    rows = _roofline_rows(shown, names, ops["total_ns"].sum())
+    return ["  top ops by kernel time (their kernels together):", _table(rows, ["op", *COLUMNS])]
 
 
 def unmodeled_lines(report: RankReport) -> list[str]:
@@ -96,18 +172,20 @@ def advice_lines(report: RankReport) -> list[str]:
     shares = {key: frame[f"{key}_ns"].sum() / window for key in ATTRIBUTION_KEYS} if window else {}
     lines = ["WHAT TO DO — biggest regime first"]
     recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
+    how = dict(report.recoverable.select("regime", "how").iter_rows())
     for key, share in sorted(shares.items(), key=lambda kv: -kv[1]):
         if share < 0.01:
             continue
         gain = f", up to {format_duration_ns(recover[key])} recoverable" if recover.get(key) else ""
-        lines.append(f"  {key} ({format_percent(share)}{gain}): {ADVICE[key]}")
+        lines.append(f"  {key} ({format_percent(share)}{gain}): {how[key]}")
     return lines
 
 
 def roofline_section(report: RankReport) -> list[str]:
     if not report.has_gpu:
         return []
-    blocks = [regime_lines(report), kernel_table(report) + unmodeled_lines(report), fusion_lines(report), advice_lines(report)]
+    blocks = [regime_lines(report), kernel_table(report) + op_table(report) + unmodeled_lines(report), fusion_lines(report),
+              advice_lines(report)]
     lines: list[str] = []
     for block in blocks:
         if block:

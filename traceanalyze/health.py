@@ -34,6 +34,17 @@ def linked_gpu(trace: Trace) -> pl.DataFrame:
     return trace.gpu.join(launches, on=["rank", "correlation"], how="left")
 
 
+def missing_ranks_note(ranks: list[int], world_sizes: list[int | None]) -> str | None:
+    """"4 of 8 ranks present" when several rank files declare a larger `distributedInfo` world
+    size than there are ranks (a single file is one rank by design: no note)."""
+    world = max((w for w in world_sizes if w), default=None)
+    if len(ranks) < 2 or world is None or world <= len(ranks):
+        return None
+    missing = sorted(set(range(world)) - set(ranks))
+    listed = ", ".join(map(str, missing[:8])) + (", …" if len(missing) > 8 else "")
+    return f"{len(ranks)} of {world} ranks present (world size {world} in distributedInfo); missing: {listed}"
+
+
 def trace_health(trace: Trace) -> pl.DataFrame:
     rows: list[dict] = []
 
@@ -57,7 +68,9 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         add(rank, "launches_without_gpu_work", unlaunched, "idle time and GPU busy time (GPU activity may be missing)",
             "kernel launch calls with no GPU op of the same correlation id")
         skewed = gpu.filter(pl.col("start_ns") < pl.col("launch_start_ns")).height
-        add(rank, "clock_skew", skewed, "launch latency (these ops are left out of its statistics)",
+        add(rank, "clock_skew", skewed,
+            "launch latency and queue depth (these ops are left out of both); the cause of the idle gap "
+            "before each of them (`other`, never `host` or `launch`)",
             "GPU ops that start before their launch call began (CPU/GPU clock skew)")
         graphs = runtime.filter(pl.col("kind") == "graph_launch").height
         add(rank, "cuda_graph_launches", graphs, "launch latency (measured to the graph's first kernel); kernel → op attribution",
@@ -71,6 +84,11 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         if not meta.has_device_properties:
             add(rank, "no_device_properties", 1, "roofline (device peaks are unknown unless supplied)",
                 "the trace has no deviceProperties")
+        declared = meta.distributed_info.get("rank") if isinstance(meta.distributed_info, dict) else None
+        if declared is not None and meta.rank_source != "distributedInfo":
+            add(rank, "distributed_rank_not_used", 1, "which file is which rank",
+                f"distributedInfo says rank {declared}, but the folder's files do not all carry distinct "
+                f"distributedInfo ranks: rank {rank} comes from the {meta.rank_source}")
         for reason, count in trace.skipped.filter(pl.col("rank") == rank).select("reason", "count").iter_rows():
             add(rank, "malformed_events_skipped", count, "nothing computed from them", reason)
     return pl.DataFrame(rows, schema=HEALTH_SCHEMA) if rows else pl.DataFrame(schema=HEALTH_SCHEMA)

@@ -30,6 +30,7 @@ def host_gap_trace() -> TraceBuilder:
     b.step(1, -10, 1040)
     op1 = b.cpu_op("aten::relu", -8, 6)
     b.launch_kernel(launch_us=-6, launch_dur_us=3, start_us=0, dur_us=10, external_id=op1, name="relu_kernel")
+    b.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 7, 997)
     b.cpu_op("aten::item", 8, 995)
     op2 = b.cpu_op("aten::mul", 1004, 8)
     b.launch_kernel(launch_us=1005, launch_dur_us=4, start_us=1010, dur_us=10, external_id=op2, name="mul_kernel")
@@ -49,6 +50,7 @@ def test_known_host_gap(tmp_path):
     assert (gap["start_ns"], gap["end_ns"], gap["duration_ns"]) == (us(10), us(1010), 1_000_000)
     assert gap["cause"] == "host"
     assert gap["cpu_op"] == "aten::item"
+    assert gap["annotation"] == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
     assert gap["step"] == 1
     assert gap["previous_gpu_op"] == "relu_kernel" and gap["next_gpu_op"] == "mul_kernel"
     assert gap["share_of_window"] == pytest.approx(1000 / 1020)
@@ -188,6 +190,86 @@ def test_queue_depth(tmp_path):
     summary = launch.queue_summary(trace, full_depth=3).row(0, named=True)
     # depth 3 from the third launch (t=2) to the first start (t=10)
     assert summary["max_depth"] == 3 and summary["time_at_full_ns"] == 8_000
+
+
+def test_queue_full_time_at_the_default_depth(tmp_path):
+    """1100 launches 1 µs apart from t=0; kernel i runs [2000 + i, 2001 + i). After launch i the
+    depth is i + 1, so it reaches 1024 at t=1023; from t=2000 + k it is 1100 − (k + 1), below 1024
+    from k=76, t=2076. Full for 2076 − 1023 = 1053 µs."""
+    b = TraceBuilder()
+    for i in range(1100):
+        b.launch_kernel(launch_us=i, launch_dur_us=0.5, start_us=2000 + i, dur_us=1)
+    trace = load(b, tmp_path)
+    summary = launch.queue_summary(trace).row(0, named=True)
+    assert summary["max_depth"] == 1100
+    assert summary["time_at_full_ns"] == 1_053_000
+
+
+def test_clock_skewed_next_op_makes_gap_cause_other_and_queue_depth_non_negative(tmp_path):
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=-5, start_us=0, dur_us=10)
+    b.launch_kernel(launch_us=200, start_us=100, dur_us=10)  # started 100 µs before its launch
+    b.launch_kernel(launch_us=210, start_us=210, dur_us=5)  # started as launched: never queued
+    trace = load(b, tmp_path)
+    gaps = idle.idle_gaps(trace).sort("start_ns")
+    # without the skew check the launch (at 200) after the gap's start (10) would read as `host`
+    assert gaps.select("start_ns", "end_ns", "cause").rows() == [(us(10), us(100), "other"), (us(110), us(210), "host")]
+    depth = launch.queue_depth(trace)
+    assert depth["depth"].min() >= 0
+    assert depth.select("time_ns", "depth").rows() == [(us(-5), 1), (us(0), 0)]
+    clock_skew = trace.health().filter(pl.col("finding") == "clock_skew").row(0, named=True)
+    assert clock_skew["count"] == 1 and "gap" in clock_skew["affects"] and "queue depth" in clock_skew["affects"]
+
+
+def test_latency_by_kind_keeps_collectives_out_of_the_kernel_statistics(tmp_path):
+    b = TraceBuilder()
+    for i in range(4):  # kernels: launch → start 2, 4, 6, 8 µs
+        b.launch_kernel(launch_us=100 * i, start_us=100 * i + 2 * (i + 1), dur_us=1, name="k")
+    corr = b.launch(500, 5, name="cudaMemcpyAsync")
+    b.memcpy(corr, 510, 2)  # 10 µs
+    corr = b.launch(600, 5)
+    b.nccl_kernel(corr, 5600, 100)  # waits 5 ms for its peers
+    latency = launch.launch_latency(load(b, tmp_path))
+    overall = launch.latency_stats(latency).filter(pl.col("metric") == "launch_to_start_ns").row(0, named=True)
+    assert (overall["count"], overall["max"], overall["mean"]) == (5, 10_000, 6_000)
+    by_group = launch.latency_by_group(latency).filter(pl.col("metric") == "launch_to_start_ns")
+    assert by_group.select("group", "count", "mean", "max").rows() == [
+        ("kernels", 4, 5_000.0, 8_000), ("memcpy/memset", 1, 10_000.0, 10_000), ("communication", 1, 5_000_000.0, 5_000_000),
+    ]
+    # per-op values are unchanged: the collective is still in the per-op table
+    assert latency.filter(pl.col("kind") == "communication")["launch_to_start_ns"].to_list() == [5_000_000]
+
+
+def test_latency_per_kernel_name(tmp_path):
+    b = TraceBuilder()
+    for i, wait in enumerate((1, 2, 3, 4, 10)):  # "a": 5 launches
+        b.launch_kernel(launch_us=100 * i, start_us=100 * i + wait, dur_us=1, name="a")
+    for i, wait in enumerate((7, 9)):  # "b": 2 launches
+        b.launch_kernel(launch_us=1000 + 100 * i, start_us=1000 + 100 * i + wait, dur_us=1, name="b")
+    b.launch_kernel(launch_us=2000, start_us=1990, dur_us=1, name="b")  # skewed: left out
+    corr = b.launch(3000, 5)
+    b.nccl_kernel(corr, 3500, 10)  # collectives are not in the per-kernel table
+    per_name = launch.latency_by_kernel(launch.launch_latency(load(b, tmp_path)))
+    assert per_name.columns == ["name", "count", "mean", "p50", "p90", "p99", "max"]
+    a, b_ = per_name.rows(named=True)
+    assert (a["name"], a["count"], a["mean"], a["p50"], a["max"]) == ("a", 5, 4_000.0, 3_000.0, 10_000)
+    assert a["p90"] == pytest.approx(4_000 + 0.6 * 6_000)  # linear between the 4th and 5th values
+    assert a["p99"] == pytest.approx(4_000 + 0.96 * 6_000)
+    assert (b_["name"], b_["count"], b_["mean"], b_["p50"], b_["max"]) == ("b", 2, 8_000.0, 8_000.0, 9_000)
+
+
+def test_small_kernel_runs_are_back_to_back(tmp_path):
+    """Small kernels (2 µs, launched by 5 µs calls) on one stream: 9 back to back (4 µs apart,
+    within the 5 µs launch call), a 50 µs pause, then 8 more: two runs, not one of 17."""
+    b = TraceBuilder()
+    t = 0
+    for i in range(17):
+        if i == 9:
+            t += 50
+        b.launch_kernel(launch_us=t - 8, launch_dur_us=5, start_us=t, dur_us=2)
+        t += 6
+    runs = launch.small_kernel_runs(load(b, tmp_path), min_run=8)
+    assert runs.select("kernels", "span_ns", "busy_ns").rows() == [(9, 50_000, 18_000), (8, 44_000, 16_000)]
 
 
 def test_per_step_breakdown_tiles_the_timeline(tmp_path):

@@ -112,3 +112,31 @@ def test_bare_event_list_is_accepted(tmp_path):
     result = run("report", path, "--format", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["summary"]["gpu_busy_us"] == 2.0
+
+
+HUGE_TS = dict(VALID_EVENT, name="huge ts", ts=2**70)  # an integer µs whose ns do not fit in int64
+
+
+def test_integer_ts_beyond_int64_is_skipped_and_counted(tmp_path):
+    path = tmp_path / "huge_ts.json"
+    path.write_text(json.dumps({"traceEvents": [VALID_EVENT, HUGE_TS]}))
+    result = run("report", path, "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["summary"]["gpu_busy_us"] == 2.0  # only the valid kernel
+    health = {h["finding"]: h["count"] for h in doc["ranks"][0]["health"]}
+    assert health["malformed_events_skipped"] == 1
+
+
+@pytest.mark.parametrize("command", ["info", "report"])
+@pytest.mark.parametrize("events", [
+    [HUGE_TS],
+    [HUGE_TS, {"ph": "X", "cat": "kernel", "name": "no ts", "dur": 1.0}, dict(VALID_EVENT, dur=-3.0)],
+    [{"ph": "X", "cat": "unknown_category", "name": "x", "ts": 1, "dur": 1}, {"ph": "M", "name": "process_name"}],
+], ids=["huge_ts", "all_malformed", "nothing_analysed"])
+def test_trace_without_usable_events_fails_cleanly(tmp_path, command, events):
+    path = tmp_path / "unusable.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    result = run(command, path)
+    assert_clean_failure(result, "unusable.json")
+    assert "usable" in result.output

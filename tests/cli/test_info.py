@@ -47,5 +47,5 @@ def test_info_on_the_bundled_fixture():
     fixture = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
     result = runner.invoke(app, ["info", str(fixture)])
     assert result.exit_code == 0
-    assert "NVIDIA A100-SXM4-80GB" in result.output and "2 stream(s)" in result.output
+    assert "NVIDIA A100-SXM4-80GB" in result.output and "on 2 streams" in result.output
     assert "steps: 4 (ProfilerStep#1–#4)" in result.output

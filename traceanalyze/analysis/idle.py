@@ -109,7 +109,9 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     `sync` a blocking call (synchronize, blocking copy) on the rank was running during the gap;
     `host` the next GPU work's launch began after the gap began (the CPU was late);
     `launch` the next launch was issued before the gap began, its work started late;
-    `other` no launch is known for the next GPU work (orphan), or there is no next work.
+    `other` no launch is known for the next GPU work (orphan), the next work started before its
+    launch began (clock skew: the order of CPU and GPU times cannot be trusted), or there is no
+    next work.
     `cpu_op` is the deepest CPU op running at the gap start on the launching thread (on the
     synchronising thread for `sync` gaps).
     """
@@ -145,7 +147,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     gaps = gaps.with_columns(
         pl.when(pl.col("sync_call").is_not_null())
         .then(pl.lit("sync"))
-        .when(pl.col("next_launch_start_ns").is_null())
+        .when(pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns")))
         .then(pl.lit("other"))
         .when(pl.col("next_launch_start_ns") > pl.col("start_ns"))
         .then(pl.lit("host"))

@@ -8,7 +8,9 @@ Definitions (docs/metrics.md), for every GPU op that has a launch call (same ran
 - `launch_cpu_ns = launch.end − launch.start` (the launch call's own CPU time)
 - `launch_delay_ns = max(0, gpu.start − launch.end)` (HTA's "launch delay", for comparison)
 A graph launch counts once, to the graph's first GPU op. Ops that start before their launch began
-(clock skew) are flagged `skewed` and left out of the statistics.
+(clock skew) are flagged `skewed` and left out of the statistics. The overall statistics cover
+kernels, memcpy and memset; collectives (`communication`), which wait for their peers, have their
+own group in `latency_by_group`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from traceanalyze.model import Trace
 
 STREAM = ["rank", "device", "stream"]
 QUEUE_FULL_DEPTH = 1024
+SUMMARY_KINDS = ("kernel", "memcpy", "memset")  # communication waits on peers: not launch latency
+LATENCY_GROUPS = {"kernel": "kernels", "memcpy": "memcpy/memset", "memset": "memcpy/memset",
+                  "communication": "communication"}
 
 
 def launch_latency(trace: Trace) -> pl.DataFrame:
@@ -74,10 +79,14 @@ def distribution(column: str) -> list[pl.Expr]:
     ]
 
 
-def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None) -> pl.DataFrame:
-    """Distributions of each latency metric over non-skewed launches → long table
+def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None,
+                  kinds: tuple[str, ...] | None = SUMMARY_KINDS) -> pl.DataFrame:
+    """Distributions of each latency metric over non-skewed launches of GPU ops of `kinds`
+    (default: kernels, memcpy and memset; None: all) → long table
     `[*by], metric, count, mean, p50, p90, p99, max` (ns)."""
     valid = latency.filter(~pl.col("skewed"))
+    if kinds is not None:
+        valid = valid.filter(pl.col("kind").cast(pl.String).is_in(kinds))
     frames = []
     for metric in STAT_COLUMNS:
         grouped = valid.group_by(by, maintain_order=True) if by else None
@@ -85,6 +94,25 @@ def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None) -> pl.D
         frames.append(stats.with_columns(pl.lit(metric).alias("metric")))
     order = [*(by or []), "metric", "count", "mean", "p50", "p90", "p99", "max"]
     return pl.concat([f.select(order) for f in frames], how="vertical_relaxed")
+
+
+def latency_by_group(latency: pl.DataFrame) -> pl.DataFrame:
+    """`latency_stats` per group of GPU op kind (`LATENCY_GROUPS`: kernels, memcpy/memset,
+    communication), groups in that order, groups without launches left out → `group, metric, …`."""
+    order = list(dict.fromkeys(LATENCY_GROUPS.values()))
+    grouped = latency.with_columns(
+        pl.col("kind").cast(pl.String).replace_strict(LATENCY_GROUPS, default=None).alias("group")
+    ).drop_nulls("group")
+    position = pl.col("group").replace_strict(order, list(range(len(order))))
+    return latency_stats(grouped, by=["group"], kinds=None).filter(pl.col("count") > 0).sort(position, maintain_order=True)
+
+
+def latency_by_kernel(latency: pl.DataFrame, *, limit: int | None = None) -> pl.DataFrame:
+    """`launch_to_start` per kernel name (kernels only, no collectives, no skewed launches), most
+    launches first → `name, count, mean, p50, p90, p99, max` (ns)."""
+    stats = latency_stats(latency, by=["name"], kinds=("kernel",)).filter(pl.col("metric") == "launch_to_start_ns")
+    ordered = stats.drop("metric").sort(["count", "mean", "name"], descending=[True, True, False])
+    return ordered if limit is None else ordered.head(limit)
 
 
 def small_kernels(trace: Trace, *, latency: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -98,14 +126,17 @@ def small_kernels(trace: Trace, *, latency: pl.DataFrame | None = None) -> pl.Da
 
 
 def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Runs of at least `min_run` consecutive small kernels on one stream (the pattern that CUDA
-    graphs or torch.compile remove) → `rank, device, stream, kernels, first_start_ns,
-    last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, longest span first. `small`:
+    """Runs of at least `min_run` back-to-back small kernels on one stream (the pattern that CUDA
+    graphs or torch.compile remove): a small kernel continues the run of the small kernel before it
+    on its stream when it starts at most its own launch call's CPU time after that one ends (the
+    idle a launch-bound sequence leaves) → `rank, device, stream, kernels, first_start_ns,
+    last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, most kernels first. `small`:
     `small_kernels(trace)` if already computed."""
     kernels = (small_kernels(trace) if small is None else small).sort(*STREAM, "start_ns")
-    runs = kernels.with_columns(
-        (pl.col("small") != pl.col("small").shift(1).over(STREAM)).fill_null(True).cum_sum().over(STREAM).alias("_run")
-    ).filter(pl.col("small"))
+    previous_small = pl.col("small").shift(1).over(STREAM)
+    idle_before = pl.col("start_ns") - pl.col("end_ns").shift(1).over(STREAM)
+    continues = pl.col("small") & previous_small & (idle_before <= pl.col("launch_cpu_ns"))
+    runs = kernels.with_columns((~continues.fill_null(False)).cum_sum().over(STREAM).alias("_run")).filter(pl.col("small"))
     return (
         runs.group_by(*STREAM, "_run")
         .agg(
@@ -119,15 +150,17 @@ def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | N
         .filter(pl.col("kernels") >= min_run)
         .with_columns((pl.col("last_end_ns") - pl.col("first_start_ns")).alias("span_ns"))
         .drop("_run")
-        .sort("span_ns", descending=True)
+        .sort(["kernels", "span_ns"], descending=True)
     )
 
 
 def queue_depth(trace: Trace) -> pl.DataFrame:
     """Launch-queue depth per stream over time: GPU ops launched and not yet started. Each op with
     a launch adds 1 at its launch start and removes 1 at its own start (a graph launch enqueues all
-    of its ops at once) → `rank, device, stream, time_ns, depth` after each change."""
-    ops = linked_gpu(trace).filter(pl.col("launch_start_ns").is_not_null())
+    of its ops at once) → `rank, device, stream, time_ns, depth` after each change. Ops that start
+    when they are launched never wait, and ops that start before it (clock skew) are left out, so
+    the depth is never negative."""
+    ops = linked_gpu(trace).filter(pl.col("start_ns") > pl.col("launch_start_ns"))
     events = pl.concat(
         [
             ops.select(*STREAM, pl.col("launch_start_ns").alias("time_ns"), pl.lit(1, pl.Int64).alias("delta")),

@@ -88,8 +88,8 @@ def load_rank(path: str | Path, include_python: bool = False) -> Trace:
 def load_file(path: Path, *, include_python: bool = False, rank: int | None = None,
               rank_source: str | None = None, progress: Progress | None = None,
               workers: int | None = None, block_size: int = BLOCK_SIZE) -> Trace:
-    """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`
-    unless given. A large file is decoded by `workers` processes (default: one per core), in
+    """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`, else
+    from the file name (`rank3.json`), unless given. A large file is decoded by `workers` processes (default: one per core), in
     chunks of about `block_size` bytes."""
     try:
         tables, document = _stream(path, include_python=include_python, progress=progress, workers=workers,
@@ -104,9 +104,18 @@ def load_file(path: Path, *, include_python: bool = False, rank: int | None = No
         raise EmptyTraceError(f"{path}: the trace holds no events")
     if rank is None:
         info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
-        declared = as_int(info.get("rank"))
-        rank, rank_source = (declared, "distributedInfo") if declared is not None else (0, "default")
-    return tables.finish(document, path=path, rank=rank, rank_source=rank_source or "given")
+        declared, named = as_int(info.get("rank")), declared_rank(path)
+        if declared is not None:
+            rank, rank_source = declared, "distributedInfo"
+        else:
+            rank, rank_source = (named, "file name") if named is not None else (0, "default")
+    trace = tables.finish(document, path=path, rank=rank, rank_source=rank_source or "given")
+    if not any(frame.height for frame in (trace.gpu, trace.runtime, trace.cpu_ops, trace.sync, trace.python)
+               if frame is not None):
+        skipped = int(trace.skipped["count"].sum())
+        raise EmptyTraceError(f"{path}: none of its {tables.events} events is usable "
+                              f"({skipped} malformed and skipped, the others of kinds no analysis reads)")
+    return trace
 
 
 def _stream(path: Path, *, include_python: bool, progress: Progress | None, workers: int | None,

@@ -105,7 +105,8 @@ def to_ns(value_us: Any) -> int | None:
     trace wrote at most three decimals): `round(µs × 1000)` alone is off by one for about a
     quarter of timestamps between 2^42 and 2^43 µs, where the float product rounds to a half."""
     if isinstance(value_us, int) and not isinstance(value_us, bool):
-        return value_us * 1000
+        # beyond int64 ns (less a day, so that start + duration fits too) it is not a time
+        return value_us * 1000 if abs(value_us) < _INT64_US_LIMIT - classify.MAX_DURATION_US else None
     if isinstance(value_us, float) and value_us == value_us and abs(value_us) < 9e15:
         nearest = round(value_us * 1000)
         if nearest / 1000 == value_us:

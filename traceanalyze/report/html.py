@@ -406,7 +406,7 @@ def _roofline_chart(rank: RankReport) -> str:
             continue
         tip = (f"{r['name']}\n{r['op_name'] or 'no op'} · {r['count']} calls · {format_duration_ns(r['total_ns'])}\n"
                f"{r['intensity']:.3g} FLOP/B · {format_rate(r['achieved_flops_per_s'], 'FLOP/s')} · "
-               f"{format_rate(r['achieved_bytes_per_s'], 'B/s')} · {format_percent(r['pct_of_peak'])} of roof · {r['regime']}-bound")
+               f"{format_rate(r['achieved_bytes_per_s'], 'B/s')} · {format_percent(r['pct_of_peak'])} of roof ({r['roof'] or '–'}) · {r['regime']}-bound")
         points.append(plots.RooflinePoint(r["name"], r["intensity"], r["achieved_flops_per_s"], r["total_ns"], str(r["regime"]),
                                           tip, i if i <= KERNEL_LIMIT else None))
     if not points and not compute:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 from tabulate import tabulate
 
+from traceanalyze.health import missing_ranks_note
 from traceanalyze.model import Trace
-from traceanalyze.report.units import format_duration_ns
+from traceanalyze.report.units import format_duration_ns, plural
 
 
 def trace_span_ns(trace: Trace) -> tuple[int | None, int | None]:
@@ -27,6 +28,9 @@ def used_devices(trace: Trace) -> pl.DataFrame:
 
 def render_info(trace: Trace) -> str:
     lines: list[str] = []
+    missing = missing_ranks_note(trace.ranks, [m.world_size for m in trace.meta])
+    if missing:
+        lines.extend([f"note: {missing}", ""])
     for single in trace.split_by_rank():
         meta = single.meta[0]
         world = f" of {meta.world_size}" if meta.world_size else ""
@@ -51,7 +55,7 @@ def render_info(trace: Trace) -> str:
                 streams = per_stream.filter(pl.col("device") == row["device"])
                 listed = ", ".join(f"{stream} ({count})" for _, stream, count in streams.head(8).iter_rows())
                 more = f", … {streams.height - 8} more" if streams.height > 8 else ""
-                lines.append(f"  device {row['device']}: {name} — {row['gpu_ops']} GPU ops on {row['streams']} stream(s): {listed}{more}")
+                lines.append(f"  device {row['device']}: {name} — {plural(row['gpu_ops'], 'GPU op')} on {plural(row['streams'], 'stream')}: {listed}{more}")
         elif single.devices.height:
             lines.append(f"  devices listed: {', '.join(sorted(set(single.devices['name'].drop_nulls())))} (no GPU work recorded)")
         else:
@@ -74,8 +78,9 @@ def render_info(trace: Trace) -> str:
         steps = single.steps
         if steps.height:
             durations = steps["duration_ns"]
-            lines.append(f"  steps: {steps.height} (ProfilerStep#{steps['step'].min()}–#{steps['step'].max()}), "
-                         f"median {format_duration_ns(int(durations.median()))}")
+            first, last = steps["step"].min(), steps["step"].max()
+            span = f"ProfilerStep#{first}" if first == last else f"ProfilerStep#{first}–#{last}"
+            lines.append(f"  steps: {steps.height} ({span}), median {format_duration_ns(int(durations.median()))}")
         else:
             lines.append("  steps: none (no ProfilerStep#N spans)")
         health = single.health()

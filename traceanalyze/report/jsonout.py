@@ -9,6 +9,7 @@ import polars as pl
 
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.health import missing_ranks_note
 from traceanalyze.report.model import SCHEMA_VERSION, RankReport, Report
 
 
@@ -36,25 +37,47 @@ LATENCY_METRICS = {
 
 
 def _idle_totals(reports: list[RankReport]) -> dict[str, Any]:
+    """Window, busy and idle per device window, averaged over the device windows of every rank
+    (the windows of concurrent ranks overlap in time: their sum is no span of anything);
+    `idle_fraction` is the ratio of the sums, i.e. of the means."""
     frames = [r.idle for r in reports if r.idle.height]
     if not frames:
-        return {"window_us": None, "gpu_busy_us": None, "gpu_idle_us": None, "idle_fraction": None}
+        return {"window_us": None, "gpu_busy_us": None, "gpu_idle_us": None, "idle_fraction": None, "device_windows": 0}
     idle = pl.concat(frames)
-    window, busy, idle_ns = idle["window_ns"].sum(), idle["busy_ns"].sum(), idle["idle_ns"].sum()
+    window, idle_ns = idle["window_ns"].sum(), idle["idle_ns"].sum()
     return {
-        "window_us": _us(window),
-        "gpu_busy_us": _us(busy),
-        "gpu_idle_us": _us(idle_ns),
+        "window_us": _us(idle["window_ns"].mean()),
+        "gpu_busy_us": _us(idle["busy_ns"].mean()),
+        "gpu_idle_us": _us(idle["idle_ns"].mean()),
         "idle_fraction": idle_ns / window if window else 0.0,
+        "device_windows": idle.height,
     }
 
 
 def _idle_by_cause(reports: list[RankReport]) -> dict[str, float]:
+    """Idle time by gap cause per device window (averaged as `_idle_totals`): sums to `gpu_idle_us`."""
     totals = {cause: 0 for cause in ("host", "sync", "launch", "other")}
     for report in reports:
         for cause, duration in report.gaps.group_by("cause").agg(pl.col("duration_ns").sum()).iter_rows():
             totals[str(cause)] += duration
-    return {cause: _us(value) for cause, value in totals.items()}
+    windows = max(1, sum(r.idle.height for r in reports))
+    return {cause: _us(value / windows) for cause, value in totals.items()}
+
+
+def _latency_by_group(report: RankReport) -> dict[str, Any]:
+    groups = report.latency_by_group["group"].unique(maintain_order=True).to_list()
+    return {
+        group.replace("/", "_"): {key: _stats_us(report.latency_by_group.filter(pl.col("group") == group), metric)
+                for key, metric in LATENCY_METRICS.items()}
+        for group in groups
+    }
+
+
+def _latency_by_kernel(report: RankReport, limit: int) -> list[dict[str, Any]]:
+    return [
+        {"name": r["name"], "count": r["count"], **{k: _us(r[k]) for k in ("mean", "p50", "p90", "p99", "max")}}
+        for r in report.latency_by_kernel.head(limit).iter_rows(named=True)
+    ]
 
 
 def _gap(row: dict[str, Any], window_start_ns: int) -> dict[str, Any]:
@@ -105,15 +128,18 @@ def _small_kernels(report: RankReport) -> dict[str, Any]:
 def _attribution(reports: list[RankReport]) -> dict[str, Any]:
     frames = [r.attribution for r in reports if r.attribution.height]
     if not frames:
-        return {"attribution": None, "attribution_us": None, "model_coverage": None}
+        return {"attribution": None, "attribution_us": None, "model_coverage": None, "modelled_busy_us": None,
+                "modelable_busy_us": None, "communication_busy_us": None}
     frame = pl.concat(frames, how="vertical_relaxed")
     window = frame["window_ns"].sum()
-    ops = pl.concat([r.roofline.select("duration_ns", "modelled") for r in reports])
-    total = ops["duration_ns"].sum()
+    modelable = frame["modelable_busy_ns"].sum()
     return {
         "attribution": {key: (frame[f"{key}_ns"].sum() / window if window else 0.0) for key in ATTRIBUTION_KEYS},
         "attribution_us": {key: _us(frame[f"{key}_ns"].sum()) for key in ATTRIBUTION_KEYS},
-        "model_coverage": ops.filter(pl.col("modelled"))["duration_ns"].sum() / total if total else None,
+        "model_coverage": frame["modelled_busy_ns"].sum() / modelable if modelable else None,
+        "modelled_busy_us": _us(frame["modelled_busy_ns"].sum()),
+        "modelable_busy_us": _us(modelable),
+        "communication_busy_us": _us(frame["communication_busy_ns"].sum()),
     }
 
 
@@ -136,26 +162,39 @@ def _number(value: Any) -> Any:
     return None if value is None or value != value else value
 
 
+def _roofline_row(r: dict[str, Any]) -> dict[str, Any]:
+    """The fields a per-kernel and a per-op entry share: totals, rates and the roof used."""
+    modelled = r["regime"] in ("compute", "bandwidth", "memcpy")
+    on_roofline = r["regime"] in ("compute", "bandwidth")
+    return {
+        "count": r["count"],
+        "total_us": _us(r["total_ns"]),
+        "flops": r["flops"] if modelled else None,
+        "bytes": r["bytes"] if modelled else None,
+        "intensity": _number(r["intensity"]) if modelled else None,
+        "achieved_flops_per_s": _number(r["achieved_flops_per_s"]) if modelled else None,
+        "achieved_bytes_per_s": _number(r["achieved_bytes_per_s"]) if modelled else None,
+        "bound": str(r["regime"]),
+        "roof": r["roof"] if modelled else None,
+        "compute_dtype": r["compute_dtype"] if on_roofline else None,
+        "math_unit": ("tensor" if r["tensor_core"] else "simt") if on_roofline else None,
+        "peak_flops_per_s": _number(r["peak_flops_per_s"]) if on_roofline else None,
+        "peak_bytes_per_s": _number(r["peak_bytes_per_s"]) if modelled else None,
+        "ridge_flops_per_byte": _number(r["ridge"]) if on_roofline else None,
+        "pct_of_roof": _number(r["pct_of_peak"]),
+        "pct_of_peak": _number(r["pct_of_peak"]),
+        "no_roof_reason": r["no_roof_reason"] if modelled else None,
+        "recoverable_us": _us(r["recoverable_ns"]) if r["recoverable_ns"] else 0.0,
+        "unmodeled_reason": r["unmodeled_reason"] if r["regime"] == "unmodeled" else None,
+    }
+
+
 def _kernels(kernels: pl.DataFrame, limit: int) -> list[dict[str, Any]]:
-    rows = []
-    for r in kernels.head(limit).iter_rows(named=True):
-        modelled = r["regime"] in ("compute", "bandwidth", "memcpy")
-        rows.append({
-            "name": r["name"],
-            "op": r["op_name"],
-            "count": r["count"],
-            "total_us": _us(r["total_ns"]),
-            "flops": r["flops"] if modelled else None,
-            "bytes": r["bytes"] if modelled else None,
-            "intensity": _number(r["intensity"]) if modelled else None,
-            "achieved_flops_per_s": _number(r["achieved_flops_per_s"]) if modelled else None,
-            "achieved_bytes_per_s": _number(r["achieved_bytes_per_s"]) if modelled else None,
-            "pct_of_peak": _number(r["pct_of_peak"]),
-            "bound": str(r["regime"]),
-            "recoverable_us": _us(r["recoverable_ns"]) if r["recoverable_ns"] else 0.0,
-            "unmodeled_reason": r["unmodeled_reason"] if r["regime"] == "unmodeled" else None,
-        })
-    return rows
+    return [{"name": r["name"], "op": r["op_name"], **_roofline_row(r)} for r in kernels.head(limit).iter_rows(named=True)]
+
+
+def _ops(ops: pl.DataFrame, limit: int) -> list[dict[str, Any]]:
+    return [{"op": r["op_name"], **_roofline_row(r)} for r in ops.head(limit).iter_rows(named=True)]
 
 
 def _fusion(report: RankReport, limit: int) -> list[dict[str, Any]]:
@@ -217,11 +256,16 @@ def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
         "cpu_steps": [{"step": r["step"], "duration_us": _us(r["duration_ns"])} for r in report.cpu_steps.iter_rows(named=True)],
         "idle_gaps": _gaps([report], limit),
         "device": (_peaks(report) or [None])[0],
-        "devices": _peaks(report),
+        "peaks": _peaks(report),
+        "launch_latency_by_kind": _latency_by_group(report),
+        "launch_latency_by_kernel": _latency_by_kernel(report, KERNEL_LIMIT),
         "kernels": _kernels(report.kernels, KERNEL_LIMIT),
         "kernels_total": report.kernels.height,
+        "ops": _ops(report.ops, KERNEL_LIMIT),
+        "ops_total": report.ops.height,
         "fusion_opportunities": _fusion(report, limit),
-        "recoverable_us": {r["regime"]: _us(r["recoverable_ns"]) for r in report.recoverable.iter_rows(named=True)},
+        "recoverable_us": {r["regime"]: _us(r["recoverable_ns"]) for r in report.recoverable.iter_rows(named=True)
+                           if r["recoverable_ns"] is not None},
         "queue": [
             {"device": r["device"], "stream": r["stream"], "max_depth": r["max_depth"], "mean_depth": r["mean_depth"],
              "time_at_full_us": _us(r["time_at_full_ns"])}
@@ -237,6 +281,7 @@ def _rank_entry(report: RankReport, limit: int) -> dict[str, Any]:
 def report_to_dict(report: Report) -> dict[str, Any]:
     ranks = list(report.ranks)
     limit = report.options.max_gaps
+    missing = missing_ranks_note([r.rank for r in ranks], [r.world_size for r in ranks])
     summary = {
         **_idle_totals(ranks),
         **_attribution(ranks),
@@ -249,12 +294,14 @@ def report_to_dict(report: Report) -> dict[str, Any]:
         "tool": {"name": "traceanalyze", "version": __version__},
         "source": str(report.source),
         "options": {"window": report.options.window, "max_gaps": limit},
-        "notes": sorted({note for r in ranks for note in r.notes}),
+        "notes": sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
         "summary": summary,
         "idle_gaps": _gaps(ranks, limit),
         "device": next((p for r in ranks for p in _peaks(r)), None),
         "kernels": _kernels(report.kernels, KERNEL_LIMIT),
         "kernels_total": report.kernels.height,
+        "ops": _ops(report.ops, KERNEL_LIMIT),
+        "ops_total": report.ops.height,
         "ranks": [_rank_entry(r, limit) for r in ranks],
     }
 

@@ -22,9 +22,10 @@ import polars as pl
 from tabulate import tabulate
 
 from traceanalyze import __version__
-from traceanalyze.analysis.attribution import ADVICE, ATTRIBUTION_KEYS
+from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.terminal import CAUSE_HINTS
+from traceanalyze.report.roofline_text import coverage_sentence, distinct_short_names, pct_of_roof_cell, roof_footnotes
 from traceanalyze.report.summary import peak_figures, rank_totals
 from traceanalyze.report.units import bar, format_count, format_duration_ns, format_percent, format_rate, short_name
 
@@ -314,18 +315,17 @@ def _regimes(report: RankReport, level: int, anchor: str) -> list[Block]:
     window, shares = regime_shares(report.attribution)
     blocks: list[Block] = [Heading(level, f"Where the time goes — {format_duration_ns(window)} of GPU window", f"{anchor}-regimes")]
     blocks.append(Chart("regimes", report))
-    recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows()) if report.recoverable.height else {}
+    recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
+    how = dict(report.recoverable.select("regime", "how").iter_rows()) if report.recoverable.height else {}
     rows = tuple(
         (Cell(key, key=key), Cell("", key=key, share=share), _num(format_percent(share)), _num(format_duration_ns(ns)),
          _num(format_duration_ns(recover[key]) if recover.get(key) else "–"))
         for key, (share, ns) in shares.items()
     )
     blocks.append(Table(("regime", "", "share", "time", "recoverable"), rows))
-    ops = report.roofline
-    total = ops["duration_ns"].sum()
-    if total:
-        covered = ops.filter(pl.col("modelled"))["duration_ns"].sum() / total
-        blocks.append(Paragraph((f"model coverage: {format_percent(covered)} of GPU op time has a FLOP/byte model (copies and collectives included)",)))
+    sentence = coverage_sentence(report)
+    if sentence:
+        blocks.append(Paragraph((sentence,)))
     blocks += _peaks(report)
     return blocks
 
@@ -336,18 +336,21 @@ def _kernels(report: RankReport, level: int, anchor: str) -> list[Block]:
         return []
     total = kernels["total_ns"].sum()
     rows = []
-    for i, r in enumerate(kernels.head(KERNEL_LIMIT).iter_rows(named=True), 1):
+    shown = kernels.head(KERNEL_LIMIT)
+    names = distinct_short_names(shown["name"].to_list(), 40)
+    for i, (short, r) in enumerate(zip(names, shown.iter_rows(named=True)), 1):
         modelled = r["regime"] in ("compute", "bandwidth")
         rows.append((
-            _num(str(i)), _name(r["name"], 40), _name(r["op_name"], 24), _num(str(r["count"])),
+            _num(str(i)), Cell(short, full=r["name"] if r["name"] != short else None, code=True), _name(r["op_name"], 24), _num(str(r["count"])),
             _num(format_duration_ns(r["total_ns"])), _num(format_percent(r["total_ns"] / total)),
             _num(f"{r['intensity']:.3g}" if modelled and r["intensity"] is not None else "–"),
             _num(format_rate(r["achieved_flops_per_s"], "FLOP/s") if modelled else "–"),
             _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["regime"] == "memcpy" else "–"),
-            _num(format_percent(r["pct_of_peak"])), Cell(str(r["regime"]), key=str(r["regime"])),
+            _num(pct_of_roof_cell(r["pct_of_peak"])), Cell(r["roof"] or "–"), Cell(str(r["regime"]), key=str(r["regime"])),
         ))
     blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report)]
-    blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "bound"), tuple(rows)))
+    blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"), tuple(rows)))
+    blocks.extend(Paragraph((line.strip(),)) for line in roof_footnotes(shown))
     unmodeled = report.roofline.filter(pl.col("regime") == "unmodeled")
     if unmodeled.height:
         reasons = unmodeled.group_by("unmodeled_reason").agg(pl.len(), pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
@@ -380,12 +383,13 @@ def _advice(report: RankReport, level: int, anchor: str) -> list[Block]:
     if not window:
         return []
     recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
+    how = dict(report.recoverable.select("regime", "how").iter_rows())
     items = []
     for key, (share, _) in sorted(shares.items(), key=lambda kv: -kv[1][0]):
         if share < 0.01:
             continue
         gain = f", up to {format_duration_ns(recover[key])} recoverable" if recover.get(key) else ""
-        items.append((Strong(key), f" ({format_percent(share)}{gain}): {ADVICE[key]}"))
+        items.append((Strong(key), f" ({format_percent(share)}{gain}): {how[key]}"))
     return [Heading(level, "What to do — biggest regime first", f"{anchor}-advice"), BulletList(tuple(items))] if items else []
 
 

@@ -12,6 +12,7 @@ from traceanalyze.analysis import attribution, idle, launch, roofline
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.model import Trace
+from traceanalyze.report.units import format_duration_ns
 
 SCHEMA_VERSION = "1.0"
 
@@ -41,6 +42,7 @@ class RankReport:
     latency: pl.DataFrame
     latency_stats: pl.DataFrame
     latency_by_kernel: pl.DataFrame
+    latency_by_group: pl.DataFrame
     small_kernels: pl.DataFrame
     small_kernel_runs: pl.DataFrame
     queue: pl.DataFrame
@@ -64,6 +66,7 @@ class Report:
     ranks: tuple[RankReport, ...] = field(default_factory=tuple)
     latency_stats: pl.DataFrame = field(default_factory=pl.DataFrame)  # pooled over ranks
     kernels: pl.DataFrame = field(default_factory=pl.DataFrame)  # per kernel name, pooled over ranks
+    ops: pl.DataFrame = field(default_factory=pl.DataFrame)  # per launching op, pooled over ranks
 
 
 def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
@@ -76,8 +79,9 @@ def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
     options = options or ReportOptions()
     ranks = tuple(_rank_report(single, options) for single in trace.split_by_rank())
     pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
-    kernels = attribution.kernels_by_name(pl.concat([r.roofline for r in ranks], how="vertical_relaxed"))
-    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels)
+    pooled_roofline = pl.concat([r.roofline for r in ranks], how="vertical_relaxed")
+    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled,
+                  kernels=attribution.kernels_by_name(pooled_roofline), ops=attribution.kernels_by_op(pooled_roofline))
 
 
 def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
@@ -89,9 +93,13 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         notes.append("no ProfilerStep spans: the window is the GPU activity span instead")
         window = "activity"
     if not has_gpu:
+        launches = trace.runtime.filter(pl.col("kind").is_in(["launch", "graph_launch"]))
         notes.append(
-            "no GPU events in this trace (CPU-only run, or GPU activity was not recorded): "
-            "only the CPU side is reported"
+            f"no GPU events in this trace: GPU kernels were not recorded, though {launches.height} kernel launch "
+            f"call{'s' if launches.height != 1 else ''} took {format_duration_ns(launches['duration_ns'].sum())} "
+            "of CPU time; only the CPU side is reported"
+            if launches.height
+            else "no GPU events in this trace, and no kernel launches (a CPU-only run): only the CPU side is reported"
         )
     per_op = launch.launch_latency(trace)
     small = launch.small_kernels(trace, latency=per_op)  # computed once, used three times
@@ -118,9 +126,8 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         steps=steps,
         latency=per_op,
         latency_stats=launch.latency_stats(per_op),
-        latency_by_kernel=launch.latency_stats(per_op.filter(pl.col("kind") != "memcpy"), by=["name"]).filter(
-            pl.col("metric") == "launch_to_start_ns"
-        ),
+        latency_by_kernel=launch.latency_by_kernel(per_op),
+        latency_by_group=launch.latency_by_group(per_op),
         small_kernels=small,
         small_kernel_runs=launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
         queue=launch.queue_summary(trace),
@@ -133,7 +140,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         step_attribution=attribution.step_attribution(per_kernel, steps),
         kernels=attribution.kernels_by_name(per_kernel),
         ops=attribution.kernels_by_op(per_kernel),
-        fusion=attribution.fusion_summary(attribution.fusion_opportunities(per_kernel)),
+        fusion=attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
         recoverable=attribution.recoverable(per_kernel, attributed),
     )
 

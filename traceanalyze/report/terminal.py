@@ -5,17 +5,37 @@ from __future__ import annotations
 import polars as pl
 from tabulate import tabulate
 
-from traceanalyze.report.model import RankReport, Report
+from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
+from traceanalyze.health import missing_ranks_note
+from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
 from traceanalyze.report.summary import rank_totals
-from traceanalyze.report.units import format_duration_ns, format_percent, short_name
+from traceanalyze.report.units import format_duration_ns, format_percent, plural, short_name
 
 CAUSE_HINTS = {
     "host": "the CPU was late to launch the next work (Python / framework overhead)",
     "sync": "the CPU waited on the GPU (synchronize, .item(), blocking copy) and the queue drained",
     "launch": "work was queued but started late (launch latency between kernels)",
-    "other": "no launch recorded for the next work",
+    "other": "no next GPU work in the window, no launch recorded for it, or it started before its launch (clock skew)",
 }
+WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
+
+
+def cpu_name(name: str | None, width: int) -> str:
+    """A CPU op or annotation name cut in the middle, keeping both ends
+    (`enumerate(DataLoader)#…LoaderIter.__next__`): they are not kernel signatures."""
+    if not name:
+        return "–"
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "…" + name[-(width - 1 - head):]
+
+
+def window_kind(report: RankReport, window: str) -> str:
+    """The window this rank was measured in: the ProfilerStep span falls back to the activity
+    span for a rank without steps (a note says so)."""
+    return "steps" if window == "steps" and report.cpu_steps.height else "activity"
 
 
 def _table(rows, headers, align=None) -> str:
@@ -23,13 +43,15 @@ def _table(rows, headers, align=None) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def _idle_line(report: RankReport) -> list[str]:
+def _idle_line(report: RankReport, window: str) -> list[str]:
     lines = []
+    label = WINDOW_LABELS[window_kind(report, window)]
     for row in report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left").iter_rows(named=True):
         lines.append(
             f"  device {row['device']} ({row['name'] or 'unnamed'}): GPU idle {format_percent(row['idle_fraction'])} "
-            f"of a {format_duration_ns(row['window_ns'])} window "
-            f"(busy {format_duration_ns(row['busy_ns'])}, idle {format_duration_ns(row['idle_ns'])}, {row['gpu_ops']} GPU ops)"
+            f"of a {format_duration_ns(row['window_ns'])} window ({label}) "
+            f"(busy {format_duration_ns(row['busy_ns'])}, idle {format_duration_ns(row['idle_ns'])}, "
+            f"{plural(row['gpu_ops'], 'GPU op')})"
         )
     return lines
 
@@ -41,53 +63,70 @@ def _cause_lines(gaps: pl.DataFrame) -> list[str]:
     by_cause = gaps.group_by("cause").agg(pl.col("duration_ns").sum(), pl.len()).sort("duration_ns", descending=True)
     lines = ["  idle time by cause:"]
     for cause, duration, count in by_cause.iter_rows():
-        lines.append(f"    {cause:<7}{format_duration_ns(duration):>10}  {format_percent(duration / total):>6}  "
-                     f"{count:>6} gaps  — {CAUSE_HINTS[str(cause)]}")
+        lines.append(f"    {cause:<7}{format_duration_ns(duration):>10}  {format_percent(duration / total):>6} of idle  "
+                     f"{plural(count, 'gap'):>10}  — {CAUSE_HINTS[str(cause)]}")
     return lines
 
 
 def _gap_table(gaps: pl.DataFrame, limit: int, *, with_rank: bool) -> str:
     rows = []
     for i, g in enumerate(gaps.head(limit).iter_rows(named=True), 1):
-        where = g["cpu_op"] or g["annotation"] or "–"
+        where = cpu_name(g["cpu_op"], 36)
         if g["cause"] == "sync" and g["sync_call"]:
             where = f"{where} [{g['sync_call']}]"
+        following = short_name(g["next_gpu_op"], 36) if g["next_gpu_op"] else "none (window ends)"
         row = [i, format_duration_ns(g["duration_ns"]), format_percent(g["share_of_window"]), str(g["cause"]),
-               short_name(where, 40), "–" if g["step"] is None else g["step"], short_name(g["next_gpu_op"], 36)]
+               where, cpu_name(g["annotation"], 44), "–" if g["step"] is None else g["step"], following]
         rows.append(([g["rank"]] if with_rank else []) + row)
-    headers = (["rank"] if with_rank else []) + ["#", "duration", "share", "cause", "CPU op at gap start", "step", "next GPU op"]
+    headers = (["rank"] if with_rank else []) + ["#", "duration", "% of window", "cause", "CPU op at gap start",
+                                                 "annotation", "step", "next GPU op"]
     return _table(rows, headers)
 
 
-def _latency_table(stats: pl.DataFrame) -> str:
-    labels = {
-        "launch_to_start_ns": "launch → start",
-        "queue_wait_ns": "  queue wait",
-        "launch_overhead_ns": "  launch overhead",
-        "launch_cpu_ns": "launch call (CPU)",
-        "launch_delay_ns": "launch end → start",
-    }
+STATS = ("mean", "p50", "p90", "p99", "max")
+LATENCY_LABELS = {
+    "launch_to_start_ns": "launch → start",
+    "queue_wait_ns": "  queue wait",
+    "launch_overhead_ns": "  launch overhead",
+    "launch_cpu_ns": "launch call (CPU)",
+    "launch_delay_ns": "launch end → start",
+}
+
+
+def _latency_table(by_group: pl.DataFrame) -> str:
+    """One block of rows per group of GPU ops (kernels, memcpy/memset, communication)."""
     rows = []
-    for r in stats.iter_rows(named=True):
-        if not r["count"]:
-            continue
-        rows.append([labels[r["metric"]], r["count"], *(format_duration_ns(r[k]) for k in ("mean", "p50", "p90", "p99", "max"))])
+    for r in by_group.iter_rows(named=True):
+        label = LATENCY_LABELS[r["metric"]]
+        first = r["metric"] == "launch_to_start_ns"
+        rows.append([r["group"] if first else "", label, r["count"], *(format_duration_ns(r[k]) for k in STATS)])
     if not rows:
         return "  no launched GPU work"
-    return _table(rows, ["", "count", "mean", "p50", "p90", "p99", "max"])
+    return _table(rows, ["ops", "", "count", *STATS])
 
 
-def _small_kernel_lines(report: RankReport) -> list[str]:
+def _kernel_latency_table(by_kernel: pl.DataFrame, limit: int = 10) -> list[str]:
+    if by_kernel.is_empty():
+        return []
+    rows = [[short_name(r["name"], 44), r["count"], *(format_duration_ns(r[k]) for k in STATS)]
+            for r in by_kernel.head(limit).iter_rows(named=True)]
+    shown = min(limit, by_kernel.height)
+    return [f"  launch → start per kernel name (most launched first, {shown} of {plural(by_kernel.height, 'name')}):",
+            _table(rows, ["kernel", "count", *STATS])]
+
+
+def _small_kernel_lines(report: RankReport, min_run: int) -> list[str]:
     kernels = report.small_kernels
     if kernels.is_empty():
         return []
     small = kernels.filter(pl.col("small"))
     share = small["duration_ns"].sum() / kernels["duration_ns"].sum() if kernels["duration_ns"].sum() else 0
-    lines = [f"  {small.height} of {kernels.height} kernels run shorter than their launch call takes on the CPU "
+    lines = [f"  {small.height} of {plural(kernels.height, 'launched kernel')} run shorter than their launch call takes on the CPU "
              f"({format_percent(share)} of kernel time): the CPU cannot keep the GPU fed with these."]
     runs = report.small_kernel_runs
     if runs.height:
-        lines.append(f"  {runs.height} run(s) of ≥{8} back-to-back small kernels — candidates for CUDA graphs or torch.compile:")
+        lines.append(f"  {plural(runs.height, 'run')} of ≥{min_run} back-to-back small kernels (each starting within its "
+                     "launch call's CPU time of the previous one's end) — candidates for CUDA graphs or torch.compile:")
         rows = [[r["kernels"], format_duration_ns(r["span_ns"]), format_duration_ns(r["busy_ns"]), r["stream"],
                  short_name(r["first_kernel"], 44)] for r in runs.head(5).iter_rows(named=True)]
         lines.append(_table(rows, ["kernels", "span", "GPU busy", "stream", "first kernel"]))
@@ -101,26 +140,28 @@ def _step_table(steps: pl.DataFrame) -> str:
     return _table(rows, ["step", "device", "CPU step", "GPU window", "GPU busy", "idle", "GPU ops"])
 
 
-def _rank_section(report: RankReport, limit: int) -> list[str]:
+def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> list[str]:
     lines = [f"rank {report.rank}" + (f" of {report.world_size}" if report.world_size else "") + f" — {report.source}"]
     for note in report.notes:
         lines.append(f"  note: {note}")
     if report.has_gpu:
         lines.append("")
         lines.append("OVERHEAD — is the GPU waiting on the CPU?")
-        lines.extend(_idle_line(report))
+        lines.extend(_idle_line(report, options.window))
         lines.extend(_cause_lines(report.gaps))
         if report.gaps.height:
             lines.append(f"  longest idle gaps ({min(limit, report.gaps.height)} of {report.gaps.height}):")
             lines.append(_gap_table(report.gaps, limit, with_rank=False))
-        lines.append("  kernel launch latency:")
-        lines.append(_latency_table(report.latency_stats))
-        lines.extend(_small_kernel_lines(report))
+        lines.append("  launch latency (launched GPU ops without clock skew):")
+        lines.append(_latency_table(report.latency_by_group))
+        lines.extend(_kernel_latency_table(report.latency_by_kernel))
+        lines.extend(_small_kernel_lines(report, options.min_small_kernel_run))
         queue = report.queue
         if queue.height:
             deepest = queue.sort("max_depth", descending=True).row(0, named=True)
-            lines.append(f"  launch queue: deepest on stream {deepest['stream']} at {deepest['max_depth']} ops"
-                         + (f", full (≥1024) for {format_duration_ns(deepest['time_at_full_ns'])}" if deepest["time_at_full_ns"] else ""))
+            lines.append(f"  launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}"
+                         + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
+                            if deepest["time_at_full_ns"] else ""))
         if report.steps.height:
             lines.append("  per step:")
             lines.append(_step_table(report.steps))
@@ -133,7 +174,7 @@ def _rank_section(report: RankReport, limit: int) -> list[str]:
     if not report.has_gpu and report.cpu_ops_top.height:
         lines.append("")
         lines.append("CPU — busiest ops (inclusive time):")
-        lines.append(_table([[short_name(r["name"], 60), r["count"], format_duration_ns(r["total_ns"])]
+        lines.append(_table([[cpu_name(r["name"], 60), r["count"], format_duration_ns(r["total_ns"])]
                              for r in report.cpu_ops_top.iter_rows(named=True)], ["op", "calls", "total"]))
     if report.health.height:
         lines.append("")
@@ -155,10 +196,13 @@ def _ranks_overview(report: Report) -> list[str]:
 def render_terminal(report: Report) -> str:
     limit = report.options.max_gaps
     lines = [f"traceanalyze report — {report.source}", ""]
+    missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
+    if missing:
+        lines.extend([f"note: {missing}", ""])
     if len(report.ranks) > 1:
         lines.extend(_ranks_overview(report))
         lines.append("")
     for rank_report in report.ranks:
-        lines.extend(_rank_section(rank_report, limit if len(report.ranks) == 1 else min(limit, 5)))
+        lines.extend(_rank_section(rank_report, limit if len(report.ranks) == 1 else min(limit, 5), report.options))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

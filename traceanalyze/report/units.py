@@ -17,6 +17,11 @@ def format_duration_ns(value_ns: float | int | None) -> str:
     return f"{value:.0f} ns"
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """"1 gap", "3 gaps"."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
 def format_percent(fraction: float | None) -> str:
     return "–" if fraction is None else f"{100 * fraction:.1f}%"
 

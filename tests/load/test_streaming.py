@@ -10,7 +10,6 @@ vectorised `to_ns` and nesting, and traces written to defeat the cutter.
 
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 import random
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from builder import TraceBuilder
+from mutations import base_trace, json_values, mutated
 from shared_traces import real_trace_params
 
 from traceanalyze.errors import TraceAnalyzeError
@@ -156,45 +156,14 @@ def test_shape_columns_decoded_slowly_everywhere_when_one_chunk_needs_it(tmp_pat
 
 # --- mutated traces --------------------------------------------------------------------------------
 
-def base_trace() -> dict:
-    b = TraceBuilder()
-    b.step(1, -20, 300)
-    op = b.cpu_op("aten::mm", -10, 8, input_dims=[[4, 8], [8, 16]], input_types=["float", "float"])
-    b.launch_kernel(launch_us=-8, start_us=0, dur_us=10, external_id=op)
-    b.sync_call(12, 5)
-    b.graph_launch(30, 5, [(40, 5, "g1"), (45, 5, "g2")])
-    b.orphan_kernel(80, 5)
-    c = b.launch(90, 3, name="cudaMemcpyAsync")
-    b.memcpy(c, 95, 4)
-    b.python_function("forward", -15, 100)
-    return b.to_dict()
-
-
-BASE = base_trace()
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=5),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
-    max_leaves=6,
-)
-FIELDS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args"]
-ARG_KEYS = ["correlation", "device", "stream", "External id", "Input Dims", "Input type", "grid", "bytes",
-            "Concrete Inputs", "Sequence number", "blocks per SM", "registers per thread", "flops"]
+BASE = base_trace(with_python=True)
+JSON_VALUES = json_values(allow_infinity=False)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_traces_load_as_the_whole_document_does(tmp_path, data):
-    trace = copy.deepcopy(BASE)
-    events = trace["traceEvents"]
-    for _ in range(data.draw(st.integers(1, 6))):
-        event = events[data.draw(st.integers(0, len(events) - 1))]
-        if data.draw(st.booleans()) and isinstance(event.get("args"), dict):
-            event["args"][data.draw(st.sampled_from(ARG_KEYS))] = data.draw(JSON_VALUES)
-        elif data.draw(st.booleans()):
-            event.pop(data.draw(st.sampled_from(FIELDS)), None)
-        else:
-            event[data.draw(st.sampled_from(FIELDS))] = data.draw(JSON_VALUES)
+    trace = mutated(BASE, data, JSON_VALUES)
     path = tmp_path / "mutated.json"
     path.write_text(json.dumps(trace))
     include_python = data.draw(st.booleans())

@@ -206,17 +206,19 @@ def _op_tensors(cpu_ops: pl.DataFrame, op_ids: pl.Series) -> pl.DataFrame:
     and `out_shape`, `out_bytes`: its largest tensor, the shape and size of an elementwise,
     normalisation or copy op's result (broadcasting). Ops without recorded shapes are absent."""
     ops = cpu_ops.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode()) & pl.col("input_dims").is_not_null())
+    # each distinct argument list once (a training step repeats its ops), then back to every op
+    groups = ops.group_by("input_dims", "input_types", maintain_order=True).agg("op_id")
     rows = []
-    for op_id, dims, types in ops.select("op_id", "input_dims", "input_types").iter_rows():
+    for dims, types, members in groups.iter_rows():
         tensors = [(shape, kind) for shape, kind in zip(dims or [], types or []) if element_size(kind or "") is not None]
         if not tensors:
             continue
         largest = max(tensors, key=lambda t: math.prod(t[0]))
-        rows.append({"op_id": op_id, "in_shapes": [f"{list(shape)}:{kind}" for shape, kind in tensors],
+        rows.append({"op_id": members, "in_shapes": [f"{list(shape)}:{kind}" for shape, kind in tensors],
                      "out_shape": f"{list(largest[0])}:{largest[1]}",
                      "out_bytes": float(math.prod(largest[0]) * element_size(largest[1]))})
-    return pl.DataFrame(rows, schema={"op_id": pl.Int64, "in_shapes": pl.List(pl.String), "out_shape": pl.String,
-                                      "out_bytes": pl.Float64})
+    return pl.DataFrame(rows, schema={"op_id": pl.List(pl.Int64), "in_shapes": pl.List(pl.String), "out_shape": pl.String,
+                                      "out_bytes": pl.Float64}).explode("op_id")
 
 
 def _in_optimizer_step(kernels: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Series:

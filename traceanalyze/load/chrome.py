@@ -413,27 +413,12 @@ class EventChunks:
             self.size += len(block)
             if len(data) + len(block) >= self.block_size:
                 # the chunk: the rest of the last block and this one's head, cut in this block
-                end = len(block)
-                decoded = False
-                for _ in range(64):
-                    found = _boundary(block, end)
-                    if found is None:
-                        break
-                    cut, after = found
-                    text = b"".join((b"[", data, memoryview(block)[:cut + 1], b"]"))
-                    try:
-                        result = decode(text)
-                    except msgspec.DecodeError as error:
-                        if not self._at_end(error, len(text)):
-                            self._invalid(error, offset - 1)
-                        end = cut
-                        continue
+                head = self._decode_head(data, block, decode, offset)
+                if head is not None:
+                    result, after = head
                     yield result
                     offset += len(data) + after
                     data = block[after:]
-                    decoded = True
-                    break
-                if decoded:
                     continue
             data = data + block if data else block
             if len(data) >= 2 * self.block_size:  # no cut in a whole block: cut anywhere in the data
@@ -507,22 +492,30 @@ class EventChunks:
     def _cut(self, data: bytes, decode: Callable[[bytes], T], offset: int) -> tuple[T | None, bytes, int]:
         """Decode the longest run of whole events at the start of `data` → (result, the rest,
         bytes consumed); (None, data, 0) when no cut works yet (more data is needed)."""
+        head = self._decode_head(b"", data, decode, offset)
+        if head is None:
+            return None, data, 0
+        result, after = head
+        return result, data[after:], after
+
+    def _decode_head(self, prefix: bytes, data: bytes, decode: Callable[[bytes], T], offset: int) -> tuple[T, int] | None:
+        """`prefix` and the longest run of whole events at the start of `data`, decoded → (result,
+        where the rest of `data` starts); None when no cut decodes. A cut inside a string fails
+        to decode at the very end of the text: the next earlier cut is tried."""
         end = len(data)
         for _ in range(64):
             found = _boundary(data, end)
             if found is None:
-                return None, data, 0
+                return None
             cut, after = found
-            text = b"".join((b"[", memoryview(data)[:cut + 1], b"]"))
+            text = b"".join((b"[", prefix, memoryview(data)[:cut + 1], b"]"))
             try:
-                result = decode(text)
+                return decode(text), after
             except msgspec.DecodeError as error:
                 if not self._at_end(error, len(text)):
                     self._invalid(error, offset - 1)
                 end = cut
-                continue
-            return result, data[after:], after
-        return None, data, 0
+        return None
 
     def _last(self, header: bytes, data: bytes, decode: Callable[[bytes], T], offset: int) -> Iterator[T]:
         """The events left at the end of the document, its closing `]`, and what follows it."""

@@ -24,10 +24,10 @@ from tabulate import tabulate
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.terminal import CAUSE_HINTS
-from traceanalyze.report.roofline_text import coverage_sentence, distinct_short_names, pct_of_roof_cell, roof_footnotes
+from traceanalyze.report.terminal import CAUSE_HINTS, cpu_name
+from traceanalyze.report.roofline_text import coverage_sentence, pct_of_roof_cell, roof_footnotes
 from traceanalyze.report.summary import peak_figures, rank_totals
-from traceanalyze.report.units import bar, format_count, format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
 
 GAP_CAUSES = ("host", "sync", "launch", "other")
 LATENCY_LABELS = {
@@ -134,6 +134,11 @@ def _name(name: str | None, width: int) -> Cell:
     return Cell(short, full=name if name and name != short else None, code=bool(name))
 
 
+def _cpu_cell(name: str | None, width: int) -> Cell:
+    short = cpu_name(name, width)
+    return Cell(short, full=name if name and name != short else None, code=bool(name))
+
+
 def _window_totals(ranks: tuple[RankReport, ...]) -> tuple[int, int, int]:
     frames = [r.idle for r in ranks if r.idle.height]
     if not frames:
@@ -205,24 +210,26 @@ def _cause_table(gaps: pl.DataFrame) -> list[Block]:
          _num(str(count)), Cell(CAUSE_HINTS[str(cause)]))
         for cause, ns, count in by_cause.iter_rows()
     )
-    return [Table(("cause", "idle time", "share", "gaps", "meaning"), rows)]
+    return [Table(("cause", "idle time", "% of idle", "gaps", "meaning"), rows)]
 
 
 def _gap_table(report: RankReport, limit: int) -> Table:
     starts = {(r["rank"], r["device"]): r["window_start_ns"] for r in report.idle.iter_rows(named=True)}
     rows = []
     for i, g in enumerate(report.gaps.head(limit).iter_rows(named=True), 1):
-        where = g["cpu_op"] or g["annotation"]
+        where = _cpu_cell(g["cpu_op"], 36)
         if g["cause"] == "sync" and g["sync_call"]:
-            where = f"{where or '–'} [{g['sync_call']}]"
+            where = Cell(f"{where.text} [{g['sync_call']}]", full=where.full, code=where.code)
         start = starts.get((g["rank"], g["device"]))
+        following = _name(g["next_gpu_op"], 36) if g["next_gpu_op"] else Cell("none (window ends)")
         rows.append((
             _num(str(i)), _num(format_duration_ns(g["duration_ns"])), _num(format_percent(g["share_of_window"])),
             _num(format_duration_ns(g["start_ns"] - start) if start is not None else "–"),
-            Cell(str(g["cause"]), key=str(g["cause"])), _name(where, 40),
-            _num("–" if g["step"] is None else str(g["step"])), _name(g["next_gpu_op"], 36),
+            Cell(str(g["cause"]), key=str(g["cause"])), where, _cpu_cell(g["annotation"], 44),
+            _num("–" if g["step"] is None else str(g["step"])), following,
         ))
-    return Table(("#", "duration", "share", "at", "cause", "CPU op at gap start", "step", "next GPU op"), tuple(rows))
+    return Table(("#", "duration", "% of window", "at", "cause", "CPU op at gap start", "annotation", "step", "next GPU op"),
+                 tuple(rows))
 
 
 def _latency_table(stats: pl.DataFrame) -> list[Block]:

@@ -10,7 +10,7 @@ from traceanalyze.health import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
 from traceanalyze.report.summary import rank_totals
-from traceanalyze.report.units import format_duration_ns, format_percent, plural, short_name
+from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
 CAUSE_HINTS = {
     "host": "the CPU was late to launch the next work (Python / framework overhead)",
@@ -108,8 +108,10 @@ def _latency_table(by_group: pl.DataFrame) -> str:
 def _kernel_latency_table(by_kernel: pl.DataFrame, limit: int = 10) -> list[str]:
     if by_kernel.is_empty():
         return []
-    rows = [[short_name(r["name"], 44), r["count"], *(format_duration_ns(r[k]) for k in STATS)]
-            for r in by_kernel.head(limit).iter_rows(named=True)]
+    shown_rows = by_kernel.head(limit)
+    names = distinct_short_names(shown_rows["name"].to_list(), 44)
+    rows = [[name, r["count"], *(format_duration_ns(r[k]) for k in STATS)]
+            for name, r in zip(names, shown_rows.iter_rows(named=True))]
     shown = min(limit, by_kernel.height)
     return [f"  launch → start per kernel name (most launched first, {shown} of {plural(by_kernel.height, 'name')}):",
             _table(rows, ["kernel", "count", *STATS])]

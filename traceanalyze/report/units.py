@@ -96,3 +96,31 @@ def format_count(value: float | None, unit: str = "") -> str:
 def bar(fraction: float, width: int = 24) -> str:
     filled = round(max(0.0, min(1.0, fraction)) * width)
     return "█" * filled + "·" * (width - filled)
+
+
+def distinct_short_names(names: list[str | None], width: int) -> list[str]:
+    """`short_name` of each name, except that different names that would read the same keep the
+    part where they differ: "at::native::vectorized_elementwise_kernel" twice becomes
+    "at::native::vectoriz…CUDAFunctor_add<float>…" and "…cos_kernel…"."""
+    shorts = [short_name(n, width) for n in names]
+    full_by_short: dict[str, set[str]] = {}
+    for name, short in zip(names, shorts):
+        full_by_short.setdefault(short, set()).add(name or "")
+    out = []
+    for name, short in zip(names, shorts):
+        others = full_by_short[short] - {name or ""}
+        if not others:
+            out.append(short)
+            continue
+        text = name or ""
+        differs = max(next((i for i, (a, b) in enumerate(zip(text, other)) if a != b), min(len(text), len(other)))
+                      for other in others)
+        start = max(text.rfind(c, 0, differs) for c in "<, (:_") + 1
+        head = width // 3
+        out.append(short_name(text, head).rstrip("…")[: head - 1] + "…" + text[start: start + width - head - 1] + "…")
+    # still equal (the names differ only past the cut): number them, one number per full name
+    numbers: dict[str, list[str]] = {}
+    for name, text in zip(names, out):
+        if name not in numbers.setdefault(text, []):
+            numbers[text].append(name)
+    return [f"{text} #{numbers[text].index(name) + 1}" if len(numbers[text]) > 1 else text for name, text in zip(names, out)]

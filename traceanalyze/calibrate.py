@@ -81,7 +81,8 @@ class Roofs:
     * `bandwidth_bytes_per_s`, the bandwidth roof: the best of the copies and the sweep's own
       (`sweep_bandwidth_bytes_per_s`: bytes moved / the runtime of its flat part);
     * `compute_flops_per_s`, the pointwise compute roof: N / the runtime added per extra r on the
-      sweep's rising part (when it never rises: the best achieved FLOP/s, a lower bound);
+      sweep's rising part, or the best achieved FLOP/s if that is higher (when the runtime never
+      rises: the best achieved FLOP/s, a lower bound);
     * `ridge_flop_per_byte` = compute roof / bandwidth roof, at r = `ridge_repeat` (× 2 × 4 bytes);
     * `flat_until_repeat`: the largest r on the fitted flat part (None: rising from the first r).
     """
@@ -137,10 +138,9 @@ def fit_roofs(calibration: Calibration) -> Roofs:
         sweep_bandwidth = 2.0 * size * element_bytes / flat_s
     else:
         sweep_bandwidth = max((p.bytes_per_s for p in sweep), default=0.0)
-    if per_repeat_s is not None:
-        compute = size / per_repeat_s
-    else:
-        compute = max((p.flops_per_s for p in sweep), default=0.0)
+    # a roof is never below what was achieved (a point near the bend can beat the tail's median)
+    achieved = max((p.flops_per_s for p in sweep), default=0.0)
+    compute = max(size / per_repeat_s, achieved) if per_repeat_s is not None else achieved
     bandwidth = max([sweep_bandwidth, *calibration.copy_bytes_per_s.values()])
     ridge = compute / bandwidth if bandwidth > 0 else float("nan")
     if flat_s is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import time
 import xml.etree.ElementTree as ElementTree
 from datetime import datetime
@@ -45,6 +46,20 @@ def test_roofs_of_a_textbook_roofline():
     assert roofs.ridge_flop_per_byte == pytest.approx(1.0)
     assert roofs.ridge_repeat == pytest.approx(8.0)
     assert roofs.flat_until_repeat == 8
+
+
+def test_compute_roof_is_never_below_a_measured_point():
+    """As measured on a CPU: the point at the bend (r = 64: 2 × 7.5 ms of work in 9.1 ms) beats the
+    median slope of the rising tail, which is slowed by cache effects."""
+    size = 1 << 25
+    runtimes = {1: 7.5e-3, 2: 7.5e-3, 4: 7.6e-3, 8: 7.5e-3, 16: 7.5e-3, 32: 7.8e-3, 64: 9.1e-3, 128: 20.3e-3, 256: 48.7e-3}
+    sweep = tuple(SweepPoint(r, t, size) for r, t in runtimes.items())
+    calibration = Calibration("cpu", "cpu", "2.13.0", "synthetic", sweep, {"fp32": 40e9}, 1024, {}, "2026-01-01")
+    roofs = fit_roofs(calibration)
+    best = max(p.flops_per_s for p in sweep)
+    assert best > size / statistics.median(p.runtime_s / p.repeat for p in sweep if p.repeat >= 128)
+    assert roofs.compute_flops_per_s == pytest.approx(best)
+    assert roofs.ridge_flop_per_byte == pytest.approx(best / roofs.bandwidth_bytes_per_s)
 
 
 def test_device_file_fields():

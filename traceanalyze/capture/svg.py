@@ -4,6 +4,7 @@ reference lines. Pure string building, no plotting library."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
@@ -11,6 +12,7 @@ from xml.sax.saxutils import escape
 PANEL_WIDTH, PANEL_HEIGHT = 330, 270
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 78, 16, 34, 46
 TITLE_HEIGHT, FOOTER_HEIGHT = 34, 26
+FOOTER_LINE = 14  # px between wrapped footer lines
 LINE_COLOUR, ROOF_COLOUR, RIDGE_COLOUR = "#1f77b4", "#d62728", "#7f7f7f"
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
@@ -49,7 +51,8 @@ def line_chart(panels: Sequence[Panel], *, title: str, x_label: str, footer: str
     if x_high <= x_low:
         x_high = x_low * 2
     width = PANEL_WIDTH * len(panels)
-    height = TITLE_HEIGHT + PANEL_HEIGHT + FOOTER_HEIGHT
+    footer_lines = textwrap.wrap(footer, max(20, int(width / 6.2)))  # about 6 px per 11 px character
+    height = TITLE_HEIGHT + PANEL_HEIGHT + FOOTER_HEIGHT + FOOTER_LINE * max(0, len(footer_lines) - 1)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
@@ -58,8 +61,9 @@ def line_chart(panels: Sequence[Panel], *, title: str, x_label: str, footer: str
     ]
     for index, panel in enumerate(panels):
         parts.append(_panel(panel, PANEL_WIDTH * index, TITLE_HEIGHT, x_low, x_high, x_label))
-    if footer:
-        parts.append(f'<text x="8" y="{height - 8}" fill="#555">{escape(footer)}</text>')
+    first_line_y = height - 8 - FOOTER_LINE * max(0, len(footer_lines) - 1)
+    for number, line in enumerate(footer_lines):
+        parts.append(f'<text x="8" y="{first_line_y + FOOTER_LINE * number}" fill="#555">{escape(line)}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 

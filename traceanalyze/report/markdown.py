@@ -323,7 +323,6 @@ def _regimes(report: RankReport, level: int, anchor: str) -> list[Block]:
     blocks: list[Block] = [Heading(level, f"Where the time goes — {format_duration_ns(window)} of GPU window", f"{anchor}-regimes")]
     blocks.append(Chart("regimes", report))
     recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
-    how = dict(report.recoverable.select("regime", "how").iter_rows()) if report.recoverable.height else {}
     rows = tuple(
         (Cell(key, key=key), Cell("", key=key, share=share), _num(format_percent(share)), _num(format_duration_ns(ns)),
          _num(format_duration_ns(recover[key]) if recover.get(key) else "–"))

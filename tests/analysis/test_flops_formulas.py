@@ -167,4 +167,5 @@ def test_custom_ops_with_clear_semantics():
     assert permute.flops == 0 and permute.bytes == (24 + 24 * 16 + 768) * 4 + (24 * 16 + 768) * 4
     cumsum = op_cost_or_reason("fbgemm::asynchronous_complete_cumsum", [[384]], ["int"], None)
     assert cumsum.bytes == (384 + 385) * 4
-    assert op_cost_or_reason("vllm::moe_forward", [[t, 3072], [t, 128], []], [bf16, bf16, ""], None) == "op not modelled: vllm::moe_forward"
+    moe = op_cost_or_reason("vllm::moe_forward", [[t, 3072], [t, 128], []], [bf16, bf16, ""], None)
+    assert moe.startswith("op not modelled: vllm::moe_forward (the experts' weights are not among its arguments")

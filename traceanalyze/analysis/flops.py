@@ -1680,6 +1680,9 @@ def _dispatch(name: str) -> tuple[_Handler, str] | None:
         return _triton, name
     if name in _CUSTOM:
         return _CUSTOM[name], name
+    prefix = next((p for p in _CUSTOM_PREFIXES if name.startswith(p)), None)
+    if prefix is not None:
+        return _CUSTOM_PREFIXES[prefix], name
     if not name.startswith("aten::"):
         return None
     short = name.removeprefix("aten::")
@@ -1762,8 +1765,80 @@ def _fbgemm_cumsum(args: _Args, name: str) -> OpCost:
     return OpCost(float(x.numel), x.nbytes + x.like((x.numel + 1,)).nbytes, "reduction", False, x.cls)
 
 
+def _fbgemm_bounds_check(args: _Args, name: str) -> OpCost:
+    """fbgemm::bounds_check_indices(rows_per_table, indices, offsets, mode, warning, weights, ...):
+    one comparison per index against its table's row count; every tensor argument read, nothing
+    written (only out-of-bounds indices, none in a healthy run, are fixed in place)."""
+    indices = args.need(1, "indices")
+    return OpCost(float(indices.numel), _bytes(args.tensors()), "elementwise", False, indices.cls)
+
+
+# fbgemm SparseType codes of `output_dtype` arguments → `Input type` strings
+_SPARSE_TYPES = {0: "float", 1: "c10::Half", 5: "c10::BFloat16"}
+
+
+def _fbgemm_fp8_rowwise(args: _Args, name: str) -> OpCost:
+    """Row-wise FP8 (de)quantisation. FloatToFP8RowwiseQuantized(input[..., C]) writes one byte per
+    value, the row padded to a multiple of 4, then a float scale and bias: C' = ⌈C/4⌉·4 + 8 bytes
+    per row; 2 FLOPs per element (the row's absolute maximum, the scaling).
+    FP8RowwiseQuantizedToFloat(input[..., C'] uint8, forward, output_dtype) writes C' − 8 values per
+    row at `output_dtype` (float when not recorded); 1 FLOP per element."""
+    x = args.need(0, "input")
+    if not x.shape:
+        raise _Unmodelled("shape arguments inconsistent: row-wise quantisation of a 0-dim tensor")
+    rows, columns = math.prod(x.shape[:-1]), x.shape[-1]
+    if name == "fbgemm::FloatToFP8RowwiseQuantized":
+        out = _T(tuple(x.shape[:-1]) + (math.ceil(columns / 4) * 4 + 8,), "unsigned char")
+        return OpCost(float(2 * x.numel), x.nbytes + out.nbytes, "elementwise", False, x.cls)
+    if columns <= 8:
+        raise _Unmodelled(f"shape arguments inconsistent: quantised rows of {columns} bytes")
+    code = args.scalar(2)
+    out_type = _SPARSE_TYPES.get(code, "float") if isinstance(code, int) else "float"
+    out = _T(tuple(x.shape[:-1]) + (columns - 8,), out_type)
+    note = "" if isinstance(code, int) else "output_dtype not recorded: float assumed"
+    return OpCost(float(rows * (columns - 8)), x.nbytes + out.nbytes, "elementwise", False, out.cls, note)
+
+
+def _fbgemm_hfp8(args: _Args, name: str) -> OpCost:
+    """FloatToHFP8Quantized(input, ebits, exponent_bias, max_pos) → one byte per element;
+    HFP8QuantizedToFloat(input, ebits, exponent_bias) → a float per element; 1 FLOP per element."""
+    x = args.need(0, "input")
+    out = x.like(type="unsigned char" if name == "fbgemm::FloatToHFP8Quantized" else "float")
+    return OpCost(float(x.numel), x.nbytes + out.nbytes, "elementwise", False, x.cls)
+
+
+def _permute_pooled_embs_backward(args: _Args, name: str) -> OpCost:
+    """The autograd node of fbgemm's permute_pooled_embs: the gradient [B, total_D] permuted back,
+    read once and written once."""
+    grad = args.need(0, "grad_output")
+    return OpCost(0.0, 2 * grad.nbytes, "copy", False, grad.cls)
+
+
+def _vllm_reshape_and_cache(args: _Args, name: str) -> OpCost:
+    """_C_cache_ops::reshape_and_cache(_flash)(key, value, key_cache, value_cache, slot_mapping,
+    kv_cache_dtype, k_scale, v_scale): each new token's key and value copied into its cache slot,
+    at the cache's element size (fp8 caches: one byte). The caches are written only at the
+    `numel(key)` and `numel(value)` slots, not read."""
+    key, value = args.need(0, "key"), args.need(1, "value")
+    key_cache, value_cache = args.need(2, "key_cache"), args.need(3, "value_cache")
+    read = [key, value, args.tensor(4)] + [args.tensor(i) for i in (6, 7)]
+    written = key.numel * key_cache.itemsize + value.numel * value_cache.itemsize
+    return OpCost(0.0, _bytes(read) + written, "copy", False, key.cls)
+
+
+# autograd nodes (recorded with their name as the op) modelled by name prefix
+_CUSTOM_PREFIXES: dict[str, _Handler] = {
+    "torch::autograd::CppNode<fbgemm_gpu::PermutePooledEmbsFunction": _permute_pooled_embs_backward,
+}
+
 # Custom (non-aten) ops whose arguments say what they read and write.
 _CUSTOM: dict[str, _Handler] = {
+    "fbgemm::bounds_check_indices": _fbgemm_bounds_check,
+    "fbgemm::FloatToFP8RowwiseQuantized": _fbgemm_fp8_rowwise, "fbgemm::FP8RowwiseQuantizedToFloat": _fbgemm_fp8_rowwise,
+    "fbgemm::FloatToHFP8Quantized": _fbgemm_hfp8, "fbgemm::HFP8QuantizedToFloat": _fbgemm_hfp8,
+    "fb::asynchronous_complete_cumsum": _fbgemm_cumsum,
+    "_C_cache_ops::reshape_and_cache": _vllm_reshape_and_cache,
+    "_C_cache_ops::reshape_and_cache_flash": _vllm_reshape_and_cache,
     "_C::rms_norm": _vllm_rms_norm, "_C::fused_add_rms_norm": _vllm_rms_norm,
     "_C::static_scaled_fp8_quant": _vllm_fp8_quant, "_C::rotary_embedding": _vllm_rotary,
     "fbgemm::permute_2D_sparse_data": _fbgemm_permute, "fbgemm::permute_sparse_features": _fbgemm_permute,
@@ -1771,6 +1846,24 @@ _CUSTOM: dict[str, _Handler] = {
     "fbgemm::recat_embedding_grad_output_mixed_D_batch": _fbgemm_permute,
     "fbgemm::asynchronous_complete_cumsum": _fbgemm_cumsum,
 }
+
+
+# Ops whose recorded arguments cannot say what they compute: why, in the reason.
+_WHY_NOT_MODELLED: dict[str, str] = {
+    "vllm::moe_forward": "the experts' weights are not among its arguments, so the intermediate size "
+                         "and the tokens routed to each expert are unknown",
+    "vllm::unified_attention_with_output": "the paged KV cache and the sequences' context lengths are "
+                                           "not among its arguments",
+    "fbgemm::split_embedding_codegen_lookup_": "a table-batched embedding: its output size comes from "
+                                               "total_D (Concrete Inputs) or its backward node, see autograd_pairs",
+    "torch::autograd::CppNode<SplitLookupFunction_": "a table-batched embedding backward: its lookups are "
+                                                     "the forward's arguments, see autograd_pairs",
+}
+
+
+def _not_modelled(name: str) -> str:
+    why = next((text for prefix, text in _WHY_NOT_MODELLED.items() if name.startswith(prefix)), None)
+    return f"op not modelled: {name}" + (f" ({why})" if why else "")
 
 
 def has_formula(name: str) -> bool:
@@ -1795,7 +1888,7 @@ def op_cost_or_reason(
         return "output size is data-dependent"
     found = _dispatch(name)
     if found is None:
-        return f"op not modelled: {name}"
+        return _not_modelled(name)
     limit = _MAX_ARGS.get(short)
     if limit is not None and len(input_dims) > limit:
         return f"shape arguments inconsistent: {len(input_dims)} arguments recorded, {name} takes at most {limit}"

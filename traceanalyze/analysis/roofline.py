@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_from_kernel_name, peaks_from_overrides
+from traceanalyze.analysis.autograd_pairs import recover_costs
 from traceanalyze.analysis.conv_geometry import recover_forward_costs
 from traceanalyze.analysis.cpu_context import by_op_id
 from traceanalyze.analysis.flops import op_costs
@@ -83,6 +84,7 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     `pct_of_peak`, `ideal_ns`, `recoverable_ns`, `regime` and `unmodeled_reason`."""
     ops = kernel_ops(trace).rename({"bytes": "copy_bytes"})
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
+    costs = recover_costs(costs, trace.cpu_ops)
     owners, costs = cost_owners(ops, trace.cpu_ops, costs)
     ops = ops.join(owners, on="op_id", how="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
     costs = costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"})

@@ -1,0 +1,165 @@
+"""Shapes the profiler did not record on an op, read from the autograd node paired with it.
+
+Every forward op records the autograd sequence number current when it ran (`Sequence number`); the
+op that creates an autograd node gives the node that number, and the backward pass records the node
+(`CatBackward0`, `torch::autograd::CppNode<…>`) with it. The node's first argument is the gradient
+of the forward op's output, so it has the output's shape and dtype. Ops that record no sequence
+number of their own (custom C++ autograd functions such as fbgemm's table-batched embeddings) created
+the node numbered like the latest op recorded before them on their thread.
+
+Used for (docs/flops.md):
+
+- fbgemm table-batched embeddings: the forward's output `[B, total_D]` (a scalar argument, recorded
+  only with Concrete Inputs) from the gradient of its `CppNode<SplitLookupFunction_*_Op>`; the
+  backward node's cost from the forward's arguments (`embedding_tbe`);
+- `aten::cat` recorded with an empty TensorList: the output from its `CatBackward0`, or, for a cat
+  inside a split's backward node (`SplitBackward0`, `SplitWithSizesBackward0`), the node's
+  gradients, which are the cat's inputs.
+
+A pair is used only when it is unique: one forward op and one node for a (rank, sequence number,
+node name), and shapes that agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from math import prod
+from typing import Any
+
+import polars as pl
+
+from traceanalyze.analysis import embedding_tbe
+from traceanalyze.analysis.flops import OpCost, dtype_class, element_size
+
+CAT_NODES = ("CatBackward0", "CatBackward")
+SPLIT_BACKWARD_NODES = ("SplitBackward0", "SplitWithSizesBackward0", "SplitBackward", "SplitWithSizesBackward")
+TENSOR_LIST_REASON = "shape arguments incomplete: TensorList shapes not recorded"
+
+
+def node_sequence_numbers(cpu_ops: pl.DataFrame, op_ids: Sequence[int]) -> pl.DataFrame:
+    """`op_id, sequence_number` for the ops `op_ids`: the number of the autograd node each would have
+    created — its own recorded number, else that of the latest op before it on its thread."""
+    wanted = cpu_ops.filter(pl.col("op_id").is_in(list(op_ids))).select(
+        "op_id", "rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("own"))
+    recorded = (cpu_ops.filter(pl.col("sequence_number").is_not_null() & ~pl.col("op_id").is_in(list(op_ids)))
+                .select("rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("before"))
+                .sort("start_ns"))
+    found = wanted.sort("start_ns").join_asof(recorded, on="start_ns", by=["rank", "pid", "tid"], strategy="backward",
+                                            check_sortedness=False)  # sorted by start_ns, hence within each thread
+    return found.select("op_id", "rank", pl.coalesce("own", "before").alias("sequence_number"))
+
+
+def paired_nodes(cpu_ops: pl.DataFrame, forward: pl.DataFrame) -> pl.DataFrame:
+    """For `forward` (`op_id`, `node_name`: the node each op would create) → `op_id`,
+    `node_op_id`, `grad_dims`, `grad_type`: the node's first recorded argument. Only unique pairs."""
+    if forward.is_empty():
+        return pl.DataFrame(schema={"op_id": pl.Int64, "node_op_id": pl.Int64,
+                                    "grad_dims": pl.List(pl.Int64), "grad_type": pl.String})
+    numbered = node_sequence_numbers(cpu_ops, forward["op_id"].to_list()).join(forward, on="op_id")
+    nodes = cpu_ops.filter(pl.col("name").is_in(forward["node_name"].unique().to_list())
+                           & pl.col("sequence_number").is_not_null()).select(
+        "rank", "sequence_number", pl.col("name").alias("node_name"), pl.col("op_id").alias("node_op_id"),
+        pl.col("input_dims").list.first().alias("grad_dims"), pl.col("input_types").list.first().alias("grad_type"))
+    keys = ["rank", "sequence_number", "node_name"]
+    pairs = numbered.join(nodes, on=keys, how="inner")
+    unique = pl.len().over(keys) == 1
+    return pairs.filter(unique & (pl.len().over("op_id") == 1)).select("op_id", "node_op_id", "grad_dims", "grad_type")
+
+
+def _cost_row(op_id: int, result: OpCost | str, schema: pl.Schema, note: str) -> dict[str, Any]:
+    if isinstance(result, str):
+        return {"op_id": op_id, "unmodeled_reason": result}
+    return {"op_id": op_id, "flops": result.flops, "bytes": result.bytes, "cost_model": result.model,
+            "composite": result.composite, "compute_dtype": result.dtype, "flops_source": "model",
+            "cost_note": "; ".join(n for n in (result.note, note) if n), "unmodeled_reason": None}
+
+
+def _cat_cost(parts: list[tuple[Sequence[int], str]], out: tuple[Sequence[int], str] | None) -> OpCost | None:
+    """A cat reads its parts and writes their sum; given only the output, the parts are read at
+    its dtype (as many elements as it has)."""
+    if out is not None:
+        shape, type_name = out
+        size = element_size(type_name or "")
+        if size is None or not shape:
+            return None
+        return OpCost(0.0, 2.0 * prod(shape) * size, "copy", False, dtype_class(type_name))
+    sized = [(prod(s), element_size(t or "")) for s, t in parts]
+    if not sized or any(size is None for _, size in sized):
+        return None
+    out_size = sized[0][1]
+    return OpCost(0.0, float(sum(n * size for n, size in sized) + sum(n for n, _ in sized) * out_size), "copy",
+                  False, dtype_class(parts[0][1]))
+
+
+def recover_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
+    """`costs` (from `op_costs`) with table-batched embeddings and TensorList-less cats costed from
+    their paired autograd nodes; `cost_note` says where the missing shape came from."""
+    names = cpu_ops.select("op_id", "name", "parent_id", "input_dims", "input_types", "concrete_inputs")
+    pending = costs.filter(pl.col("unmodeled_reason").is_not_null()).select("op_id").join(names, on="op_id")
+    if pending.is_empty():
+        return costs
+    rows = [*_embedding_rows(pending, cpu_ops, costs.schema), *_cat_rows(pending, cpu_ops, costs.schema)]
+    if not rows:
+        return costs
+    recovered = pl.DataFrame(rows, schema=costs.schema)
+    return pl.concat([costs.filter(~pl.col("op_id").is_in(recovered["op_id"].implode())), recovered])
+
+
+def _embedding_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -> list[dict[str, Any]]:
+    forward_names = pending["name"].unique().to_list()
+    is_forward = [n for n in forward_names if embedding_tbe.FORWARD_NAME.match(n or "")]
+    is_backward = [n for n in forward_names if embedding_tbe.BACKWARD_NAME.match(n or "")]
+    if not is_forward and not is_backward:
+        return []
+    # every TBE forward in the trace: a launching backward node needs its forward's arguments
+    forwards = cpu_ops.filter(pl.col("name").is_in(
+        [n for n in cpu_ops["name"].unique().to_list() if embedding_tbe.FORWARD_NAME.match(n or "")]))
+    forwards = forwards.with_columns(
+        pl.col("name").map_elements(embedding_tbe.backward_node_name, return_dtype=pl.String).alias("node_name"))
+    pairs = paired_nodes(cpu_ops, forwards.select("op_id", "node_name")).join(
+        forwards.select("op_id", "name", "input_dims", "input_types", "concrete_inputs"), on="op_id")
+    rows = []
+    wanted = set(pending["op_id"].to_list())
+    paired_forward = set()
+    for row in pairs.iter_rows(named=True):
+        grad = (row["grad_dims"], row["grad_type"])
+        args = (row["name"], row["input_dims"], row["input_types"], row["concrete_inputs"])
+        if row["op_id"] in wanted:
+            paired_forward.add(row["op_id"])
+            rows.append(_cost_row(row["op_id"], embedding_tbe.forward_cost(*args, output=grad), schema,
+                                  "output [B, total_D] from its backward node's gradient"))
+        if row["node_op_id"] in wanted:
+            rows.append(_cost_row(row["node_op_id"], embedding_tbe.backward_cost(*args, grad=grad), schema,
+                                  "lookup sizes from its forward op"))
+    # forwards without a backward (inference) still have a cost when Concrete Inputs hold total_D
+    for row in pending.filter(pl.col("name").is_in(is_forward) & ~pl.col("op_id").is_in(list(paired_forward))).iter_rows(named=True):
+        rows.append(_cost_row(row["op_id"], embedding_tbe.forward_cost(
+            row["name"], row["input_dims"], row["input_types"], row["concrete_inputs"]), schema, ""))
+    return rows
+
+
+def _cat_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -> list[dict[str, Any]]:
+    cats = pending.filter((pl.col("name") == "aten::cat"))
+    if cats.is_empty():
+        return []
+    rows = []
+    forward = cats.select("op_id", pl.lit(CAT_NODES[0]).alias("node_name"))
+    older = cats.select("op_id", pl.lit(CAT_NODES[1]).alias("node_name"))
+    pairs = pl.concat([paired_nodes(cpu_ops, forward), paired_nodes(cpu_ops, older)])
+    done = set()
+    for op_id, dims, type_name in pairs.select("op_id", "grad_dims", "grad_type").iter_rows():
+        cost = _cat_cost([], (dims, type_name))
+        if cost is not None:
+            done.add(op_id)
+            rows.append(_cost_row(op_id, cost, schema, "output shape from its CatBackward node's gradient; "
+                                                       "inputs read at the output's dtype"))
+    parents = cpu_ops.select(pl.col("op_id").alias("parent_id"), pl.col("name").alias("parent_name"),
+                             pl.col("input_dims").alias("parent_dims"), pl.col("input_types").alias("parent_types"))
+    inside_split = cats.filter(~pl.col("op_id").is_in(list(done))).join(parents, on="parent_id").filter(
+        pl.col("parent_name").is_in(SPLIT_BACKWARD_NODES))
+    for op_id, dims, types in inside_split.select("op_id", "parent_dims", "parent_types").iter_rows():
+        parts = [(d, t) for d, t in zip(dims or [], types or []) if d and element_size(t or "")]
+        cost = _cat_cost(parts, None)
+        if cost is not None:
+            rows.append(_cost_row(op_id, cost, schema, "inputs from the gradients of the split's backward node"))
+    return rows

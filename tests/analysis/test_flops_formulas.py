@@ -169,3 +169,41 @@ def test_custom_ops_with_clear_semantics():
     assert cumsum.bytes == (384 + 385) * 4
     moe = op_cost_or_reason("vllm::moe_forward", [[t, 3072], [t, 128], []], [bf16, bf16, ""], None)
     assert moe.startswith("op not modelled: vllm::moe_forward (the experts' weights are not among its arguments")
+
+
+def test_fbgemm_and_vllm_custom_ops_read_and_write_what_their_arguments_say():
+    long = "long"
+    # fbgemm::bounds_check_indices(rows_per_table, indices, offsets, mode, warning, weights), hta_a100_large_training
+    check = op_cost_or_reason("fbgemm::bounds_check_indices", [[1], [61072], [8193], [], [1], [61072]],
+                              [long, long, long, "Scalar", long, F32], None)
+    assert check.flops == 61072 and check.bytes == (1 + 61072 + 8193 + 1) * 8 + 61072 * 4
+    # row-wise FP8: 256 floats per row → 256 bytes + a float scale and bias (hta_sampled_rank0_no_device_props)
+    rows = 1492704
+    quant = op_cost_or_reason("fbgemm::FloatToFP8RowwiseQuantized", [[rows, 256], []], [F32, "Scalar"], None)
+    assert quant.flops == 2 * rows * 256 and quant.bytes == rows * 256 * 4 + rows * (256 + 8)
+    odd = op_cost_or_reason("fbgemm::FloatToFP8RowwiseQuantized", [[3, 10], []], [F32, "Scalar"], None)
+    assert odd.bytes == 3 * 10 * 4 + 3 * (12 + 8)  # the row padded to a multiple of 4
+    back = op_cost_or_reason("fbgemm::FP8RowwiseQuantizedToFloat", [[rows, 264], []], ["unsigned char", "Scalar"], None)
+    assert back.flops == rows * 256 and back.bytes == rows * 264 + rows * 256 * 4 and "float assumed" in back.note
+    half = op_cost_or_reason("fbgemm::FP8RowwiseQuantizedToFloat", [[rows, 264], [], []],
+                             ["unsigned char", "Scalar", "Scalar"], ["", "True", "1"])
+    assert half.bytes == rows * 264 + rows * 256 * 2 and half.dtype == "fp16"
+    hfp8 = op_cost_or_reason("fbgemm::FloatToHFP8Quantized", [[1000], [], [], []], [F32] + ["Scalar"] * 3, None)
+    assert hfp8.flops == 1000 and hfp8.bytes == 1000 * 4 + 1000
+    unhfp8 = op_cost_or_reason("fbgemm::HFP8QuantizedToFloat", [[1000], [], []], ["unsigned char", "Scalar", "Scalar"], None)
+    assert unhfp8.bytes == 1000 + 1000 * 4
+    permute_back = op_cost_or_reason(
+        "torch::autograd::CppNode<fbgemm_gpu::PermutePooledEmbsFunction<&fbgemm_gpu::permute_pooled_embs_gpu> >",
+        [[1024, 70904]], [F32], None)
+    assert permute_back.flops == 0 and permute_back.bytes == 2 * 1024 * 70904 * 4
+    # vLLM's KV-cache write, as recorded in tracelens_b200_vllm_decode_tp8_rank0: an fp8 cache
+    bf16, t = "c10::BFloat16", 888
+    cache = op_cost_or_reason(
+        "_C_cache_ops::reshape_and_cache_flash",
+        [[t, 1, 64], [t, 1, 64], [4213816, 16, 1, 64], [4213816, 16, 1, 64], [t], [], [], []],
+        [bf16, bf16, "unsigned char", "unsigned char", "long int", "", F32, F32], None)
+    # key, value, slot mapping and the two 0-dim float scales read; only the new slots of each cache written
+    assert cache.flops == 0 and cache.bytes == 2 * t * 64 * 2 + t * 8 + 2 * 4 + 2 * t * 64 * 1
+    attention = op_cost_or_reason("vllm::unified_attention_with_output", [[t, 8, 64]] * 4 + [[]] * 3,
+                                  ["c10::Float8_e4m3fn", bf16, bf16, bf16, "", "", ""], None)
+    assert "context lengths" in attention

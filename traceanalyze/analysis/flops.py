@@ -1848,21 +1848,32 @@ _CUSTOM: dict[str, _Handler] = {
 }
 
 
-# Ops whose recorded arguments cannot say what they compute: why, in the reason.
-_WHY_NOT_MODELLED: dict[str, str] = {
+# Ops whose recorded arguments cannot say what they compute, and why (the reason names it).
+UNMODELLABLE_OPS: dict[str, str] = {
     "vllm::moe_forward": "the experts' weights are not among its arguments, so the intermediate size "
                          "and the tokens routed to each expert are unknown",
     "vllm::unified_attention_with_output": "the paged KV cache and the sequences' context lengths are "
                                            "not among its arguments",
+}
+# Ops costed outside this module, from other ops of the trace (name prefix → where).
+_COSTED_ELSEWHERE: dict[str, str] = {
     "fbgemm::split_embedding_codegen_lookup_": "a table-batched embedding: its output size comes from "
-                                               "total_D (Concrete Inputs) or its backward node, see autograd_pairs",
+                                               "total_D (Concrete Inputs) or its backward node",
+    "fbgemm::dense_embedding_codegen_lookup_": "a table-batched embedding: its output size comes from "
+                                               "total_D (Concrete Inputs) or its backward node",
     "torch::autograd::CppNode<SplitLookupFunction_": "a table-batched embedding backward: its lookups are "
-                                                     "the forward's arguments, see autograd_pairs",
+                                                     "its forward op's arguments, found by sequence number",
 }
 
 
+def is_unmodellable(name: str) -> bool:
+    """Whether `name` is an op whose recorded arguments cannot give its cost (`UNMODELLABLE_OPS`)."""
+    return name in UNMODELLABLE_OPS
+
+
 def _not_modelled(name: str) -> str:
-    why = next((text for prefix, text in _WHY_NOT_MODELLED.items() if name.startswith(prefix)), None)
+    why = UNMODELLABLE_OPS.get(name) or next((text for prefix, text in _COSTED_ELSEWHERE.items()
+                                              if name.startswith(prefix)), None)
     return f"op not modelled: {name}" + (f" ({why})" if why else "")
 
 

@@ -91,15 +91,18 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     kernels_per_op = (
         ops.filter(pl.col("cost_op_id").is_not_null() & (pl.col("kind") == "kernel"))
         .group_by("cost_op_id")
-        .agg(pl.col("duration_ns").sum().alias("op_kernel_ns"))
+        .agg(pl.col("duration_ns").sum().alias("op_kernel_ns"), pl.len().alias("op_kernels"))
     )
     choices = choose_peaks(trace, overrides)
     frame = (
         ops.join(costs, on="cost_op_id", how="left")
         .join(kernels_per_op, on="cost_op_id", how="left")
         .with_columns(
-            (pl.col("duration_ns") / pl.col("op_kernel_ns")).fill_nan(None).alias("share"),
+            # kernels recorded as 0 ns (integer-µs traces) share their op's cost evenly
+            pl.when(pl.col("op_kernel_ns") > 0).then(pl.col("duration_ns") / pl.col("op_kernel_ns"))
+            .otherwise(1 / pl.col("op_kernels")).alias("share"),
         )
+        .drop("op_kernels")
     )
     is_kernel = pl.col("kind") == "kernel"
     frame = frame.with_columns(

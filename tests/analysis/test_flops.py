@@ -732,7 +732,8 @@ from hypothesis import strategies as st  # noqa: E402
 from traceanalyze.analysis import flops as _flops  # noqa: E402
 
 _NAMES = sorted({f"aten::{n}" for n in _flops._HANDLERS} | {f"aten::{n}" for n in _flops._ARITY}
-                | {"aten::_foreach_add_", "aten::_foreach_norm", "aten::add_", "aten::relu_", "aten::unknown_op"})
+                | {"aten::_foreach_add_", "aten::_foreach_norm", "aten::add_", "aten::relu_", "aten::unknown_op"}
+                | set(_flops._CUSTOM) | {f"{prefix}<x> >" for prefix in _flops._CUSTOM_PREFIXES})
 _TYPES = ["float", BF16, "c10::Half", "long int", "int", "bool", "double", "Scalar", "ScalarList", "TensorList", "",
           "GenericList", "c10::Float8_e4m3fn", "mystery"]
 _shape = st.lists(st.integers(min_value=0, max_value=64), max_size=5)

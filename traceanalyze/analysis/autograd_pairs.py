@@ -112,10 +112,10 @@ def _embedding_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Sch
     if not is_forward and not is_backward:
         return []
     # every TBE forward in the trace: a launching backward node needs its forward's arguments
-    forwards = cpu_ops.filter(pl.col("name").is_in(
-        [n for n in cpu_ops["name"].unique().to_list() if embedding_tbe.FORWARD_NAME.match(n or "")]))
-    forwards = forwards.with_columns(
-        pl.col("name").map_elements(embedding_tbe.backward_node_name, return_dtype=pl.String).alias("node_name"))
+    nodes_of = {n: embedding_tbe.backward_node_name(n) for n in cpu_ops["name"].unique().to_list()
+                if n and embedding_tbe.FORWARD_NAME.match(n)}
+    forwards = cpu_ops.filter(pl.col("name").is_in(list(nodes_of))).with_columns(
+        pl.col("name").replace_strict(nodes_of, return_dtype=pl.String).alias("node_name"))
     pairs = paired_nodes(cpu_ops, forwards.select("op_id", "node_name")).join(
         forwards.select("op_id", "name", "input_dims", "input_types", "concrete_inputs"), on="op_id")
     rows = []

@@ -146,7 +146,7 @@ def forward_cost(name: str, dims: Sequence[Any], types: Sequence[str], concrete:
                       _mean_dim_note(look))
     except _Unmodelled as why:
         return str(why)
-    except (IndexError, TypeError, ValueError, ZeroDivisionError) as error:
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError, OverflowError) as error:
         return f"shape arguments not understood: {type(error).__name__}"
 
 
@@ -181,5 +181,5 @@ def backward_cost(name: str, dims: Sequence[Any], types: Sequence[str], concrete
         return OpCost(flops, moved, "embedding", False, look.weights.cls, note)
     except _Unmodelled as why:
         return str(why)
-    except (IndexError, TypeError, ValueError, ZeroDivisionError) as error:
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError, OverflowError) as error:
         return f"shape arguments not understood: {type(error).__name__}"

@@ -345,7 +345,20 @@ class ChunkTables:
 
 def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
     """The JSON text of a list of events → its tables. Raises `msgspec.DecodeError` if the text is
-    not valid JSON (the caller may have cut it at a wrong place)."""
+    not valid JSON (the caller may have cut it at a wrong place).
+
+    The compiled columnar scanner (`columnar`) takes every chunk it can vouch for; the msgspec
+    fast path takes the rest, and the general path what that cannot convert exactly."""
+    from traceanalyze.load import columnar  # imports this module
+
+    scanned = columnar.chunk_tables(text, include_python)
+    if scanned is not None:
+        return scanned
+    return msgspec_chunk(text, include_python=include_python)
+
+
+def msgspec_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
+    """`decode_chunk` without the compiled scanner: the msgspec fast path, else the general path."""
     try:
         events = _fast_decoder.decode(text)
     except msgspec.ValidationError:

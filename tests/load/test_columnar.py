@@ -1,0 +1,172 @@
+"""The compiled columnar scanner (`load/_scan.c` + `load/columnar.py`) against the msgspec path.
+
+Whatever chunk the scanner vouches for must give exactly the tables the msgspec path gives; what it
+does not vouch for (None) goes to that path. So: the same tables on every chunk of every real trace
+(and the scanner takes them all: real traces are what it is for), on hypothesis-mutated events, on
+hand-written JSON corner cases; and never a table where msgspec finds the JSON invalid.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from mutations import base_trace, json_values, mutated
+from shared_traces import real_trace_params
+
+from traceanalyze.load import columnar
+from traceanalyze.load.chrome import EventChunks
+from traceanalyze.load.tables import msgspec_chunk
+
+pytestmark = pytest.mark.skipif(not columnar.available(), reason="the C scanner is not built (no C compiler at install)")
+
+
+def assert_same_chunk(fast, reference) -> None:
+    assert fast.frames.keys() == reference.frames.keys()
+    for name in fast.frames:
+        assert_frame_equal(fast.frames[name], reference.frames[name])
+    assert fast.skipped == reference.skipped
+    assert fast.events == reference.events
+    assert fast.malformed == reference.malformed
+    assert (fast.arguments is None) == (reference.arguments is None)
+    if fast.arguments is not None:
+        assert fast.arguments.failed == reference.arguments.failed
+        assert fast.arguments.texts.keys() == reference.arguments.texts.keys()
+
+
+def check(text: bytes, include_python: bool = False):
+    """The scanner's tables where it vouches for the chunk, checked against msgspec's; None where
+    it does not (then msgspec's own outcome, tables or an error, is what the loader gets)."""
+    try:
+        reference = msgspec_chunk(text, include_python=include_python)
+    except msgspec.DecodeError:
+        assert columnar.chunk_tables(text, include_python) is None, "the scanner accepted invalid JSON"
+        return None
+    fast = columnar.chunk_tables(text, include_python)
+    if fast is not None:
+        assert_same_chunk(fast, reference)
+    return fast
+
+
+def test_the_scanner_is_built():
+    """CI installs with a C compiler: a missing scanner there is a broken build, not a skip."""
+    from traceanalyze.load import _scan  # noqa: F401
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+def test_every_chunk_of_every_real_trace(path: Path):
+    chunks = EventChunks(path, block_size=1 << 18)
+    taken = 0
+    for count, parts in enumerate(chunks.pieces(), 1):
+        text = b"".join((b"[", *parts, b"]"))
+        for include_python in (False, True):
+            taken += check(text, include_python) is not None
+    assert taken == 2 * count, "a real trace's chunk left the scanner's fast path"
+
+
+BASE = base_trace(with_python=True)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_events(data):
+    trace = mutated(BASE, data, json_values(allow_infinity=False))
+    check(json.dumps(trace["traceEvents"]).encode(), include_python=data.draw(st.booleans()))
+
+
+def kernel(name: str = "k", **overrides) -> dict:
+    event = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+             "args": {"device": 0, "stream": 7, "correlation": 3, "grid": [1, 2, 3], "block": [4, 1, 1]}}
+    event.update(overrides)
+    return event
+
+
+def op(**args) -> dict:
+    return {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.5, "dur": 20.25,
+            "args": {"External id": 9, "Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"], **args}}
+
+
+@pytest.mark.parametrize("text", [
+    # escapes and unicode in names, keys left as written
+    json.dumps([kernel('void k<\\"x\\">\n\t\u00e9\u4e2d\U0001F600')]),
+    json.dumps([kernel("}, {"), op(**{"Concrete Inputs": ["", "1", "}, {"]})]),
+    json.dumps([kernel("a\u0000b")]),
+    # numbers in every form JSON allows
+    json.dumps([kernel(ts=-0.0, dur=1e3), kernel(ts=1.5e-3, dur=0.1), kernel(ts=123456789012345.678, dur=2.5)]),
+    '[{"ph":"X","cat":"kernel","name":"k","ts":1E2,"dur":3e+0,"args":{"blocks per SM":7}}]',
+    '[{"ph":"X","cat":"kernel","name":"k","ts":9007199254740993,"dur":0,"args":{}}]',
+    '[{"ph":"X","cat":"kernel","name":"k","ts":0.30000000000000004,"dur":1234567890.1234567,"args":{}}]',
+    # layouts
+    "[]", " [ ] ", '[\n  {\n    "ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2\n  }\n]',
+    json.dumps([op(), op(**{"Input Dims": [[[1, 2], [3]], []]})]),
+    json.dumps([{"ph": "s", "cat": "ac2g", "id": 5, "pid": 1, "tid": "stream 7", "ts": 3, "name": "f"}]),
+    json.dumps([{"ph": "i", "cat": "kernel", "name": "x", "ts": 1, "args": None}]),
+    json.dumps([{"ph": "M", "name": "process_name", "args": {"name": "x", "nested": {"a": [1, {"b": [[]]}]}}}]),
+])
+def test_corner_cases_vouched_for(text):
+    assert check(text.encode()) is not None
+
+
+@pytest.mark.parametrize("text", [
+    # not for the scanner: msgspec decides (tables, the general path, or an error)
+    json.dumps([kernel(ts=2**63)]),  # beyond int64
+    json.dumps([kernel(pid=True)]),  # a bool where an int or string is expected
+    json.dumps([kernel(args=None)]),  # a kernel's args must be an object
+    json.dumps([kernel(args={"grid": [1, 2]})]),  # not three integers
+    json.dumps([kernel(args={"correlation": 1.0})]),  # a float where an integer is expected
+    '[{"ph":"X","cat":"kernel","name":"k","name":"j","ts":1,"dur":1}]',  # a repeated key
+    '[{"ph":"X","cat":"kernel","na\\u006de":"k","ts":1,"dur":1}]',  # a key written with an escape
+    '[{"ph":"X","cat":"kernel","name":"\\ud800","ts":1,"dur":1}]',  # a lone surrogate
+    '[[1, 2]]', '[null]',  # events that are not objects
+    # invalid JSON
+    '[{"ph":"X",}]', '[{"ph":"X"}', '[{"ph":"X"},]', '[{"ph":"X"}] x', '[{"ph":"X\x01"}]', '[{"ph":01}]',
+    '[{"ph":1.}]', '[{"ph":-}]', '[{"ph":"\\x"}]', '[{"ph":tru}]', '[{"ph":"X"}', '[{"a":"\xff"}]',
+    '[{"a":1e999}]', '[{"a":NaN}]', '[{"ph":"X","args":{"a":[1,2}}]',
+])
+def test_corner_cases_left_to_msgspec(text):
+    assert check(text.encode("utf-8", "surrogateescape") if "\xff" not in text else text.encode("latin-1")) is None
+
+
+def test_text_cut_anywhere_is_never_taken():
+    """A chunk cut at a wrong place (inside a string, a number, between a key and its value) is
+    invalid JSON, and the stream reader must see msgspec's error to cut again."""
+    whole = json.dumps([kernel("x}, {y"), op(), kernel(ts=12.5)])
+    for end in range(1, len(whole) - 1):
+        piece = whole[:end]
+        closed = piece + "]"
+        try:
+            msgspec.json.decode(closed)
+        except msgspec.DecodeError:
+            assert columnar.chunk_tables(closed.encode(), False) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(2**63), 2**63 - 1),
+       style=st.sampled_from(["repr", "e", "fixed"]))
+def test_numbers_parse_as_msgspec_parses_them(value, style):
+    if isinstance(value, float) and style == "e":
+        written = f"{value:.17e}"
+    elif isinstance(value, float) and style == "fixed" and abs(value) < 1e20:
+        written = f"{value:.6f}"
+    else:
+        written = json.dumps(value)
+    text = f'[{{"ph":"X","cat":"kernel","name":"k","ts":{written},"dur":1,"args":{{}}}}]'.encode()
+    from traceanalyze.load import _scan
+
+    scanned = _scan.scan(text, columnar.ARG_KEYS)
+    expected = msgspec.json.decode(written.encode())
+    tag, as_int, as_float = scanned["fields"]["ts"]
+    if isinstance(expected, int):
+        assert tag == bytes([columnar.INT]) and struct.unpack("<q", as_int)[0] == expected
+    else:
+        parsed = struct.unpack("<d", as_float)[0]
+        assert tag == bytes([columnar.FLOAT])
+        assert parsed == expected and math.copysign(1, parsed) == math.copysign(1, expected)

@@ -1,0 +1,819 @@
+/* Columnar scan of a Chrome/Kineto event array: one pass over the JSON text of `[event, ...]`
+ * that writes each event's top-level fields and a chosen set of `args` keys into typed columns,
+ * without one Python object per event (only the distinct strings become `str`).
+ *
+ * It is the fast front of `tables.decode_chunk`, never the reference: whenever it meets anything
+ * it does not handle exactly as the msgspec path does (invalid JSON, an integer beyond int64, a
+ * raw control character or a lone surrogate in a string, a key written with escapes, a repeated
+ * key, nesting deeper than 512, ...) it returns None and the caller decodes the chunk with
+ * msgspec as before. So it only has to be right about what it accepts.
+ *
+ * scan(text: bytes, arg_keys: tuple[tuple[bytes, int], ...]) -> dict | None
+ *   arg_keys: (JSON key, kind) with kind 0 = scalar, 1 = list of 3 integers, 2 = raw JSON text.
+ *   Returns {"n": events, "strings": [distinct str], "fields": {name: (tag, a, b[, c])}} where
+ *   each column is a bytes object of n values: tag uint8 (see TAG_*), then for a scalar a = int64
+ *   (the integer, or the string's index in `strings`, or 0/1 for a bool) and b = float64; for a
+ *   list of 3 integers a, b, c = int64; for raw text a = int64 offset of the value in `text` and
+ *   b = int64 length. Top-level fields are named as in the JSON; `args` (its tag only: absent,
+ *   null, object or other) is under "args", and each args key under its own name.
+ *
+ * join_spans(text: bytes, offsets: bytes, lengths: bytes) -> bytes
+ *   The raw texts at the given int64 offsets and lengths joined with NUL (a length of -1 or 0
+ *   gives an empty text): the shape arguments of a table, split again by polars.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+enum {
+    TAG_ABSENT = 0, TAG_NULL = 1, TAG_INT = 2, TAG_FLOAT = 3, TAG_STR = 4, TAG_BOOL = 5,
+    TAG_LIST3 = 6, TAG_OTHER = 7, TAG_OBJECT = 8,
+};
+enum { KIND_SCALAR = 0, KIND_LIST3 = 1, KIND_RAW = 2 };
+enum { OK = 0, DELEGATE = 1, NOMEM = 2 };
+
+#define MAX_DEPTH 512
+#define MAX_KEYS 64
+
+static const char *TOP_NAMES[] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "id"};
+#define N_TOP 8
+
+typedef struct {
+    const char *key;
+    Py_ssize_t key_len;
+    uint64_t key_head; /* its first 8 bytes, zero-padded */
+    int kind;
+    PyObject *values[4]; /* bytes: the tags, then a, b, c */
+    uint8_t *tag;
+    int64_t *a;
+    int64_t *b; /* a double for a scalar */
+    int64_t *c;
+} Column;
+
+typedef struct {
+    Py_ssize_t start; /* of the string's content in the text, after the quote */
+    Py_ssize_t len;
+    uint64_t hash;
+    Py_ssize_t code; /* -1: empty slot */
+} Slot;
+
+typedef struct {
+    const unsigned char *text;
+    Py_ssize_t size;
+    Py_ssize_t pos;
+    Column columns[N_TOP + 1 + MAX_KEYS];
+    int n_columns; /* N_TOP top-level, then "args", then the args keys */
+    Py_ssize_t rows, capacity;
+    Slot *slots;
+    Py_ssize_t n_slots, n_strings;
+    PyObject *strings; /* list */
+    char *scratch; /* unescaped string */
+    Py_ssize_t scratch_size;
+} Scanner;
+
+static inline uint64_t load8(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Up to 8 bytes as an integer, zero-padded. */
+static inline uint64_t load_head(const unsigned char *p, Py_ssize_t len) {
+    uint64_t v = 0;
+    memcpy(&v, p, len < 8 ? (size_t)len : 8);
+    return v;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Memory */
+
+static int column_arrays(const Column *col, int is_args) {
+    return is_args ? 0 : (col->kind == KIND_LIST3 ? 3 : 2);
+}
+
+/* Room for `capacity` rows in every column, allocated once: bytes objects, shrunk to the rows
+ * scanned at the end (a shrink does not copy). */
+static int allocate(Scanner *s, Py_ssize_t capacity) {
+    for (int i = 0; i < s->n_columns; i++) {
+        Column *col = &s->columns[i];
+        int count = column_arrays(col, i == N_TOP);
+        for (int k = 0; k <= count; k++) {
+            col->values[k] = PyBytes_FromStringAndSize(NULL, k ? capacity * (Py_ssize_t)sizeof(int64_t) : capacity);
+            if (!col->values[k]) return NOMEM;
+        }
+        col->tag = (uint8_t *)PyBytes_AS_STRING(col->values[0]);
+        col->a = count > 0 ? (int64_t *)PyBytes_AS_STRING(col->values[1]) : NULL;
+        col->b = count > 1 ? (int64_t *)PyBytes_AS_STRING(col->values[2]) : NULL;
+        col->c = count > 2 ? (int64_t *)PyBytes_AS_STRING(col->values[3]) : NULL;
+    }
+    s->capacity = capacity;
+    return OK;
+}
+
+static void release(Scanner *s) {
+    for (int i = 0; i < s->n_columns; i++)
+        for (int k = 0; k < 4; k++) Py_CLEAR(s->columns[i].values[k]);
+    PyMem_Free(s->slots);
+    PyMem_Free(s->scratch);
+    Py_XDECREF(s->strings);
+}
+
+/* How many '{' the text holds: no more events than that. */
+static Py_ssize_t count_braces(const unsigned char *t, Py_ssize_t n) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) count += t[i] == '{'; /* vectorised by the compiler */
+    return count;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Lexing */
+
+static inline void skip_space(Scanner *s) {
+    const unsigned char *t = s->text;
+    Py_ssize_t p = s->pos, n = s->size;
+    while (p < n && (t[p] == ' ' || t[p] == '\n' || t[p] == '\r' || t[p] == '\t')) p++;
+    s->pos = p;
+}
+
+static inline int hex_value(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Length of a valid UTF-8 sequence starting at t[p] (a byte >= 0x80), or 0. */
+static Py_ssize_t utf8_sequence(const unsigned char *t, Py_ssize_t p, Py_ssize_t n) {
+    unsigned char c = t[p];
+    Py_ssize_t len;
+    uint32_t min, cp;
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
+    else return 0;
+    if (p + len > n) return 0;
+    for (Py_ssize_t k = 1; k < len; k++) {
+        if ((t[p + k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (t[p + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+#define HAS_ZERO(v) (((v) - ONES) & ~(v) & HIGHS)
+
+/* Whether any of 8 bytes is a quote, a backslash, a control character or not ASCII. */
+static inline int special_byte(uint64_t v) {
+    return (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')) | ((v - ONES * 0x20) & ~v & HIGHS) | (v & HIGHS)) != 0;
+}
+
+/* A string at s->pos (on its opening quote): validated, s->pos after the closing quote.
+ * start and len: its content; *escaped: whether it holds a backslash. */
+static int scan_string(Scanner *s, Py_ssize_t *start, Py_ssize_t *len, int *escaped) {
+    const unsigned char *t = s->text;
+    Py_ssize_t p = s->pos + 1, n = s->size;
+    int esc = 0;
+    *start = p;
+    for (;;) {
+        /* the common case: plain ASCII, 8 bytes at a time */
+        while (p + 8 <= n && !special_byte(load8(t + p))) p += 8;
+        while (p < n && t[p] != '"' && t[p] != '\\' && t[p] >= 0x20 && t[p] < 0x80) p++;
+        if (p >= n) return DELEGATE;
+        unsigned char c = t[p];
+        if (c == '"') break;
+        if (c < 0x20) return DELEGATE;
+        if (c >= 0x80) {
+            Py_ssize_t k = utf8_sequence(t, p, n);
+            if (!k) return DELEGATE;
+            p += k;
+            continue;
+        }
+        /* backslash */
+        esc = 1;
+        if (p + 1 >= n) return DELEGATE;
+        c = t[p + 1];
+        if (c == 'u') {
+            if (p + 6 > n) return DELEGATE;
+            for (int k = 2; k < 6; k++)
+                if (hex_value(t[p + k]) < 0) return DELEGATE;
+            p += 6;
+        } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
+            p += 2;
+        } else {
+            return DELEGATE;
+        }
+    }
+    *len = p - *start;
+    *escaped = esc;
+    s->pos = p + 1;
+    return OK;
+}
+
+static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A number at s->pos: *is_int, and its value in *ival or *fval. An integer beyond int64, a float
+ * beyond double's range: DELEGATE (msgspec turns them into a Python int / an error). */
+static int scan_number(Scanner *s, int *is_int, int64_t *ival, double *fval) {
+    const unsigned char *t = s->text;
+    Py_ssize_t p = s->pos, n = s->size, begin = p;
+    int negative = 0, digits = 0, exact = 1;
+    uint64_t mantissa = 0;
+    int exponent = 0;
+    if (p < n && t[p] == '-') { negative = 1; p++; }
+    if (p >= n) return DELEGATE;
+    if (t[p] == '0') {
+        p++;
+    } else if (t[p] >= '1' && t[p] <= '9') {
+        while (p < n && t[p] >= '0' && t[p] <= '9') {
+            if (digits < 19) mantissa = mantissa * 10 + (t[p] - '0');
+            else exact = 0;
+            digits++;
+            p++;
+        }
+    } else {
+        return DELEGATE;
+    }
+    int integer = 1;
+    if (p < n && t[p] == '.') {
+        integer = 0;
+        p++;
+        if (p >= n || t[p] < '0' || t[p] > '9') return DELEGATE;
+        while (p < n && t[p] >= '0' && t[p] <= '9') {
+            if (mantissa == 0 && t[p] == '0') {
+                exponent--; /* leading zeros of a fraction */
+            } else if (digits < 19) {
+                mantissa = mantissa * 10 + (t[p] - '0');
+                exponent--;
+                digits++;
+            } else {
+                exact = 0;
+            }
+            p++;
+        }
+    }
+    if (p < n && (t[p] == 'e' || t[p] == 'E')) {
+        integer = 0;
+        p++;
+        int sign = 1, value = 0;
+        if (p < n && (t[p] == '+' || t[p] == '-')) { sign = t[p] == '-' ? -1 : 1; p++; }
+        if (p >= n || t[p] < '0' || t[p] > '9') return DELEGATE;
+        while (p < n && t[p] >= '0' && t[p] <= '9') {
+            if (value < 100000) value = value * 10 + (t[p] - '0');
+            p++;
+        }
+        exponent += sign * value;
+    }
+    s->pos = p;
+    if (integer) {
+        if (!exact) return DELEGATE; /* more than 19 digits */
+        if (negative) {
+            if (mantissa > (uint64_t)INT64_MAX + 1) return DELEGATE;
+            *ival = mantissa == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mantissa;
+        } else {
+            if (mantissa > (uint64_t)INT64_MAX) return DELEGATE;
+            *ival = (int64_t)mantissa;
+        }
+        *is_int = 1;
+        return OK;
+    }
+    *is_int = 0;
+    /* Clinger's fast path: an exact mantissa and an exact power of ten give a correctly rounded
+     * quotient or product */
+    if (exact && mantissa <= (1ULL << 53) && exponent >= -22 && exponent <= 22) {
+        double value = (double)mantissa;
+        value = exponent < 0 ? value / POW10[-exponent] : value * POW10[exponent];
+        *fval = negative ? -value : value;
+        return OK;
+    }
+    char buffer[128];
+    Py_ssize_t len = p - begin;
+    if (len >= (Py_ssize_t)sizeof(buffer)) return DELEGATE;
+    memcpy(buffer, t + begin, len);
+    buffer[len] = 0;
+    double value = PyOS_string_to_double(buffer, NULL, NULL);
+    if (value == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return DELEGATE; }
+    if (!isfinite(value)) return DELEGATE;
+    *fval = value;
+    return OK;
+}
+
+static int literal(Scanner *s, const char *word, Py_ssize_t len) {
+    if (s->pos + len > s->size || memcmp(s->text + s->pos, word, len) != 0) return DELEGATE;
+    s->pos += len;
+    return OK;
+}
+
+/* Any value at s->pos, validated and passed over. */
+static int skip_value(Scanner *s, int depth) {
+    if (depth > MAX_DEPTH) return DELEGATE;
+    skip_space(s);
+    if (s->pos >= s->size) return DELEGATE;
+    unsigned char c = s->text[s->pos];
+    Py_ssize_t start, len;
+    int escaped, is_int;
+    int64_t ival;
+    double fval;
+    switch (c) {
+    case '"':
+        return scan_string(s, &start, &len, &escaped);
+    case '{':
+        s->pos++;
+        skip_space(s);
+        if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
+        for (;;) {
+            skip_space(s);
+            if (s->pos >= s->size || s->text[s->pos] != '"') return DELEGATE;
+            if (scan_string(s, &start, &len, &escaped)) return DELEGATE;
+            skip_space(s);
+            if (s->pos >= s->size || s->text[s->pos] != ':') return DELEGATE;
+            s->pos++;
+            if (skip_value(s, depth + 1)) return DELEGATE;
+            skip_space(s);
+            if (s->pos >= s->size) return DELEGATE;
+            if (s->text[s->pos] == ',') { s->pos++; continue; }
+            if (s->text[s->pos] == '}') { s->pos++; return OK; }
+            return DELEGATE;
+        }
+    case '[':
+        s->pos++;
+        skip_space(s);
+        if (s->pos < s->size && s->text[s->pos] == ']') { s->pos++; return OK; }
+        for (;;) {
+            if (skip_value(s, depth + 1)) return DELEGATE;
+            skip_space(s);
+            if (s->pos >= s->size) return DELEGATE;
+            if (s->text[s->pos] == ',') { s->pos++; continue; }
+            if (s->text[s->pos] == ']') { s->pos++; return OK; }
+            return DELEGATE;
+        }
+    case 't':
+        return literal(s, "true", 4);
+    case 'f':
+        return literal(s, "false", 5);
+    case 'n':
+        return literal(s, "null", 4);
+    default:
+        return scan_number(s, &is_int, &ival, &fval);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Strings: one Python str per distinct text, by an open-addressing table over the raw content */
+
+static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t len) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        h = (h ^ load8(p + i)) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 32;
+    }
+    if (i < len) {
+        h = (h ^ load_head(p + i, len - i)) * 0xC4CEB9FE1A85EC53ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static PyObject *unescaped(Scanner *s, Py_ssize_t start, Py_ssize_t len) {
+    if (s->scratch_size < len) {
+        char *grown = PyMem_Realloc(s->scratch, len);
+        if (!grown) return PyErr_NoMemory();
+        s->scratch = grown;
+        s->scratch_size = len;
+    }
+    const unsigned char *t = s->text + start;
+    char *out = s->scratch;
+    Py_ssize_t o = 0;
+    for (Py_ssize_t i = 0; i < len;) {
+        if (t[i] != '\\') { out[o++] = t[i++]; continue; }
+        unsigned char e = t[i + 1];
+        i += 2;
+        switch (e) {
+        case 'b': out[o++] = '\b'; break;
+        case 'f': out[o++] = '\f'; break;
+        case 'n': out[o++] = '\n'; break;
+        case 'r': out[o++] = '\r'; break;
+        case 't': out[o++] = '\t'; break;
+        case 'u': {
+            uint32_t cp = 0;
+            for (int k = 0; k < 4; k++) cp = (cp << 4) | hex_value(t[i + k]);
+            i += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate: its low one must follow */
+                if (i + 6 > len || t[i] != '\\' || t[i + 1] != 'u') return NULL;
+                uint32_t low = 0;
+                for (int k = 0; k < 4; k++) low = (low << 4) | hex_value(t[i + 2 + k]);
+                if (low < 0xDC00 || low > 0xDFFF) return NULL;
+                i += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                return NULL;
+            }
+            /* UTF-8: never longer than the six escape bytes it replaces */
+            if (cp < 0x80) out[o++] = (char)cp;
+            else if (cp < 0x800) { out[o++] = 0xC0 | (cp >> 6); out[o++] = 0x80 | (cp & 0x3F); }
+            else if (cp < 0x10000) {
+                out[o++] = 0xE0 | (cp >> 12); out[o++] = 0x80 | ((cp >> 6) & 0x3F); out[o++] = 0x80 | (cp & 0x3F);
+            } else {
+                out[o++] = 0xF0 | (cp >> 18); out[o++] = 0x80 | ((cp >> 12) & 0x3F);
+                out[o++] = 0x80 | ((cp >> 6) & 0x3F); out[o++] = 0x80 | (cp & 0x3F);
+            }
+            break;
+        }
+        default: out[o++] = e; /* " \ / */
+        }
+    }
+    return PyUnicode_DecodeUTF8(out, o, "strict");
+}
+
+/* The index in s->strings of the string with this content; -1 with DELEGATE/NOMEM in *status. */
+static Py_ssize_t intern(Scanner *s, Py_ssize_t start, Py_ssize_t len, int escaped, int *status) {
+    uint64_t h = hash_bytes(s->text + start, len);
+    Py_ssize_t mask = s->n_slots - 1, i = (Py_ssize_t)(h & mask);
+    for (;;) {
+        Slot *slot = &s->slots[i];
+        if (slot->code < 0) break;
+        if (slot->hash == h && slot->len == len && memcmp(s->text + slot->start, s->text + start, len) == 0)
+            return slot->code;
+        i = (i + 1) & mask;
+    }
+    PyObject *value = escaped ? unescaped(s, start, len)
+                              : PyUnicode_DecodeUTF8((const char *)s->text + start, len, "strict");
+    if (!value) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError)) { *status = NOMEM; return -1; }
+        PyErr_Clear();
+        *status = DELEGATE; /* a lone surrogate */
+        return -1;
+    }
+    int failed = PyList_Append(s->strings, value);
+    Py_DECREF(value);
+    if (failed) { *status = NOMEM; return -1; }
+    Slot *slot = &s->slots[i];
+    slot->start = start;
+    slot->len = len;
+    slot->hash = h;
+    slot->code = s->n_strings++;
+    if (s->n_strings * 2 > s->n_slots) { /* rehash into twice the slots */
+        Py_ssize_t n = s->n_slots * 2;
+        Slot *slots = PyMem_Malloc(n * sizeof(Slot));
+        if (!slots) { *status = NOMEM; return -1; }
+        for (Py_ssize_t k = 0; k < n; k++) slots[k].code = -1;
+        for (Py_ssize_t k = 0; k < s->n_slots; k++) {
+            if (s->slots[k].code < 0) continue;
+            Py_ssize_t j = (Py_ssize_t)(s->slots[k].hash & (n - 1));
+            while (slots[j].code >= 0) j = (j + 1) & (n - 1);
+            slots[j] = s->slots[k];
+        }
+        PyMem_Free(s->slots);
+        s->slots = slots;
+        s->n_slots = n;
+    }
+    return s->n_strings - 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Values into columns */
+
+static int scan_scalar(Scanner *s, Column *col, Py_ssize_t row) {
+    skip_space(s);
+    if (s->pos >= s->size) return DELEGATE;
+    unsigned char c = s->text[s->pos];
+    int status = OK;
+    if (c == '"') {
+        Py_ssize_t start, len;
+        int escaped;
+        if (scan_string(s, &start, &len, &escaped)) return DELEGATE;
+        Py_ssize_t code = intern(s, start, len, escaped, &status);
+        if (code < 0) return status;
+        col->tag[row] = TAG_STR;
+        col->a[row] = code;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+        int is_int;
+        int64_t ival = 0;
+        double fval = 0;
+        if (scan_number(s, &is_int, &ival, &fval)) return DELEGATE;
+        if (is_int) { col->tag[row] = TAG_INT; col->a[row] = ival; }
+        else { col->tag[row] = TAG_FLOAT; memcpy(&col->b[row], &fval, sizeof fval); }
+    } else if (c == 'n') {
+        if (literal(s, "null", 4)) return DELEGATE;
+        col->tag[row] = TAG_NULL;
+    } else if (c == 't' || c == 'f') {
+        if (c == 't' ? literal(s, "true", 4) : literal(s, "false", 5)) return DELEGATE;
+        col->tag[row] = TAG_BOOL;
+        col->a[row] = c == 't';
+    } else {
+        if (skip_value(s, 1)) return DELEGATE;
+        col->tag[row] = TAG_OTHER;
+    }
+    return OK;
+}
+
+static int scan_list3(Scanner *s, Column *col, Py_ssize_t row) {
+    skip_space(s);
+    if (s->pos >= s->size) return DELEGATE;
+    Py_ssize_t begin = s->pos;
+    unsigned char c = s->text[s->pos];
+    if (c == 'n') {
+        if (literal(s, "null", 4)) return DELEGATE;
+        col->tag[row] = TAG_NULL;
+        return OK;
+    }
+    if (c == '[') {
+        int64_t values[3];
+        int count = 0;
+        s->pos++;
+        skip_space(s);
+        while (count < 3 && s->pos < s->size) {
+            unsigned char d = s->text[s->pos];
+            if (!(d == '-' || (d >= '0' && d <= '9'))) break;
+            int is_int;
+            double fval;
+            if (scan_number(s, &is_int, &values[count], &fval)) return DELEGATE;
+            if (!is_int) break;
+            count++;
+            skip_space(s);
+            if (s->pos < s->size && s->text[s->pos] == ',' && count < 3) { s->pos++; skip_space(s); continue; }
+            break;
+        }
+        if (count == 3 && s->pos < s->size && s->text[s->pos] == ']') {
+            s->pos++;
+            col->tag[row] = TAG_LIST3;
+            col->a[row] = values[0];
+            col->b[row] = values[1];
+            col->c[row] = values[2];
+            return OK;
+        }
+    }
+    s->pos = begin; /* anything else: some other value */
+    if (skip_value(s, 1)) return DELEGATE;
+    col->tag[row] = TAG_OTHER;
+    return OK;
+}
+
+static int scan_raw(Scanner *s, Column *col, Py_ssize_t row) {
+    skip_space(s);
+    Py_ssize_t begin = s->pos;
+    if (skip_value(s, 1)) return DELEGATE;
+    col->tag[row] = TAG_OTHER;
+    col->a[row] = begin;
+    col->b[row] = s->pos - begin;
+    return OK;
+}
+
+static int scan_into(Scanner *s, Column *col, Py_ssize_t row) {
+    if (col->tag[row] != TAG_ABSENT) return DELEGATE; /* a repeated key */
+    switch (col->kind) {
+    case KIND_LIST3: return scan_list3(s, col, row);
+    case KIND_RAW: return scan_raw(s, col, row);
+    default: return scan_scalar(s, col, row);
+    }
+}
+
+/* The key at s->pos, then its colon: start and len of its content. Keys written with escapes are
+ * left to msgspec (it compares them unescaped). */
+static int scan_key(Scanner *s, Py_ssize_t *start, Py_ssize_t *len) {
+    skip_space(s);
+    if (s->pos >= s->size || s->text[s->pos] != '"') return DELEGATE;
+    int escaped;
+    if (scan_string(s, start, len, &escaped) || escaped) return DELEGATE;
+    skip_space(s);
+    if (s->pos >= s->size || s->text[s->pos] != ':') return DELEGATE;
+    s->pos++;
+    return OK;
+}
+
+static Column *find_column(Scanner *s, int first, int last, Py_ssize_t start, Py_ssize_t len) {
+    uint64_t head = load_head(s->text + start, len);
+    for (int i = first; i < last; i++) {
+        Column *col = &s->columns[i];
+        if (col->key_len == len && col->key_head == head
+            && (len <= 8 || memcmp(col->key + 8, s->text + start + 8, len - 8) == 0))
+            return col;
+    }
+    return NULL;
+}
+
+/* Closes an object's member: `,` (1: another member follows) or `}` (0). */
+static int member_end(Scanner *s, int *more) {
+    skip_space(s);
+    if (s->pos >= s->size) return DELEGATE;
+    if (s->text[s->pos] == ',') { s->pos++; *more = 1; return OK; }
+    if (s->text[s->pos] == '}') { s->pos++; *more = 0; return OK; }
+    return DELEGATE;
+}
+
+static int scan_args(Scanner *s, Py_ssize_t row) {
+    Column *args = &s->columns[N_TOP];
+    if (args->tag[row] != TAG_ABSENT) return DELEGATE;
+    skip_space(s);
+    if (s->pos >= s->size) return DELEGATE;
+    unsigned char c = s->text[s->pos];
+    if (c == 'n') {
+        if (literal(s, "null", 4)) return DELEGATE;
+        args->tag[row] = TAG_NULL;
+        return OK;
+    }
+    if (c != '{') {
+        if (skip_value(s, 1)) return DELEGATE;
+        args->tag[row] = TAG_OTHER;
+        return OK;
+    }
+    args->tag[row] = TAG_OBJECT;
+    s->pos++;
+    skip_space(s);
+    if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
+    int more = 1, status;
+    while (more) {
+        Py_ssize_t start, len;
+        if (scan_key(s, &start, &len)) return DELEGATE;
+        Column *col = find_column(s, N_TOP + 1, s->n_columns, start, len);
+        status = col ? scan_into(s, col, row) : skip_value(s, 2);
+        if (status) return status;
+        if (member_end(s, &more)) return DELEGATE;
+    }
+    return OK;
+}
+
+static int scan_event(Scanner *s, Py_ssize_t row) {
+    skip_space(s);
+    if (s->pos >= s->size || s->text[s->pos] != '{') return DELEGATE; /* not an object */
+    s->pos++;
+    skip_space(s);
+    if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
+    int more = 1, status;
+    while (more) {
+        Py_ssize_t start, len;
+        if (scan_key(s, &start, &len)) return DELEGATE;
+        if (len == 4 && memcmp(s->text + start, "args", 4) == 0) {
+            status = scan_args(s, row);
+        } else {
+            Column *col = find_column(s, 0, N_TOP, start, len);
+            status = col ? scan_into(s, col, row) : skip_value(s, 1);
+        }
+        if (status) return status;
+        if (member_end(s, &more)) return DELEGATE;
+    }
+    return OK;
+}
+
+static int scan_array(Scanner *s) {
+    skip_space(s);
+    if (s->pos >= s->size || s->text[s->pos] != '[') return DELEGATE;
+    s->pos++;
+    skip_space(s);
+    int status;
+    if (s->pos < s->size && s->text[s->pos] == ']') {
+        s->pos++;
+    } else {
+        for (;;) {
+            if (s->rows == s->capacity) return DELEGATE; /* cannot happen: one '{' per event */
+            Py_ssize_t row = s->rows;
+            for (int i = 0; i < s->n_columns; i++) s->columns[i].tag[row] = TAG_ABSENT;
+            if ((status = scan_event(s, row))) return status;
+            s->rows++;
+            skip_space(s);
+            if (s->pos >= s->size) return DELEGATE;
+            if (s->text[s->pos] == ',') { s->pos++; continue; }
+            if (s->text[s->pos] == ']') { s->pos++; break; }
+            return DELEGATE;
+        }
+    }
+    skip_space(s);
+    return s->pos == s->size ? OK : DELEGATE;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Python */
+
+static PyObject *column_tuple(Column *col, Py_ssize_t rows, int is_args) {
+    int count = column_arrays(col, is_args);
+    PyObject *items = PyTuple_New(1 + count);
+    if (!items) return NULL;
+    for (int k = 0; k <= count; k++) {
+        if (_PyBytes_Resize(&col->values[k], k ? rows * (Py_ssize_t)sizeof(int64_t) : rows)) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(items, k, col->values[k]);
+        col->values[k] = NULL; /* the tuple owns it */
+    }
+    return items;
+}
+
+static PyObject *result(Scanner *s) {
+    PyObject *fields = PyDict_New(), *out = NULL;
+    if (!fields) return NULL;
+    for (int i = 0; i < s->n_columns; i++) {
+        Column *col = &s->columns[i];
+        PyObject *columns = column_tuple(col, s->rows, i == N_TOP);
+        if (!columns) goto done;
+        int failed = PyDict_SetItemString(fields, col->key, columns);
+        Py_DECREF(columns);
+        if (failed) goto done;
+    }
+    out = Py_BuildValue("{s:n,s:O,s:O}", "n", s->rows, "strings", s->strings, "fields", fields);
+done:
+    Py_DECREF(fields);
+    return out;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer text;
+    PyObject *keys;
+    if (!PyArg_ParseTuple(args, "y*O!:scan", &text, &PyTuple_Type, &keys)) return NULL;
+    Scanner s;
+    memset(&s, 0, sizeof s);
+    s.text = text.buf;
+    s.size = text.len;
+    PyObject *out = NULL;
+    Py_ssize_t n_keys = PyTuple_GET_SIZE(keys);
+    if (n_keys > MAX_KEYS) {
+        PyErr_SetString(PyExc_ValueError, "too many args keys");
+        goto done;
+    }
+    for (int i = 0; i < N_TOP; i++) {
+        s.columns[i].key = TOP_NAMES[i];
+        s.columns[i].key_len = (Py_ssize_t)strlen(TOP_NAMES[i]);
+        s.columns[i].kind = KIND_SCALAR;
+        s.columns[i].key_head = load_head((const unsigned char *)TOP_NAMES[i], s.columns[i].key_len);
+    }
+    s.columns[N_TOP].key = "args";
+    s.columns[N_TOP].key_len = 4;
+    s.n_columns = N_TOP + 1;
+    for (Py_ssize_t i = 0; i < n_keys; i++) {
+        const char *key;
+        Py_ssize_t key_len;
+        int kind;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(keys, i), "y#i:scan", &key, &key_len, &kind)) goto done;
+        if (kind < KIND_SCALAR || kind > KIND_RAW) {
+            PyErr_SetString(PyExc_ValueError, "unknown column kind");
+            goto done;
+        }
+        Column *col = &s.columns[s.n_columns++];
+        col->key = key; /* the tuple keeps it alive */
+        col->key_len = key_len;
+        col->key_head = load_head((const unsigned char *)key, key_len);
+        col->kind = kind;
+    }
+    s.strings = PyList_New(0);
+    s.n_slots = 1024;
+    s.slots = PyMem_Malloc(s.n_slots * sizeof(Slot));
+    if (!s.strings || !s.slots) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < s.n_slots; k++) s.slots[k].code = -1;
+    int status = allocate(&s, count_braces(s.text, s.size) + 1);
+    if (status == OK) status = scan_array(&s);
+    if (status == NOMEM) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
+    if (status == DELEGATE) { out = Py_None; Py_INCREF(out); goto done; }
+    out = result(&s);
+done:
+    release(&s);
+    PyBuffer_Release(&text);
+    return out;
+}
+
+static PyObject *join_spans(PyObject *self, PyObject *args) {
+    Py_buffer text, offsets, lengths;
+    if (!PyArg_ParseTuple(args, "y*y*y*:join_spans", &text, &offsets, &lengths)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = offsets.len / (Py_ssize_t)sizeof(int64_t), total = 0;
+    const int64_t *offset = offsets.buf, *length = lengths.buf;
+    if (lengths.len != offsets.len) { PyErr_SetString(PyExc_ValueError, "offsets and lengths differ"); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (length[i] > 0) {
+            if (offset[i] < 0 || offset[i] + length[i] > text.len) {
+                PyErr_SetString(PyExc_ValueError, "span outside the text");
+                goto done;
+            }
+            total += length[i];
+        }
+    }
+    out = PyBytes_FromStringAndSize(NULL, total + (n ? n - 1 : 0));
+    if (!out) goto done;
+    char *p = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i) *p++ = 0;
+        if (length[i] > 0) {
+            memcpy(p, (const char *)text.buf + offset[i], length[i]);
+            p += length[i];
+        }
+    }
+done:
+    PyBuffer_Release(&text);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&lengths);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Columnar scan of a JSON array of trace events (None: use msgspec)."},
+    {"join_spans", join_spans, METH_VARARGS, "Raw texts at (offset, length) joined with NUL."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

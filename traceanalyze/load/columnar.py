@@ -1,0 +1,311 @@
+"""The fastest way from a chunk's JSON text to its tables: the compiled columnar scanner
+(`_scan.c`) writes every event's fields and the `args` keys the tables read into typed columns,
+and polars expressions route, check and convert them: no Python object per event.
+
+It computes exactly the raw columns of `tables._fast_chunk` (the msgspec fast path) and hands
+them to the same finishing code, so the three paths give the same tables. `chunk_tables` returns
+None, and the caller takes the msgspec path, whenever the chunk holds anything that path would
+treat differently: a value of a type the typed decode rejects, an `args` that is not an object,
+an integer beyond what the fast path converts, or anything the scanner does not vouch for
+(invalid JSON included: msgspec then raises the error the stream reader expects).
+
+The scanner is optional (it needs a C compiler at install time); without it `available()` is
+False and every chunk takes the msgspec path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from traceanalyze.load import classify
+from traceanalyze.load import tables as _tables
+
+try:
+    from traceanalyze.load import _scan
+except ImportError:  # pragma: no cover - built by setup.py wherever a C compiler is
+    _scan = None  # type: ignore[assignment]
+
+# the scanner's tags (`_scan.c`)
+ABSENT, NULL, INT, FLOAT, STR, BOOL, LIST3, OTHER, OBJECT = range(9)
+SCALAR, INTS3, RAW = range(3)
+
+_INT_ARGS = ("External id", "external id", "correlation", "device", "stream", "registers per thread",
+             "shared memory", "bytes", "graph id", "graph node id", "Sequence number", "Fwd thread id")
+_FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %", "flops")
+_LIST_ARGS = ("grid", "block")
+_STRING_ARGS = ("Collective name",)
+_RAW_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+ARG_KEYS: tuple[tuple[bytes, int], ...] = (
+    *((key.encode(), SCALAR) for key in (*_INT_ARGS, *_FLOAT_ARGS, *_STRING_ARGS)),
+    *((key.encode(), INTS3) for key in _LIST_ARGS),
+    *((key.encode(), RAW) for key in _RAW_ARGS),
+)
+
+# the args each table reads, by the type its msgspec struct gives them (chrome.GpuArgs, …)
+_TABLE_ARGS: dict[int, dict[str, tuple[str, ...]]] = {
+    _tables.GPU: {
+        "int": ("External id", "external id", "correlation", "device", "stream", "registers per thread",
+                "shared memory", "bytes", "graph id", "graph node id"),
+        "float": ("blocks per SM", "warps per SM", "est. achieved occupancy %"),
+        "list": _LIST_ARGS,
+        "string": _STRING_ARGS,
+    },
+    _tables.RUNTIME: {"int": ("External id", "external id", "correlation")},
+    _tables.SYNC: {"int": ("correlation", "device", "stream")},
+    _tables.CPU_OP: {"int": ("External id", "external id", "Sequence number", "Fwd thread id"), "float": ("flops",)},
+}
+_ALLOWED = {"int": (ABSENT, NULL, INT), "float": (ABSENT, NULL, INT, FLOAT), "list": (ABSENT, NULL, LIST3),
+            "string": (ABSENT, NULL, STR)}
+# what the typed decode of the event itself accepts (chrome.FastEvent)
+_TOP_ALLOWED = {"ph": (ABSENT, NULL, STR), "cat": (ABSENT, NULL, STR), "name": (ABSENT, NULL, STR),
+                "pid": (ABSENT, NULL, INT, STR), "tid": (ABSENT, NULL, INT, STR), "id": (ABSENT, NULL, INT, STR),
+                "ts": (ABSENT, NULL, INT, FLOAT), "dur": (ABSENT, NULL, INT, FLOAT)}
+_READ_TABLES = (_tables.GPU, _tables.RUNTIME, _tables.CPU_OP, _tables.SYNC)  # tables that decode their args
+
+
+class _NotVouched(Exception):
+    """The msgspec path would treat this chunk differently: let it."""
+
+
+def available() -> bool:
+    return _scan is not None
+
+
+def chunk_tables(text: bytes | memoryview, include_python: bool) -> _tables.ChunkTables | None:
+    """A chunk's JSON text `[event, …]` → its tables, or None when the msgspec path must decide."""
+    if _scan is None:
+        return None
+    scanned = _scan.scan(text, ARG_KEYS)
+    if scanned is None:
+        return None
+    try:
+        return _tables_of(text, scanned, include_python)
+    except _NotVouched:
+        return None
+
+
+def _events_frame(scanned: dict[str, Any]) -> pl.DataFrame:
+    """One row per event: `<field>_tag`, and its values (`<field>_int`, `<field>_float`;
+    `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text)."""
+    columns: dict[str, pl.Series] = {}
+    kinds = {key.decode(): kind for key, kind in ARG_KEYS}
+    for name, arrays in scanned["fields"].items():
+        columns[f"{name}_tag"] = pl.Series(np.frombuffer(arrays[0], dtype=np.uint8))
+        kind = kinds.get(name, SCALAR)
+        if name == "args":
+            continue
+        if kind == SCALAR:
+            columns[f"{name}_int"] = pl.Series(np.frombuffer(arrays[1], dtype=np.int64))
+            columns[f"{name}_float"] = pl.Series(np.frombuffer(arrays[2], dtype=np.float64))
+        elif kind == INTS3:
+            for k in range(3):
+                columns[f"{name}_{k}"] = pl.Series(np.frombuffer(arrays[1 + k], dtype=np.int64))
+        else:
+            columns[f"{name}_offset"] = pl.Series(np.frombuffer(arrays[1], dtype=np.int64))
+            columns[f"{name}_length"] = pl.Series(np.frombuffer(arrays[2], dtype=np.int64))
+    return pl.DataFrame(columns)
+
+
+def _tag(name: str) -> pl.Expr:
+    return pl.col(f"{name}_tag")
+
+
+def _int(name: str) -> pl.Expr:
+    return pl.when(_tag(name) == INT).then(pl.col(f"{name}_int"))
+
+
+def _number(name: str) -> pl.Expr:
+    """A `float | None` field: msgspec turns a JSON integer into the nearest float."""
+    return (
+        pl.when(_tag(name) == FLOAT).then(pl.col(f"{name}_float"))
+        .when(_tag(name) == INT).then(pl.col(f"{name}_int").cast(pl.Float64))
+    )
+
+
+def _check(frame: pl.DataFrame, rules: list[pl.Expr]) -> None:
+    if rules and not frame.select(pl.all_horizontal(rules).all()).item():
+        raise _NotVouched
+
+
+def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python: bool) -> _tables.ChunkTables:
+    strings: list[str] = scanned["strings"]
+    events = _events_frame(scanned)
+    _check(events, [_tag(field).is_in(allowed) for field, allowed in _TOP_ALLOWED.items()])
+    events = events.with_row_index("seq").with_columns(pl.Series("table", _table_codes(scanned, strings, include_python)))
+    # args: an object (or absent) where a table decodes them; else also null (never read)
+    reads_args = pl.col("table").is_in(_READ_TABLES)
+    _check(events, [pl.when(reads_args).then(_tag("args").is_in((ABSENT, OBJECT)))
+                    .otherwise(_tag("args").is_in((ABSENT, NULL, OBJECT)))])
+    lookups = _Lookups.of(scanned, strings)
+    frames: dict[str, pl.DataFrame] = {}
+    texts: tuple[pl.Series, ...] = ()
+    for code in sorted(events["table"].unique().to_list()):
+        if code == _tables.DROP:
+            continue
+        rows = events.filter(pl.col("table") == code)
+        name = _tables._TABLE_OF_CODE[code]
+        frames[name] = _raw_frame(code, rows, lookups)
+        if code == _tables.CPU_OP:
+            texts = _raw_texts(text, rows)
+    finished: dict[str, pl.DataFrame] = {}
+    skipped: dict[str, tuple[int, int]] = {}
+    arguments = None
+    for name, frame in frames.items():
+        finished[name], dropped = _tables._finish_raw(name, [frame], [texts] if name == "cpu_ops" else [])
+        if name == "cpu_ops":
+            finished[name], arguments = _tables._decode_chunk_arguments(finished[name])
+        for reason, count, first in dropped:
+            before, earliest = skipped.get(reason, (0, first))
+            skipped[reason] = (before + count, min(earliest, first))
+    return _tables.ChunkTables(frames=finished, events=scanned["n"], skipped=skipped, arguments=arguments)
+
+
+def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> np.ndarray:
+    """The table of each event (`tables.DROP`, `GPU`, …): its category's route where its phase is
+    right (`X`; `s`/`f`/`t` for flows), as `tables._fast_chunk` routes them."""
+    fields = scanned["fields"]
+
+    def code_of(field: str) -> np.ndarray:  # the string's index, or len(strings) when not a string
+        tags, values = np.frombuffer(fields[field][0], dtype=np.uint8), np.frombuffer(fields[field][1], dtype=np.int64)
+        return np.where(tags == STR, values, len(strings))
+
+    routes = np.array([_tables._route(s, include_python) for s in strings] + [_tables.DROP], dtype=np.uint8)
+    is_x = np.array([s == "X" for s in strings] + [False])
+    is_flow_phase = np.array([s in ("s", "f", "t") for s in strings] + [False])
+    route = routes[code_of("cat")]
+    phase = code_of("ph")
+    phase_ok = np.where(route == _tables.FLOW, is_flow_phase[phase], is_x[phase])
+    return np.where(phase_ok, route, _tables.DROP).astype(np.uint8)
+
+
+class _Lookups:
+    """Per chunk, what a string index becomes: the string, its lower case, and the integer that
+    each of the fast path's conversions gives (`as_int`, `thread_id`, `_stream_from_tid`). Each
+    lookup has one more entry, null, for "not a string"."""
+
+    def __init__(self, strings: pl.Series, lowered: pl.Series, integers: dict[str, pl.Series]):
+        self.strings = strings
+        self.lowered = lowered
+        self.integers = integers
+        self.sentinel = len(strings) - 1
+
+    @classmethod
+    def of(cls, scanned: dict[str, Any], strings: list[str]) -> "_Lookups":
+        fields = scanned["fields"]
+        used: set[int] = set()
+        for field in ("pid", "tid", "id"):
+            tags = np.frombuffer(fields[field][0], dtype=np.uint8)
+            used.update(np.unique(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR]).tolist())
+        integers = {}
+        for convert in (_tables.as_int, _tables.thread_id, _tables._stream_from_tid):
+            values: list[int | None] = [None] * (len(strings) + 1)
+            for code in used:
+                value = convert(strings[code])
+                if value is not None and not -(1 << 63) <= value < (1 << 63):
+                    raise _NotVouched  # the fast path's Int64 column refuses it
+                values[code] = value
+            integers[convert.__name__] = pl.Series(values, dtype=pl.Int64)
+        return cls(pl.Series([*strings, None], dtype=pl.String),
+                   pl.Series([*(s.lower() for s in strings), None], dtype=pl.String), integers)
+
+    def code(self, field: str) -> pl.Expr:
+        return pl.when(_tag(field) == STR).then(pl.col(f"{field}_int")).otherwise(self.sentinel)
+
+    def string(self, field: str) -> pl.Expr:
+        return pl.lit(self.strings).gather(self.code(field))
+
+    def lower(self, field: str) -> pl.Expr:
+        return pl.lit(self.lowered).gather(self.code(field))
+
+    def integer(self, field: str, convert) -> pl.Expr:
+        """An `int | str` field as an integer: ints as written, strings by `convert` (what
+        `tables._mapped_ints` gives)."""
+        return pl.when(_tag(field) == INT).then(pl.col(f"{field}_int")).otherwise(
+            pl.lit(self.integers[convert.__name__]).gather(self.code(field)))
+
+
+def _raw_frame(code: int, rows: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame:
+    """One table's rows → the raw columns `tables._raw_gpu` (…) build, in one select."""
+    rules = [_tag(key).is_in(_ALLOWED[kind]) for kind, keys in _TABLE_ARGS.get(code, {}).items() for key in keys]
+    times = ("ts",) if code == _tables.FLOW else ("ts", "dur")
+    magnitudes = [
+        expr.abs().max().alias(f"{field}_{suffix}")
+        for field in times
+        for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
+    ]
+    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).row(0, named=True)
+    if not checked["ok"]:
+        raise _NotVouched
+    largest = {}
+    for field in times:  # `tables._raw_times`' limits: larger values take the general path
+        int_max, float_max = checked[f"{field}_i"] or 0, checked[f"{field}_f"] or 0.0
+        if int_max >= _tables._INT64_US_LIMIT:
+            raise _NotVouched
+        largest[field] = (max(float(int_max), float_max), float_max)
+    if len(times) == 2 and largest["ts"][0] + largest["dur"][0] >= _tables._END_LIMIT_US:
+        raise _NotVouched
+    timed = [
+        column
+        for field in times
+        for column in (_int(field).alias(f"{field}_i"),
+                       pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float")).alias(f"{field}_f"),
+                       pl.lit(None, dtype=pl.Int64).alias(f"{field}_x"))
+    ]
+    if code != _tables.FLOW:
+        timed = [pl.col("seq").cast(pl.Int64), lookups.string("name").alias("name"), *timed]
+    ints = lambda *pairs: [_int(key).alias(column) for key, column in pairs]  # noqa: E731
+    ids = ints(("External id", "external_id"), ("external id", "external_id_old"))
+    thread = [lookups.integer("pid", _tables.thread_id).alias("pid"), lookups.integer("tid", _tables.thread_id).alias("tid")]
+    if code == _tables.GPU:
+        columns = [
+            *timed, lookups.lower("cat").alias("category"), *ints(("device", "device_arg")),
+            lookups.integer("pid", _tables.as_int).alias("pid_int"), *ints(("stream", "stream_arg")),
+            lookups.integer("tid", _tables._stream_from_tid).alias("stream_tid"), *ints(("correlation", "correlation")),
+            *ids,
+            *(pl.when(_tag(key) == LIST3).then(pl.concat_list(f"{key}_0", f"{key}_1", f"{key}_2")).alias(key)
+              for key in _LIST_ARGS),
+            *ints(("registers per thread", "registers_per_thread"), ("shared memory", "shared_memory_bytes")),
+            _number("blocks per SM").alias("blocks_per_sm"), _number("warps per SM").alias("warps_per_sm"),
+            _number("est. achieved occupancy %").alias("occupancy_pct"),
+            *ints(("bytes", "bytes"), ("graph id", "graph_id"), ("graph node id", "graph_node_id")),
+            lookups.string("Collective name").alias("collective"),
+        ]
+    elif code == _tables.RUNTIME:
+        columns = [*timed, *thread, *ints(("correlation", "correlation")), *ids]
+    elif code == _tables.CPU_OP:
+        columns = [*timed, lookups.lower("cat").alias("category"), *thread, *ids,
+                   *ints(("Sequence number", "sequence_number"), ("Fwd thread id", "fwd_thread_id")),
+                   _number("flops").alias("flops")]
+    elif code == _tables.SYNC:
+        columns = [*timed, *ints(("device", "device_arg")), lookups.integer("pid", _tables.as_int).alias("pid_int"),
+                   *ints(("stream", "stream_arg")), lookups.integer("tid", _tables._stream_from_tid).alias("stream_tid"),
+                   *ints(("correlation", "correlation"))]
+    elif code == _tables.PYTHON:
+        columns = [*timed, *thread]
+    else:  # flows
+        columns = [lookups.integer("id", _tables.as_int).alias("id"), lookups.string("ph").alias("phase"),
+                   lookups.lower("cat").alias("category"), *thread, *timed]
+    frame = rows.select(columns)
+    for field in times:
+        if largest[field][1] >= _tables._EXACT_FLOAT_US:  # `to_ns` itself, per value, as the fast path does
+            frame = frame.with_columns(pl.Series(
+                f"{field}_x", [None if v is None else _tables.to_ns(v) for v in frame[f"{field}_f"].to_list()], dtype=pl.Int64))
+    return frame
+
+
+def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[pl.Series, ...]:
+    """The shape arguments as `tables._joined_text` gives them: one NUL-joined string each."""
+    spans = rows.select(
+        column
+        for key in _RAW_ARGS
+        for column in (pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_offset")).alias(f"{key}_offset"),
+                       pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
+    )
+    return tuple(
+        pl.Series([_scan.join_spans(text, spans[f"{key}_offset"].to_numpy().tobytes(),
+                                    spans[f"{key}_length"].to_numpy().tobytes()).decode("utf-8", "replace")], dtype=pl.String)
+        for key in _RAW_ARGS
+    )

@@ -219,3 +219,15 @@ def test_any_recorded_arguments_give_a_cost_or_a_reason(data, name):
             assert result.flops >= 0 and result.bytes >= 0 and math.isfinite(result.bytes)
         else:
             assert isinstance(result, str) and result
+
+
+def test_index_with_untyped_indices_takes_its_output_from_index_backward(tmp_path):
+    # dlrm's interaction x[:, li, lj] as param_v100_dlrm_4ranks records it: indices without a type or shape
+    b = TraceBuilder()
+    index = b.cpu_op("aten::index", 0, 10, input_dims=[[16, 27, 27], []], input_types=[F32, ""])
+    b.launch_kernel(launch_us=2, start_us=20, dur_us=5, external_id=index, name="index_elementwise_kernel")
+    node = b.cpu_op("IndexBackward0", 100, 10, tid=2, input_dims=[[16, 351]], input_types=[F32])
+    trace = write(b, tmp_path / "t.json.gz", {index: 5, node: 5})
+    row = roofline.kernel_roofline(trace).filter(pl.col("kind") == "kernel").row(0, named=True)
+    assert row["modelled"] and row["flops"] == 0 and row["bytes"] == 2 * 16 * 351 * 4  # gathered, then written
+    assert "index tensors are not counted" in row["cost_note"]

@@ -14,7 +14,9 @@ Used for (docs/flops.md):
   backward node's cost from the forward's arguments (`embedding_tbe`);
 - `aten::cat` recorded with an empty TensorList: the output from its `CatBackward0`, or, for a cat
   inside a split's backward node (`SplitBackward0`, `SplitWithSizesBackward0`), the node's
-  gradients, which are the cat's inputs.
+  gradients, which are the cat's inputs;
+- `aten::index` whose indices were recorded without a type or shape: the output from its
+  `IndexBackward0`.
 
 A pair is used only when it is unique: one forward op and one node for a (rank, sequence number,
 node name), and shapes that agree.
@@ -31,7 +33,14 @@ import polars as pl
 from traceanalyze.analysis import embedding_tbe
 from traceanalyze.analysis.flops import OpCost, dtype_class, element_size
 
-CAT_NODES = ("CatBackward0", "CatBackward")
+# forward op → (the autograd nodes it creates, the note on a cost recovered from one): ops whose
+# output is a copy of as many input elements as it has, read once and written once
+COPY_NODES = {
+    "aten::cat": (("CatBackward0", "CatBackward"),
+                  "output shape from its CatBackward node's gradient; inputs read at the output's dtype"),
+    "aten::index": (("IndexBackward0", "IndexBackward"),
+                    "output shape from its IndexBackward node's gradient; the index tensors are not counted"),
+}
 SPLIT_BACKWARD_NODES = ("SplitBackward0", "SplitWithSizesBackward0", "SplitBackward", "SplitWithSizesBackward")
 TENSOR_LIST_REASON = "shape arguments incomplete: TensorList shapes not recorded"
 
@@ -75,8 +84,8 @@ def _cost_row(op_id: int, result: OpCost | str, schema: pl.Schema, note: str) ->
 
 
 def _cat_cost(parts: list[tuple[Sequence[int], str]], out: tuple[Sequence[int], str] | None) -> OpCost | None:
-    """A cat reads its parts and writes their sum; given only the output, the parts are read at
-    its dtype (as many elements as it has)."""
+    """A cat reads its parts and writes their sum; given only the output, as many elements as it
+    has are read at its dtype (for an index: the gathered elements)."""
     if out is not None:
         shape, type_name = out
         size = element_size(type_name or "")
@@ -92,8 +101,8 @@ def _cat_cost(parts: list[tuple[Sequence[int], str]], out: tuple[Sequence[int], 
 
 
 def recover_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
-    """`costs` (from `op_costs`) with table-batched embeddings and TensorList-less cats costed from
-    their paired autograd nodes; `cost_note` says where the missing shape came from."""
+    """`costs` (from `op_costs`) with table-batched embeddings, TensorList-less cats and indexes
+    with untyped indices costed from their paired autograd nodes; `cost_note` says where the missing shape came from."""
     names = cpu_ops.select("op_id", "name", "parent_id", "input_dims", "input_types", "concrete_inputs")
     pending = costs.filter(pl.col("unmodeled_reason").is_not_null()).select("op_id").join(names, on="op_id")
     if pending.is_empty():
@@ -139,24 +148,29 @@ def _embedding_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Sch
 
 
 def _cat_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -> list[dict[str, Any]]:
-    cats = pending.filter((pl.col("name") == "aten::cat"))
-    if cats.is_empty():
+    """`aten::cat` without TensorList shapes and `aten::index` without index shapes: the output
+    from the op's autograd node, read once (gathered) and written once; a cat inside a split's
+    backward node: its parts are the node's gradients."""
+    copies = pending.filter(pl.col("name").is_in(list(COPY_NODES)))
+    if copies.is_empty():
         return []
     rows = []
-    forward = cats.select("op_id", pl.lit(CAT_NODES[0]).alias("node_name"))
-    older = cats.select("op_id", pl.lit(CAT_NODES[1]).alias("node_name"))
-    pairs = pl.concat([paired_nodes(cpu_ops, forward), paired_nodes(cpu_ops, older)])
     done = set()
-    for op_id, dims, type_name in pairs.select("op_id", "grad_dims", "grad_type").iter_rows():
-        cost = _cat_cost([], (dims, type_name))
-        if cost is not None:
-            done.add(op_id)
-            rows.append(_cost_row(op_id, cost, schema, "output shape from its CatBackward node's gradient; "
-                                                       "inputs read at the output's dtype"))
+    for name, (node_names, note) in COPY_NODES.items():
+        ops = copies.filter(pl.col("name") == name)
+        if ops.is_empty():
+            continue
+        pairs = pl.concat([paired_nodes(cpu_ops, ops.select("op_id", pl.lit(node).alias("node_name")))
+                           for node in node_names])
+        for op_id, dims, type_name in pairs.select("op_id", "grad_dims", "grad_type").iter_rows():
+            cost = _cat_cost([], (dims, type_name))
+            if cost is not None:
+                done.add(op_id)
+                rows.append(_cost_row(op_id, cost, schema, note))
     parents = cpu_ops.select(pl.col("op_id").alias("parent_id"), pl.col("name").alias("parent_name"),
                              pl.col("input_dims").alias("parent_dims"), pl.col("input_types").alias("parent_types"))
-    inside_split = cats.filter(~pl.col("op_id").is_in(list(done))).join(parents, on="parent_id").filter(
-        pl.col("parent_name").is_in(SPLIT_BACKWARD_NODES))
+    inside_split = copies.filter((pl.col("name") == "aten::cat") & ~pl.col("op_id").is_in(list(done))).join(
+        parents, on="parent_id").filter(pl.col("parent_name").is_in(SPLIT_BACKWARD_NODES))
     for op_id, dims, types in inside_split.select("op_id", "parent_dims", "parent_types").iter_rows():
         parts = [(d, t) for d, t in zip(dims or [], types or []) if d and element_size(t or "")]
         cost = _cat_cost(parts, None)

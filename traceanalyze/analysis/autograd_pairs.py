@@ -42,7 +42,6 @@ COPY_NODES = {
                     "output shape from its IndexBackward node's gradient; the index tensors are not counted"),
 }
 SPLIT_BACKWARD_NODES = ("SplitBackward0", "SplitWithSizesBackward0", "SplitBackward", "SplitWithSizesBackward")
-TENSOR_LIST_REASON = "shape arguments incomplete: TensorList shapes not recorded"
 
 
 def node_sequence_numbers(cpu_ops: pl.DataFrame, op_ids: Sequence[int]) -> pl.DataFrame:
@@ -102,7 +101,8 @@ def _cat_cost(parts: list[tuple[Sequence[int], str]], out: tuple[Sequence[int], 
 
 def recover_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """`costs` (from `op_costs`) with table-batched embeddings, TensorList-less cats and indexes
-    with untyped indices costed from their paired autograd nodes; `cost_note` says where the missing shape came from."""
+    with untyped indices costed from their paired autograd nodes; `cost_note` says where the
+    missing shape came from. Ops that stay unpaired keep their reason (or get a more precise one)."""
     names = cpu_ops.select("op_id", "name", "parent_id", "input_dims", "input_types", "concrete_inputs")
     pending = costs.filter(pl.col("unmodeled_reason").is_not_null()).select("op_id").join(names, on="op_id")
     if pending.is_empty():
@@ -115,6 +115,8 @@ def recover_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
 
 
 def _embedding_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -> list[dict[str, Any]]:
+    """TBE forwards and their backward nodes, each costed from the pair (forward arguments,
+    gradient shape); unpaired forwards from their Concrete Inputs, if any."""
     forward_names = pending["name"].unique().to_list()
     is_forward = [n for n in forward_names if embedding_tbe.FORWARD_NAME.match(n or "")]
     is_backward = [n for n in forward_names if embedding_tbe.BACKWARD_NAME.match(n or "")]

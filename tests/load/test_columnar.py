@@ -1,4 +1,4 @@
-"""The compiled columnar scanner (`load/_scan.c` + `load/columnar.py`) against the msgspec path.
+"""The compiled columnar scanner (`load/_native.c` + `load/columnar.py`) against the msgspec path.
 
 Whatever chunk the scanner vouches for must give exactly the tables the msgspec path gives; what it
 does not vouch for (None) goes to that path. So: the same tables on every chunk of every real trace
@@ -23,7 +23,7 @@ from mutations import base_trace, json_values, mutated
 from shared_traces import real_trace_params
 
 from traceanalyze.load import columnar
-from traceanalyze.load.chrome import EventChunks
+from traceanalyze.load.chrome import EventChunks, NotStreamable
 from traceanalyze.load.tables import msgspec_chunk
 
 pytestmark = pytest.mark.skipif(not columnar.available(), reason="the C scanner is not built (no C compiler at install)")
@@ -47,8 +47,8 @@ def check(text: bytes, include_python: bool = False):
     it does not (then msgspec's own outcome, tables or an error, is what the loader gets)."""
     try:
         reference = msgspec_chunk(text, include_python=include_python)
-    except msgspec.DecodeError:
-        assert columnar.chunk_tables(text, include_python) is None, "the scanner accepted invalid JSON"
+    except (msgspec.DecodeError, NotStreamable):  # invalid JSON, a number out of range
+        assert columnar.chunk_tables(text, include_python) is None, "the scanner accepted what msgspec refuses"
         return None
     fast = columnar.chunk_tables(text, include_python)
     if fast is not None:
@@ -58,7 +58,7 @@ def check(text: bytes, include_python: bool = False):
 
 def test_the_scanner_is_built():
     """CI installs with a C compiler: a missing scanner there is a broken build, not a skip."""
-    from traceanalyze.load import _scan  # noqa: F401
+    from traceanalyze.load import _native  # noqa: F401
 
 
 @pytest.mark.parametrize("path", real_trace_params())
@@ -110,6 +110,7 @@ def op(**args) -> dict:
     json.dumps([{"ph": "s", "cat": "ac2g", "id": 5, "pid": 1, "tid": "stream 7", "ts": 3, "name": "f"}]),
     json.dumps([{"ph": "i", "cat": "kernel", "name": "x", "ts": 1, "args": None}]),
     json.dumps([{"ph": "M", "name": "process_name", "args": {"name": "x", "nested": {"a": [1, {"b": [[]]}]}}}]),
+    '[{"a":1e999,"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"x":-1e999}}]',  # never read: no error
 ])
 def test_corner_cases_vouched_for(text):
     assert check(text.encode()) is not None
@@ -129,7 +130,7 @@ def test_corner_cases_vouched_for(text):
     # invalid JSON
     '[{"ph":"X",}]', '[{"ph":"X"}', '[{"ph":"X"},]', '[{"ph":"X"}] x', '[{"ph":"X\x01"}]', '[{"ph":01}]',
     '[{"ph":1.}]', '[{"ph":-}]', '[{"ph":"\\x"}]', '[{"ph":tru}]', '[{"ph":"X"}', '[{"a":"\xff"}]',
-    '[{"a":1e999}]', '[{"a":NaN}]', '[{"ph":"X","args":{"a":[1,2}}]',
+    '[{"ph":"X","cat":"kernel","name":"k","ts":1e999,"dur":1}]', '[{"a":NaN}]', '[{"ph":"X","args":{"a":[1,2}}]',
 ])
 def test_corner_cases_left_to_msgspec(text):
     assert check(text.encode("utf-8", "surrogateescape") if "\xff" not in text else text.encode("latin-1")) is None
@@ -159,9 +160,9 @@ def test_numbers_parse_as_msgspec_parses_them(value, style):
     else:
         written = json.dumps(value)
     text = f'[{{"ph":"X","cat":"kernel","name":"k","ts":{written},"dur":1,"args":{{}}}}]'.encode()
-    from traceanalyze.load import _scan
+    from traceanalyze.load import _native
 
-    scanned = _scan.scan(text, columnar.ARG_KEYS)
+    scanned = _native.scan(text, columnar.ARG_KEYS)
     expected = msgspec.json.decode(written.encode())
     tag, as_int, as_float = scanned["fields"]["ts"]
     if isinstance(expected, int):

@@ -29,7 +29,9 @@ from shared_traces import real_trace_params
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.load import load_file, load_trace
 from traceanalyze.load.chrome import EventChunks, decode_document, read_bytes
-from traceanalyze.load.tables import TraceTables, _ns, _raw_times as _times, _with_nesting, build_trace, decode_chunk, to_ns
+from traceanalyze.load import _native
+from traceanalyze.load.tables import (TraceTables, _nesting_native, _nesting_vectorised, _ns, _raw_times as _times,
+                                       _with_nesting, build_trace, decode_chunk, to_ns)
 
 TABLES = ("gpu", "runtime", "cpu_ops", "steps", "flows", "sync", "devices", "skipped")
 REPO = Path(__file__).resolve().parents[2]
@@ -243,6 +245,12 @@ def test_vectorised_nesting_is_the_stack_walk(seed):
     expected = nesting_by_stack(ops)
     got = _with_nesting(ops)
     assert_frame_equal(got.select(expected.columns), expected)
+    # the polars version (no compiled helper) agrees with the C one
+    ordered = ops.sort(["pid", "tid", "start_ns", "end_ns"], descending=[False, False, False, True])
+    parent, depth = _nesting_vectorised(ordered)
+    native_parent, native_depth = _nesting_native(_native, ordered)
+    assert parent.to_list() == native_parent.to_list()
+    assert depth.cast(pl.Int32).to_list() == native_depth.to_list()
 
 
 # --- processes ----------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 PARALLEL_MIN_BYTES = 64 << 20  # folders smaller than this (uncompressed, about) load in this process
 PARALLEL_FILE_MIN_BYTES = 160 << 20  # files smaller than this (uncompressed, about) decode in this process
+THREADED_FILE_MIN_BYTES = 2 * BLOCK_SIZE  # with the compiled scanner: any file of several chunks uses threads
 PROGRESS_MIN_BYTES = 64 << 20  # inputs smaller than this load too fast for a progress bar
 
 Progress = Callable[[int, int], None]  # (bytes of the file read so far, its size on disk)
@@ -142,11 +143,19 @@ def _stream(path: Path, *, include_python: bool, progress: Progress | None, work
 
 def _stream_parallel(path: Path, *, include_python: bool, progress: Progress | None, workers: int,
                      block_size: int = BLOCK_SIZE):
-    from traceanalyze.load.parallel import ChunkPool
+    from traceanalyze.load import columnar
+    from traceanalyze.load.parallel import ChunkPool, decode_in_threads
 
     size = path.stat().st_size
     chunks = EventChunks(path, block_size=block_size)
     tables = TraceTables(include_python=include_python)
+    if columnar.available():  # the work releases the GIL: threads
+        for chunk in decode_in_threads(chunks.pieces(), workers, include_python=include_python):
+            tables.add(chunk)
+            if progress is not None:
+                progress(chunks.position, size)
+        assert chunks.document is not None
+        return tables, chunks.document
     with ChunkPool(workers, include_python=include_python, slot_size=2 * block_size + 2) as pool:
         for chunk in pool.map(chunks.pieces()):
             tables.add(chunk)
@@ -157,10 +166,14 @@ def _stream_parallel(path: Path, *, include_python: bool, progress: Progress | N
 
 
 def _chunk_workers(path: Path, size: int, workers: int | None) -> int:
-    """How many processes decode one file: several only for a large file on several cores."""
+    """How many threads (or, without the compiled scanner, processes) decode one file: several
+    only for a file of several chunks (a large one, for processes) on several cores."""
+    from traceanalyze.load import columnar
+
     if workers is not None:
         return max(1, workers)
-    if size * (10 if path.name.lower().endswith(".gz") else 1) < PARALLEL_FILE_MIN_BYTES:
+    smallest = THREADED_FILE_MIN_BYTES if columnar.available() else PARALLEL_FILE_MIN_BYTES
+    if size * (10 if path.name.lower().endswith(".gz") else 1) < smallest:
         return 1
     return os.cpu_count() or 1
 

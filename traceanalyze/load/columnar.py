@@ -1,5 +1,5 @@
 """The fastest way from a chunk's JSON text to its tables: the compiled columnar scanner
-(`_scan.c`) writes every event's fields and the `args` keys the tables read into typed columns,
+(`_native.c`) writes every event's fields and the `args` keys the tables read into typed columns,
 and polars expressions route, check and convert them: no Python object per event.
 
 It computes exactly the raw columns of `tables._fast_chunk` (the msgspec fast path) and hands
@@ -24,11 +24,11 @@ from traceanalyze.load import classify
 from traceanalyze.load import tables as _tables
 
 try:
-    from traceanalyze.load import _scan
+    from traceanalyze.load import _native
 except ImportError:  # pragma: no cover - built by setup.py wherever a C compiler is
-    _scan = None  # type: ignore[assignment]
+    _native = None  # type: ignore[assignment]
 
-# the scanner's tags (`_scan.c`)
+# the scanner's tags (`_native.c`)
 ABSENT, NULL, INT, FLOAT, STR, BOOL, LIST3, OTHER, OBJECT = range(9)
 SCALAR, INTS3, RAW = range(3)
 
@@ -71,14 +71,14 @@ class _NotVouched(Exception):
 
 
 def available() -> bool:
-    return _scan is not None
+    return _native is not None
 
 
 def chunk_tables(text: bytes | memoryview, include_python: bool) -> _tables.ChunkTables | None:
     """A chunk's JSON text `[event, …]` → its tables, or None when the msgspec path must decide."""
-    if _scan is None:
+    if _native is None:
         return None
-    scanned = _scan.scan(text, ARG_KEYS)
+    scanned = _native.scan(text, ARG_KEYS)
     if scanned is None:
         return None
     try:
@@ -305,7 +305,7 @@ def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[pl.Series,
                        pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
     )
     return tuple(
-        pl.Series([_scan.join_spans(text, spans[f"{key}_offset"].to_numpy().tobytes(),
+        pl.Series([_native.join_spans(text, spans[f"{key}_offset"].to_numpy().tobytes(),
                                     spans[f"{key}_length"].to_numpy().tobytes()).decode("utf-8", "replace")], dtype=pl.String)
         for key in _RAW_ARGS
     )

@@ -5,8 +5,10 @@
   nothing read but the file), and sends the `Trace` back pickled (its tables travel as Arrow
   IPC). Another executor (Ray, Dask) can map the same function over files on many machines.
 - One large file: the main process reads, gunzips and cuts the event array into chunks, and
-  worker processes decode them (`ChunkPool`). A chunk reaches its worker through shared memory
-  (a pipe would copy a gigabyte of JSON three times); its tables come back pickled.
+  threads decode them (`decode_in_threads`: the compiled scanner and polars release the GIL).
+  Without the compiled scanner (msgspec holds the GIL) worker processes decode them instead
+  (`ChunkPool`): a chunk reaches its worker through shared memory (a pipe would copy a gigabyte
+  of JSON three times); its tables come back pickled.
 
 Workers are spawned, not forked: polars' thread pool does not survive a fork.
 """
@@ -115,6 +117,33 @@ def _drain(progress_queue: Any, on_progress: OnProgress | None) -> None:
 
 # ----------------------------------------------------------------------------------------------
 # Chunks of one file
+
+def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers: int, *,
+                      include_python: bool) -> Iterator[Any]:
+    """Each piece (the parts of a chunk's events text, without brackets) → its tables, in order,
+    decoded by `workers` threads of this process. The compiled scanner and polars release the
+    GIL, so threads use every core without a process's start-up, pickling or second copy of
+    the chunk; a few chunks are in flight at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from traceanalyze.load.tables import decode_chunk
+
+    def decode(parts: tuple[bytes | memoryview, ...]) -> Any:
+        return decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python)
+
+    in_flight: deque[Future] = deque()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-decode") as pool:
+        try:
+            for parts in pieces:
+                if len(in_flight) > workers:
+                    yield in_flight.popleft().result()
+                in_flight.append(pool.submit(decode, parts))
+            while in_flight:
+                yield in_flight.popleft().result()
+        finally:
+            for future in in_flight:
+                future.cancel()
+
 
 class ChunkPool:
     """Worker processes that decode chunks of events (`tables.decode_chunk`), fed through slots

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import polars as pl
 
 from traceanalyze.load import classify
@@ -1147,8 +1148,24 @@ def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     ordered = ops.select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
         ["pid", "tid", "start_ns", "end_ns"], descending=[False, False, False, True]
     )
-    n = ordered.height
-    prepared = ordered.select(
+    try:
+        from traceanalyze.load import _native
+    except ImportError:  # pragma: no cover - built wherever a C compiler is
+        parent_position, depth = _nesting_vectorised(ordered)
+    else:
+        parent_position, depth = _nesting_native(_native, ordered)
+    nesting = pl.DataFrame(
+        {
+            "op_id": ordered["op_id"],
+            "depth": depth.cast(pl.Int32),
+            "parent_id": ordered["op_id"].gather(parent_position),
+        }
+    ).sort("op_id")
+    return ops.with_columns(nesting["depth"], nesting["parent_id"])
+
+
+def _thread_starts(ordered: pl.DataFrame) -> pl.DataFrame:
+    return ordered.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("position"),
         pl.max_horizontal("end_ns", pl.col("start_ns") + 1).alias("threshold"),
         (pl.col("pid").ne_missing(pl.col("pid").shift(1)) | pl.col("tid").ne_missing(pl.col("tid").shift(1)))
@@ -1157,6 +1174,23 @@ def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         pl.when("new_thread").then("position").forward_fill().alias("thread_start"),
     )
+
+
+def _nesting_native(native, ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """The stack walk itself, in C (`_native.nest`): one pass."""
+    thread_start = _thread_starts(ordered)["thread_start"]
+    parents, depths = native.nest(
+        thread_start.to_numpy().tobytes(), ordered["start_ns"].to_numpy().tobytes(), ordered["end_ns"].to_numpy().tobytes()
+    )
+    parent = pl.Series(np.frombuffer(parents, dtype=np.int64))
+    return pl.select(pl.when(parent >= 0).then(parent)).to_series(), pl.Series(np.frombuffer(depths, dtype=np.int32))
+
+
+def _nesting_vectorised(ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """The stack walk without the compiled helper: a binary search over a sparse table of running
+    maxima of `end` finds each op's parent, and pointer jumping counts the depth."""
+    n = ordered.height
+    prepared = _thread_starts(ordered)
     position = prepared["position"]
     threshold = prepared["threshold"]
     thread_start = prepared["thread_start"]
@@ -1181,14 +1215,7 @@ def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     while up.null_count() < n:
         depth = depth + depth.gather(up).fill_null(0)
         up = up.gather(up)
-    nesting = pl.DataFrame(
-        {
-            "op_id": ordered["op_id"],
-            "depth": depth.cast(pl.Int32),
-            "parent_id": ordered["op_id"].gather(parent_position),
-        }
-    ).sort("op_id")
-    return ops.with_columns(nesting["depth"], nesting["parent_id"])
+    return parent_position, depth
 
 
 def _steps(cpu_ops: pl.DataFrame) -> pl.DataFrame:

@@ -1,4 +1,6 @@
-/* Columnar scan of a Chrome/Kineto event array: one pass over the JSON text of `[event, ...]`
+/* The loader's compiled helpers: the columnar event scanner, and the op nesting.
+ *
+ * Columnar scan of a Chrome/Kineto event array: one pass over the JSON text of `[event, ...]`
  * that writes each event's top-level fields and a chosen set of `args` keys into typed columns,
  * without one Python object per event (only the distinct strings become `str`).
  *
@@ -20,12 +22,18 @@
  * join_spans(text: bytes, offsets: bytes, lengths: bytes) -> bytes
  *   The raw texts at the given int64 offsets and lengths joined with NUL (a length of -1 or 0
  *   gives an empty text): the shape arguments of a table, split again by polars.
+ *
+ * nest(thread_start: bytes, start: bytes, end: bytes) -> (parent: bytes, depth: bytes)
+ *   Ops sorted by thread, start and end descending (int64 arrays; thread_start[i] the position
+ *   of the first op of op i's thread) → each op's parent position (int64, -1 for none) and
+ *   depth (int32): the stack walk `tables._with_nesting` defines.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include <stdlib.h>
 
 enum {
     TAG_ABSENT = 0, TAG_NULL = 1, TAG_INT = 2, TAG_FLOAT = 3, TAG_STR = 4, TAG_BOOL = 5,
@@ -60,6 +68,16 @@ typedef struct {
 } Slot;
 
 typedef struct {
+    Py_ssize_t start, len;
+    int escaped;
+} Distinct;
+
+typedef struct {
+    double *target;
+    Py_ssize_t start, len;
+} Deferred;
+
+typedef struct {
     const unsigned char *text;
     Py_ssize_t size;
     Py_ssize_t pos;
@@ -68,7 +86,11 @@ typedef struct {
     Py_ssize_t rows, capacity;
     Slot *slots;
     Py_ssize_t n_slots, n_strings;
-    PyObject *strings; /* list */
+    Distinct *distinct; /* by code: where each distinct string is */
+    Py_ssize_t distinct_capacity;
+    Deferred *deferred; /* floats to parse once the GIL is back */
+    Py_ssize_t n_deferred, deferred_capacity;
+    PyObject *strings; /* list, made after the scan */
     char *scratch; /* unescaped string */
     Py_ssize_t scratch_size;
 } Scanner;
@@ -115,7 +137,9 @@ static int allocate(Scanner *s, Py_ssize_t capacity) {
 static void release(Scanner *s) {
     for (int i = 0; i < s->n_columns; i++)
         for (int k = 0; k < 4; k++) Py_CLEAR(s->columns[i].values[k]);
-    PyMem_Free(s->slots);
+    free(s->slots);
+    free(s->distinct);
+    free(s->deferred);
     PyMem_Free(s->scratch);
     Py_XDECREF(s->strings);
 }
@@ -216,9 +240,23 @@ static int scan_string(Scanner *s, Py_ssize_t *start, Py_ssize_t *len, int *esca
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* A number at s->pos: *is_int, and its value in *ival or *fval. An integer beyond int64, a float
+/* A number at s->pos: *is_int, and its value in *ival or *target. An integer beyond int64, a float
  * beyond double's range: DELEGATE (msgspec turns them into a Python int / an error). */
-static int scan_number(Scanner *s, int *is_int, int64_t *ival, double *fval) {
+static int defer(Scanner *s, double *target, Py_ssize_t start, Py_ssize_t len) {
+    if (s->n_deferred == s->deferred_capacity) {
+        Py_ssize_t capacity = s->deferred_capacity ? 2 * s->deferred_capacity : 1024;
+        Deferred *grown = realloc(s->deferred, capacity * sizeof(Deferred));
+        if (!grown) return NOMEM;
+        s->deferred = grown;
+        s->deferred_capacity = capacity;
+    }
+    s->deferred[s->n_deferred++] = (Deferred){target, start, len};
+    return OK;
+}
+
+/* `target`: where a float goes (NULL: only validate); a float that needs more than Clinger's
+ * fast path is parsed after the scan, when the GIL is held again (`parse_deferred`). */
+static int scan_number(Scanner *s, int *is_int, int64_t *ival, double *target) {
     const unsigned char *t = s->text;
     Py_ssize_t p = s->pos, n = s->size, begin = p;
     int negative = 0, digits = 0, exact = 1;
@@ -282,23 +320,35 @@ static int scan_number(Scanner *s, int *is_int, int64_t *ival, double *fval) {
         return OK;
     }
     *is_int = 0;
+    if (!target) return OK;
     /* Clinger's fast path: an exact mantissa and an exact power of ten give a correctly rounded
      * quotient or product */
     if (exact && mantissa <= (1ULL << 53) && exponent >= -22 && exponent <= 22) {
         double value = (double)mantissa;
         value = exponent < 0 ? value / POW10[-exponent] : value * POW10[exponent];
-        *fval = negative ? -value : value;
+        *target = negative ? -value : value;
         return OK;
     }
+    return defer(s, target, begin, p - begin);
+}
+
+/* The deferred floats, correctly rounded by Python's own parser (GIL held). */
+static int parse_deferred(Scanner *s) {
     char buffer[128];
-    Py_ssize_t len = p - begin;
-    if (len >= (Py_ssize_t)sizeof(buffer)) return DELEGATE;
-    memcpy(buffer, t + begin, len);
-    buffer[len] = 0;
-    double value = PyOS_string_to_double(buffer, NULL, NULL);
-    if (value == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return DELEGATE; }
-    if (!isfinite(value)) return DELEGATE;
-    *fval = value;
+    for (Py_ssize_t i = 0; i < s->n_deferred; i++) {
+        Deferred *d = &s->deferred[i];
+        if (d->len >= (Py_ssize_t)sizeof(buffer)) return DELEGATE;
+        memcpy(buffer, s->text + d->start, d->len);
+        buffer[d->len] = 0;
+        double value = PyOS_string_to_double(buffer, NULL, NULL);
+        if (value == -1.0 && PyErr_Occurred()) {
+            if (PyErr_ExceptionMatches(PyExc_MemoryError)) return NOMEM;
+            PyErr_Clear();
+            return DELEGATE;
+        }
+        if (!isfinite(value)) return DELEGATE; /* 1e999: msgspec refuses it */
+        *d->target = value;
+    }
     return OK;
 }
 
@@ -317,7 +367,6 @@ static int skip_value(Scanner *s, int depth) {
     Py_ssize_t start, len;
     int escaped, is_int;
     int64_t ival;
-    double fval;
     switch (c) {
     case '"':
         return scan_string(s, &start, &len, &escaped);
@@ -358,7 +407,7 @@ static int skip_value(Scanner *s, int depth) {
     case 'n':
         return literal(s, "null", 4);
     default:
-        return scan_number(s, &is_int, &ival, &fval);
+        return scan_number(s, &is_int, &ival, NULL);
     }
 }
 
@@ -381,7 +430,7 @@ static uint64_t hash_bytes(const unsigned char *p, Py_ssize_t len) {
 
 static PyObject *unescaped(Scanner *s, Py_ssize_t start, Py_ssize_t len) {
     if (s->scratch_size < len) {
-        char *grown = PyMem_Realloc(s->scratch, len);
+        char *grown = PyMem_Realloc(s->scratch, len ? len : 1);
         if (!grown) return PyErr_NoMemory();
         s->scratch = grown;
         s->scratch_size = len;
@@ -430,8 +479,8 @@ static PyObject *unescaped(Scanner *s, Py_ssize_t start, Py_ssize_t len) {
     return PyUnicode_DecodeUTF8(out, o, "strict");
 }
 
-/* The index in s->strings of the string with this content; -1 with DELEGATE/NOMEM in *status. */
-static Py_ssize_t intern(Scanner *s, Py_ssize_t start, Py_ssize_t len, int escaped, int *status) {
+/* The code of the string with this content (a new one for a text not seen before); -1: no memory. */
+static Py_ssize_t intern(Scanner *s, Py_ssize_t start, Py_ssize_t len, int escaped) {
     uint64_t h = hash_bytes(s->text + start, len);
     Py_ssize_t mask = s->n_slots - 1, i = (Py_ssize_t)(h & mask);
     for (;;) {
@@ -441,17 +490,14 @@ static Py_ssize_t intern(Scanner *s, Py_ssize_t start, Py_ssize_t len, int escap
             return slot->code;
         i = (i + 1) & mask;
     }
-    PyObject *value = escaped ? unescaped(s, start, len)
-                              : PyUnicode_DecodeUTF8((const char *)s->text + start, len, "strict");
-    if (!value) {
-        if (PyErr_ExceptionMatches(PyExc_MemoryError)) { *status = NOMEM; return -1; }
-        PyErr_Clear();
-        *status = DELEGATE; /* a lone surrogate */
-        return -1;
+    if (s->n_strings == s->distinct_capacity) {
+        Py_ssize_t capacity = s->distinct_capacity ? 2 * s->distinct_capacity : 256;
+        Distinct *grown = realloc(s->distinct, capacity * sizeof(Distinct));
+        if (!grown) return -1;
+        s->distinct = grown;
+        s->distinct_capacity = capacity;
     }
-    int failed = PyList_Append(s->strings, value);
-    Py_DECREF(value);
-    if (failed) { *status = NOMEM; return -1; }
+    s->distinct[s->n_strings] = (Distinct){start, len, escaped};
     Slot *slot = &s->slots[i];
     slot->start = start;
     slot->len = len;
@@ -459,8 +505,8 @@ static Py_ssize_t intern(Scanner *s, Py_ssize_t start, Py_ssize_t len, int escap
     slot->code = s->n_strings++;
     if (s->n_strings * 2 > s->n_slots) { /* rehash into twice the slots */
         Py_ssize_t n = s->n_slots * 2;
-        Slot *slots = PyMem_Malloc(n * sizeof(Slot));
-        if (!slots) { *status = NOMEM; return -1; }
+        Slot *slots = malloc(n * sizeof(Slot));
+        if (!slots) return -1;
         for (Py_ssize_t k = 0; k < n; k++) slots[k].code = -1;
         for (Py_ssize_t k = 0; k < s->n_slots; k++) {
             if (s->slots[k].code < 0) continue;
@@ -468,11 +514,31 @@ static Py_ssize_t intern(Scanner *s, Py_ssize_t start, Py_ssize_t len, int escap
             while (slots[j].code >= 0) j = (j + 1) & (n - 1);
             slots[j] = s->slots[k];
         }
-        PyMem_Free(s->slots);
+        free(s->slots);
         s->slots = slots;
         s->n_slots = n;
     }
     return s->n_strings - 1;
+}
+
+/* The distinct strings as Python str, by code (GIL held). */
+static int make_strings(Scanner *s) {
+    s->strings = PyList_New(s->n_strings);
+    if (!s->strings) return NOMEM;
+    for (Py_ssize_t code = 0; code < s->n_strings; code++) {
+        Distinct *d = &s->distinct[code];
+        PyObject *value = d->escaped ? unescaped(s, d->start, d->len)
+                                     : PyUnicode_DecodeUTF8((const char *)s->text + d->start, d->len, "strict");
+        if (!value) {
+            if (!PyErr_Occurred() || !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+                PyErr_Clear();
+                return DELEGATE; /* a lone surrogate */
+            }
+            return NOMEM;
+        }
+        PyList_SET_ITEM(s->strings, code, value);
+    }
+    return OK;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -482,22 +548,20 @@ static int scan_scalar(Scanner *s, Column *col, Py_ssize_t row) {
     skip_space(s);
     if (s->pos >= s->size) return DELEGATE;
     unsigned char c = s->text[s->pos];
-    int status = OK;
     if (c == '"') {
         Py_ssize_t start, len;
         int escaped;
         if (scan_string(s, &start, &len, &escaped)) return DELEGATE;
-        Py_ssize_t code = intern(s, start, len, escaped, &status);
-        if (code < 0) return status;
+        Py_ssize_t code = intern(s, start, len, escaped);
+        if (code < 0) return NOMEM;
         col->tag[row] = TAG_STR;
         col->a[row] = code;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
-        int is_int;
+        int is_int, status;
         int64_t ival = 0;
-        double fval = 0;
-        if (scan_number(s, &is_int, &ival, &fval)) return DELEGATE;
+        if ((status = scan_number(s, &is_int, &ival, (double *)&col->b[row]))) return status;
         if (is_int) { col->tag[row] = TAG_INT; col->a[row] = ival; }
-        else { col->tag[row] = TAG_FLOAT; memcpy(&col->b[row], &fval, sizeof fval); }
+        else col->tag[row] = TAG_FLOAT;
     } else if (c == 'n') {
         if (literal(s, "null", 4)) return DELEGATE;
         col->tag[row] = TAG_NULL;
@@ -531,8 +595,7 @@ static int scan_list3(Scanner *s, Column *col, Py_ssize_t row) {
             unsigned char d = s->text[s->pos];
             if (!(d == '-' || (d >= '0' && d <= '9'))) break;
             int is_int;
-            double fval;
-            if (scan_number(s, &is_int, &values[count], &fval)) return DELEGATE;
+            if (scan_number(s, &is_int, &values[count], NULL)) return DELEGATE;
             if (!is_int) break;
             count++;
             skip_space(s);
@@ -759,13 +822,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         col->key_head = load_head((const unsigned char *)key, key_len);
         col->kind = kind;
     }
-    s.strings = PyList_New(0);
     s.n_slots = 1024;
-    s.slots = PyMem_Malloc(s.n_slots * sizeof(Slot));
-    if (!s.strings || !s.slots) { PyErr_NoMemory(); goto done; }
+    s.slots = malloc(s.n_slots * sizeof(Slot));
+    if (!s.slots) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t k = 0; k < s.n_slots; k++) s.slots[k].code = -1;
     int status = allocate(&s, count_braces(s.text, s.size) + 1);
-    if (status == OK) status = scan_array(&s);
+    if (status == OK) {
+        /* the scan touches no Python object: other threads decode other chunks meanwhile */
+        Py_BEGIN_ALLOW_THREADS
+        status = scan_array(&s);
+        Py_END_ALLOW_THREADS
+    }
+    if (status == OK) status = make_strings(&s);
+    if (status == OK) status = parse_deferred(&s);
     if (status == NOMEM) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
     if (status == DELEGATE) { out = Py_None; Py_INCREF(out); goto done; }
     out = result(&s);
@@ -808,12 +877,50 @@ done:
     return out;
 }
 
+static PyObject *nest(PyObject *self, PyObject *args) {
+    Py_buffer first, starts, ends;
+    if (!PyArg_ParseTuple(args, "y*y*y*:nest", &first, &starts, &ends)) return NULL;
+    PyObject *parents = NULL, *depths = NULL, *out = NULL;
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t);
+    if (first.len != starts.len || ends.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "arrays of different lengths");
+        goto done;
+    }
+    parents = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    depths = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    int64_t *stack = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    if (!parents || !depths || !stack) { PyMem_Free(stack); PyErr_NoMemory(); goto done; }
+    const int64_t *thread = first.buf, *start = starts.buf, *end = ends.buf;
+    int64_t *parent = (int64_t *)PyBytes_AS_STRING(parents);
+    int32_t *depth = (int32_t *)PyBytes_AS_STRING(depths);
+    Py_ssize_t top = 0; /* stack size */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (thread[i] == i) top = 0; /* a new thread */
+        /* the op's threshold: an enclosing op ends at or after its end, and after its start */
+        int64_t threshold = end[i] > start[i] + 1 ? end[i] : start[i] + 1;
+        while (top && end[stack[top - 1]] < threshold) top--;
+        parent[i] = top ? stack[top - 1] : -1;
+        depth[i] = top ? depth[stack[top - 1]] + 1 : 0;
+        stack[top++] = i;
+    }
+    PyMem_Free(stack);
+    out = PyTuple_Pack(2, parents, depths);
+done:
+    Py_XDECREF(parents);
+    Py_XDECREF(depths);
+    PyBuffer_Release(&first);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Columnar scan of a JSON array of trace events (None: use msgspec)."},
     {"join_spans", join_spans, METH_VARARGS, "Raw texts at (offset, length) joined with NUL."},
+    {"nest", nest, METH_VARARGS, "Parent positions and depths of ops sorted by thread, start and end descending."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,9 +1,13 @@
 """traceanalyze: why is my GPU not going brrrr? Overhead, bandwidth or compute, from a PyTorch
 (Kineto) trace. The public API returns polars DataFrames."""
 
-from traceanalyze.errors import TraceAnalyzeError, TraceFormatError
-from traceanalyze.load import load_trace
-from traceanalyze.model import Trace
+from traceanalyze.memory import configure_before_polars
+
+configure_before_polars()
+
+from traceanalyze.errors import TraceAnalyzeError, TraceFormatError  # noqa: E402
+from traceanalyze.load import load_trace  # noqa: E402
+from traceanalyze.model import Trace  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -12,10 +12,12 @@ ONE_DAY_NS = 86_400 * 10**9
 LAUNCH_KINDS = ("launch", "graph_launch", "memcpy", "memset")
 
 
-def linked_gpu(trace: Trace) -> pl.DataFrame:
+def linked_gpu(trace: Trace, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
     """GPU ops joined to the runtime call that launched them (by rank and correlation).
-    Columns of `gpu` plus `launch_name`, `launch_kind`, `launch_start_ns`, `launch_end_ns`,
-    `launch_pid`, `launch_tid`, `launch_external_id`; launch columns are null for orphans."""
+    Columns of `gpu` (only `columns` of them, and `rank` and `correlation`, when given: a join
+    copies every column it keeps) plus `launch_name`, `launch_kind`, `launch_start_ns`,
+    `launch_end_ns`, `launch_pid`, `launch_tid`, `launch_external_id`; launch columns are null
+    for orphans."""
     launches = (
         trace.runtime.filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
         .select(
@@ -31,7 +33,8 @@ def linked_gpu(trace: Trace) -> pl.DataFrame:
         )
         .unique(subset=["rank", "correlation"], keep="first")
     )
-    return trace.gpu.join(launches, on=["rank", "correlation"], how="left")
+    gpu = trace.gpu if columns is None else trace.gpu.select(list(dict.fromkeys(("rank", "correlation", *columns))))
+    return gpu.join(launches, on=["rank", "correlation"], how="left")
 
 
 def missing_ranks_note(ranks: list[int], world_sizes: list[int | None]) -> str | None:

@@ -227,7 +227,10 @@ class Trace:
         return self.meta[0].source.parent
 
     def for_rank(self, rank: int) -> Trace:
-        """The same trace restricted to one rank."""
+        """The same trace restricted to one rank (itself when that is its only rank: no copy of
+        its tables)."""
+        if self.ranks == [rank]:
+            return self
         keep = pl.col("rank") == rank
         return replace(
             self,

@@ -1128,7 +1128,7 @@ def _fill(args: _Args, name: str) -> OpCost:
         x = args.need(0, "self")
         size = args.int_list(1)
         code_at = 3 if name == "new_full" else 2
-        if size is None:
+        if size is None or any(v < 0 for v in size):
             raise _Unmodelled("shape arguments incomplete: size not recorded")
         out = x.like(size, args.dtype_code(code_at) or x.type)
         return OpCost(0.0, out.nbytes, "fill", False, out.cls)
@@ -1139,7 +1139,7 @@ def _fill(args: _Args, name: str) -> OpCost:
     size = args.int_list(size_at)
     if size is None and args.scalar(size_at) == []:
         size = []
-    if size is None:
+    if size is None or any(v < 0 for v in size):  # a negative size is no tensor's
         raise _Unmodelled("shape arguments incomplete: size not recorded")
     code = args.dtype_code(size_at + (2 if name == "full" else 1))
     if code is None:

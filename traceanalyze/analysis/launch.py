@@ -33,7 +33,7 @@ def launch_latency(trace: Trace) -> pl.DataFrame:
     launch_start_ns, launch_end_ns, launch_cpu_ns, launch_to_start_ns, queue_wait_ns,
     launch_overhead_ns, launch_delay_ns, skewed`."""
     linked = (
-        linked_gpu(trace)
+        linked_gpu(trace, (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns"))
         .sort(*STREAM, "start_ns", "end_ns")
         .with_columns(pl.col("end_ns").cum_max().shift(1).over(STREAM).alias("stream_busy_until_ns"))
     )
@@ -160,7 +160,7 @@ def queue_depth(trace: Trace) -> pl.DataFrame:
     of its ops at once) → `rank, device, stream, time_ns, depth` after each change. Ops that start
     when they are launched never wait, and ops that start before it (clock skew) are left out, so
     the depth is never negative."""
-    ops = linked_gpu(trace).filter(pl.col("start_ns") > pl.col("launch_start_ns"))
+    ops = linked_gpu(trace, (*STREAM, "start_ns")).filter(pl.col("start_ns") > pl.col("launch_start_ns"))
     events = pl.concat(
         [
             ops.select(*STREAM, pl.col("launch_start_ns").alias("time_ns"), pl.lit(1, pl.Int64).alias("delta")),

@@ -23,6 +23,7 @@ from traceanalyze.load.chrome import (
     read_bytes,
 )
 from traceanalyze.load.tables import TraceTables, as_int, decode_chunk, general_tables
+from traceanalyze.memory import return_freed_memory
 from traceanalyze.model import Trace, concat_traces
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -110,7 +111,9 @@ def load_file(path: Path, *, include_python: bool = False, rank: int | None = No
             rank, rank_source = declared, "distributedInfo"
         else:
             rank, rank_source = (named, "file name") if named is not None else (0, "default")
+    return_freed_memory()  # what decoding the chunks freed, before the tables are finished
     trace = tables.finish(document, path=path, rank=rank, rank_source=rank_source or "given")
+    return_freed_memory()
     if not any(frame.height for frame in (trace.gpu, trace.runtime, trace.cpu_ops, trace.sync, trace.python)
                if frame is not None):
         skipped = int(trace.skipped["count"].sum())

@@ -414,27 +414,41 @@ class TraceTables:
         self.malformed += chunk.malformed
 
     def _table(self, name: str) -> pl.DataFrame:
+        """The chunks of a table as one frame. Tables sorted next need no contiguous copy first;
+        the others are made contiguous a column at a time, so that copying one never holds a
+        second copy of the whole table."""
         frames, self.frames[name] = self.frames[name], []
         if not frames:
             return pl.DataFrame(schema=CHUNK_SCHEMAS[name])
-        # tables sorted next need no contiguous copy first
-        rechunk = name in ("cpu_ops", "flows")
-        return pl.concat(frames, how="vertical", rechunk=rechunk) if len(frames) > 1 else frames[0]
+        if len(frames) == 1:
+            return frames[0]
+        combined = pl.concat(frames, how="vertical", rechunk=False)
+        del frames
+        if name not in ("cpu_ops", "flows"):
+            return combined
+        columns = []
+        for column in combined.columns:
+            columns.append(combined.get_column(column).rechunk())
+            combined = combined.drop(column)  # its chunks are freed now
+        return pl.DataFrame(columns)
 
     def finish(self, document: TraceDocument, *, path: Path, rank: int, rank_source: str) -> Trace:
         def ranked(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
             return frame.with_columns(pl.lit(rank, dtype=pl.Int32).alias("rank")).select(schema.names())
 
-        tables = {name: self._table(name) for name in CHUNK_SCHEMAS}
         skipped: Counter[str] = Counter()
         if self.malformed:
             skipped[SKIP_MALFORMED] += self.malformed
         for reason, (count, _) in sorted(self.skipped.items(), key=lambda item: item[1][1]):
             skipped[reason] += count
-        gpu_frame = ranked(tables["gpu"], GPU_SCHEMA).sort("start_ns", "device", "stream")
-        runtime_frame = ranked(tables["runtime"], RUNTIME_SCHEMA).sort("start_ns")
-        cpu_frame = _with_nesting(_cpu_ops_frame(tables["cpu_ops"], self.arguments, rank))
+        # one table at a time, each chunk list released once its table is made
+        gpu_frame = ranked(self._table("gpu"), GPU_SCHEMA).sort("start_ns", "device", "stream")
+        runtime_frame = ranked(self._table("runtime"), RUNTIME_SCHEMA).sort("start_ns")
+        cpu_frame = _with_nesting(_cpu_ops_frame(self._table("cpu_ops"), self.arguments, rank))
         steps_frame = _steps(cpu_frame)
+        flows_frame = ranked(self._table("flows"), FLOWS_SCHEMA)
+        sync_frame = ranked(self._table("sync"), SYNC_SCHEMA).sort("start_ns")
+        python_frame = ranked(self._table("python"), PYTHON_SCHEMA).sort("start_ns") if self.include_python else None
         devices_frame, has_props = _devices(document.deviceProperties, rank)
         meta = _meta(document, path=path, rank=rank, rank_source=rank_source, has_props=has_props,
                      event_count=self.events)
@@ -447,12 +461,12 @@ class TraceTables:
             runtime=runtime_frame,
             cpu_ops=cpu_frame,
             steps=steps_frame,
-            flows=ranked(tables["flows"], FLOWS_SCHEMA),
-            sync=ranked(tables["sync"], SYNC_SCHEMA).sort("start_ns"),
+            flows=flows_frame,
+            sync=sync_frame,
             devices=devices_frame,
             skipped=skipped_frame,
             meta=(meta,),
-            python=ranked(tables["python"], PYTHON_SCHEMA).sort("start_ns") if self.include_python else None,
+            python=python_frame,
         )
 
 

@@ -153,7 +153,7 @@ def _devices(trace: Trace) -> pl.DataFrame:
 def _top_cpu_ops(trace: Trace, limit: int = 15) -> pl.DataFrame:
     """CPU ops by total inclusive time (nested ops count in their parents too): the CPU-side view,
     the only one for a trace without GPU events."""
-    ops = trace.cpu_ops.filter(pl.col("category") == "cpu_op")
+    ops = trace.cpu_ops.select("category", "name", "duration_ns").filter(pl.col("category") == "cpu_op")
     return (
         ops.group_by("name")
         .agg(pl.len().alias("count"), pl.col("duration_ns").sum().alias("total_ns"))

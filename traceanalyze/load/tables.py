@@ -232,9 +232,28 @@ def _decode_chunk_arguments(frame: pl.DataFrame) -> tuple[pl.DataFrame, Argument
     """A cpu_ops chunk with its shape arguments as JSON text → decoded: `Input Dims` and `Input
     Strides` to one shape per input (List(List(Int64)), `[]` for non-tensors) plus the shapes of
     TensorList inputs (`input_tensor_lists`), `Input type` and `Concrete Inputs` to List(String).
-    Plain values are decoded in Rust, the four decodes side by side in one select; values holding
-    a TensorList (`[[[`) always, and a whole column when any of its values defeats the Rust
-    decode, take the slow path (msgspec, per value)."""
+
+    A training step repeats its ops, so each distinct combination of the four texts is decoded
+    once (`_decoded_arguments`) and joined back to its rows."""
+    keys = list(_TEXT_COLUMNS)
+    distinct = frame.select(keys).unique()
+    decoded, failed, impure = _decoded_arguments(distinct)
+    names = {column: f"_decoded_{column}" for column in (*keys, "input_tensor_lists")}
+    lookup = distinct.with_columns(decoded[column].alias(names[column]) for column in names)
+    joined = frame.drop("input_tensor_lists", strict=False).join(
+        lookup, on=keys, how="left", nulls_equal=True, maintain_order="left"
+    )
+    kept = {column: frame[column] if impure[column] and not failed[column] else None for column in keys}
+    result = joined.drop(keys).rename({name: column for column, name in names.items()})
+    return result.select(CHUNK_SCHEMAS["cpu_ops"].names()), ArgumentTexts(failed=failed, texts=kept, height=frame.height)
+
+
+def _decoded_arguments(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[str, bool], dict[str, bool]]:
+    """The four shape texts of `frame` decoded → (column → decoded series, whether the column's fast
+    decode failed, whether a value of it could decode differently slowly). Plain values are
+    decoded in Rust, the four decodes side by side in one select; values holding a TensorList
+    (`[[[`) always, and a whole column when any of its values defeats the Rust decode, take the
+    slow path (msgspec, per value)."""
     plain: dict[str, pl.Series] = {}
     nested: dict[str, list[int]] = {}
     for column, dtype, _ in _ARGUMENTS:
@@ -259,17 +278,13 @@ def _decode_chunk_arguments(frame: pl.DataFrame) -> tuple[pl.DataFrame, Argument
         (pl.col(column).is_not_null() & ~pl.col(column).str.contains(pattern)).any()
         for column, _, pattern in _ARGUMENTS
     ).row(0)
-    kept = {
-        column: frame[column] if is_impure and not failed[column] else None
-        for (column, _, _), is_impure in zip(_ARGUMENTS, impure)
-    }
     input_dims, input_tensor_lists = _with_nested(frame["input_dims"], decoded["input_dims"], nested["input_dims"])
     input_strides, _ = _with_nested(frame["input_strides"], decoded["input_strides"], nested["input_strides"])
-    return frame.with_columns(
-        input_dims.alias("input_dims"), input_tensor_lists.alias("input_tensor_lists"),
-        decoded["input_types"].alias("input_types"), input_strides.alias("input_strides"),
-        decoded["concrete_inputs"].alias("concrete_inputs"),
-    ).select(CHUNK_SCHEMAS["cpu_ops"].names()), ArgumentTexts(failed=failed, texts=kept, height=frame.height)
+    result = {
+        "input_dims": input_dims, "input_tensor_lists": input_tensor_lists, "input_types": decoded["input_types"],
+        "input_strides": input_strides, "concrete_inputs": decoded["concrete_inputs"],
+    }
+    return result, failed, {column: bool(flag) for (column, _, _), flag in zip(_ARGUMENTS, impure)}
 
 
 def _slowly(texts: pl.Series, dtype: pl.DataType) -> pl.Series:

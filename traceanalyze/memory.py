@@ -9,8 +9,6 @@ sooner; they change no result.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import sys
 
@@ -29,6 +27,9 @@ def return_freed_memory() -> None:
     """Give the pages glibc keeps in its arenas back to the system (glibc only; else nothing)."""
     if not sys.platform.startswith("linux"):
         return
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.malloc_trim(0)

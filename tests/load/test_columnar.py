@@ -171,3 +171,16 @@ def test_numbers_parse_as_msgspec_parses_them(value, style):
         parsed = struct.unpack("<d", as_float)[0]
         assert tag == bytes([columnar.FLOAT])
         assert parsed == expected and math.copysign(1, parsed) == math.copysign(1, expected)
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+def test_real_traces_through_the_scanner_and_threads(path: Path, monkeypatch):
+    """End to end: every chunk through the scanner (whatever its size), decoded by two threads,
+    gives the tables of the whole-document reference."""
+    from test_streaming import assert_same, block_size_for, whole_document
+
+    from traceanalyze.load import load_file, tables
+
+    monkeypatch.setattr(tables, "COLUMNAR_MIN_BYTES", 0)
+    monkeypatch.setattr(tables, "NATIVE_NESTING_MIN_OPS", 0)
+    assert_same(load_file(path, block_size=block_size_for(path, 6), workers=2), whole_document(path))

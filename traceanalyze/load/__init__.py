@@ -32,6 +32,7 @@ PARALLEL_MIN_BYTES = 64 << 20  # folders smaller than this (uncompressed, about)
 PARALLEL_FILE_MIN_BYTES = 160 << 20  # files smaller than this (uncompressed, about) decode in this process
 THREADED_FILE_MIN_BYTES = 2 * BLOCK_SIZE  # with the compiled scanner: any file of several chunks uses threads
 PROGRESS_MIN_BYTES = 64 << 20  # inputs smaller than this load too fast for a progress bar
+LARGE_TRACE_EVENTS = 1_000_000  # above this, freed memory is handed back to the system after loading
 
 Progress = Callable[[int, int], None]  # (bytes of the file read so far, its size on disk)
 
@@ -111,9 +112,12 @@ def load_file(path: Path, *, include_python: bool = False, rank: int | None = No
             rank, rank_source = declared, "distributedInfo"
         else:
             rank, rank_source = (named, "file name") if named is not None else (0, "default")
-    return_freed_memory()  # what decoding the chunks freed, before the tables are finished
+    large = tables.events > LARGE_TRACE_EVENTS
+    if large:
+        return_freed_memory()  # what decoding the chunks freed, before the tables are finished
     trace = tables.finish(document, path=path, rank=rank, rank_source=rank_source or "given")
-    return_freed_memory()
+    if large:
+        return_freed_memory()
     if not any(frame.height for frame in (trace.gpu, trace.runtime, trace.cpu_ops, trace.sync, trace.python)
                if frame is not None):
         skipped = int(trace.skipped["count"].sum())

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
 import polars as pl
 
 from traceanalyze.load import classify
@@ -363,14 +362,21 @@ def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
     """The JSON text of a list of events → its tables. Raises `msgspec.DecodeError` if the text is
     not valid JSON (the caller may have cut it at a wrong place).
 
-    The compiled columnar scanner (`columnar`) takes every chunk it can vouch for; the msgspec
-    fast path takes the rest, and the general path what that cannot convert exactly."""
-    from traceanalyze.load import columnar  # imports this module
+    The compiled columnar scanner (`columnar`) takes every chunk of at least
+    `COLUMNAR_MIN_BYTES` it can vouch for; the msgspec fast path takes the rest, and the general
+    path what that cannot convert exactly."""
+    if len(text) >= COLUMNAR_MIN_BYTES:
+        from traceanalyze.load import columnar  # imports this module, and numpy
 
-    scanned = columnar.chunk_tables(text, include_python)
-    if scanned is not None:
-        return scanned
+        scanned = columnar.chunk_tables(text, include_python)
+        if scanned is not None:
+            return scanned
     return msgspec_chunk(text, include_python=include_python)
+
+
+# Below this, a chunk decodes with msgspec: the scanner saves less than importing numpy costs,
+# and a small trace's report stays instant.
+COLUMNAR_MIN_BYTES = 8 << 20
 
 
 def msgspec_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
@@ -1180,6 +1186,8 @@ def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     try:
         from traceanalyze.load import _native
     except ImportError:  # pragma: no cover - built wherever a C compiler is
+        _native = None
+    if _native is None or ordered.height < NATIVE_NESTING_MIN_OPS:
         parent_position, depth = _nesting_vectorised(ordered)
     else:
         parent_position, depth = _nesting_native(_native, ordered)
@@ -1191,6 +1199,9 @@ def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
         }
     ).sort("op_id")
     return ops.with_columns(nesting["depth"], nesting["parent_id"])
+
+
+NATIVE_NESTING_MIN_OPS = 100_000  # fewer ops nest as fast in polars, without importing numpy
 
 
 def _thread_starts(ordered: pl.DataFrame) -> pl.DataFrame:
@@ -1207,6 +1218,8 @@ def _thread_starts(ordered: pl.DataFrame) -> pl.DataFrame:
 
 def _nesting_native(native, ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
     """The stack walk itself, in C (`_native.nest`): one pass."""
+    import numpy as np
+
     thread_start = _thread_starts(ordered)["thread_start"]
     parents, depths = native.nest(
         thread_start.to_numpy().tobytes(), ordered["start_ns"].to_numpy().tobytes(), ordered["end_ns"].to_numpy().tobytes()

@@ -1,14 +1,14 @@
-"""The one compiled piece: the loader's helpers in C (traceanalyze/load/_native.c: the columnar event
-scanner and the op nesting). It is optional:
-without a C compiler the package installs without it and loads traces with msgspec alone."""
+"""The one compiled piece: traceanalyze/_native.c (the columnar event scanner, the op nesting and
+interval merging). It is optional: without a C compiler the package installs without it, loads
+traces with msgspec and runs the polars versions of the others."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension(
-            "traceanalyze.load._native",
-            sources=["traceanalyze/load/_native.c"],
+            "traceanalyze._native",
+            sources=["traceanalyze/_native.c"],
             extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wno-unused-function"],
             optional=True,
         )

@@ -1,4 +1,4 @@
-"""The compiled columnar scanner (`load/_native.c` + `load/columnar.py`) against the msgspec path.
+"""The compiled columnar scanner (`_native.c` + `load/columnar.py`) against the msgspec path.
 
 Whatever chunk the scanner vouches for must give exactly the tables the msgspec path gives; what it
 does not vouch for (None) goes to that path. So: the same tables on every chunk of every real trace
@@ -58,7 +58,7 @@ def check(text: bytes, include_python: bool = False):
 
 def test_the_scanner_is_built():
     """CI installs with a C compiler: a missing scanner there is a broken build, not a skip."""
-    from traceanalyze.load import _native  # noqa: F401
+    from traceanalyze import _native  # noqa: F401
 
 
 @pytest.mark.parametrize("path", real_trace_params())
@@ -160,7 +160,7 @@ def test_numbers_parse_as_msgspec_parses_them(value, style):
     else:
         written = json.dumps(value)
     text = f'[{{"ph":"X","cat":"kernel","name":"k","ts":{written},"dur":1,"args":{{}}}}]'.encode()
-    from traceanalyze.load import _native
+    from traceanalyze import _native
 
     scanned = _native.scan(text, columnar.ARG_KEYS)
     expected = msgspec.json.decode(written.encode())

@@ -29,7 +29,7 @@ from shared_traces import real_trace_params
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.load import load_file, load_trace
 from traceanalyze.load.chrome import EventChunks, decode_document, read_bytes
-from traceanalyze.load import _native
+from traceanalyze import _native
 from traceanalyze.load.tables import (TraceTables, _nesting_native, _nesting_vectorised, _ns, _raw_times as _times,
                                        _with_nesting, build_trace, decode_chunk, to_ns)
 

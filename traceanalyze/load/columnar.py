@@ -24,7 +24,7 @@ from traceanalyze.load import classify
 from traceanalyze.load import tables as _tables
 
 try:
-    from traceanalyze.load import _native
+    from traceanalyze import _native
 except ImportError:  # pragma: no cover - built by setup.py wherever a C compiler is
     _native = None  # type: ignore[assignment]
 

@@ -1184,7 +1184,7 @@ def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
         ["pid", "tid", "start_ns", "end_ns"], descending=[False, False, False, True]
     )
     try:
-        from traceanalyze.load import _native
+        from traceanalyze import _native
     except ImportError:  # pragma: no cover - built wherever a C compiler is
         _native = None
     if _native is None or ordered.height < NATIVE_NESTING_MIN_OPS:

@@ -1,4 +1,5 @@
-/* The loader's compiled helpers: the columnar event scanner, and the op nesting.
+/* traceanalyze's compiled helpers: the columnar event scanner, the op nesting, and interval
+ * merging. Each has a pure-Python/polars counterpart that the tests hold it to.
  *
  * Columnar scan of a Chrome/Kineto event array: one pass over the JSON text of `[event, ...]`
  * that writes each event's top-level fields and a chosen set of `args` keys into typed columns,
@@ -27,6 +28,12 @@
  *   Ops sorted by thread, start and end descending (int64 arrays; thread_start[i] the position
  *   of the first op of op i's thread) → each op's parent position (int64, -1 for none) and
  *   depth (int32): the stack walk `tables._with_nesting` defines.
+ *
+ * merge(group_start: bytes, start: bytes, end: bytes) -> (first: bytes, start: bytes, end: bytes)
+ *   Intervals sorted by group, then start (int64 arrays; group_start[i] the position of the first
+ *   interval of i's group) → the union per group: for each merged interval, the position of its
+ *   first interval and its start and end. Overlapping or touching intervals merge
+ *   (`intervals.union_intervals`).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -914,9 +921,52 @@ done:
     return out;
 }
 
+static PyObject *merge(PyObject *self, PyObject *args) {
+    Py_buffer groups, starts, ends;
+    if (!PyArg_ParseTuple(args, "y*y*y*:merge", &groups, &starts, &ends)) return NULL;
+    PyObject *firsts = NULL, *merged_starts = NULL, *merged_ends = NULL, *out = NULL;
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t), m = 0;
+    if (groups.len != starts.len || ends.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "arrays of different lengths");
+        goto done;
+    }
+    firsts = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    merged_starts = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    merged_ends = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (!firsts || !merged_starts || !merged_ends) goto done;
+    const int64_t *group = groups.buf, *start = starts.buf, *end = ends.buf;
+    int64_t *first = (int64_t *)PyBytes_AS_STRING(firsts);
+    int64_t *low = (int64_t *)PyBytes_AS_STRING(merged_starts);
+    int64_t *high = (int64_t *)PyBytes_AS_STRING(merged_ends);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (m && group[i] != i && start[i] <= high[m - 1]) {
+            if (end[i] > high[m - 1]) high[m - 1] = end[i];
+            continue;
+        }
+        first[m] = i;
+        low[m] = start[i];
+        high[m] = end[i];
+        m++;
+    }
+    if (_PyBytes_Resize(&firsts, m * (Py_ssize_t)sizeof(int64_t)) ||
+        _PyBytes_Resize(&merged_starts, m * (Py_ssize_t)sizeof(int64_t)) ||
+        _PyBytes_Resize(&merged_ends, m * (Py_ssize_t)sizeof(int64_t)))
+        goto done;
+    out = PyTuple_Pack(3, firsts, merged_starts, merged_ends);
+done:
+    Py_XDECREF(firsts);
+    Py_XDECREF(merged_starts);
+    Py_XDECREF(merged_ends);
+    PyBuffer_Release(&groups);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Columnar scan of a JSON array of trace events (None: use msgspec)."},
     {"join_spans", join_spans, METH_VARARGS, "Raw texts at (offset, length) joined with NUL."},
+    {"merge", merge, METH_VARARGS, "Union of intervals sorted by group and start."},
     {"nest", nest, METH_VARARGS, "Parent positions and depths of ops sorted by thread, start and end descending."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,0 +1,62 @@
+"""Interval unions: the compiled sweep, the polars one and a plain-Python sweep agree exactly."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from traceanalyze.analysis import intervals
+from traceanalyze.analysis.intervals import _union_native, _union_vectorised, union_intervals
+
+_native = pytest.importorskip("traceanalyze._native", reason="the C helpers are not built (no C compiler at install)")
+
+
+def union_by_sweep(rows: list[tuple], by: list[str]) -> list[tuple]:
+    """Sort, then extend the current interval while the next one starts at or before its end."""
+    merged: list[list] = []
+    for row in sorted(rows, key=lambda r: (tuple((v is not None, v) for v in r[:-2]), r[-2], r[-1])):
+        key, start, end = row[:-2], row[-2], row[-1]
+        if merged and merged[-1][0] == key and start <= merged[-1][2]:
+            merged[-1][2] = max(merged[-1][2], end)
+        else:
+            merged.append([key, start, end])
+    return [(*key, start, end) for key, start, end in merged]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("by", [[], ["device"], ["rank", "device"]])
+def test_union_three_ways(seed, by):
+    rng = random.Random(seed)
+    n = 2000
+    starts = [rng.randrange(0, 10_000) for _ in range(n)]
+    frame = pl.DataFrame(
+        {
+            "rank": [rng.choice([0, 1]) for _ in range(n)],
+            "device": [rng.choice([0, 1, 2, None]) for _ in range(n)],
+            "start_ns": starts,
+            "end_ns": [s + rng.choice([0, 1, 5, rng.randrange(0, 400)]) for s in starts],
+        },
+        schema={"rank": pl.Int32, "device": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64},
+    )
+    ordered = frame.select(*by, "start_ns", "end_ns").sort(*by, "start_ns", "end_ns")
+    native = _union_native(_native, ordered, by)
+    vectorised = _union_vectorised(ordered, by)
+    assert_frame_equal(native, vectorised)
+    expected = union_by_sweep(list(frame.select(*by, "start_ns", "end_ns").iter_rows()), by)
+    assert list(native.iter_rows()) == expected
+    # merged intervals of a group neither overlap nor touch
+    for before, after in zip(expected, expected[1:]):
+        if before[:-2] == after[:-2]:
+            assert after[-2] > before[-1]
+
+
+def test_large_inputs_take_the_native_sweep(monkeypatch):
+    calls = []
+    monkeypatch.setattr(intervals, "_union_native", lambda *a: calls.append(1) or _union_vectorised(a[1], a[2]))
+    frame = pl.DataFrame({"device": [0] * 3, "start_ns": [0, 5, 20], "end_ns": [10, 12, 30]})
+    monkeypatch.setattr(intervals, "NATIVE_MIN_ROWS", 1)
+    assert union_intervals(frame, ["device"]).rows() == [(0, 0, 12), (0, 20, 30)]
+    assert calls == [1]

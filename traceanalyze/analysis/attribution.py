@@ -99,6 +99,7 @@ def model_coverage(roofline: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) 
     interconnect, not the roofline: they are in neither, and their own busy time is
     `communication_busy_ns`. An instant where a modelled and an unmodelled op overlap counts as
     modelled."""
+    roofline = roofline.select(*by, "start_ns", "end_ns", "kind", "modelled")  # a filter copies what it keeps
     compute = roofline.filter(pl.col("kind") != "communication")
     parts = [
         _busy_ns(compute.filter(pl.col("modelled")), bounds, by, "modelled_busy_ns"),
@@ -246,7 +247,9 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     (the run's achieved bandwidth). → `rank, device, stream, kernels, ops, annotation, start_ns,
     duration_ns, bytes, bytes_saved, time_saved_ns`, most time saved first."""
     stream = ["rank", "device", "stream"]
-    kernels = roofline.filter(pl.col("kind") == "kernel").sort(*stream, "start_ns")
+    read = (*stream, "kind", "start_ns", "duration_ns", "regime", "cost_model", "op_id", "op_name", "annotation", "bytes",
+            "peak_bytes_per_s", "launch_start_ns")
+    kernels = roofline.select(read).filter(pl.col("kind") == "kernel").sort(*stream, "start_ns")  # only what it reads
     fusible = (
         (pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)
         & ~pl.lit(_in_optimizer_step(kernels, cpu_ops))
@@ -295,6 +298,11 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
         .drop("_run", "_largest", "_ops")
         .sort("time_saved_ns", descending=True)
     )
+
+
+# the roofline columns `_aggregate` reads (a filter copies every column it keeps)
+_AGGREGATED = ("name", "op_name", "kind", "regime", "duration_ns", "flops", "bytes", "recoverable_ns", "peak_flops_per_s",
+               "peak_bytes_per_s", "ridge", "roof", "compute_dtype", "tensor_core", "no_roof_reason", "unmodeled_reason")
 
 
 def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -346,4 +354,4 @@ def kernels_by_name(roofline: pl.DataFrame) -> pl.DataFrame:
 def kernels_by_op(roofline: pl.DataFrame) -> pl.DataFrame:
     """The roofline's kernels aggregated per launching op and regime → the columns of
     `kernels_by_name` with `op_name` instead of `name`; longest total first."""
-    return _aggregate(roofline.filter(pl.col("kind") == "kernel"), ["op_name", "regime"])
+    return _aggregate(roofline.select(_AGGREGATED).filter(pl.col("kind") == "kernel"), ["op_name", "regime"])

@@ -145,7 +145,8 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     for code in sorted(events["table"].unique().to_list()):
         if code == _tables.DROP:
             continue
-        rows = events.filter(pl.col("table") == code)
+        # lazy: each select below filters only the columns it reads
+        rows = events.lazy().filter(pl.col("table") == code)
         name = _tables._TABLE_OF_CODE[code]
         frames[name] = _raw_frame(code, rows, lookups)
         if code == _tables.CPU_OP:
@@ -227,7 +228,7 @@ class _Lookups:
             pl.lit(self.integers[convert.__name__]).gather(self.code(field)))
 
 
-def _raw_frame(code: int, rows: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame:
+def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame:
     """One table's rows → the raw columns `tables._raw_gpu` (…) build, in one select."""
     rules = [_tag(key).is_in(_ALLOWED[kind]) for kind, keys in _TABLE_ARGS.get(code, {}).items() for key in keys]
     times = ("ts",) if code == _tables.FLOW else ("ts", "dur")
@@ -236,7 +237,7 @@ def _raw_frame(code: int, rows: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame
         for field in times
         for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
     ]
-    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).row(0, named=True)
+    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).collect().row(0, named=True)
     if not checked["ok"]:
         raise _NotVouched
     largest = {}
@@ -288,7 +289,7 @@ def _raw_frame(code: int, rows: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame
     else:  # flows
         columns = [lookups.integer("id", _tables.as_int).alias("id"), lookups.string("ph").alias("phase"),
                    lookups.lower("cat").alias("category"), *thread, *timed]
-    frame = rows.select(columns)
+    frame = rows.select(columns).collect()
     for field in times:
         if largest[field][1] >= _tables._EXACT_FLOAT_US:  # `to_ns` itself, per value, as the fast path does
             frame = frame.with_columns(pl.Series(
@@ -296,14 +297,14 @@ def _raw_frame(code: int, rows: pl.DataFrame, lookups: _Lookups) -> pl.DataFrame
     return frame
 
 
-def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[pl.Series, ...]:
+def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[pl.Series, ...]:
     """The shape arguments as `tables._joined_text` gives them: one NUL-joined string each."""
     spans = rows.select(
         column
         for key in _RAW_ARGS
         for column in (pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_offset")).alias(f"{key}_offset"),
                        pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
-    )
+    ).collect()
     return tuple(
         pl.Series([_native.join_spans(text, spans[f"{key}_offset"].to_numpy().tobytes(),
                                     spans[f"{key}_length"].to_numpy().tobytes()).decode("utf-8", "replace")], dtype=pl.String)

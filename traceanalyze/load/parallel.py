@@ -135,7 +135,7 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-decode") as pool:
         try:
             for parts in pieces:
-                if len(in_flight) > workers:
+                if len(in_flight) >= workers:
                     yield in_flight.popleft().result()
                 in_flight.append(pool.submit(decode, parts))
             while in_flight:

@@ -445,13 +445,7 @@ class TraceTables:
             return frames[0]
         combined = pl.concat(frames, how="vertical", rechunk=False)
         del frames
-        if name not in ("cpu_ops", "flows"):
-            return combined
-        columns = []
-        for column in combined.columns:
-            columns.append(combined.get_column(column).rechunk())
-            combined = combined.drop(column)  # its chunks are freed now
-        return pl.DataFrame(columns)
+        return _column_by_column(combined, lambda column: column.rechunk())
 
     def finish(self, document: TraceDocument, *, path: Path, rank: int, rank_source: str) -> Trace:
         def ranked(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
@@ -463,8 +457,8 @@ class TraceTables:
         for reason, (count, _) in sorted(self.skipped.items(), key=lambda item: item[1][1]):
             skipped[reason] += count
         # one table at a time, each chunk list released once its table is made
-        gpu_frame = ranked(self._table("gpu"), GPU_SCHEMA).sort("start_ns", "device", "stream")
-        runtime_frame = ranked(self._table("runtime"), RUNTIME_SCHEMA).sort("start_ns")
+        gpu_frame = _sorted(ranked(self._table("gpu"), GPU_SCHEMA), "start_ns", "device", "stream")
+        runtime_frame = _sorted(ranked(self._table("runtime"), RUNTIME_SCHEMA), "start_ns")
         cpu_frame = _with_nesting(_cpu_ops_frame(self._table("cpu_ops"), self.arguments, rank))
         steps_frame = _steps(cpu_frame)
         flows_frame = ranked(self._table("flows"), FLOWS_SCHEMA)
@@ -489,6 +483,22 @@ class TraceTables:
             meta=(meta,),
             python=python_frame,
         )
+
+
+def _column_by_column(frame: pl.DataFrame, transform) -> pl.DataFrame:
+    """`transform` applied to each column in turn, each old column dropped as soon as its new one
+    is made: the memory a column frees is reused by the next, and a table is never held twice."""
+    columns = []
+    for name in frame.columns:
+        columns.append(transform(frame.get_column(name)))
+        frame = frame.drop(name)
+    return pl.DataFrame(columns)
+
+
+def _sorted(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
+    """`frame.sort(*by)` (stable), made a column at a time."""
+    order = frame.select(pl.arg_sort_by(*by, maintain_order=True)).to_series()
+    return _column_by_column(frame, lambda column: column.gather(order))
 
 
 def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: str,

@@ -365,6 +365,16 @@ static int literal(Scanner *s, const char *word, Py_ssize_t len) {
     return OK;
 }
 
+/* After a member of an object or an item of an array: `,` (*more = 1: another follows) or the
+ * closing `close` (*more = 0). */
+static int item_end(Scanner *s, unsigned char close, int *more) {
+    skip_space(s);
+    if (s->pos >= s->size) return DELEGATE;
+    if (s->text[s->pos] == ',') { s->pos++; *more = 1; return OK; }
+    if (s->text[s->pos] == close) { s->pos++; *more = 0; return OK; }
+    return DELEGATE;
+}
+
 /* Any value at s->pos, validated and passed over. */
 static int skip_value(Scanner *s, int depth) {
     if (depth > MAX_DEPTH) return DELEGATE;
@@ -372,7 +382,7 @@ static int skip_value(Scanner *s, int depth) {
     if (s->pos >= s->size) return DELEGATE;
     unsigned char c = s->text[s->pos];
     Py_ssize_t start, len;
-    int escaped, is_int;
+    int escaped, is_int, more = 1;
     int64_t ival;
     switch (c) {
     case '"':
@@ -388,25 +398,16 @@ static int skip_value(Scanner *s, int depth) {
             skip_space(s);
             if (s->pos >= s->size || s->text[s->pos] != ':') return DELEGATE;
             s->pos++;
-            if (skip_value(s, depth + 1)) return DELEGATE;
-            skip_space(s);
-            if (s->pos >= s->size) return DELEGATE;
-            if (s->text[s->pos] == ',') { s->pos++; continue; }
-            if (s->text[s->pos] == '}') { s->pos++; return OK; }
-            return DELEGATE;
+            if (skip_value(s, depth + 1) || item_end(s, '}', &more)) return DELEGATE;
+            if (!more) return OK;
         }
     case '[':
         s->pos++;
         skip_space(s);
         if (s->pos < s->size && s->text[s->pos] == ']') { s->pos++; return OK; }
-        for (;;) {
-            if (skip_value(s, depth + 1)) return DELEGATE;
-            skip_space(s);
-            if (s->pos >= s->size) return DELEGATE;
-            if (s->text[s->pos] == ',') { s->pos++; continue; }
-            if (s->text[s->pos] == ']') { s->pos++; return OK; }
-            return DELEGATE;
-        }
+        while (more)
+            if (skip_value(s, depth + 1) || item_end(s, ']', &more)) return DELEGATE;
+        return OK;
     case 't':
         return literal(s, "true", 4);
     case 'f':
@@ -667,13 +668,28 @@ static Column *find_column(Scanner *s, int first, int last, Py_ssize_t start, Py
     return NULL;
 }
 
-/* Closes an object's member: `,` (1: another member follows) or `}` (0). */
-static int member_end(Scanner *s, int *more) {
+static int scan_args(Scanner *s, Py_ssize_t row);
+
+/* The members of the object at s->pos (on its `{`): a key among columns [first, last) goes into
+ * its column, `args` (at the top level) into the args columns, any other key is passed over. */
+static int scan_members(Scanner *s, Py_ssize_t row, int first, int last, int top_level) {
+    s->pos++;
     skip_space(s);
-    if (s->pos >= s->size) return DELEGATE;
-    if (s->text[s->pos] == ',') { s->pos++; *more = 1; return OK; }
-    if (s->text[s->pos] == '}') { s->pos++; *more = 0; return OK; }
-    return DELEGATE;
+    if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
+    int more = 1, status;
+    while (more) {
+        Py_ssize_t start, len;
+        if (scan_key(s, &start, &len)) return DELEGATE;
+        if (top_level && len == 4 && memcmp(s->text + start, "args", 4) == 0) {
+            status = scan_args(s, row);
+        } else {
+            Column *col = find_column(s, first, last, start, len);
+            status = col ? scan_into(s, col, row) : skip_value(s, top_level ? 1 : 2);
+        }
+        if (status) return status;
+        if (item_end(s, '}', &more)) return DELEGATE;
+    }
+    return OK;
 }
 
 static int scan_args(Scanner *s, Py_ssize_t row) {
@@ -693,41 +709,13 @@ static int scan_args(Scanner *s, Py_ssize_t row) {
         return OK;
     }
     args->tag[row] = TAG_OBJECT;
-    s->pos++;
-    skip_space(s);
-    if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
-    int more = 1, status;
-    while (more) {
-        Py_ssize_t start, len;
-        if (scan_key(s, &start, &len)) return DELEGATE;
-        Column *col = find_column(s, N_TOP + 1, s->n_columns, start, len);
-        status = col ? scan_into(s, col, row) : skip_value(s, 2);
-        if (status) return status;
-        if (member_end(s, &more)) return DELEGATE;
-    }
-    return OK;
+    return scan_members(s, row, N_TOP + 1, s->n_columns, 0);
 }
 
 static int scan_event(Scanner *s, Py_ssize_t row) {
     skip_space(s);
     if (s->pos >= s->size || s->text[s->pos] != '{') return DELEGATE; /* not an object */
-    s->pos++;
-    skip_space(s);
-    if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
-    int more = 1, status;
-    while (more) {
-        Py_ssize_t start, len;
-        if (scan_key(s, &start, &len)) return DELEGATE;
-        if (len == 4 && memcmp(s->text + start, "args", 4) == 0) {
-            status = scan_args(s, row);
-        } else {
-            Column *col = find_column(s, 0, N_TOP, start, len);
-            status = col ? scan_into(s, col, row) : skip_value(s, 1);
-        }
-        if (status) return status;
-        if (member_end(s, &more)) return DELEGATE;
-    }
-    return OK;
+    return scan_members(s, row, 0, N_TOP, 1);
 }
 
 static int scan_array(Scanner *s) {
@@ -745,11 +733,9 @@ static int scan_array(Scanner *s) {
             for (int i = 0; i < s->n_columns; i++) s->columns[i].tag[row] = TAG_ABSENT;
             if ((status = scan_event(s, row))) return status;
             s->rows++;
-            skip_space(s);
-            if (s->pos >= s->size) return DELEGATE;
-            if (s->text[s->pos] == ',') { s->pos++; continue; }
-            if (s->text[s->pos] == ']') { s->pos++; break; }
-            return DELEGATE;
+            int more;
+            if (item_end(s, ']', &more)) return DELEGATE;
+            if (!more) break;
         }
     }
     skip_space(s);
@@ -884,83 +870,89 @@ done:
     return out;
 }
 
-static PyObject *nest(PyObject *self, PyObject *args) {
-    Py_buffer first, starts, ends;
-    if (!PyArg_ParseTuple(args, "y*y*y*:nest", &first, &starts, &ends)) return NULL;
-    PyObject *parents = NULL, *depths = NULL, *out = NULL;
-    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t);
-    if (first.len != starts.len || ends.len != starts.len) {
+/* Three int64 arrays of one length, from the arguments (`format`: "y*y*y*:name"); 0, or -1 with
+ * an exception set. Release them with `release_views`. */
+static int int64_arrays(PyObject *args, const char *format, Py_buffer views[3], Py_ssize_t *n) {
+    if (!PyArg_ParseTuple(args, format, &views[0], &views[1], &views[2])) return -1;
+    if (views[1].len != views[0].len || views[2].len != views[0].len || views[0].len % (Py_ssize_t)sizeof(int64_t)) {
+        for (int k = 0; k < 3; k++) PyBuffer_Release(&views[k]);
         PyErr_SetString(PyExc_ValueError, "arrays of different lengths");
-        goto done;
+        return -1;
     }
-    parents = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    depths = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
-    int64_t *stack = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
-    if (!parents || !depths || !stack) { PyMem_Free(stack); PyErr_NoMemory(); goto done; }
-    const int64_t *thread = first.buf, *start = starts.buf, *end = ends.buf;
-    int64_t *parent = (int64_t *)PyBytes_AS_STRING(parents);
-    int32_t *depth = (int32_t *)PyBytes_AS_STRING(depths);
-    Py_ssize_t top = 0; /* stack size */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (thread[i] == i) top = 0; /* a new thread */
-        /* the op's threshold: an enclosing op ends at or after its end, and after its start */
-        int64_t threshold = end[i] > start[i] + 1 ? end[i] : start[i] + 1;
-        while (top && end[stack[top - 1]] < threshold) top--;
-        parent[i] = top ? stack[top - 1] : -1;
-        depth[i] = top ? depth[stack[top - 1]] + 1 : 0;
-        stack[top++] = i;
-    }
-    PyMem_Free(stack);
-    out = PyTuple_Pack(2, parents, depths);
-done:
-    Py_XDECREF(parents);
-    Py_XDECREF(depths);
-    PyBuffer_Release(&first);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
+    *n = views[0].len / (Py_ssize_t)sizeof(int64_t);
+    return 0;
+}
+
+static void release_views(Py_buffer views[3]) {
+    for (int k = 0; k < 3; k++) PyBuffer_Release(&views[k]);
+}
+
+/* A tuple of the bytes objects (references stolen; NULL entries: NULL returned). */
+static PyObject *steal_tuple(PyObject **items, int count) {
+    PyObject *out = NULL;
+    int complete = 1;
+    for (int k = 0; k < count; k++) complete &= items[k] != NULL;
+    if (complete) out = PyTuple_Pack(count, items[0], items[1], count > 2 ? items[2] : NULL);
+    for (int k = 0; k < count; k++) Py_XDECREF(items[k]);
     return out;
 }
 
-static PyObject *merge(PyObject *self, PyObject *args) {
-    Py_buffer groups, starts, ends;
-    if (!PyArg_ParseTuple(args, "y*y*y*:merge", &groups, &starts, &ends)) return NULL;
-    PyObject *firsts = NULL, *merged_starts = NULL, *merged_ends = NULL, *out = NULL;
-    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t), m = 0;
-    if (groups.len != starts.len || ends.len != starts.len) {
-        PyErr_SetString(PyExc_ValueError, "arrays of different lengths");
-        goto done;
-    }
-    firsts = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    merged_starts = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    merged_ends = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    if (!firsts || !merged_starts || !merged_ends) goto done;
-    const int64_t *group = groups.buf, *start = starts.buf, *end = ends.buf;
-    int64_t *first = (int64_t *)PyBytes_AS_STRING(firsts);
-    int64_t *low = (int64_t *)PyBytes_AS_STRING(merged_starts);
-    int64_t *high = (int64_t *)PyBytes_AS_STRING(merged_ends);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (m && group[i] != i && start[i] <= high[m - 1]) {
-            if (end[i] > high[m - 1]) high[m - 1] = end[i];
-            continue;
+static PyObject *nest(PyObject *self, PyObject *args) {
+    Py_buffer views[3];
+    Py_ssize_t n;
+    if (int64_arrays(args, "y*y*y*:nest", views, &n)) return NULL;
+    PyObject *items[2] = {PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t)),
+                          PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t))};
+    int64_t *stack = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    if (items[0] && items[1] && stack) {
+        const int64_t *thread = views[0].buf, *start = views[1].buf, *end = views[2].buf;
+        int64_t *parent = (int64_t *)PyBytes_AS_STRING(items[0]);
+        int32_t *depth = (int32_t *)PyBytes_AS_STRING(items[1]);
+        Py_ssize_t top = 0; /* stack size */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (thread[i] == i) top = 0; /* a new thread */
+            /* the op's threshold: an enclosing op ends at or after its end, and after its start */
+            int64_t threshold = end[i] > start[i] + 1 ? end[i] : start[i] + 1;
+            while (top && end[stack[top - 1]] < threshold) top--;
+            parent[i] = top ? stack[top - 1] : -1;
+            depth[i] = top ? depth[stack[top - 1]] + 1 : 0;
+            stack[top++] = i;
         }
-        first[m] = i;
-        low[m] = start[i];
-        high[m] = end[i];
-        m++;
+    } else if (!stack) {
+        Py_CLEAR(items[0]);
+        PyErr_NoMemory();
     }
-    if (_PyBytes_Resize(&firsts, m * (Py_ssize_t)sizeof(int64_t)) ||
-        _PyBytes_Resize(&merged_starts, m * (Py_ssize_t)sizeof(int64_t)) ||
-        _PyBytes_Resize(&merged_ends, m * (Py_ssize_t)sizeof(int64_t)))
-        goto done;
-    out = PyTuple_Pack(3, firsts, merged_starts, merged_ends);
-done:
-    Py_XDECREF(firsts);
-    Py_XDECREF(merged_starts);
-    Py_XDECREF(merged_ends);
-    PyBuffer_Release(&groups);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
-    return out;
+    PyMem_Free(stack);
+    release_views(views);
+    return steal_tuple(items, 2);
+}
+
+static PyObject *merge(PyObject *self, PyObject *args) {
+    Py_buffer views[3];
+    Py_ssize_t n, m = 0;
+    if (int64_arrays(args, "y*y*y*:merge", views, &n)) return NULL;
+    PyObject *items[3];
+    for (int k = 0; k < 3; k++) items[k] = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (items[0] && items[1] && items[2]) {
+        const int64_t *group = views[0].buf, *start = views[1].buf, *end = views[2].buf;
+        int64_t *first = (int64_t *)PyBytes_AS_STRING(items[0]);
+        int64_t *low = (int64_t *)PyBytes_AS_STRING(items[1]);
+        int64_t *high = (int64_t *)PyBytes_AS_STRING(items[2]);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (m && group[i] != i && start[i] <= high[m - 1]) {
+                if (end[i] > high[m - 1]) high[m - 1] = end[i];
+                continue;
+            }
+            first[m] = i;
+            low[m] = start[i];
+            high[m] = end[i];
+            m++;
+        }
+        for (int k = 0; k < 3; k++)
+            if (items[k] && _PyBytes_Resize(&items[k], m * (Py_ssize_t)sizeof(int64_t))) items[k] = NULL;
+    }
+    release_views(views);
+    return steal_tuple(items, 3);
 }
 
 static PyMethodDef methods[] = {

@@ -142,6 +142,7 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     lookups = _Lookups.of(scanned, strings)
     frames: dict[str, pl.DataFrame] = {}
     texts: tuple[pl.Series, ...] = ()
+    rows = None
     for code in sorted(events["table"].unique().to_list()):
         if code == _tables.DROP:
             continue
@@ -151,6 +152,9 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
         frames[name] = _raw_frame(code, rows, lookups)
         if code == _tables.CPU_OP:
             texts = _raw_texts(text, rows)
+    events_count = scanned["n"]
+    del events, rows
+    scanned.clear()  # the scanned columns are not needed past here: freed before the tables are finished
     finished: dict[str, pl.DataFrame] = {}
     skipped: dict[str, tuple[int, int]] = {}
     arguments = None
@@ -161,7 +165,7 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
         for reason, count, first in dropped:
             before, earliest = skipped.get(reason, (0, first))
             skipped[reason] = (before + count, min(earliest, first))
-    return _tables.ChunkTables(frames=finished, events=scanned["n"], skipped=skipped, arguments=arguments)
+    return _tables.ChunkTables(frames=finished, events=events_count, skipped=skipped, arguments=arguments)
 
 
 def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> np.ndarray:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from traceanalyze.load import classify
@@ -87,9 +86,17 @@ def chunk_tables(text: bytes | memoryview, include_python: bool) -> _tables.Chun
         return None
 
 
+def _numpy():
+    """numpy, imported when a chunk is scanned (not when the loader is: small traces never need it)."""
+    import numpy
+
+    return numpy
+
+
 def _events_frame(scanned: dict[str, Any]) -> pl.DataFrame:
     """One row per event: `<field>_tag`, and its values (`<field>_int`, `<field>_float`;
     `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text)."""
+    np = _numpy()
     columns: dict[str, pl.Series] = {}
     kinds = {key.decode(): kind for key, kind in ARG_KEYS}
     for name, arrays in scanned["fields"].items():
@@ -168,12 +175,13 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     return _tables.ChunkTables(frames=finished, events=events_count, skipped=skipped, arguments=arguments)
 
 
-def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> np.ndarray:
+def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> Any:
     """The table of each event (`tables.DROP`, `GPU`, …): its category's route where its phase is
     right (`X`; `s`/`f`/`t` for flows), as `tables._fast_chunk` routes them."""
     fields = scanned["fields"]
+    np = _numpy()
 
-    def code_of(field: str) -> np.ndarray:  # the string's index, or len(strings) when not a string
+    def code_of(field: str) -> Any:  # the string's index, or len(strings) when not a string
         tags, values = np.frombuffer(fields[field][0], dtype=np.uint8), np.frombuffer(fields[field][1], dtype=np.int64)
         return np.where(tags == STR, values, len(strings))
 
@@ -200,6 +208,7 @@ class _Lookups:
     @classmethod
     def of(cls, scanned: dict[str, Any], strings: list[str]) -> "_Lookups":
         fields = scanned["fields"]
+        np = _numpy()
         used: set[int] = set()
         for field in ("pid", "tid", "id"):
             tags = np.frombuffer(fields[field][0], dtype=np.uint8)

@@ -7,6 +7,7 @@ work on one rank at a time (`Trace.split_by_rank`). Column schemas live here and
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +249,14 @@ class Trace:
 
     def split_by_rank(self) -> list[Trace]:
         return [self.for_rank(r) for r in self.ranks]
+
+    @cached_property
+    def launch_rows(self) -> pl.Series:
+        """Per GPU op, the runtime row of its launch call (see `traceanalyze.health.launch_rows`);
+        computed once per trace, on first use."""
+        from traceanalyze.health import launch_rows
+
+        return launch_rows(self)
 
     def health(self) -> pl.DataFrame:
         """Findings that make some numbers unreliable; see `traceanalyze.health`."""

@@ -34,6 +34,12 @@
  *   interval of i's group) → the union per group: for each merged interval, the position of its
  *   first interval and its start and end. Overlapping or touching intervals merge
  *   (`intervals.union_intervals`).
+ *
+ * enclose(candidate: bytes, time: bytes, end: bytes, parent: bytes, ok: bytes) -> bytes
+ *   For each point, the first op on the chain from its candidate op (int64 position, -1 for
+ *   none) up through `parent` (int64 positions, -1 at a root) that is `ok` and ends after the
+ *   point's time; its position, or -1 (`cpu_context.enclosing_op`). `ok` (uint8): 1 accepted,
+ *   0 not, 2 unknown, plus 4 where the op's end is unknown; an unknown answer ends the walk.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -955,9 +961,47 @@ static PyObject *merge(PyObject *self, PyObject *args) {
     return steal_tuple(items, 3);
 }
 
+static PyObject *enclose(PyObject *self, PyObject *args) {
+    Py_buffer candidates, times, ends, parents, oks;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*:enclose", &candidates, &times, &ends, &parents, &oks)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = candidates.len / (Py_ssize_t)sizeof(int64_t), m = ends.len / (Py_ssize_t)sizeof(int64_t);
+    if (times.len != candidates.len || parents.len != ends.len || oks.len != m) {
+        PyErr_SetString(PyExc_ValueError, "arrays of different lengths");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (!out) goto done;
+    const int64_t *candidate = candidates.buf, *time = times.buf, *end = ends.buf, *parent = parents.buf;
+    const uint8_t *ok = oks.buf;
+    int64_t *found = (int64_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t op = candidate[i];
+        Py_ssize_t steps = 0; /* a parent cycle (never in a nesting) cannot loop forever */
+        while (op >= 0 && op < m) {
+            if (steps++ > m) { op = -1; break; }
+            /* accepted and ending after the point, in three-valued logic: false goes on up the
+             * chain, true is the op, unknown ends the walk (as a polars filter drops a null) */
+            int accepted = ok[op] & 3, ends_after = ok[op] & 4 ? 2 : end[op] > time[i];
+            if (accepted == 0 || ends_after == 0) { op = parent[op]; continue; }
+            if (accepted == 2 || ends_after == 2) op = -1;
+            break;
+        }
+        found[i] = op >= 0 && op < m ? op : -1;
+    }
+done:
+    PyBuffer_Release(&candidates);
+    PyBuffer_Release(&times);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&parents);
+    PyBuffer_Release(&oks);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Columnar scan of a JSON array of trace events (None: use msgspec)."},
     {"join_spans", join_spans, METH_VARARGS, "Raw texts at (offset, length) joined with NUL."},
+    {"enclose", enclose, METH_VARARGS, "The first op up each point's chain that is ok and ends after it."},
     {"merge", merge, METH_VARARGS, "Union of intervals sorted by group and start."},
     {"nest", nest, METH_VARARGS, "Parent positions and depths of ops sorted by thread, start and end descending."},
     {NULL, NULL, 0, NULL},

@@ -31,6 +31,10 @@ _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 PARALLEL_MIN_BYTES = 64 << 20  # folders smaller than this (uncompressed, about) load in this process
 PARALLEL_FILE_MIN_BYTES = 160 << 20  # files smaller than this (uncompressed, about) decode in this process
 THREADED_FILE_MIN_BYTES = 2 * BLOCK_SIZE  # with the compiled scanner: any file of several chunks uses threads
+# Large files decode in larger chunks: half the chunks, half the fixed cost per chunk, and fewer,
+# larger allocations that the allocator reuses (measured on 1 GB: 10% faster, 100 MB less at peak)
+LARGE_FILE_BYTES = 512 << 20
+LARGE_BLOCK_SIZE = 32 << 20
 PROGRESS_MIN_BYTES = 64 << 20  # inputs smaller than this load too fast for a progress bar
 LARGE_TRACE_EVENTS = 1_000_000  # above this, freed memory is handed back to the system after loading
 
@@ -90,10 +94,12 @@ def load_rank(path: str | Path, include_python: bool = False) -> Trace:
 
 def load_file(path: Path, *, include_python: bool = False, rank: int | None = None,
               rank_source: str | None = None, progress: Progress | None = None,
-              workers: int | None = None, block_size: int = BLOCK_SIZE) -> Trace:
+              workers: int | None = None, block_size: int | None = None) -> Trace:
     """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`, else
     from the file name (`rank3.json`), unless given. A large file is decoded by `workers` processes (default: one per core), in
-    chunks of about `block_size` bytes."""
+    chunks of about `block_size` bytes (default: `BLOCK_SIZE`, `LARGE_BLOCK_SIZE` for a large file)."""
+    if block_size is None:
+        block_size = LARGE_BLOCK_SIZE if _uncompressed_estimate(path) >= LARGE_FILE_BYTES else BLOCK_SIZE
     try:
         tables, document = _stream(path, include_python=include_python, progress=progress, workers=workers,
                                    block_size=block_size)
@@ -129,7 +135,7 @@ def load_file(path: Path, *, include_python: bool = False, rank: int | None = No
 def _stream(path: Path, *, include_python: bool, progress: Progress | None, workers: int | None,
             block_size: int = BLOCK_SIZE):
     size = path.stat().st_size
-    count = _chunk_workers(path, size, workers)
+    count = _chunk_workers(path, workers)
     if count > 1:
         import msgspec
 
@@ -172,7 +178,16 @@ def _stream_parallel(path: Path, *, include_python: bool, progress: Progress | N
     return tables, chunks.document
 
 
-def _chunk_workers(path: Path, size: int, workers: int | None) -> int:
+def _uncompressed_estimate(path: Path) -> int:
+    """About how large a trace is once gunzipped (Kineto JSON compresses about tenfold)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return 0  # reading it will say what is wrong
+    return size * (10 if path.name.lower().endswith(".gz") else 1)
+
+
+def _chunk_workers(path: Path, workers: int | None) -> int:
     """How many threads (or, without the compiled scanner, processes) decode one file: several
     only for a file of several chunks (a large one, for processes) on several cores."""
     from traceanalyze.load import columnar
@@ -180,7 +195,7 @@ def _chunk_workers(path: Path, size: int, workers: int | None) -> int:
     if workers is not None:
         return max(1, workers)
     smallest = THREADED_FILE_MIN_BYTES if columnar.available() else PARALLEL_FILE_MIN_BYTES
-    if size * (10 if path.name.lower().endswith(".gz") else 1) < smallest:
+    if _uncompressed_estimate(path) < smallest:
         return 1
     return os.cpu_count() or 1
 
@@ -205,7 +220,7 @@ def _show_progress(progress: bool | None, files: list[Path]) -> bool:
 
 def _approximate_size(files: list[Path]) -> int:
     """Uncompressed bytes, about (Kineto JSON gzips about 10:1)."""
-    return sum(f.stat().st_size * (10 if f.name.lower().endswith(".gz") else 1) for f in files)
+    return sum(_uncompressed_estimate(f) for f in files)
 
 
 def _worker_count(files: list[Path], workers: int | None) -> int:

@@ -187,6 +187,7 @@ class RankMeta:
     profile_memory: Any = None
     has_device_properties: bool = False
     event_count: int = 0
+    flow_events: int = 0  # `ac2g`/`async` flow events in the file; the `flows` table keeps them only when asked
     distributed_info: dict[str, Any] = field(default_factory=dict)
 
 

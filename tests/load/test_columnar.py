@@ -183,4 +183,4 @@ def test_real_traces_through_the_scanner_and_threads(path: Path, monkeypatch):
 
     monkeypatch.setattr(tables, "COLUMNAR_MIN_BYTES", 0)
     monkeypatch.setattr(tables, "NATIVE_NESTING_MIN_OPS", 0)
-    assert_same(load_file(path, block_size=block_size_for(path, 6), workers=2), whole_document(path))
+    assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 6), workers=2), whole_document(path))

@@ -22,7 +22,9 @@ def test_table_sizes_match_an_independent_count(path):
     assert trace.cpu_ops.height == counts["cpu_ops"]
     assert trace.steps.height == counts["steps"]
     assert trace.sync.height == counts["sync"]
-    assert trace.flows.height == counts["flows"]
+    assert sum(m.flow_events for m in trace.meta) == counts["flows"]
+    assert trace.flows.is_empty()  # counted, not kept, unless asked
+    assert traceanalyze.load_trace(path, include_flows=True).flows.height == counts["flows"]
     by_kind = dict(trace.gpu.group_by("kind").len().iter_rows())
     for kind, expected in counts["gpu_by_kind"].items():
         assert by_kind.get(kind, 0) == expected, kind

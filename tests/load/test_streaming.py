@@ -38,19 +38,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def whole_document(path: Path, *, include_python: bool = False):
-    """The reference: the document decoded at once, every event through the general path."""
+    """The reference: the document decoded at once, every event through the general path (flows
+    kept: the loads compared with it keep them too)."""
     document, malformed = decode_document(read_bytes(path), path)
     info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
     rank = info.get("rank") if isinstance(info.get("rank"), int) else 0
     source = "distributedInfo" if isinstance(info.get("rank"), int) else "default"
     return build_trace(document, path=path, rank=rank, rank_source=source, malformed=malformed,
-                       include_python=include_python)
+                       include_python=include_python, include_flows=True)
 
 
 def cut_pieces(path: Path, block_size: int, *, include_python: bool = False):
     """What the worker processes of a large file compute, here in this process."""
     chunks = EventChunks(path, block_size=block_size)
-    tables = TraceTables(include_python=include_python)
+    tables = TraceTables(include_python=include_python, include_flows=True)
     for parts in chunks.pieces():
         tables.add(decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python))
     info = chunks.document.distributedInfo if isinstance(chunks.document.distributedInfo, dict) else {}
@@ -75,14 +76,14 @@ def block_size_for(path: Path, chunks: int) -> int:
 def test_real_traces_in_small_chunks(path, chunks):
     reference = whole_document(path)
     block_size = block_size_for(path, chunks)
-    assert_same(load_file(path, block_size=block_size, workers=1), reference)
+    assert_same(load_file(path, include_flows=True, block_size=block_size, workers=1), reference)
     assert_same(cut_pieces(path, block_size), reference)
 
 
 @pytest.mark.parametrize("path", real_trace_params())
 def test_python_functions_kept_when_asked(path):
     reference = whole_document(path, include_python=True)
-    assert_same(load_file(path, block_size=block_size_for(path, 8), workers=1, include_python=True), reference,
+    assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 8), workers=1, include_python=True), reference,
                 python=True)
 
 
@@ -125,7 +126,7 @@ def test_cuts_inside_strings_and_odd_layouts(tmp_path, layout, block_size):
     path.write_bytes(gzip.compress(text.encode()))
     reference = whole_document(path)
     assert reference.gpu.height == 60
-    assert_same(load_file(path, block_size=block_size, workers=1), reference)
+    assert_same(load_file(path, include_flows=True, block_size=block_size, workers=1), reference)
     # the cutter alone may cut inside a kernel name; what it cuts must then fail to decode
     try:
         pieces = cut_pieces(path, block_size)
@@ -153,7 +154,7 @@ def test_shape_columns_decoded_slowly_everywhere_when_one_chunk_needs_it(tmp_pat
     path.write_text(json.dumps(data))
     reference = whole_document(path)
     for block_size in (128, 2048):
-        assert_same(load_file(path, block_size=block_size, workers=1), reference)
+        assert_same(load_file(path, include_flows=True, block_size=block_size, workers=1), reference)
 
 
 # --- mutated traces --------------------------------------------------------------------------------
@@ -177,7 +178,7 @@ def test_mutated_traces_load_as_the_whole_document_does(tmp_path, data):
         reference = None
     block_size = data.draw(st.sampled_from([64, 512, 1 << 16]))
     try:
-        streamed = load_file(path, block_size=block_size, workers=1, include_python=include_python)
+        streamed = load_file(path, include_flows=True, block_size=block_size, workers=1, include_python=include_python)
     except TraceAnalyzeError:
         assert reference is None
         return
@@ -260,7 +261,7 @@ def test_a_large_file_decoded_by_worker_processes(tmp_path):
     if not path.is_file():
         pytest.skip(f"real trace not found: {path}")
     reference = whole_document(path)
-    assert_same(load_file(path, block_size=1 << 20, workers=2), reference)
+    assert_same(load_file(path, include_flows=True, block_size=1 << 20, workers=2), reference)
 
 
 def test_a_folder_of_ranks_on_every_core():

@@ -48,8 +48,8 @@ def trace_files(folder: Path) -> list[Path]:
     )
 
 
-def load_trace(path: str | Path, *, include_python: bool = False, workers: int | None = None,
-               progress: bool | None = None) -> Trace:
+def load_trace(path: str | Path, *, include_python: bool = False, include_flows: bool = False,
+               workers: int | None = None, progress: bool | None = None) -> Trace:
     """Load a `.json`/`.json.gz` Kineto trace, or a folder of per-rank traces, into a `Trace`.
 
     Parameters
@@ -59,6 +59,11 @@ def load_trace(path: str | Path, *, include_python: bool = False, workers: int |
     include_python
         Keep `python_function` events (dropped by default: they are often half of a trace and no
         analysis needs them).
+    include_flows
+        Keep the flow events (`ac2g`, …: the arrows a trace viewer draws from a launch to its
+        kernel) in `Trace.flows`. Dropped by default: launches and kernels are linked by their
+        correlation ids, and on large traces flows are the longest table; `RankMeta.flow_events`
+        counts them either way.
     workers
         Processes for a folder of ranks (one rank each). Default: one per core, when the folder
         is large enough for it to pay (`PARALLEL_MIN_BYTES`); 1 loads every rank here.
@@ -76,23 +81,24 @@ def load_trace(path: str | Path, *, include_python: bool = False, workers: int |
         files = trace_files(path)
         if not files:
             raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace files")
-        return _load_ranks(files, include_python=include_python, workers=workers, progress=progress)
+        return _load_ranks(files, include_python=include_python, include_flows=include_flows, workers=workers,
+                           progress=progress)
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file or folder")
     if _show_progress(progress, [path]):
         from traceanalyze.load.progress import load_with_progress
 
-        return load_with_progress([path], include_python=include_python, workers=1)[0]
-    return load_file(path, include_python=include_python)
+        return load_with_progress([path], include_python=include_python, include_flows=include_flows, workers=1)[0]
+    return load_file(path, include_python=include_python, include_flows=include_flows)
 
 
-def load_rank(path: str | Path, include_python: bool = False) -> Trace:
+def load_rank(path: str | Path, include_python: bool = False, include_flows: bool = False) -> Trace:
     """One rank's file → its `Trace`: a pure function of the file, what each worker process of a
     folder runs (and what a Ray or Dask task would run: `Trace` pickles, its tables as Arrow)."""
-    return load_file(Path(path), include_python=include_python, workers=1)
+    return load_file(Path(path), include_python=include_python, include_flows=include_flows, workers=1)
 
 
-def load_file(path: Path, *, include_python: bool = False, rank: int | None = None,
+def load_file(path: Path, *, include_python: bool = False, include_flows: bool = False, rank: int | None = None,
               rank_source: str | None = None, progress: Progress | None = None,
               workers: int | None = None, block_size: int | None = None) -> Trace:
     """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`, else
@@ -101,12 +107,13 @@ def load_file(path: Path, *, include_python: bool = False, rank: int | None = No
     if block_size is None:
         block_size = LARGE_BLOCK_SIZE if _uncompressed_estimate(path) >= LARGE_FILE_BYTES else BLOCK_SIZE
     try:
-        tables, document = _stream(path, include_python=include_python, progress=progress, workers=workers,
+        tables, document = _stream(path, include_python=include_python, include_flows=include_flows,
+                                   progress=progress, workers=workers,
                                    block_size=block_size)
     except NotStreamable:
         # not laid out as the streaming reader expects: decode it whole, as it always was
         document, malformed = decode_document(read_bytes(path, limit=WHOLE_DOCUMENT_LIMIT), path)
-        tables = TraceTables(include_python=include_python)
+        tables = TraceTables(include_python=include_python, include_flows=include_flows)
         tables.add(general_tables(document.traceEvents or [], include_python=include_python, malformed=malformed))
         document.traceEvents = None
     if not tables.events:
@@ -132,7 +139,7 @@ def load_file(path: Path, *, include_python: bool = False, rank: int | None = No
     return trace
 
 
-def _stream(path: Path, *, include_python: bool, progress: Progress | None, workers: int | None,
+def _stream(path: Path, *, include_python: bool, include_flows: bool, progress: Progress | None, workers: int | None,
             block_size: int = BLOCK_SIZE):
     size = path.stat().st_size
     count = _chunk_workers(path, workers)
@@ -140,12 +147,13 @@ def _stream(path: Path, *, include_python: bool, progress: Progress | None, work
         import msgspec
 
         try:
-            return _stream_parallel(path, include_python=include_python, progress=progress, workers=count,
+            return _stream_parallel(path, include_python=include_python, include_flows=include_flows,
+                                    progress=progress, workers=count,
                                     block_size=block_size)
         except msgspec.DecodeError:
             pass  # a chunk cut at a wrong place, or invalid JSON: the sequential reader sorts it out
     chunks = EventChunks(path, block_size=block_size)
-    tables = TraceTables(include_python=include_python)
+    tables = TraceTables(include_python=include_python, include_flows=include_flows)
     for chunk in chunks.decode_each(lambda text: decode_chunk(text, include_python=include_python)):
         tables.add(chunk)
         if progress is not None:
@@ -154,14 +162,14 @@ def _stream(path: Path, *, include_python: bool, progress: Progress | None, work
     return tables, chunks.document
 
 
-def _stream_parallel(path: Path, *, include_python: bool, progress: Progress | None, workers: int,
+def _stream_parallel(path: Path, *, include_python: bool, include_flows: bool, progress: Progress | None, workers: int,
                      block_size: int = BLOCK_SIZE):
     from traceanalyze.load import columnar
     from traceanalyze.load.parallel import ChunkPool, decode_in_threads
 
     size = path.stat().st_size
     chunks = EventChunks(path, block_size=block_size)
-    tables = TraceTables(include_python=include_python)
+    tables = TraceTables(include_python=include_python, include_flows=include_flows)
     if columnar.available():  # the work releases the GIL: threads
         for chunk in decode_in_threads(chunks.pieces(), workers, include_python=include_python):
             tables.add(chunk)
@@ -231,7 +239,7 @@ def _worker_count(files: list[Path], workers: int | None) -> int:
     return max(1, min(len(files), os.cpu_count() or 1))
 
 
-def _load_ranks(files: list[Path], *, include_python: bool, workers: int | None = None,
+def _load_ranks(files: list[Path], *, include_python: bool, include_flows: bool = False, workers: int | None = None,
                 progress: bool | None = None) -> Trace:
     """Ranks from `distributedInfo.rank`, else from file names, else from file order; the first
     source that gives every file a distinct rank wins."""
@@ -239,13 +247,13 @@ def _load_ranks(files: list[Path], *, include_python: bool, workers: int | None 
     if _show_progress(progress, files):
         from traceanalyze.load.progress import load_with_progress
 
-        traces = load_with_progress(files, include_python=include_python, workers=count)
+        traces = load_with_progress(files, include_python=include_python, include_flows=include_flows, workers=count)
     elif count > 1:
         from traceanalyze.load.parallel import load_parallel
 
-        traces = load_parallel(files, include_python=include_python, workers=count)
+        traces = load_parallel(files, include_python=include_python, include_flows=include_flows, workers=count)
     else:
-        traces = [load_file(f, include_python=include_python, workers=workers) for f in files]
+        traces = [load_file(f, include_python=include_python, include_flows=include_flows, workers=workers) for f in files]
     from_info = [t.meta[0].rank if t.meta[0].rank_source == "distributedInfo" else None for t in traces]
     from_names = [declared_rank(f) for f in files]
     for ranks, source in ((from_info, "distributedInfo"), (from_names, "file name")):

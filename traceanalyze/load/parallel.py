@@ -37,14 +37,14 @@ def _initialise(progress_queue: Any) -> None:
     _progress_queue = progress_queue
 
 
-def _load(index: int, path: str, include_python: bool) -> Trace:
+def _load(index: int, path: str, include_python: bool, include_flows: bool) -> Trace:
     from traceanalyze.load import load_file
 
     report = None
     if _progress_queue is not None:
         def report(done: int, total: int) -> None:
             _progress_queue.put((index, done, total))
-    return load_file(Path(path), include_python=include_python, progress=report, workers=1)
+    return load_file(Path(path), include_python=include_python, include_flows=include_flows, progress=report, workers=1)
 
 
 def spawn_pool(workers: int, *, initializer: Callable[..., None] | None = None,
@@ -82,14 +82,14 @@ def _warm() -> None:
     import traceanalyze.load.tables  # noqa: F401  (polars, msgspec: the slow imports)
 
 
-def load_parallel(files: list[Path], *, include_python: bool, workers: int,
+def load_parallel(files: list[Path], *, include_python: bool, workers: int, include_flows: bool = False,
                   on_progress: OnProgress | None = None) -> list[Trace]:
     """Every file's `Trace`, in the order of `files`, loaded by `workers` processes. The first
     error (in file order) is raised once every worker has stopped."""
     context = multiprocessing.get_context("spawn")
     progress_queue = context.Queue() if on_progress is not None else None
     with spawn_pool(workers, initializer=_initialise, initargs=(progress_queue,)) as pool:
-        futures = [pool.submit(_load, i, str(f), include_python) for i, f in enumerate(files)]
+        futures = [pool.submit(_load, i, str(f), include_python, include_flows) for i, f in enumerate(files)]
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)

@@ -8,7 +8,7 @@ from pathlib import Path
 from traceanalyze.model import Trace
 
 
-def load_with_progress(files: list[Path], *, include_python: bool, workers: int) -> list[Trace]:
+def load_with_progress(files: list[Path], *, include_python: bool, workers: int, include_flows: bool = False) -> list[Trace]:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -24,8 +24,10 @@ def load_with_progress(files: list[Path], *, include_python: bool, workers: int)
         if workers > 1:
             from traceanalyze.load.parallel import load_parallel
 
-            return load_parallel(files, include_python=include_python, workers=workers, on_progress=update)
+            return load_parallel(files, include_python=include_python, include_flows=include_flows, workers=workers,
+                                 on_progress=update)
         return [
-            load_file(f, include_python=include_python, progress=lambda done, total, i=i: update(i, done, total))
+            load_file(f, include_python=include_python, include_flows=include_flows,
+                      progress=lambda done, total, i=i: update(i, done, total))
             for i, f in enumerate(files)
         ]

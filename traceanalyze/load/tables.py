@@ -413,14 +413,20 @@ class TraceTables:
     """Collects the chunks of one trace file, in order, and finishes them into a `Trace`."""
 
     include_python: bool = False
+    include_flows: bool = False  # flow events are counted always, kept only when asked (no analysis reads them)
     frames: dict[str, list[pl.DataFrame]] = field(default_factory=lambda: {name: [] for name in CHUNK_SCHEMAS})
     skipped: dict[str, tuple[int, int]] = field(default_factory=dict)  # reason → (count, first event)
     events: int = 0
     malformed: int = 0
     arguments: list[ArgumentTexts] = field(default_factory=list)  # one per cpu_ops frame
+    flow_events: int = 0
 
     def add(self, chunk: ChunkTables) -> None:
         for name, frame in chunk.frames.items():
+            if name == "flows":
+                self.flow_events += frame.height
+                if not self.include_flows:
+                    continue
             if frame.height:
                 self.frames[name].append(frame)
                 if name == "cpu_ops":
@@ -466,7 +472,7 @@ class TraceTables:
         python_frame = ranked(self._table("python"), PYTHON_SCHEMA).sort("start_ns") if self.include_python else None
         devices_frame, has_props = _devices(document.deviceProperties, rank)
         meta = _meta(document, path=path, rank=rank, rank_source=rank_source, has_props=has_props,
-                     event_count=self.events)
+                     event_count=self.events, flow_events=self.flow_events)
         skipped_frame = pl.DataFrame(
             {"rank": [rank] * len(skipped), "reason": list(skipped), "count": list(skipped.values())},
             schema=SKIPPED_SCHEMA,
@@ -502,9 +508,9 @@ def _sorted(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
 
 
 def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: str,
-                malformed: int, include_python: bool) -> Trace:
+                malformed: int, include_python: bool, include_flows: bool = False) -> Trace:
     """A whole decoded document (`chrome.decode_document`) → its `Trace`."""
-    tables = TraceTables(include_python=include_python)
+    tables = TraceTables(include_python=include_python, include_flows=include_flows)
     tables.add(general_tables(document.traceEvents or [], include_python=include_python, malformed=malformed))
     return tables.finish(document, path=path, rank=rank, rank_source=rank_source)
 
@@ -1307,7 +1313,7 @@ def _devices(properties: Any, rank: int) -> tuple[pl.DataFrame, bool]:
 
 
 def _meta(document: TraceDocument, *, path: Path, rank: int, rank_source: str, has_props: bool,
-          event_count: int) -> RankMeta:
+          event_count: int, flow_events: int) -> RankMeta:
     info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
     world_size = as_int(info.get("world_size"))
     backend = info.get("backend") if isinstance(info.get("backend"), str) else None
@@ -1328,5 +1334,6 @@ def _meta(document: TraceDocument, *, path: Path, rank: int, rank_source: str, h
         profile_memory=document.profile_memory,
         has_device_properties=has_props,
         event_count=event_count,
+        flow_events=flow_events,
         distributed_info={k: v for k, v in info.items() if k in ("rank", "world_size", "backend", "pg_count", "nccl_version")},
     )

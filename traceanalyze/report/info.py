@@ -71,7 +71,7 @@ def render_info(trace: Trace) -> str:
             ("  of which synchronisations", single.runtime.filter(pl.col("kind") == "sync").height),
             ("CPU ops", single.cpu_ops.filter(pl.col("category") == "cpu_op").height),
             ("annotations", single.cpu_ops.filter(pl.col("category") == "user_annotation").height),
-            ("flow events", single.flows.height),
+            ("flow events", sum(m.flow_events for m in single.meta)),
             ("GPU sync markers", single.sync.height),
         ]
         lines.append(tabulate(counts, headers=["events", "count"], tablefmt="simple", colalign=("left", "right")))

@@ -184,3 +184,15 @@ def test_real_traces_through_the_scanner_and_threads(path: Path, monkeypatch):
     monkeypatch.setattr(tables, "COLUMNAR_MIN_BYTES", 0)
     monkeypatch.setattr(tables, "NATIVE_NESTING_MIN_OPS", 0)
     assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 6), workers=2), whole_document(path))
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 15, 16, 17, 255, 4079, 4080, 4081, 70_000])
+def test_room_for_every_event(count):
+    """The scanner sizes its columns by counting `{` (no more events than that): with one `{` per
+    event the count must be exact, across its 16-byte and 255-step boundaries."""
+    from traceanalyze import _native
+
+    for padding in ("", " " * 7):
+        text = ("[" + ",".join([padding + '{"ph":"i"}'] * count) + "]").encode()
+        scanned = _native.scan(text, columnar.ARG_KEYS)
+        assert scanned is not None and scanned["n"] == count

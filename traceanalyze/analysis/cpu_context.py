@@ -19,8 +19,15 @@ def enclosing_op(
     on the same rank and thread with `start_ns <= time_ns < end_ns` (and of `category`, and whose
     name does not match `exclude_name_pattern`, when given) → `point_id, op_id` (null if none).
     """
+    return enclosing_ops(points, cpu_ops, [(category, exclude_name_pattern)])[0]
+
+
+def enclosing_ops(
+    points: pl.DataFrame, cpu_ops: pl.DataFrame, selections: list[tuple[str | None, str | None]]
+) -> list[pl.DataFrame]:
+    """`enclosing_op` for several (category, exclude_name_pattern) selections of the same ops at
+    the same points: the as-of join that finds each point's innermost op runs once."""
     ops = cpu_ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
-    matches = ops.with_columns(ok=_accepts(category, exclude_name_pattern)).select("op_id", "end_ns", "parent_id", "ok")
     located = (
         points.select("point_id", "rank", "pid", "tid", "time_ns")
         .drop_nulls(["pid", "tid", "time_ns"])
@@ -39,11 +46,15 @@ def enclosing_op(
         from traceanalyze import _native
     except ImportError:  # pragma: no cover - built wherever a C compiler is
         _native = None
-    if _native is not None and located.height >= NATIVE_MIN_POINTS:
-        found_all = _walk_native(_native, located, matches)
-    else:
-        found_all = _walk_vectorised(located, matches)
-    return points.select("point_id").join(found_all, on="point_id", how="left")
+    found = []
+    for category, exclude_name_pattern in selections:
+        matches = ops.with_columns(ok=_accepts(category, exclude_name_pattern)).select("op_id", "end_ns", "parent_id", "ok")
+        if _native is not None and located.height >= NATIVE_MIN_POINTS:
+            found_all = _walk_native(_native, located, matches)
+        else:
+            found_all = _walk_vectorised(located, matches)
+        found.append(points.select("point_id").join(found_all, on="point_id", how="left"))
+    return found
 
 
 NATIVE_MIN_POINTS = 20_000  # fewer points walk as fast in polars, without importing numpy
@@ -90,10 +101,12 @@ def _walk_native(native, located: pl.DataFrame, matches: pl.DataFrame) -> pl.Dat
     ok = matches.select(
         (pl.col("ok").cast(pl.UInt8).fill_null(2) + pl.col("end_ns").is_null().cast(pl.UInt8) * 4).cast(pl.UInt8)
     ).to_series()
+    def int64s(values) -> np.ndarray:  # no copy when the column already is one
+        return np.ascontiguousarray(values, dtype=np.int64)
+
     found = np.frombuffer(native.enclose(
-        candidates.astype(np.int64).tobytes(), located["time_ns"].to_numpy().astype(np.int64).tobytes(),
-        matches["end_ns"].fill_null(0).to_numpy().astype(np.int64).tobytes(),
-        parents.astype(np.int64).tobytes(), ok.to_numpy().tobytes(),
+        int64s(candidates), int64s(located["time_ns"].to_numpy()), int64s(matches["end_ns"].fill_null(0).to_numpy()),
+        int64s(parents), np.ascontiguousarray(ok.to_numpy(), dtype=np.uint8),
     ), dtype=np.int64)
     hits = pl.Series(found) >= 0
     return pl.DataFrame({
@@ -150,10 +163,10 @@ def cpu_context(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     thread, the innermost user annotation other than a ProfilerStep, and the step →
     `point_id, cpu_op, cpu_op_id, annotation, step`."""
     names = trace.cpu_ops.select("op_id", "name")
-    op = enclosing_op(points, trace.cpu_ops, category="cpu_op").join(names, on="op_id", how="left")
-    annotation = enclosing_op(
-        points, trace.cpu_ops, category="user_annotation", exclude_name_pattern=r"^ProfilerStep#"
-    ).join(names, on="op_id", how="left")
+    op, annotation = (
+        found.join(names, on="op_id", how="left")
+        for found in enclosing_ops(points, trace.cpu_ops, [("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
+    )
     return (
         points.select("point_id")
         .join(op.select("point_id", pl.col("name").alias("cpu_op"), pl.col("op_id").alias("cpu_op_id")), on="point_id", how="left")

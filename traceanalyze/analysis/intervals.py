@@ -48,8 +48,8 @@ def _union_native(native, ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     group_start = ordered.select(
         pl.when(new_group | (pl.int_range(pl.len()) == 0)).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
     ).to_series()
-    first, start, end = native.merge(group_start.to_numpy().tobytes(), ordered["start_ns"].to_numpy().tobytes(),
-                                     ordered["end_ns"].to_numpy().tobytes())
+    first, start, end = native.merge(*(np.ascontiguousarray(column.to_numpy(), dtype=np.int64)
+                                       for column in (group_start, ordered["start_ns"], ordered["end_ns"])))
     merged = pl.DataFrame({"start_ns": np.frombuffer(start, dtype=np.int64), "end_ns": np.frombuffer(end, dtype=np.int64)})
     if not by:
         return merged

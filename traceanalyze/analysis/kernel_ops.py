@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.cpu_context import by_op_id, enclosing_op
+from traceanalyze.analysis.cpu_context import by_op_id, enclosing_op, enclosing_ops
 from traceanalyze.health import linked_gpu
 from traceanalyze.model import Trace
 
@@ -30,8 +30,7 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
     # the columns `enclosing_op` reads: the shape columns are heavy to filter and gather
     tree = ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
     aten = enclosing_op(points, tree.filter(pl.col("name").str.starts_with("aten::")).pipe(_reparent, tree), category="cpu_op")
-    any_op = enclosing_op(points, ops, category="cpu_op")
-    annotation = enclosing_op(points, ops, category="user_annotation", exclude_name_pattern=r"^ProfilerStep#")
+    any_op, annotation = enclosing_ops(points, ops, [("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
     by_external = (
         linked.filter(pl.col("launch_external_id").is_not_null())
         .join(

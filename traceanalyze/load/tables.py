@@ -1237,9 +1237,8 @@ def _nesting_native(native, ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series
     import numpy as np
 
     thread_start = _thread_starts(ordered)["thread_start"]
-    parents, depths = native.nest(
-        thread_start.to_numpy().tobytes(), ordered["start_ns"].to_numpy().tobytes(), ordered["end_ns"].to_numpy().tobytes()
-    )
+    parents, depths = native.nest(*(np.ascontiguousarray(column.to_numpy(), dtype=np.int64)
+                                    for column in (thread_start, ordered["start_ns"], ordered["end_ns"])))
     parent = pl.Series(np.frombuffer(parents, dtype=np.int64))
     return pl.select(pl.when(parent >= 0).then(parent)).to_series(), pl.Series(np.frombuffer(depths, dtype=np.int32))
 

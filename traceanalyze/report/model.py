@@ -78,6 +78,9 @@ def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
     """
     options = options or ReportOptions()
     ranks = tuple(_rank_report(single, options) for single in trace.split_by_rank())
+    if len(ranks) == 1:  # pooled over one rank: its own tables
+        return Report(source=trace.source, options=options, ranks=ranks, latency_stats=ranks[0].latency_stats,
+                      kernels=ranks[0].kernels, ops=ranks[0].ops)
     pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
     pooled_roofline = pl.concat([r.roofline for r in ranks], how="vertical_relaxed")
     return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled,

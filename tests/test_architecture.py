@@ -17,6 +17,9 @@ FORBIDDEN = {
     "traceanalyze.report": ("traceanalyze.cli",),
     "traceanalyze.model": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
     "traceanalyze.errors": ("traceanalyze.",),
+    # leaves that every layer may use: they import no other module of the package
+    "traceanalyze.native": ("traceanalyze.",),
+    "traceanalyze.memory": ("traceanalyze.",),
 }
 
 

@@ -2,7 +2,8 @@
 
 Loading a large trace frees a great deal as it goes (each chunk's scanned columns, the chunks of a
 table once they are joined, unsorted copies). Left to their defaults, the allocators keep those
-pages: polars' jemalloc for ten seconds, glibc's per-thread arenas until trimmed. The resident size
+pages: polars' jemalloc for 0.5 s and then, lazily freed, 1 s more; glibc's per-thread arenas
+until trimmed. The resident size
 then stays near the most ever allocated, not what is in use. These settings hand the pages back
 sooner; they change no result.
 """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.model import Trace
+from traceanalyze.native import compiled, int64_array
 
 
 def enclosing_op(
@@ -42,10 +43,7 @@ def enclosing_ops(
         )
         .select("point_id", "time_ns", pl.col("op_id").alias("candidate"))
     )
-    try:
-        from traceanalyze import _native
-    except ImportError:  # pragma: no cover - built wherever a C compiler is
-        _native = None
+    _native = compiled()
     found = []
     for category, exclude_name_pattern in selections:
         matches = ops.with_columns(ok=_accepts(category, exclude_name_pattern)).select("op_id", "end_ns", "parent_id", "ok")
@@ -86,14 +84,14 @@ def _walk_native(native, located: pl.DataFrame, matches: pl.DataFrame) -> pl.Dat
     op_ids = matches["op_id"]
     first = op_ids.min() if op_ids.len() else 0
     dense = op_ids.null_count() == 0 and bool((op_ids.diff().drop_nulls() == 1).all())  # a rank's cpu_ops
-    position = op_ids.to_frame().with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"))
+    position = None if dense else op_ids.to_frame().with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"))
 
     def to_position(ids: pl.Series) -> np.ndarray:
-        if dense:
+        if position is None:
             found = pl.select(pl.when((ids >= first) & (ids - first < op_ids.len())).then(ids - first)).to_series()
         else:
             found = ids.to_frame("op_id").join(position, on="op_id", how="left", maintain_order="left")["_position"]
-        return found.fill_null(-1).to_numpy()
+        return int64_array(found.fill_null(-1))
 
     parents = to_position(matches["parent_id"])
     candidates = to_position(located["candidate"])
@@ -101,12 +99,9 @@ def _walk_native(native, located: pl.DataFrame, matches: pl.DataFrame) -> pl.Dat
     ok = matches.select(
         (pl.col("ok").cast(pl.UInt8).fill_null(2) + pl.col("end_ns").is_null().cast(pl.UInt8) * 4).cast(pl.UInt8)
     ).to_series()
-    def int64s(values) -> np.ndarray:  # no copy when the column already is one
-        return np.ascontiguousarray(values, dtype=np.int64)
-
     found = np.frombuffer(native.enclose(
-        int64s(candidates), int64s(located["time_ns"].to_numpy()), int64s(matches["end_ns"].fill_null(0).to_numpy()),
-        int64s(parents), np.ascontiguousarray(ok.to_numpy(), dtype=np.uint8),
+        candidates, int64_array(located["time_ns"]), int64_array(matches["end_ns"].fill_null(0)),
+        parents, np.ascontiguousarray(ok.to_numpy(), dtype=np.uint8),
     ), dtype=np.int64)
     hits = pl.Series(found) >= 0
     return pl.DataFrame({

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.native import compiled, int64_array
+
 
 NATIVE_MIN_ROWS = 50_000  # fewer intervals merge as fast in polars, without importing numpy
 
@@ -14,10 +16,7 @@ def union_intervals(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     if frame.is_empty():
         return frame.select(*by, "start_ns", "end_ns")
     ordered = frame.select(*by, "start_ns", "end_ns").sort(*by, "start_ns", "end_ns")
-    try:
-        from traceanalyze import _native
-    except ImportError:  # pragma: no cover - built wherever a C compiler is
-        _native = None
+    _native = compiled()
     if _native is not None and ordered.height >= NATIVE_MIN_ROWS:
         return _union_native(_native, ordered, by)
     return _union_vectorised(ordered, by)
@@ -48,8 +47,7 @@ def _union_native(native, ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     group_start = ordered.select(
         pl.when(new_group | (pl.int_range(pl.len()) == 0)).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
     ).to_series()
-    first, start, end = native.merge(*(np.ascontiguousarray(column.to_numpy(), dtype=np.int64)
-                                       for column in (group_start, ordered["start_ns"], ordered["end_ns"])))
+    first, start, end = native.merge(*map(int64_array, (group_start, ordered["start_ns"], ordered["end_ns"])))
     merged = pl.DataFrame({"start_ns": np.frombuffer(start, dtype=np.int64), "end_ns": np.frombuffer(end, dtype=np.int64)})
     if not by:
         return merged

@@ -8,6 +8,7 @@ from a file to its `Trace`, is what each process runs), on every core.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -170,15 +171,13 @@ def _stream_parallel(path: Path, *, include_python: bool, include_flows: bool, p
     size = path.stat().st_size
     chunks = EventChunks(path, block_size=block_size)
     tables = TraceTables(include_python=include_python, include_flows=include_flows)
-    if columnar.available():  # the work releases the GIL: threads
-        for chunk in decode_in_threads(chunks.pieces(), workers, include_python=include_python):
-            tables.add(chunk)
-            if progress is not None:
-                progress(chunks.position, size)
-        assert chunks.document is not None
-        return tables, chunks.document
-    with ChunkPool(workers, include_python=include_python, slot_size=2 * block_size + 2) as pool:
-        for chunk in pool.map(chunks.pieces()):
+    with contextlib.ExitStack() as stack:
+        if columnar.available():  # the work releases the GIL: threads
+            decoded = decode_in_threads(chunks.pieces(), workers, include_python=include_python)
+        else:
+            pool = stack.enter_context(ChunkPool(workers, include_python=include_python, slot_size=2 * block_size + 2))
+            decoded = pool.map(chunks.pieces())
+        for chunk in decoded:
             tables.add(chunk)
             if progress is not None:
                 progress(chunks.position, size)

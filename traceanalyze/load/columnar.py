@@ -19,13 +19,10 @@ from typing import Any
 
 import polars as pl
 
-from traceanalyze.load import classify
 from traceanalyze.load import tables as _tables
+from traceanalyze.native import compiled, int64_array
 
-try:
-    from traceanalyze import _native
-except ImportError:  # pragma: no cover - built by setup.py wherever a C compiler is
-    _native = None  # type: ignore[assignment]
+_native = compiled()
 
 # the scanner's tags (`_native.c`)
 ABSENT, NULL, INT, FLOAT, STR, BOOL, LIST3, OTHER, OBJECT = range(9)
@@ -186,8 +183,8 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
         return np.where(tags == STR, values, len(strings))
 
     routes = np.array([_tables._route(s, include_python) for s in strings] + [_tables.DROP], dtype=np.uint8)
-    is_x = np.array([s == "X" for s in strings] + [False])
-    is_flow_phase = np.array([s in ("s", "f", "t") for s in strings] + [False])
+    is_x = np.array([s in _tables._X for s in strings] + [False])
+    is_flow_phase = np.array([s in _tables._PHASES[_tables.FLOW] for s in strings] + [False])
     route = routes[code_of("cat")]
     phase = code_of("ph")
     phase_ok = np.where(route == _tables.FLOW, is_flow_phase[phase], is_x[phase])
@@ -319,7 +316,7 @@ def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[pl.Series,
                        pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
     ).collect()
     return tuple(
-        pl.Series([_native.join_spans(text, spans[f"{key}_offset"].to_numpy().tobytes(),
-                                    spans[f"{key}_length"].to_numpy().tobytes()).decode("utf-8", "replace")], dtype=pl.String)
+        pl.Series([_native.join_spans(text, int64_array(spans[f"{key}_offset"]),
+                                      int64_array(spans[f"{key}_length"])).decode("utf-8", "replace")], dtype=pl.String)
         for key in _RAW_ARGS
     )

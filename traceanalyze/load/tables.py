@@ -60,6 +60,7 @@ from traceanalyze.model import (
     RankMeta,
     Trace,
 )
+from traceanalyze.native import compiled, int64_array
 
 _DIGITS = re.compile(r"-?\d+")
 _STREAM_IN_NAME = re.compile(r"(\d+)")
@@ -441,9 +442,8 @@ class TraceTables:
         self.malformed += chunk.malformed
 
     def _table(self, name: str) -> pl.DataFrame:
-        """The chunks of a table as one frame. Tables sorted next need no contiguous copy first;
-        the others are made contiguous a column at a time, so that copying one never holds a
-        second copy of the whole table."""
+        """The chunks of a table as one contiguous frame, made a column at a time, so that copying
+        it never holds a second copy of the whole table."""
         frames, self.frames[name] = self.frames[name], []
         if not frames:
             return pl.DataFrame(schema=CHUNK_SCHEMAS[name])
@@ -1199,10 +1199,7 @@ def _with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     ordered = ops.select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
         ["pid", "tid", "start_ns", "end_ns"], descending=[False, False, False, True]
     )
-    try:
-        from traceanalyze import _native
-    except ImportError:  # pragma: no cover - built wherever a C compiler is
-        _native = None
+    _native = compiled()
     if _native is None or ordered.height < NATIVE_NESTING_MIN_OPS:
         parent_position, depth = _nesting_vectorised(ordered)
     else:
@@ -1237,8 +1234,7 @@ def _nesting_native(native, ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series
     import numpy as np
 
     thread_start = _thread_starts(ordered)["thread_start"]
-    parents, depths = native.nest(*(np.ascontiguousarray(column.to_numpy(), dtype=np.int64)
-                                    for column in (thread_start, ordered["start_ns"], ordered["end_ns"])))
+    parents, depths = native.nest(*map(int64_array, (thread_start, ordered["start_ns"], ordered["end_ns"])))
     parent = pl.Series(np.frombuffer(parents, dtype=np.int64))
     return pl.select(pl.when(parent >= 0).then(parent)).to_series(), pl.Series(np.frombuffer(depths, dtype=np.int32))
 

@@ -1,0 +1,29 @@
+"""The compiled helpers (`traceanalyze/_native.c`), when the install could build them.
+
+Each caller keeps a polars/msgspec version of what it asks the C code for, used without it (and as
+the reference its tests hold the C version to)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+
+def compiled() -> ModuleType | None:
+    """`traceanalyze._native`, or None where no C compiler was found at install."""
+    try:
+        from traceanalyze import _native
+    except ImportError:  # pragma: no cover - built by setup.py wherever a C compiler is
+        return None
+    return _native
+
+
+def int64_array(values: Any) -> Any:
+    """A polars Series or numpy array as a contiguous int64 numpy array (no copy when it is one
+    already): what the C helpers read. numpy is imported here, not by the callers' modules, so
+    that small traces never load it."""
+    import numpy as np
+
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy()
+    return np.ascontiguousarray(values, dtype=np.int64)

@@ -1,4 +1,5 @@
-"""The notebook API: one call from a path (or a loaded `Trace`) to every table of the report."""
+"""The notebook API: one call from a path (or a loaded `Trace`) to every table of the report. The
+CLI's `report`, `gate` and `diff` call it too: one set of defaults."""
 
 from __future__ import annotations
 
@@ -6,21 +7,27 @@ from pathlib import Path
 
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakOverrides
+from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
-from traceanalyze.report.model import Report, ReportOptions, build_report
+from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report
+
+WINDOWS = ("activity", "steps")
 
 
 def analyze(
     trace: str | Path | Trace,
     *,
     window: Window = "activity",
+    max_gaps: int = DEFAULT_MAX_GAPS,
     peak_flops: float | None = None,
     peak_bandwidth: float | None = None,
     device_file: str | Path | None = None,
 ) -> Report:
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
     returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
-    `.attribution`, `.kernels`, `.fusion`, … (times in ns).
+    `.attribution`, `.kernels`, `.fusion`, … (times in ns), and the summary figures in
+    `report.summary` and `report.ranks[0].summary`. `max_gaps` is how many idle gaps the rendered
+    report lists (the frames hold every gap). Raises `ConfigError` for a bad option.
 
     Examples
     --------
@@ -31,11 +38,16 @@ def analyze(
     from traceanalyze.analysis.devices import load_device_file
     from traceanalyze.load import load_trace
 
-    loaded = trace if isinstance(trace, Trace) else load_trace(trace)
+    if window not in WINDOWS:
+        raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
+    for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
+        if value is not None and not value > 0:
+            raise ConfigError(f"{flag} must be a positive number, got {value}")
     overrides = PeakOverrides(
         device_file=load_device_file(device_file) if device_file is not None else None,
         device_file_name=str(device_file) if device_file is not None else None,
         peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth,
     )
-    return build_report(loaded, ReportOptions(window=window, peaks=overrides))
+    loaded = trace if isinstance(trace, Trace) else load_trace(trace)
+    return build_report(loaded, ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides))

@@ -10,7 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from traceanalyze.diff import formats as diff_formats
 from traceanalyze.errors import ConfigError, TraceAnalyzeError
+from traceanalyze.gate import formats as gate_formats
+from traceanalyze.report import formats as report_formats
+from traceanalyze.report.model import DEFAULT_MAX_GAPS
 
 app = typer.Typer(
     name="traceanalyze",
@@ -46,20 +50,45 @@ def info(
     typer.echo(render_info(loaded))
 
 
-class OutputFormat(str, Enum):
-    terminal = "terminal"
-    json = "json"
-    markdown = "markdown"
-    html = "html"
+def _format_enum(name: str, names) -> type[Enum]:
+    """A `--format` choice type whose values are the keys of a command's `RENDERERS`."""
+    return Enum(name, {key: key for key in names}, type=str)  # type: ignore[return-value]
+
+
+OutputFormat = _format_enum("OutputFormat", report_formats.RENDERERS)
+GateFormat = _format_enum("GateFormat", gate_formats.RENDERERS)
+DiffFormat = _format_enum("DiffFormat", diff_formats.RENDERERS)
+
+
+def _write_or_echo(text: str, output: Path | None) -> None:
+    """`text` on stdout, or into `output` (then "wrote OUTPUT" on stderr)."""
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text)
+    except OSError as error:
+        fail(ConfigError(f"{output}: cannot write: {error.strerror or error}"))
+    typer.echo(f"wrote {output}", err=True)
+
+
+def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
+             peak_bandwidth: float | None = None, device_file: Path | None = None):
+    """`api.analyze` with the command's options (its defaults where an option is not given)."""
+    from traceanalyze.api import analyze
+
+    extra = {} if max_gaps is None else {"max_gaps": max_gaps}
+    return analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
+                   device_file=device_file, **extra)
 
 
 @app.command()
 def report(
     trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.")],
-    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.terminal,
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
-    max_gaps: Annotated[int, typer.Option(help="How many idle gaps to list.", min=0)] = 10,
+    max_gaps: Annotated[int, typer.Option(help="How many idle gaps to list.", min=0)] = DEFAULT_MAX_GAPS,
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
@@ -67,34 +96,11 @@ def report(
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities)."""
     try:
-        built = build_report_from_options(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
-                                          peak_bandwidth=peak_bandwidth, device_file=device_file)
+        built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
+                         peak_bandwidth=peak_bandwidth, device_file=device_file)
     except TraceAnalyzeError as error:
         fail(error)
-    if format is OutputFormat.json:
-        from traceanalyze.report.jsonout import render_json
-
-        text = render_json(built)
-    elif format is OutputFormat.markdown:
-        from traceanalyze.report.markdown import render_markdown
-
-        text = render_markdown(built)
-    elif format is OutputFormat.html:
-        from traceanalyze.report.html import render_html
-
-        text = render_html(built)
-    else:
-        from traceanalyze.report.terminal import render_terminal
-
-        text = render_terminal(built)
-    if output is None:
-        typer.echo(text, nl=False)
-    else:
-        try:
-            output.write_text(text)
-        except OSError as error:
-            fail(ConfigError(f"{output}: cannot write: {error.strerror or error}"))
-        typer.echo(f"wrote {output}", err=True)
+    _write_or_echo(report_formats.RENDERERS[format.value](built), output)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -184,7 +190,7 @@ def _capture_report(trace: Path) -> None:
     from traceanalyze.report.terminal import render_terminal
 
     try:
-        typer.echo(render_terminal(build_report_from_options(trace)), nl=False)
+        typer.echo(render_terminal(_analyze(trace)), nl=False)
     except TraceAnalyzeError as error:
         fail(error)
 
@@ -211,12 +217,6 @@ def calibrate(
     typer.echo(f"wrote {output} and {chart}", err=True)
 
 
-class GateFormat(str, Enum):
-    terminal = "terminal"
-    json = "json"
-    markdown = "markdown"
-
-
 @app.command()
 def gate(
     trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace, a folder of per-rank traces, or a saved JSON report.")],
@@ -232,7 +232,7 @@ def gate(
     allow_unreliable: Annotated[bool, typer.Option("--allow-unreliable", help="Judge even with too few steps or unreliable health findings (whole-window numbers when there are no steps).")] = False,
     config: Annotated[Optional[Path], typer.Option(metavar="FILE", help="TOML file with the budgets (default: the tool.traceanalyze.gate table of the nearest pyproject.toml).", show_default=False)] = None,
     junit: Annotated[Optional[Path], typer.Option(metavar="FILE", help="Also write the verdict as JUnit XML.", show_default=False)] = None,
-    format: Annotated[GateFormat, typer.Option("--format", "-f", help="Output format of the verdict.")] = GateFormat.terminal,
+    format: Annotated[GateFormat, typer.Option("--format", "-f", help="Output format of the verdict.")] = GateFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the verdict to this file instead of stdout.", show_default=False)] = None,
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
@@ -244,14 +244,13 @@ def gate(
     import os
 
     from traceanalyze.gate import evaluate, measure, resolve_options
+    from traceanalyze.gate.ci import annotation_lines, render_junit
     from traceanalyze.gate.config import load_gate_config
-    from traceanalyze.report.gate_ci import annotation_lines, render_junit
-    from traceanalyze.report.gate_inputs import load_report_dict
-    from traceanalyze.report.gate_json import render_verdict_json
-    from traceanalyze.report.gate_text import render_verdict_markdown, render_verdict_terminal
+    from traceanalyze.gate.inputs import load_report
+    from traceanalyze.gate.render_text import render_verdict_markdown
 
     def build(path: Path):
-        return build_report_from_options(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
+        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
 
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us, "baseline": baseline,
@@ -259,14 +258,13 @@ def gate(
              "allow_unreliable": allow_unreliable or None}
     try:
         options = resolve_options(load_gate_config(config, cwd=Path.cwd()).values, flags)
-        measured = measure(load_report_dict(trace, build), source=str(trace))
+        measured = measure(load_report(trace, build), source=str(trace))
         base_path = Path(options.baseline) if options.baseline is not None else None
-        base = measure(load_report_dict(base_path, build), source=str(base_path)) if base_path is not None else None
+        base = measure(load_report(base_path, build), source=str(base_path)) if base_path is not None else None
         verdict = evaluate(measured, options, baseline=base)
     except TraceAnalyzeError as error:
         fail(error)
-    renderers = {GateFormat.json: render_verdict_json, GateFormat.markdown: render_verdict_markdown}
-    text = renderers.get(format, render_verdict_terminal)(verdict)
+    text = gate_formats.RENDERERS[format.value](verdict)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     try:
         if junit is not None:
@@ -282,24 +280,17 @@ def gate(
     if output is None:
         typer.echo(text, nl=False)
     for line in annotations:  # workflow commands are read from stdout; keep a JSON verdict on stdout clean
-        typer.echo(line, err=output is None and format is GateFormat.json)
+        typer.echo(line, err=output is None and format.value == "json")
     if output is not None:
         typer.echo(f"wrote {output}", err=True)
     raise typer.Exit(verdict.exit_code)
-
-
-class DiffFormat(str, Enum):
-    terminal = "terminal"
-    json = "json"
-    markdown = "markdown"
-    html = "html"
 
 
 @app.command()
 def diff(
     base: Annotated[Path, typer.Argument(help="The baseline: a trace, a folder of per-rank traces, or a saved JSON report.")],
     new: Annotated[Path, typer.Argument(help="The new run: a trace, a folder of per-rank traces, or a saved JSON report.")],
-    format: Annotated[DiffFormat, typer.Option("--format", "-f", help="Output format.")] = DiffFormat.terminal,
+    format: Annotated[DiffFormat, typer.Option("--format", "-f", help="Output format.")] = DiffFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.", show_default=False)] = None,
     statistic: Annotated[str, typer.Option(metavar="median|p90|mean|max", help="Per-step statistic for step time and idle.")] = "median",
     min_change: Annotated[str, typer.Option(metavar="PCT", help="A kernel is faster/slower when its time per call changed by at least this.")] = "5%",
@@ -312,62 +303,19 @@ def diff(
     added, removed, faster and slower (matched by name)."""
     from traceanalyze.diff import diff_reports
     from traceanalyze.gate.budgets import parse_regression, parse_statistic
-    from traceanalyze.report.diff_json import render_diff_json
-    from traceanalyze.report.diff_text import render_diff_markdown, render_diff_terminal
-    from traceanalyze.report.gate_inputs import load_report_dict
+    from traceanalyze.gate.inputs import load_report
 
     def build(path: Path):
-        return build_report_from_options(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
+        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
 
     try:
         chosen = parse_statistic(statistic, "--statistic")
         threshold = parse_regression(min_change, "--min-change")
-        compared = diff_reports(load_report_dict(base, build), load_report_dict(new, build), statistic=chosen,
+        compared = diff_reports(load_report(base, build), load_report(new, build), statistic=chosen,
                                 min_change=threshold, sources=(str(base), str(new)))
     except TraceAnalyzeError as error:
         fail(error)
-    if format is DiffFormat.json:
-        text = render_diff_json(compared)
-    elif format is DiffFormat.markdown:
-        text = render_diff_markdown(compared, top=top)
-    elif format is DiffFormat.html:
-        from traceanalyze.report.diff_html import render_diff_html
-
-        text = render_diff_html(compared, top=top)
-    else:
-        text = render_diff_terminal(compared, top=top)
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    try:
-        output.write_text(text)
-    except OSError as error:
-        fail(ConfigError(f"{output}: cannot write: {error.strerror or error}"))
-    typer.echo(f"wrote {output}", err=True)
-
-
-def build_report_from_options(trace: Path, *, window: str = "activity", max_gaps: int = 10,
-                              peak_flops: float | None = None, peak_bandwidth: float | None = None,
-                              device_file: Path | None = None):
-    """Load a trace and build its report, with the peaks the options ask for."""
-    from traceanalyze.analysis.devices import load_device_file
-    from traceanalyze.analysis.roofline import PeakOverrides
-    from traceanalyze.load import load_trace
-    from traceanalyze.report.model import ReportOptions, build_report
-
-    if window not in ("activity", "steps"):
-        raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
-    for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
-        if value is not None and not value > 0:
-            raise ConfigError(f"{flag} must be a positive number, got {value}")
-    overrides = PeakOverrides(
-        device_file=load_device_file(device_file) if device_file is not None else None,
-        device_file_name=str(device_file) if device_file is not None else None,
-        peak_flops=peak_flops,
-        peak_bandwidth=peak_bandwidth,
-    )
-    options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides)  # type: ignore[arg-type]
-    return build_report(load_trace(trace), options)
+    _write_or_echo(diff_formats.RENDERERS[format.value](compared, top=top), output)
 
 
 def main() -> None:

@@ -10,10 +10,12 @@ from typer.testing import CliRunner
 
 from gate_traces import stepped, write
 
-from traceanalyze.cli import app, build_report_from_options
+from traceanalyze.api import analyze
+from traceanalyze.cli import app
 from traceanalyze.gate import measure
-from traceanalyze.report.gate_inputs import is_saved_report, load_report_dict, read_saved_report
-from traceanalyze.report.jsonout import render_json, report_to_dict
+from traceanalyze.gate.inputs import is_saved_report, load_report, read_saved_report
+from traceanalyze.report.jsonout import render_json, report_to_dict, report_v1
+from traceanalyze.report.schema import report_from_builtins
 
 runner = CliRunner()
 NO_CI = {"GITHUB_ACTIONS": None, "GITHUB_STEP_SUMMARY": None}
@@ -105,7 +107,7 @@ def test_baseline_from_pyproject_is_relative_to_it(tmp_path, base, monkeypatch):
 def test_saved_report_gives_identical_numbers(tmp_path, base):
     saved = saved_report(base, tmp_path / "saved.json")
     assert is_saved_report(saved) and not is_saved_report(base)
-    from_trace = measure(report_to_dict(build_report_from_options(base)))
+    from_trace = measure(report_v1(analyze(base)))
     from_saved = measure(read_saved_report(saved))
     assert from_trace == from_saved
 
@@ -132,8 +134,9 @@ def test_unknown_schema_version_is_refused(tmp_path, base):
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ('{"schema_version": "1.0"}', "no 'summary' object"),
-    ('{"schema_version": "1.0", "summary": {}, "ranks": [{"steps": "x", "health": []}]}', "without 'steps'"),
+    ('{"schema_version": "1.0"}', "missing required field `summary`"),
+    ('{"schema_version": "1.0", "summary": {}, "ranks": [{"steps": "x", "health": []}]}',
+     "Expected `array`, got `str` - at `$.ranks[0].steps`"),
     ('{"schema_version": 1, "command": ["traceanalyze"]}', "schema_version 1"),  # a capture run.json
     ('{"kind": "gate_verdict", "schema_version": "1.0"}', "not a report"),
     ('{"schema_version": "1.0", "summary": ', "invalid JSON"),
@@ -144,16 +147,48 @@ def test_broken_saved_reports(tmp_path, base, text, fragment):
     one_line_error(gate(base, "--baseline", saved, "--max-regression", "5%"), fragment)
 
 
+def _set(document: dict, path: tuple, value) -> None:
+    for key in path[:-1]:
+        document = document[key]
+    document[path[-1]] = value
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("ranks", 0, "devices"), {"name": "A100"}, "Expected `array`, got `object` - at `$.ranks[0].devices`"),
+    (("ranks", 0, "devices"), "A100", "Expected `array`, got `str` - at `$.ranks[0].devices`"),
+    (("ranks", 0, "devices", 0, "name"), 7, "Expected `str | null`, got `int` - at `$.ranks[0].devices[0].name`"),
+    (("summary", "launch_to_start_us"), [1, 2], "Expected `object`, got `array` - at `$.summary.launch_to_start_us`"),
+    (("ranks", 0, "launch_latency_by_kind"), [], "Expected `object`, got `array` - at `$.ranks[0].launch_latency_by_kind`"),
+    (("notes",), 3, "Expected `array`, got `int` - at `$.notes`"),
+    (("options",), "activity", "Expected `object`, got `str` - at `$.options`"),
+    (("ranks", 0, "steps", 0, "attribution"), "compute",
+     "Expected `object | null`, got `str` - at `$.ranks[0].steps[0].attribution`"),
+    (("ranks", 0, "health", 0), {"count": 1}, "Object missing required field `finding` - at `$.ranks[0].health[0]`"),
+    (("summary", "idle_fraction"), "10%", "Expected `float | null`, got `str` - at `$.summary.idle_fraction`"),
+])
+def test_hand_edited_baseline_names_the_wrong_field(tmp_path, base, path, value, message):
+    """A baseline is user input: a field of the wrong type is one line naming it, exit 2 (issue 13)."""
+    document = report_to_dict(analyze(base))
+    if path[:3] == ("ranks", 0, "health"):
+        document["ranks"][0]["health"] = [{"finding": "x", "count": 1}]
+    _set(document, path, value)
+    saved = tmp_path / "edited.json"
+    saved.write_text(json.dumps(document))
+    for command in (gate(base, "--baseline", saved, "--max-regression", "5%"), gate(saved, "--max-idle-fraction", "0.5"),
+                    runner.invoke(app, ["diff", str(saved), str(base)])):
+        one_line_error(command, f"{saved}: not a traceanalyze JSON report: {message}")
+
+
 def test_report_detected_past_the_first_mebibyte(tmp_path, base):
     """A saved report re-written with sorted keys and a big kernel list still reads as a report."""
-    document = report_to_dict(build_report_from_options(base))
+    document = report_to_dict(analyze(base))
     document["notes"] = ["x" * 100] * 20_000  # 2 MB before anything else when keys are sorted
     path = tmp_path / "sorted.json"
     path.write_text(json.dumps(document, sort_keys=True))
     assert is_saved_report(path)
-    assert load_report_dict(path, build=lambda p: pytest.fail("built a report from a saved one"))["schema_version"] == "1.0"
+    assert load_report(path, build=lambda p: pytest.fail("built a report from a saved one")).schema_version == "1.0"
 
 
 def test_render_json_round_trip(base):
-    report = build_report_from_options(base)
-    assert measure(json.loads(render_json(report))) == measure(report_to_dict(report))
+    report = analyze(base)
+    assert measure(report_from_builtins(json.loads(render_json(report)))) == measure(report_v1(report))

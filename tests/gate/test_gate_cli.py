@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from builder import TraceBuilder
 from gate_traces import stepped, write
 
-from traceanalyze.cli import app, build_report_from_options
+from traceanalyze.api import analyze
+from traceanalyze.cli import app
 from traceanalyze.report.jsonout import report_to_dict
 
 runner = CliRunner()
@@ -112,7 +113,7 @@ def test_graph_replay_with_its_kernels_is_judged(tmp_path):
     b = stepped([100, 100, 100])
     b.graph_launch(5000, 5, [(5010, 10, "g1"), (5030, 10, "g2")])
     trace = write(b, tmp_path)
-    health = [h["finding"] for h in report_to_dict(build_report_from_options(trace))["ranks"][0]["health"]]
+    health = [h["finding"] for h in report_to_dict(analyze(trace))["ranks"][0]["health"]]
     assert "cuda_graph_launches" in health and "launches_without_gpu_work" not in health  # a real replay
     result = gate(trace, "--max-idle-fraction", "0.5", "--format", "json")
     assert result.exit_code == 0, result.output

@@ -10,11 +10,13 @@ from typer.testing import CliRunner
 
 from gate_traces import GEMM, stepped, write
 
-from traceanalyze.cli import app, build_report_from_options
-from traceanalyze.diff import LISTED_KERNELS, diff_reports
+from traceanalyze.api import analyze
+from traceanalyze.cli import app
+from traceanalyze.diff import compare, diff_reports
+from traceanalyze.diff.render_text import kernel_label
 from traceanalyze.report import jsonout
-from traceanalyze.report.diff_text import kernel_label
-from traceanalyze.report.jsonout import report_to_dict
+from traceanalyze.report.jsonout import report_v1
+from traceanalyze.report.schema import KERNEL_LIMIT, report_from_builtins
 
 runner = CliRunner()
 
@@ -29,7 +31,7 @@ def pair(tmp_path):
 
 
 def test_exactly_the_changed_kernels(pair):
-    base, new = (report_to_dict(build_report_from_options(p)) for p in pair)
+    base, new = (report_v1(analyze(p)) for p in pair)
     result = diff_reports(base, new)
     changed = [(k.name, k.status) for k in result.changed_kernels]
     assert changed == [("new_kernel", "added"), ("gone_kernel", "removed"), ("slow_kernel", "slower")]
@@ -47,7 +49,7 @@ def test_exactly_the_changed_kernels(pair):
 
 
 def test_min_change(pair):
-    base, new = (report_to_dict(build_report_from_options(p)) for p in pair)
+    base, new = (report_v1(analyze(p)) for p in pair)
     assert "slow_kernel" not in [k.name for k in diff_reports(base, new, min_change=0.6).changed_kernels]
 
 
@@ -90,12 +92,12 @@ def kernel_list(names):
 
 
 def report(kernels, steps=()):
-    return {"schema_version": "1.0", "source": "x", "summary": {"idle_fraction": 0.1, "attribution": {}},
-            "kernels": kernels, "ranks": [{"rank": 0, "steps": list(steps), "health": [], "kernels": kernels}]}
+    return report_from_builtins({"schema_version": "1.0", "source": "x", "summary": {"idle_fraction": 0.1, "attribution": {}},
+                                 "kernels": kernels, "ranks": [{"rank": 0, "steps": list(steps), "health": [], "kernels": kernels}]})
 
 
 def test_missing_from_a_full_list_is_unlisted_not_removed():
-    full = [f"k{i}" for i in range(LISTED_KERNELS)]
+    full = [f"k{i}" for i in range(KERNEL_LIMIT)]
     result = diff_reports(report(kernel_list(full)), report(kernel_list(full[1:] + ["fresh"])))
     statuses = {k.name: k.status for k in result.kernels}
     assert statuses["k0"] == "unlisted"  # the new list is full: k0 may just be below its cut
@@ -103,7 +105,7 @@ def test_missing_from_a_full_list_is_unlisted_not_removed():
     assert any("lists only the 50 longest" in note for note in result.notes)
     shorter = diff_reports(report(kernel_list(full)), report(kernel_list(full[1:])))
     assert {k.name: k.status for k in shorter.kernels}["k0"] == "removed"  # a list of 49 is complete
-    assert LISTED_KERNELS == jsonout.KERNEL_LIMIT
+    assert compare.KERNEL_LIMIT is jsonout.KERNEL_LIMIT  # one constant: what the report lists is what diff knows
 
 
 def test_kernel_labels_keep_template_arguments():

@@ -10,10 +10,12 @@ from typer.testing import CliRunner
 
 from shared_traces import SHARED_TRACES_DIR, real_trace_params
 
-from traceanalyze.cli import app, build_report_from_options
+from traceanalyze.api import analyze
+from traceanalyze.cli import app
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.gate import measure
-from traceanalyze.report.jsonout import render_json, report_to_dict
+from traceanalyze.report.jsonout import render_json, report_v1
+from traceanalyze.report.schema import report_from_builtins
 
 runner = CliRunner()
 NO_CI = {"GITHUB_ACTIONS": None, "GITHUB_STEP_SUMMARY": None}
@@ -44,10 +46,10 @@ def test_real_trace_gated(path, tmp_path, monkeypatch):
 
         assert ET.parse(junit).getroot().find("testsuite") is not None
     try:
-        report = build_report_from_options(path)
+        report = analyze(path)
     except TraceAnalyzeError:
         return
-    assert measure(json.loads(render_json(report))) == measure(report_to_dict(report))
+    assert measure(report_from_builtins(json.loads(render_json(report)))) == measure(report_v1(report))
     allowed = runner.invoke(app, ["gate", str(path), "--max-idle-fraction", "0.5", "--allow-unreliable"], env=NO_CI)
     check_gate_output(allowed)
 

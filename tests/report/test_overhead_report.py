@@ -51,6 +51,20 @@ def test_json_summary_averages_device_windows(tmp_path):
     assert sum(summary["idle_by_cause_us"].values()) == pytest.approx(summary["gpu_idle_us"])
 
 
+def test_every_format_shows_the_same_window_figures(tmp_path):
+    """One definition of the summary window: Markdown's headline gives the mean device window the
+    JSON gives (70 µs, idle 10 µs, 14.3%), not the sum (140 µs), and says it is a mean."""
+    from traceanalyze.report.markdown import render_markdown
+
+    report = build_report(traceanalyze.load_trace(two_devices().write(tmp_path / "t.json")))
+    assert report.summary.window.window_ns == 70_000 and report.summary.window.idle_ns == 10_000
+    assert report.summary.window.idle_fraction == pytest.approx(20 / 140)
+    assert report.ranks[0].summary == report.summary  # one rank: its figures are the report's
+    text = render_markdown(report)
+    assert "- GPU idle: **14.3%** — 10 µs of a 70 µs window (mean of 2 device windows)" in text
+    assert "GPU busy 60 µs (mean of 2 device windows)" in text
+
+
 def test_folder_summary_averages_ranks(tmp_path):
     for rank, dur in ((0, 10), (1, 30)):
         b = TraceBuilder(rank=rank, world_size=2)

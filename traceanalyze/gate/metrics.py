@@ -1,5 +1,5 @@
-"""The numbers the gate (and `diff`) judge, read from the dict that `report_to_dict` returns, so a
-trace and a saved JSON report of it give identical numbers. Pure.
+"""The numbers the gate (and `diff`) judge, read from the JSON report (`ReportV1`, report/schema.py),
+so a trace and a saved JSON report of it give identical numbers. Pure.
 
 Per step (one value per `ProfilerStep#N` seen, over all ranks and devices that ran GPU work in it):
 
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.gate.budgets import Statistic
+from traceanalyze.report.schema import ReportV1, Step, Summary
 
 REGIMES = ATTRIBUTION_KEYS
 STEP_METRICS = ("step_time_ms", "idle_fraction", *REGIMES, *(f"{r}_ms" for r in REGIMES))
@@ -91,9 +92,9 @@ def statistic(values: Sequence[float], which: Statistic) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _pooled(rows: list[Mapping[str, Any]], value: Any) -> float | None:
+def _pooled(rows: list[Step], value: Callable[[Step], Any]) -> float | None:
     """Σ value(row) × window / Σ window; the row's own value when there is one row (exact)."""
-    pairs = [(value(r), r.get("window_us")) for r in rows]
+    pairs = [(value(r), r.window_us) for r in rows]
     pairs = [(v, w) for v, w in pairs if v is not None and w is not None]
     if not pairs:
         return None
@@ -103,67 +104,67 @@ def _pooled(rows: list[Mapping[str, Any]], value: Any) -> float | None:
     return math.fsum(v * w for v, w in pairs) / window if window > 0 else None
 
 
-def _step_values(rows: list[Mapping[str, Any]]) -> dict[str, float | None]:
-    durations = [r["cpu_duration_us"] for r in rows if r.get("cpu_duration_us") is not None]
+def _step_values(rows: list[Step]) -> dict[str, float | None]:
+    durations = [r.cpu_duration_us for r in rows if r.cpu_duration_us is not None]
     step_ms = max(durations) / 1000.0 if durations else None
     values: dict[str, float | None] = {"step_time_ms": step_ms}
     if len(rows) == 1:
-        values["idle_fraction"] = rows[0].get("idle_fraction")
+        values["idle_fraction"] = rows[0].idle_fraction
     else:
-        window = math.fsum(r.get("window_us") or 0.0 for r in rows)
-        idle = math.fsum(r.get("gpu_idle_us") or 0.0 for r in rows)
+        window = math.fsum(r.window_us or 0.0 for r in rows)
+        idle = math.fsum(r.gpu_idle_us or 0.0 for r in rows)
         values["idle_fraction"] = idle / window if window > 0 else None
-    attributed = [r for r in rows if r.get("attribution")]
+    attributed = [r for r in rows if r.attribution]
     for regime in REGIMES:
-        share = _pooled(attributed, lambda r, k=regime: r["attribution"].get(k))
+        share = _pooled(attributed, lambda r, k=regime: r.attribution.get(k))
         values[regime] = share
         values[f"{regime}_ms"] = share * step_ms if share is not None and step_ms is not None else None
     return values
 
 
-def _launch_p99(summary: Mapping[str, Any]) -> float | None:
-    stats = summary.get("launch_to_start_us") or {}
-    return stats.get("p99") if stats.get("count") else None
+def _launch_p99(summary: Summary) -> float | None:
+    stats = summary.launch_to_start_us
+    return stats.p99 if stats.count else None
 
 
-def measure(report: Mapping[str, Any], *, source: str | None = None) -> Measured:
-    """The gate's numbers from a report dict (`report_to_dict`, or a saved JSON report); `source`
-    names it in the verdict (default: the report's own `source`, the trace it was made from).
+def measure(report: ReportV1, *, source: str | None = None) -> Measured:
+    """The gate's numbers from a JSON report (`jsonout.report_v1`, or a saved JSON report decoded
+    by `gate.inputs`); `source` names it in the verdict (default: the report's own `source`, the
+    trace it was made from).
 
     Examples
     --------
-    >>> from traceanalyze.report.jsonout import report_to_dict  # doctest: +SKIP
-    >>> measure(report_to_dict(build_report(load_trace("fixtures/synthetic_training.json.gz")))).steps  # doctest: +SKIP
+    >>> from traceanalyze.report.jsonout import report_v1  # doctest: +SKIP
+    >>> measure(report_v1(build_report(load_trace("fixtures/synthetic_training.json.gz")))).steps  # doctest: +SKIP
     (1, 2, 3, 4)
     """
-    by_step: dict[int, list[Mapping[str, Any]]] = {}
+    by_step: dict[int, list[Step]] = {}
     findings: list[Finding] = []
-    for rank in report["ranks"]:
-        for row in rank["steps"]:
-            by_step.setdefault(int(row["step"]), []).append(row)
-        for item in rank["health"]:
-            findings.append(Finding(rank.get("rank"), str(item["finding"]), int(item["count"]), str(item.get("detail") or "")))
+    for rank in report.ranks:
+        for row in rank.steps:
+            by_step.setdefault(row.step, []).append(row)
+        for item in rank.health:
+            findings.append(Finding(rank.rank, item.finding, item.count, item.detail or ""))
     steps = tuple(sorted(by_step))
-    devices = tuple(sorted({str(d["name"]) for rank in report["ranks"] for d in rank.get("devices") or () if d.get("name")}))
+    devices = tuple(sorted({d.name for rank in report.ranks for d in rank.devices if d.name}))
     columns: dict[str, list[float | None]] = {metric: [] for metric in STEP_METRICS}
     for step in steps:
         values = _step_values(by_step[step])
         for metric in STEP_METRICS:
             columns[metric].append(values.get(metric))
-    summary = report["summary"]
-    attribution = summary.get("attribution") or {}
-    window: dict[str, float | None] = {"idle_fraction": summary.get("idle_fraction")}
+    summary = report.summary
+    attribution = summary.attribution or {}
+    window: dict[str, float | None] = {"idle_fraction": summary.idle_fraction}
     window.update({regime: attribution.get(regime) for regime in REGIMES})
     window["launch_p99_us"] = _launch_p99(summary)
-    options = report.get("options") or {}
     return Measured(
-        source=source if source is not None else str(report.get("source", "")),
+        source=source if source is not None else report.source,
         steps=steps,
         per_step={metric: tuple(values) for metric, values in columns.items()},
         window=window,
         findings=tuple(findings),
-        window_option=options.get("window"),
-        notes=tuple(report.get("notes") or ()),
+        window_option=report.options.window,
+        notes=tuple(report.notes),
         devices=devices,
     )
 

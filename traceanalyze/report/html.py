@@ -20,7 +20,7 @@ import polars as pl
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report import plots
-from traceanalyze.report.markdown import (
+from traceanalyze.report.document import (
     KERNEL_LIMIT,
     Block,
     BulletList,

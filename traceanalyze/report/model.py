@@ -12,15 +12,16 @@ from traceanalyze.analysis import attribution, idle, launch, roofline
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.model import Trace
+from traceanalyze.report.summaries import SmallKernelSummary, Summary, small_kernel_summary, summarise
 from traceanalyze.report.units import format_duration_ns
 
-SCHEMA_VERSION = "1.0"
+DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
 
 
 @dataclass(frozen=True)
 class ReportOptions:
     window: Window = "activity"
-    max_gaps: int = 20
+    max_gaps: int = DEFAULT_MAX_GAPS
     min_small_kernel_run: int = 8
     peaks: PeakOverrides = field(default_factory=PeakOverrides)  # device file or flags
 
@@ -57,16 +58,19 @@ class RankReport:
     ops: pl.DataFrame
     fusion: pl.DataFrame
     recoverable: pl.DataFrame
+    summary: Summary  # this rank's summary figures (report.summaries)
+    small_kernel_summary: SmallKernelSummary
 
 
 @dataclass(frozen=True)
 class Report:
     source: Path
     options: ReportOptions
-    ranks: tuple[RankReport, ...] = field(default_factory=tuple)
-    latency_stats: pl.DataFrame = field(default_factory=pl.DataFrame)  # pooled over ranks
-    kernels: pl.DataFrame = field(default_factory=pl.DataFrame)  # per kernel name, pooled over ranks
-    ops: pl.DataFrame = field(default_factory=pl.DataFrame)  # per launching op, pooled over ranks
+    ranks: tuple[RankReport, ...]
+    latency_stats: pl.DataFrame  # pooled over ranks
+    kernels: pl.DataFrame  # per kernel name, pooled over ranks
+    ops: pl.DataFrame  # per launching op, pooled over ranks
+    summary: Summary  # the summary figures over every rank (report.summaries)
 
 
 def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
@@ -79,12 +83,14 @@ def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
     options = options or ReportOptions()
     ranks = tuple(_rank_report(single, options) for single in trace.split_by_rank())
     if len(ranks) == 1:  # pooled over one rank: its own tables
-        return Report(source=trace.source, options=options, ranks=ranks, latency_stats=ranks[0].latency_stats,
-                      kernels=ranks[0].kernels, ops=ranks[0].ops)
-    pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
-    pooled_roofline = pl.concat([r.roofline for r in ranks], how="vertical_relaxed")
-    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled,
-                  kernels=attribution.kernels_by_name(pooled_roofline), ops=attribution.kernels_by_op(pooled_roofline))
+        pooled, kernels, ops = ranks[0].latency_stats, ranks[0].kernels, ranks[0].ops
+    else:
+        pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
+        pooled_roofline = pl.concat([r.roofline for r in ranks], how="vertical_relaxed")
+        kernels, ops = attribution.kernels_by_name(pooled_roofline), attribution.kernels_by_op(pooled_roofline)
+    summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.gaps for r in ranks], pooled)
+    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels, ops=ops,
+                  summary=summary)
 
 
 def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
@@ -110,6 +116,9 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     per_kernel = roofline.kernel_roofline(trace, options.peaks)
     attributed = attribution.attribution(per_kernel, trace, window=window)
     steps = idle.step_breakdown(trace)
+    idle_summary = idle.idle_summary(trace, window=window)
+    gaps = idle.idle_gaps(trace, window=window)
+    latency_stats = launch.latency_stats(per_op)
     for choice in peaks:
         if choice.peaks is None:
             notes.append(
@@ -123,12 +132,12 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         has_gpu=has_gpu,
         notes=tuple(notes),
         devices=_devices(trace),
-        idle=idle.idle_summary(trace, window=window),
+        idle=idle_summary,
         streams=idle.stream_summary(trace, window=window),
-        gaps=idle.idle_gaps(trace, window=window),
+        gaps=gaps,
         steps=steps,
         latency=per_op,
-        latency_stats=launch.latency_stats(per_op),
+        latency_stats=latency_stats,
         latency_by_kernel=launch.latency_by_kernel(per_op),
         latency_by_group=launch.latency_by_group(per_op),
         small_kernels=small,
@@ -145,6 +154,8 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         ops=attribution.kernels_by_op(per_kernel),
         fusion=attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
         recoverable=attribution.recoverable(per_kernel, attributed),
+        summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
+        small_kernel_summary=small_kernel_summary(small),
     )
 
 

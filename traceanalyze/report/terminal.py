@@ -9,7 +9,6 @@ from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
 from traceanalyze.health import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
-from traceanalyze.report.summary import rank_totals
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
 CAUSE_HINTS = {
@@ -189,9 +188,9 @@ def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> lis
 def _ranks_overview(report: Report) -> list[str]:
     rows = []
     for r in report.ranks:
-        totals = rank_totals(r)
-        rows.append([r.rank, format_duration_ns(totals.window_ns), format_percent(totals.idle_fraction),
-                     format_duration_ns(totals.launch_p50_ns), r.gaps.height])
+        window = r.summary.window
+        rows.append([r.rank, format_duration_ns(window.window_ns), format_percent(window.idle_fraction),
+                     format_duration_ns(r.summary.latency["launch_to_start_ns"].p50), r.gaps.height])
     return ["RANKS", _table(rows, ["rank", "GPU window", "idle", "launch→start p50", "gaps"])]
 
 

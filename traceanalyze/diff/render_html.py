@@ -3,10 +3,10 @@ runs' regime attributions as bars side by side."""
 
 from __future__ import annotations
 
-from traceanalyze.diff import Diff
+from traceanalyze.diff.compare import Diff
 from traceanalyze.report import plots
 from traceanalyze.gate.verdict import steps_text
-from traceanalyze.report.diff_text import KERNEL_HEADERS, METRIC_HEADERS, _kernel_row, _metric_rows, top_kernels
+from traceanalyze.diff.render_text import KERNEL_HEADERS, METRIC_HEADERS, kernel_cells, metric_cells, top_kernels
 from traceanalyze.report.html import esc, page
 
 REGIME_KEYS = tuple(plots.REGIME_COLOURS)
@@ -45,13 +45,13 @@ def render_diff_html(diff: Diff, *, top: int = 10) -> str:
     header += "".join(f'<p class="warning" style="color:#a40000"><strong>Warning:</strong> {esc(warning)}</p>' for warning in diff.warnings)
     changed = diff.changed_kernels
     unchanged = sum(1 for k in diff.kernels if k.status == "unchanged")
-    body = ["<h2>What moved</h2>", _regime_bars(diff), _table(_metric_rows(diff), METRIC_HEADERS)]
+    body = ["<h2>What moved</h2>", _regime_bars(diff), _table(metric_cells(diff), METRIC_HEADERS)]
     body.append(f"<h2>Kernels that changed</h2><p>mean time per call, ±{100 * diff.min_change:g}% or more: "
                 f"{len(changed)} changed, {unchanged} unchanged</p>")
     if changed:
-        body.append(_table([_kernel_row(k, 90) for k in changed], KERNEL_HEADERS, code_first=True))
+        body.append(_table([kernel_cells(k, 90) for k in changed], KERNEL_HEADERS, code_first=True))
     body.append(f"<h2>Top {top_kernels(diff, top)} by total time</h2>")
-    body.append(_table([_kernel_row(k, 90) for k in diff.kernels[:top]], KERNEL_HEADERS, code_first=True)
+    body.append(_table([kernel_cells(k, 90) for k in diff.kernels[:top]], KERNEL_HEADERS, code_first=True)
                 if diff.kernels else "<p>no kernels in either report</p>")
     if diff.notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(note)}</li>" for note in diff.notes) + "</ul>")

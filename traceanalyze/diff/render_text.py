@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from traceanalyze.diff import Diff, KernelRow, MetricRow
+from traceanalyze.diff.compare import Diff, KernelRow, MetricRow
 from traceanalyze.gate.verdict import format_value, steps_text
 
 STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",
@@ -38,7 +38,7 @@ def _change(row: MetricRow) -> str:
     return f"{100 * row.change:+.1f}%"
 
 
-def _metric_rows(diff: Diff) -> list[list[str]]:
+def metric_cells(diff: Diff) -> list[list[str]]:
     return [[m.label, _value(m.base, m.unit), _value(m.new, m.unit), _change(m)] for m in diff.metrics]
 
 
@@ -50,7 +50,7 @@ def _kernel_change(k: KernelRow) -> str:
     return "–" if k.change is None else f"{100 * k.change:+.1f}%"
 
 
-def _kernel_row(k: KernelRow, width: int) -> list[str]:
+def kernel_cells(k: KernelRow, width: int) -> list[str]:
     counts = f"{k.base_count if k.base_count is not None else '–'} → {k.new_count if k.new_count is not None else '–'}"
     return [kernel_label(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
             _us(k.base_total_us), _us(k.new_total_us), STATUS_MARK[k.status]]
@@ -75,16 +75,16 @@ def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
         return ["  " + line for line in tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()]
 
     lines = [f"traceanalyze diff: {_title(diff)}", *(f"  WARNING: {warning}" for warning in diff.warnings), ""]
-    lines += table(_metric_rows(diff), METRIC_HEADERS)
+    lines += table(metric_cells(diff), METRIC_HEADERS)
     changed = diff.changed_kernels
     unchanged = sum(1 for k in diff.kernels if k.status == "unchanged")
     lines += ["", f"  kernels that changed (mean time per call, ±{100 * diff.min_change:g}% or more): "
                   f"{len(changed)}; unchanged: {unchanged}"]
     if changed:
-        lines += table([_kernel_row(k, 56) for k in changed], KERNEL_HEADERS)
+        lines += table([kernel_cells(k, 56) for k in changed], KERNEL_HEADERS)
     lines += ["", f"  top {top_kernels(diff, top)} by total time:"]
     if diff.kernels:
-        lines += table([_kernel_row(k, 56) for k in diff.kernels[:top]], KERNEL_HEADERS)
+        lines += table([kernel_cells(k, 56) for k in diff.kernels[:top]], KERNEL_HEADERS)
     else:
         lines.append("    no kernels in either report")
     if diff.notes:
@@ -102,7 +102,7 @@ def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
 
 
 def _md_kernel_row(k: KernelRow) -> list[str]:
-    row = _kernel_row(k, 90)
+    row = kernel_cells(k, 90)
     return [f"`{row[0]}`", *row[1:]]
 
 
@@ -110,7 +110,7 @@ def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
     lines = ["### traceanalyze diff", "", f"`{_md(diff.base_source)}` ({steps_text(diff.base_steps)}) → "
              f"`{_md(diff.new_source)}` ({steps_text(diff.new_steps)})", ""]
     lines += [f"> ⚠️ **Warning:** {_md(warning)}" for warning in diff.warnings] + ([""] if diff.warnings else [])
-    lines += _md_table(_metric_rows(diff), METRIC_HEADERS) + [""]
+    lines += _md_table(metric_cells(diff), METRIC_HEADERS) + [""]
     changed = diff.changed_kernels
     lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}", ""]
     if changed:

@@ -1,23 +1,22 @@
 """Two reports side by side (`traceanalyze diff BASE NEW`): step time, idle fraction, attribution,
-launch latency, and kernels matched by name — added, removed, faster, slower. Pure: works on the
-dicts of `report_to_dict` (or saved JSON reports), like the gate, with the same per-step numbers
-(`traceanalyze.gate.metrics`).
+launch latency, and kernels matched by name — added, removed, faster, slower. Pure: works on JSON
+reports (`ReportV1`: built from a trace, or saved and decoded), like the gate, with the same
+per-step numbers (`traceanalyze.gate.metrics`).
 
 A kernel is faster or slower when its mean time per call changed by at least `min_change`
 (relative); per call, because two captures may hold different numbers of steps. A report lists at
-most `LISTED_KERNELS` kernels (the longest in total); a kernel missing from a full list may only
+most `KERNEL_LIMIT` kernels (the longest in total); a kernel missing from a full list may only
 have dropped below it, so it is `unlisted`, not added or removed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from traceanalyze.gate.budgets import Statistic
 from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, measure
-
-LISTED_KERNELS = 50  # report_to_dict lists at most this many kernels per rank (jsonout.KERNEL_LIMIT)
+from traceanalyze.report.schema import KERNEL_LIMIT, ReportV1
 
 KernelStatus = Literal["added", "removed", "faster", "slower", "unchanged", "unlisted"]
 ChangeKind = Literal["relative", "points", "count"]
@@ -82,20 +81,19 @@ class _Listed:
         return sum(c for c, _ in chosen), sum(t for _, t in chosen)
 
 
-def _kernels(report: Mapping[str, Any]) -> tuple[dict[str, _Listed], bool]:
+def _kernels(report: ReportV1) -> tuple[dict[str, _Listed], bool]:
     """Kernels by name, per rank (entries of one name with several bounds summed), and whether some
     list was full (so it may be truncated)."""
-    ranks = report["ranks"]
-    lists = [(int(rank.get("rank") or 0), rank.get("kernels") or []) for rank in ranks] or [(0, report.get("kernels") or [])]
+    lists: list[tuple[int, list[Any]]] = [(rank.rank or 0, rank.kernels) for rank in report.ranks] or [(0, report.kernels)]
     merged: dict[str, _Listed] = {}
     for rank, rows in lists:
         for row in rows:
-            entry = merged.setdefault(row["name"], _Listed({}, {}))
+            entry = merged.setdefault(row.name, _Listed({}, {}))
             count, total = entry.by_rank.get(rank, (0, 0.0))
-            entry.by_rank[rank] = (count + int(row["count"]), total + float(row["total_us"]))
-            bound = str(row.get("bound"))
-            entry.bounds[bound] = entry.bounds.get(bound, 0.0) + float(row["total_us"])
-    truncated = any(len(rows) >= LISTED_KERNELS for _, rows in lists)
+            entry.by_rank[rank] = (count + row.count, total + float(row.total_us))
+            bound = str(row.bound)
+            entry.bounds[bound] = entry.bounds.get(bound, 0.0) + float(row.total_us)
+    truncated = any(len(rows) >= KERNEL_LIMIT for _, rows in lists)
     return merged, truncated
 
 
@@ -110,7 +108,7 @@ def _mean(entry: _Listed, ranks: set[int] | None) -> float | None:
     return total / count if count else None
 
 
-def _kernel_rows(base: Mapping[str, Any], new: Mapping[str, Any], min_change: float) -> tuple[list[KernelRow], list[str]]:
+def _kernel_rows(base: ReportV1, new: ReportV1, min_change: float) -> tuple[list[KernelRow], list[str]]:
     base_kernels, base_truncated = _kernels(base)
     new_kernels, new_truncated = _kernels(new)
     rows = []
@@ -146,7 +144,7 @@ def _kernel_rows(base: Mapping[str, Any], new: Mapping[str, Any], min_change: fl
     notes = []
     for side, truncated in (("base", base_truncated), ("new", new_truncated)):
         if truncated:
-            notes.append(f"the {side} report lists only the {LISTED_KERNELS} longest kernels of each rank: a kernel "
+            notes.append(f"the {side} report lists only the {KERNEL_LIMIT} longest kernels of each rank: a kernel "
                          "missing from it is shown as 'unlisted', not added or removed")
     return rows, notes
 
@@ -159,7 +157,7 @@ def _points(base: float | None, new: float | None) -> float | None:
     return new - base if base is not None and new is not None else None
 
 
-def _metric_rows(b: Measured, n: Measured, base: Mapping[str, Any], new: Mapping[str, Any],
+def _metric_rows(b: Measured, n: Measured, base: ReportV1, new: ReportV1,
                  statistic: Statistic) -> list[MetricRow]:
     rows = [
         MetricRow("steps", "steps with GPU work", "count", float(len(b.steps)), float(len(n.steps)),
@@ -177,22 +175,22 @@ def _metric_rows(b: Measured, n: Measured, base: Mapping[str, Any], new: Mapping
         rows.append(MetricRow(f"attribution.{regime}", f"{regime} share", "fraction", b_share, n_share,
                               _points(b_share, n_share), "points"))
     for key, label in (("p50", "launch → start p50"), ("p99", "launch → start p99")):
-        b_lat = ((base["summary"].get("launch_to_start_us") or {}).get(key))
-        n_lat = ((new["summary"].get("launch_to_start_us") or {}).get(key))
+        b_lat = getattr(base.summary.launch_to_start_us, key)
+        n_lat = getattr(new.summary.launch_to_start_us, key)
         rows.append(MetricRow(f"launch_to_start_{key}_us", label, "us", b_lat, n_lat, _relative(b_lat, n_lat), "relative"))
-    b_busy, n_busy = base["summary"].get("gpu_busy_us"), new["summary"].get("gpu_busy_us")
+    b_busy, n_busy = base.summary.gpu_busy_us, new.summary.gpu_busy_us
     rows.append(MetricRow("gpu_busy_us", "GPU busy (whole window)", "us", b_busy, n_busy, _relative(b_busy, n_busy), "relative"))
     return rows
 
 
-def diff_reports(base: Mapping[str, Any], new: Mapping[str, Any], *, statistic: Statistic = "median",
+def diff_reports(base: ReportV1, new: ReportV1, *, statistic: Statistic = "median",
                  min_change: float = 0.05, sources: tuple[str, str] | None = None) -> Diff:
-    """Compare two report dicts (`report_to_dict` or saved JSON reports); `sources` names them
-    (default: each report's own `source`).
+    """Compare two JSON reports (`jsonout.report_v1`, or saved reports decoded by `gate.inputs`);
+    `sources` names them (default: each report's own `source`).
 
     Examples
     --------
-    >>> d = diff_reports(report_to_dict(base_report), report_to_dict(new_report))  # doctest: +SKIP
+    >>> d = diff_reports(report_v1(base_report), report_v1(new_report))  # doctest: +SKIP
     >>> [(k.name, k.status) for k in d.changed_kernels]  # doctest: +SKIP
     [('new_kernel', 'added'), ('old_kernel', 'removed'), ('gemm', 'slower')]
     """

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from traceanalyze.diff import Diff
+from traceanalyze.diff.compare import Diff
 
 DIFF_SCHEMA_VERSION = "1.0"
 
@@ -28,5 +28,6 @@ def diff_to_dict(diff: Diff) -> dict[str, Any]:
     }
 
 
-def render_diff_json(diff: Diff) -> str:
+def render_diff_json(diff: Diff, *, top: int = 10) -> str:
+    """The whole diff as JSON: every kernel is listed, whatever `top` says."""
     return msgspec.json.format(msgspec.json.encode(diff_to_dict(diff)), indent=2).decode() + "\n"

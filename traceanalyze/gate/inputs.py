@@ -1,0 +1,78 @@
+"""What `gate` and `diff` read: a trace (file or folder of rank traces), turned into the JSON
+report's `ReportV1` (report/schema.py), or a JSON report saved earlier (`traceanalyze report --format json -o
+base.json`), recognised by its `schema_version` key and decoded against that schema, so a CI job can keep a small
+report instead of a big trace."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+import msgspec
+
+from traceanalyze.errors import TraceFormatError
+from traceanalyze.report.jsonout import report_v1
+from traceanalyze.report.model import Report
+from traceanalyze.report.schema import KNOWN_SCHEMA_VERSIONS, ReportV1, report_from_builtins
+
+_PEEK_BYTES = 1 << 20
+_REPORT_KEY = re.compile(rb'"schema_version"\s*:')
+_TRACE_KEY = re.compile(rb'"traceEvents"\s*:')
+
+
+def is_saved_report(path: Path) -> bool:
+    """Whether `path` is a saved JSON report rather than a trace: a plain `.json` file whose
+    top-level object has `schema_version` (Kineto traces spell theirs `schemaVersion`). Looks at
+    the first MiB; decodes the whole file only when that does not tell."""
+    if not path.is_file() or path.name.endswith(".gz"):
+        return False
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_PEEK_BYTES)
+    except OSError:
+        return False  # the trace loader says what is wrong with it
+    report_at = _REPORT_KEY.search(head)
+    trace_at = _TRACE_KEY.search(head)
+    if report_at or trace_at:
+        return bool(report_at) and (trace_at is None or report_at.start() < trace_at.start())
+    if len(head) < _PEEK_BYTES:
+        return False
+    try:
+        document = msgspec.json.decode(path.read_bytes())
+    except (msgspec.DecodeError, OSError):
+        return False
+    return isinstance(document, dict) and "schema_version" in document and "traceEvents" not in document
+
+
+def read_saved_report(path: Path) -> ReportV1:
+    """A saved JSON report, decoded against the report schema (`ReportV1`): a field of the wrong
+    type is refused with one line naming it (`$.ranks[0].devices`)."""
+    try:
+        document = msgspec.json.decode(path.read_bytes())
+    except msgspec.DecodeError as error:
+        raise TraceFormatError(f"{path}: invalid JSON: {error}") from None
+    except OSError as error:
+        raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
+    if not isinstance(document, dict):
+        raise TraceFormatError(f"{path}: not a traceanalyze JSON report: the top level is not an object")
+    if "kind" in document:  # a gate verdict or a diff saved as JSON
+        raise TraceFormatError(f"{path}: a traceanalyze {document['kind']} JSON, not a report")
+    version = document.get("schema_version")
+    if version not in KNOWN_SCHEMA_VERSIONS:
+        raise TraceFormatError(
+            f"{path}: report schema_version {version!r} is not one this traceanalyze reads "
+            f"({', '.join(KNOWN_SCHEMA_VERSIONS)}); make the report again with this version"
+        )
+    try:
+        return report_from_builtins(document)
+    except msgspec.ValidationError as error:
+        raise TraceFormatError(f"{path}: not a traceanalyze JSON report: {error}") from None
+
+
+def load_report(path: Path, build: Callable[[Path], Report]) -> ReportV1:
+    """The JSON report of `path`: decoded when it is a saved report, else `build(path)` (load the
+    trace and build its report) turned into `ReportV1`."""
+    if is_saved_report(path):
+        return read_saved_report(path)
+    return report_v1(build(path))

@@ -1,0 +1,295 @@
+"""The JSON report's schema (docs/report-json.md) as msgspec structs: `ReportV1` and the structs it
+holds. `jsonout` fills and encodes them; `gate` and `diff` decode saved reports with them, so a
+field of the wrong type is refused with its path (`$.ranks[0].devices`).
+
+Fields are encoded in the order they are declared here: that order is the JSON's key order. Times
+are in µs (`_us`), fractions in [0, 1]. A field with a default may be absent from a saved report
+(hand-written baselines in tests and CI); the encoder always writes every field.
+
+To add a field: declare it here (where it should appear), fill it in `jsonout`, document it in
+docs/report-json.md; a field that changes the meaning of an existing one bumps `SCHEMA_VERSION`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import msgspec
+
+SCHEMA_VERSION = "1.0"
+KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
+KERNEL_LIMIT = 50  # kernels (and ops) listed per report and per rank, the longest in total first
+
+Number = float  # a JSON number: msgspec accepts an integer for it when decoding
+
+
+class Struct(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """Base of the schema's structs: keyword-only fields, every field always encoded."""
+
+
+class Tool(Struct, kw_only=True):
+    name: str
+    version: str
+
+
+class Options(Struct, kw_only=True):
+    window: Optional[str] = None
+    max_gaps: Optional[int] = None
+
+
+class LatencyStats(Struct, kw_only=True):
+    """Launch-latency percentiles in µs over `count` launched GPU ops (None when there are none)."""
+
+    count: int = 0
+    mean: Optional[Number] = None
+    p50: Optional[Number] = None
+    p90: Optional[Number] = None
+    p99: Optional[Number] = None
+    max: Optional[Number] = None
+
+
+class LaunchLatency(Struct, kw_only=True):
+    """The five launch-latency measures (docs/metrics.md), one `LatencyStats` each."""
+
+    launch_to_start_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    queue_wait_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    launch_overhead_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    launch_cpu_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    launch_delay_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+
+
+class SmallKernelRun(Struct, kw_only=True):
+    stream: int
+    kernels: int
+    span_us: Number
+    busy_us: Number
+    first_kernel: Optional[str]
+
+
+class SmallKernels(Struct, kw_only=True):
+    count: int = 0
+    kernels_with_launch: int = 0
+    gpu_time_us: Number = 0.0
+    share_of_kernel_time: Number = 0.0
+    runs: list[SmallKernelRun] = msgspec.field(default_factory=list)
+
+
+class SummaryFields(Struct, kw_only=True):
+    """The summary figures a report and each rank share (see `report.summaries` for definitions):
+    window, busy and idle are means over device windows, `idle_fraction` the ratio of their sums."""
+
+    window_us: Optional[Number] = None
+    gpu_busy_us: Optional[Number] = None
+    gpu_idle_us: Optional[Number] = None
+    idle_fraction: Optional[Number] = None
+    device_windows: int = 0
+    attribution: Optional[dict[str, Number]] = None  # regime → share of the window
+    attribution_us: Optional[dict[str, Optional[Number]]] = None
+    model_coverage: Optional[Number] = None
+    modelled_busy_us: Optional[Number] = None
+    modelable_busy_us: Optional[Number] = None
+    communication_busy_us: Optional[Number] = None
+    idle_by_cause_us: dict[str, Optional[Number]] = msgspec.field(default_factory=dict)
+    launch_to_start_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    queue_wait_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    launch_overhead_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    launch_cpu_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    launch_delay_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+
+
+class Summary(SummaryFields, kw_only=True):
+    """The report's summary, over every rank."""
+
+    ranks: int = 0
+
+
+class RankSummary(SummaryFields, kw_only=True):
+    small_kernels: SmallKernels = msgspec.field(default_factory=SmallKernels)
+    steps: int = 0
+
+
+class Gap(Struct, kw_only=True):
+    rank: int
+    device: int
+    start_us: Number  # from the start of its device's window
+    trace_ts_us: Number
+    duration_us: Number
+    share_of_window: Number
+    cause: str
+    cpu_op: Optional[str]
+    annotation: Optional[str]
+    step: Optional[int]
+    sync_call: Optional[str]
+    previous_gpu_op: Optional[str]
+    next_gpu_op: Optional[str]
+
+
+class Peak(Struct, kw_only=True):
+    device: int
+    name: Optional[str]
+    matched: Optional[str]
+    source: str
+    memory_bandwidth_bytes_per_s: Optional[Number]
+    peak_flops_per_s: Optional[dict[str, Number]]  # "dtype:unit" → FLOP/s
+
+
+class RooflineFields(Struct, kw_only=True):
+    """What a per-kernel and a per-op entry share: totals, rates and the roof used."""
+
+    count: int
+    total_us: Number
+    flops: Optional[int | float] = None
+    bytes: Optional[int | float] = None
+    intensity: Optional[Number] = None  # FLOP per byte
+    achieved_flops_per_s: Optional[Number] = None
+    achieved_bytes_per_s: Optional[Number] = None
+    bound: Optional[str] = None
+    roof: Optional[str] = None
+    compute_dtype: Optional[str] = None
+    math_unit: Optional[str] = None
+    peak_flops_per_s: Optional[Number] = None
+    peak_bytes_per_s: Optional[Number] = None
+    ridge_flops_per_byte: Optional[Number] = None
+    pct_of_roof: Optional[Number] = None  # a fraction of the roof, despite the name
+    pct_of_peak: Optional[Number] = None  # the same number, kept for readers of schema 1.0
+    no_roof_reason: Optional[str] = None
+    recoverable_us: Optional[Number] = None
+    unmodeled_reason: Optional[str] = None
+
+
+# A kernel names itself before the shared fields, an op entry is its op: the field lists are
+# RooflineFields' own, so a roofline field is declared once.
+_ROOFLINE_FIELDS = [
+    (f.name, f.type, msgspec.NODEFAULT if f.required else f.default)
+    for f in msgspec.structs.fields(RooflineFields)
+]
+Kernel = msgspec.defstruct(
+    "Kernel", [("name", str), ("op", Optional[str], None), *_ROOFLINE_FIELDS], bases=(Struct,), kw_only=True,
+    module=__name__,
+)
+Op = msgspec.defstruct("Op", [("op", Optional[str]), *_ROOFLINE_FIELDS], bases=(Struct,), kw_only=True, module=__name__)
+
+
+class Device(Struct, kw_only=True):
+    device: int
+    name: Optional[str]
+    window_us: Optional[Number]
+    gpu_busy_us: Optional[Number]
+    gpu_idle_us: Optional[Number]
+    idle_fraction: Optional[Number]
+    gpu_ops: int
+
+
+class Stream(Struct, kw_only=True):
+    device: int
+    stream: int
+    gpu_ops: int
+    busy_us: Number
+    idle_fraction: Optional[Number]
+
+
+class Step(Struct, kw_only=True):
+    device: Optional[int] = None
+    step: int
+    cpu_duration_us: Optional[Number] = None
+    window_us: Optional[Number] = None
+    gpu_busy_us: Optional[Number] = None
+    gpu_idle_us: Optional[Number] = None
+    idle_fraction: Optional[Number] = None
+    gpu_ops: Optional[int] = None
+    attribution: Optional[dict[str, Optional[Number]]] = None  # regime → share of the step's window
+
+
+class CpuStep(Struct, kw_only=True):
+    step: int
+    duration_us: Number
+
+
+class KernelLatency(Struct, kw_only=True):
+    name: Optional[str]
+    count: int
+    mean: Optional[Number]
+    p50: Optional[Number]
+    p90: Optional[Number]
+    p99: Optional[Number]
+    max: Optional[Number]
+
+
+class Fusion(Struct, kw_only=True):
+    ops: str
+    annotation: Optional[str]
+    occurrences: int
+    kernels: int
+    duration_us: Number
+    bytes_saved: int | float
+    time_saved_us: Number
+
+
+class Queue(Struct, kw_only=True):
+    device: int
+    stream: int
+    max_depth: int
+    mean_depth: Number
+    time_at_full_us: Number
+
+
+class Health(Struct, kw_only=True):
+    finding: str
+    count: int
+    affects: str = ""
+    detail: str = ""
+
+
+class Rank(Struct, kw_only=True):
+    rank: Optional[int] = None
+    source: str = ""
+    world_size: Optional[int] = None
+    has_gpu_events: bool = True
+    notes: list[str] = msgspec.field(default_factory=list)
+    summary: RankSummary = msgspec.field(default_factory=RankSummary)
+    devices: list[Device] = msgspec.field(default_factory=list)
+    streams: list[Stream] = msgspec.field(default_factory=list)
+    steps: list[Step]
+    cpu_steps: list[CpuStep] = msgspec.field(default_factory=list)
+    idle_gaps: list[Gap] = msgspec.field(default_factory=list)
+    device: Optional[Peak] = None
+    peaks: list[Peak] = msgspec.field(default_factory=list)
+    launch_latency_by_kind: dict[str, LaunchLatency] = msgspec.field(default_factory=dict)
+    launch_latency_by_kernel: list[KernelLatency] = msgspec.field(default_factory=list)
+    kernels: list[Kernel] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
+    kernels_total: int = 0
+    ops: list[Op] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
+    ops_total: int = 0
+    fusion_opportunities: list[Fusion] = msgspec.field(default_factory=list)
+    recoverable_us: dict[str, Optional[Number]] = msgspec.field(default_factory=dict)  # regime → µs
+    queue: list[Queue] = msgspec.field(default_factory=list)
+    health: list[Health]
+
+
+class ReportV1(Struct, kw_only=True):
+    """The whole JSON report, schema 1.x."""
+
+    schema_version: str
+    tool: Optional[Tool] = None
+    source: str = ""
+    options: Options = msgspec.field(default_factory=Options)
+    notes: list[str] = msgspec.field(default_factory=list)
+    summary: Summary
+    idle_gaps: list[Gap] = msgspec.field(default_factory=list)
+    device: Optional[Peak] = None
+    kernels: list[Kernel] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
+    kernels_total: int = 0
+    ops: list[Op] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
+    ops_total: int = 0
+    ranks: list[Rank]
+
+
+def encode_report(report: ReportV1) -> str:
+    """The report as indented JSON text, ending in a newline."""
+    return msgspec.json.format(msgspec.json.encode(report), indent=2).decode() + "\n"
+
+
+def report_from_builtins(document: object) -> ReportV1:
+    """A report given as Python objects (a decoded JSON document) checked against the schema;
+    raises `msgspec.ValidationError` naming the first wrong field."""
+    return msgspec.convert(document, ReportV1)

@@ -1,0 +1,163 @@
+"""The report's summary figures, each defined once and computed once (by `build_report`), in ns.
+Every renderer shows these; none recomputes them. docs/metrics.md defines each figure.
+
+* Window, busy and idle time are **means over device windows** (a device window: one device of
+  one rank, from its first to its last GPU op, or its ProfilerStep span). The windows of
+  concurrent devices and ranks overlap in time, so their sum is the span of nothing; with one
+  device the mean is that device's own figure.
+* `idle_fraction` is Σ idle / Σ window over those windows (the ratio of the means).
+* Regime shares (`attribution`) are Σ regime time / Σ window over the same windows.
+* Idle time by cause is per device window (Σ over gaps / number of windows): it sums to the mean
+  idle time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+
+GAP_CAUSES = ("host", "sync", "launch", "other")
+LATENCY_METRICS = ("launch_to_start_ns", "queue_wait_ns", "launch_overhead_ns", "launch_cpu_ns", "launch_delay_ns")
+SMALL_KERNEL_RUNS_LISTED = 10
+
+
+@dataclass(frozen=True)
+class WindowSummary:
+    """GPU window, busy and idle time per device window (means), and the idle fraction."""
+
+    window_ns: float | None
+    busy_ns: float | None
+    idle_ns: float | None
+    idle_fraction: float | None
+    device_windows: int
+
+
+@dataclass(frozen=True)
+class AttributionSummary:
+    """Regime attribution pooled over device windows: each regime's share of the window and its
+    time, and how much of the modelable busy time the op-cost model covered."""
+
+    shares: dict[str, float] | None  # regime → Σ regime ns / Σ window ns
+    regime_ns: dict[str, int] | None  # regime → Σ ns
+    model_coverage: float | None
+    modelled_busy_ns: int | None
+    modelable_busy_ns: int | None
+    communication_busy_ns: int | None
+
+
+@dataclass(frozen=True)
+class LatencyFigures:
+    """One launch-latency measure over `count` launched GPU ops (ns; None when count is 0)."""
+
+    count: int
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+
+
+@dataclass(frozen=True)
+class SmallKernelSummary:
+    """Kernels shorter than their launch call: how many, their GPU time and share of kernel time."""
+
+    count: int
+    kernels_with_launch: int
+    gpu_time_ns: int | None  # None when no kernel is small
+    share_of_kernel_time: float
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The figures a report (over all ranks) and each rank show at their top."""
+
+    window: WindowSummary
+    attribution: AttributionSummary
+    idle_by_cause_ns: dict[str, float]  # cause → ns per device window, in GAP_CAUSES order
+    latency: dict[str, LatencyFigures]  # LATENCY_METRICS → figures
+
+
+def window_summary(idle_frames: Sequence[pl.DataFrame]) -> WindowSummary:
+    frames = [frame for frame in idle_frames if frame.height]
+    if not frames:
+        return WindowSummary(None, None, None, None, 0)
+    idle = pl.concat(frames)
+    window, idle_ns = idle["window_ns"].sum(), idle["idle_ns"].sum()
+    return WindowSummary(
+        window_ns=idle["window_ns"].mean(),  # type: ignore[arg-type]
+        busy_ns=idle["busy_ns"].mean(),  # type: ignore[arg-type]
+        idle_ns=idle["idle_ns"].mean(),  # type: ignore[arg-type]
+        idle_fraction=idle_ns / window if window else 0.0,
+        device_windows=idle.height,
+    )
+
+
+def attribution_summary(attribution_frames: Sequence[pl.DataFrame]) -> AttributionSummary:
+    frames = [frame for frame in attribution_frames if frame.height]
+    if not frames:
+        return AttributionSummary(None, None, None, None, None, None)
+    frame = pl.concat(frames, how="vertical_relaxed")
+    window = frame["window_ns"].sum()
+    modelable = frame["modelable_busy_ns"].sum()
+    return AttributionSummary(
+        shares={key: (frame[f"{key}_ns"].sum() / window if window else 0.0) for key in ATTRIBUTION_KEYS},
+        regime_ns={key: frame[f"{key}_ns"].sum() for key in ATTRIBUTION_KEYS},
+        model_coverage=frame["modelled_busy_ns"].sum() / modelable if modelable else None,
+        modelled_busy_ns=frame["modelled_busy_ns"].sum(),
+        modelable_busy_ns=modelable,
+        communication_busy_ns=frame["communication_busy_ns"].sum(),
+    )
+
+
+def idle_by_cause(gap_frames: Sequence[pl.DataFrame], device_windows: int) -> dict[str, float]:
+    totals = {cause: 0 for cause in GAP_CAUSES}
+    for gaps in gap_frames:
+        for cause, duration in gaps.group_by("cause").agg(pl.col("duration_ns").sum()).iter_rows():
+            totals[str(cause)] += duration
+    windows = max(1, device_windows)
+    return {cause: value / windows for cause, value in totals.items()}
+
+
+def latency_figures(stats: pl.DataFrame, metric: str) -> LatencyFigures:
+    """`metric`'s row of a `launch.latency_stats` frame."""
+    row = stats.filter(pl.col("metric") == metric)
+    if row.is_empty() or row["count"][0] == 0:
+        return LatencyFigures(0, None, None, None, None, None)
+    values = row.row(0, named=True)
+    return LatencyFigures(int(values["count"]), values["mean"], values["p50"], values["p90"], values["p99"], values["max"])
+
+
+def small_kernel_summary(small_kernels: pl.DataFrame) -> SmallKernelSummary:
+    total = small_kernels["duration_ns"].sum() if small_kernels.height else 0
+    small = small_kernels.filter(pl.col("small"))
+    return SmallKernelSummary(
+        count=small.height,
+        kernels_with_launch=small_kernels.height,
+        gpu_time_ns=small["duration_ns"].sum() if small.height else None,
+        share_of_kernel_time=(small["duration_ns"].sum() / total) if total else 0.0,
+    )
+
+
+def summarise(idle_frames: Sequence[pl.DataFrame], attribution_frames: Sequence[pl.DataFrame],
+              gap_frames: Sequence[pl.DataFrame], latency_stats: pl.DataFrame) -> Summary:
+    window = window_summary(idle_frames)
+    return Summary(
+        window=window,
+        attribution=attribution_summary(attribution_frames),
+        idle_by_cause_ns=idle_by_cause(gap_frames, window.device_windows),
+        latency={metric: latency_figures(latency_stats, metric) for metric in LATENCY_METRICS},
+    )
+
+
+def regime_shares(frame: pl.DataFrame) -> tuple[int, dict[str, tuple[float, int]]]:
+    """An attribution frame summed over its rows → window ns, {regime: (share, ns)}."""
+    window = int(frame["window_ns"].sum()) if frame.height else 0
+    shares = {}
+    for key in ATTRIBUTION_KEYS:
+        ns = int(frame[f"{key}_ns"].sum()) if frame.height else 0
+        shares[key] = (ns / window if window else 0.0, ns)
+    return window, shares

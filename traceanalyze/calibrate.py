@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from traceanalyze.analysis.devices import DEVICE_FILE_FORMAT, DEVICE_FILE_VERSION
-from traceanalyze.capture.svg import Panel, line_chart, si
+from traceanalyze.report.svg import Panel, line_chart
+from traceanalyze.report.units import format_si
 from traceanalyze.errors import ConfigError
 
 SWEEP_ELEMENT_BYTES = 4  # the sweep runs in fp32
@@ -271,19 +272,19 @@ def render_table(calibration: Calibration) -> str:
         lines += [header, "-" * len(header)]
         for point in calibration.sweep:
             lines.append(
-                f"{point.repeat:>5}  {point.flop_per_byte:>9.3g}  {si(point.runtime_s, 's'):>11}  "
-                f"{si(point.flops_per_s, 'FLOP/s'):>16}  {si(point.bytes_per_s, 'B/s'):>12}"
+                f"{point.repeat:>5}  {point.flop_per_byte:>9.3g}  {format_si(point.runtime_s, 's', fractions=True):>11}  "
+                f"{format_si(point.flops_per_s, 'FLOP/s'):>16}  {format_si(point.bytes_per_s, 'B/s'):>12}"
             )
         lines.append("")
     if calibration.copy_bytes_per_s:
-        copies = ", ".join(f"{dtype} {si(rate, 'B/s')}" for dtype, rate in calibration.copy_bytes_per_s.items())
+        copies = ", ".join(f"{dtype} {format_si(rate, 'B/s')}" for dtype, rate in calibration.copy_bytes_per_s.items())
         lines.append(f"copy: {copies}")
     if calibration.matmul_flops_per_s:
-        matmuls = ", ".join(f"{peak_label(key, kind)} {si(rate, 'FLOP/s')}" for key, rate in calibration.matmul_flops_per_s.items())
+        matmuls = ", ".join(f"{peak_label(key, kind)} {format_si(rate, 'FLOP/s')}" for key, rate in calibration.matmul_flops_per_s.items())
         lines.append(f"matmul n={calibration.matmul_size}: {matmuls}")
     lines.append("")
-    lines.append(f"bandwidth roof: {si(roofs.bandwidth_bytes_per_s, 'B/s')} (the best of the copies and the sweep's "
-                 f"flat part, {si(roofs.sweep_bandwidth_bytes_per_s, 'B/s')})")
+    lines.append(f"bandwidth roof: {format_si(roofs.bandwidth_bytes_per_s, 'B/s')} (the best of the copies and the sweep's "
+                 f"flat part, {format_si(roofs.sweep_bandwidth_bytes_per_s, 'B/s')})")
     if calibration.sweep:
         if roofs.flat_until_repeat is None:
             shape = "runtime grows from the first r: compute-bound at every r measured"
@@ -291,13 +292,13 @@ def render_table(calibration: Calibration) -> str:
             shape = "runtime flat at every r measured: bandwidth-bound throughout (the compute roof is a lower bound)"
         else:
             shape = f"runtime flat (bandwidth-bound) for r <= {roofs.flat_until_repeat}, then growing with r (compute-bound)"
-        lines.append(f"pointwise compute roof: {si(roofs.compute_flops_per_s, 'FLOP/s')}; {shape}")
+        lines.append(f"pointwise compute roof: {format_si(roofs.compute_flops_per_s, 'FLOP/s')}; {shape}")
         lines.append(
             f"ridge point: compute roof / bandwidth roof = {roofs.ridge_flop_per_byte:.3g} FLOP/byte "
             f"(r ≈ {roofs.ridge_repeat:.3g}): below it a pointwise kernel is bandwidth-bound, above it compute-bound"
         )
     for key, rate in peak_flops(calibration).items():
-        lines.append(f"peak {peak_label(key, kind)}: {si(rate, 'FLOP/s')} "
+        lines.append(f"peak {peak_label(key, kind)}: {format_si(rate, 'FLOP/s')} "
                      f"(ridge {rate / roofs.bandwidth_bytes_per_s:.3g} FLOP/byte)")
     lines.extend(f"note: {note}" for note in calibration.notes)
     return "\n".join(lines) + "\n"
@@ -316,14 +317,14 @@ def render_svg(calibration: Calibration) -> str:
             "Achieved FLOP/s",
             "FLOP/s",
             tuple((p.repeat, p.flops_per_s) for p in sweep),
-            hlines=((roofs.compute_flops_per_s, f"compute roof {si(roofs.compute_flops_per_s, 'FLOP/s')}"),),
+            hlines=((roofs.compute_flops_per_s, f"compute roof {format_si(roofs.compute_flops_per_s, 'FLOP/s')}"),),
             vlines=ridge,
         ),
         Panel(
             "Achieved bandwidth",
             "B/s",
             tuple((p.repeat, p.bytes_per_s) for p in sweep),
-            hlines=((roofs.bandwidth_bytes_per_s, f"bandwidth roof {si(roofs.bandwidth_bytes_per_s, 'B/s')}"),),
+            hlines=((roofs.bandwidth_bytes_per_s, f"bandwidth roof {format_si(roofs.bandwidth_bytes_per_s, 'B/s')}"),),
             vlines=ridge,
         ),
     ]

@@ -17,7 +17,8 @@ import traceanalyze
 from traceanalyze.cli import app
 from traceanalyze.report import plots
 from traceanalyze.report.html import render_html
-from traceanalyze.report.markdown import md_code, md_escape, render_markdown
+from traceanalyze.report.markdown import render_markdown
+from traceanalyze.report.md import md_code, md_escape
 from traceanalyze.report.model import build_report
 from traceanalyze.report.units import format_duration_ns, format_percent
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from traceanalyze.diff.compare import Diff, KernelRow, MetricRow
+from traceanalyze.report.md import md_table
 from traceanalyze.gate.verdict import format_value, steps_text
 
 STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",
@@ -97,8 +98,7 @@ def _md(text: str) -> str:
 
 
 def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return out + ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows]
+    return md_table(headers, [[_md(cell) for cell in row] for row in rows]).splitlines()
 
 
 def _md_kernel_row(k: KernelRow) -> list[str]:

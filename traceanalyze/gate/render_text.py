@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from traceanalyze.report.md import md_table
 from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value, steps_text
 
 HEADLINE = {"pass": "PASS", "fail": "FAIL", "error": "ERROR (cannot judge)"}
@@ -85,9 +86,7 @@ def _md_escape(text: str) -> str:
 
 
 def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_md_escape(cell) for cell in row) + " |" for row in rows]
-    return out
+    return md_table(headers, [[_md_escape(cell) for cell in row] for row in rows]).splitlines()
 
 
 def render_verdict_markdown(verdict: Verdict) -> str:

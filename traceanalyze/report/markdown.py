@@ -11,32 +11,10 @@ from __future__ import annotations
 
 from html import escape
 
-from tabulate import tabulate
-
 from traceanalyze.report.document import Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table, document
+from traceanalyze.report.md import md_code, md_escape, md_table
 from traceanalyze.report.model import Report
 from traceanalyze.report.units import bar
-
-
-_MD_SPECIAL = set("\\`*_[]<>|~#!")
-
-
-def md_escape(text: str) -> str:
-    """Plain text for Markdown: punctuation that could start markup is backslash-escaped."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
-
-
-def md_code(text: str, *, in_table: bool = False) -> str:
-    """A code span holding `text` verbatim (fences longer than any backtick run inside)."""
-    if in_table:
-        text = text.replace("|", "\\|")
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _md_inline(parts: tuple[Inline, ...]) -> str:
@@ -71,7 +49,7 @@ def _md_block(block: Block) -> str:
     if isinstance(block, Table):
         rows = [[_md_cell(c) for c in row] for row in block.rows]
         headers = [md_escape(h.strip()) for h in block.headers]
-        return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+        return md_table(headers, rows)
     if isinstance(block, Figures):
         return "\n".join(f"- {md_escape(label)}: **{md_escape(value)}** — {md_escape(detail)}" for label, value, detail in block.items)
     if isinstance(block, Group):

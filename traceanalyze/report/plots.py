@@ -13,10 +13,30 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
-
 import polars as pl
 
+from traceanalyze.report.svg import (
+    AXIS,
+    GRID,
+    INK,
+    MUTED,
+    WIDTH,
+    Linear,
+    Log,
+    clip_label,
+    contrast_ink,
+    coord,
+    decades,
+    empty_chart,
+    esc,
+    legend,
+    linear_ticks,
+    log_axes,
+    svg_document,
+    text_element,
+    text_width,
+    tooltip,
+)
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate
 
 REGIME_COLOURS: dict[str, str] = {
@@ -34,130 +54,8 @@ CAUSE_COLOURS: dict[str, str] = {
     "other": "#DDCC77",
 }
 BUSY_COLOUR = "#9DB9D8"  # GPU busy (or queued behind busy work) where the regime does not matter
-INK, MUTED, GRID, AXIS = "#222222", "#666666", "#E6E6E6", "#999999"
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-
-WIDTH = 1080
 MAX_MARKS = 5000  # most data marks one chart may hold
 EXACT_TIMELINE_MARKS = 2000  # up to this many intervals the timeline draws each one
-
-
-def esc(text: object) -> str:
-    return escape(str(text), quote=True)
-
-
-def _f(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".")
-
-
-def text_width(text: str, size: float = 12) -> float:
-    """An estimate of rendered width (sans-serif averages ~0.56 em per character)."""
-    return len(text) * size * 0.56
-
-
-def _contrast_ink(colour: str) -> str:
-    r, g, b = (int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
-    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
-    return "#ffffff" if lum < 0.55 else INK
-
-
-def _svg(kind: str, width: float, height: float, label: str, body: Sequence[str]) -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{esc(kind)}" '
-        f'width="{_f(width)}" height="{_f(height)}" viewBox="0 0 {_f(width)} {_f(height)}" '
-        f'role="img" aria-label="{esc(label)}" font-family="{FONT}" font-size="12" fill="{INK}">\n'
-        + "\n".join(body)
-        + "\n</svg>"
-    )
-
-
-def _text(x: float, y: float, text: str, *, anchor: str = "start", size: float = 12, fill: str = INK,
-          weight: str | None = None, extra: str = "") -> str:
-    bold = f' font-weight="{weight}"' if weight else ""
-    return (f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}" font-size="{_f(size)}" fill="{fill}"{bold}{extra}>'
-            f"{esc(text)}</text>")
-
-
-def _title(text: str) -> str:
-    return f"<title>{esc(text)}</title>"
-
-
-def legend(items: Sequence[tuple[str, str]], x: float, y: float, max_width: float, *, heading: str = "",
-           marker: str = "square") -> tuple[list[str], float]:
-    """Swatches with labels, wrapping at `max_width` → (svg parts, height used)."""
-    parts: list[str] = []
-    cx, cy, line = x, y, 18
-    if heading:
-        parts.append(_text(cx, cy + 10, heading, fill=MUTED, size=11))
-        cx += text_width(heading, 11) + 8
-    for label, colour in items:
-        width = 14 + text_width(label, 12) + 14
-        if cx + width > x + max_width and cx > x:
-            cx, cy = x, cy + line
-        if marker == "circle":
-            parts.append(f'<circle cx="{_f(cx + 5)}" cy="{_f(cy + 6)}" r="5" fill="{colour}" fill-opacity="0.8"/>')
-        else:
-            parts.append(f'<rect x="{_f(cx)}" y="{_f(cy + 1)}" width="11" height="11" rx="2" fill="{colour}"/>')
-        parts.append(_text(cx + 15, cy + 11, label))
-        cx += width
-    return parts, cy - y + line
-
-
-def nice_step(span: float, target: int) -> float:
-    raw = span / max(target, 1)
-    if raw <= 0:
-        return 1.0
-    magnitude = 10 ** math.floor(math.log10(raw))
-    for multiple in (1, 2, 2.5, 5, 10):
-        if raw <= multiple * magnitude:
-            return multiple * magnitude
-    return 10 * magnitude
-
-
-def linear_ticks(low: float, high: float, target: int = 6) -> list[float]:
-    step = nice_step(high - low, target)
-    first = math.ceil(low / step - 1e-9) * step
-    ticks, value = [], first
-    while value <= high + step * 1e-9:
-        ticks.append(round(value, 12))
-        value += step
-    return ticks
-
-
-def _decades(low: float, high: float) -> list[float]:
-    return [10.0 ** k for k in range(math.floor(math.log10(low) + 1e-9), math.ceil(math.log10(high) - 1e-9) + 1)]
-
-
-@dataclass(frozen=True)
-class Linear:
-    low: float
-    high: float
-    start: float
-    end: float
-
-    def __call__(self, value: float) -> float:
-        span = self.high - self.low or 1.0
-        return self.start + (value - self.low) / span * (self.end - self.start)
-
-
-@dataclass(frozen=True)
-class Log:
-    low: float
-    high: float
-    start: float
-    end: float
-
-    def __call__(self, value: float) -> float:
-        value = max(value, self.low * 1e-3)
-        span = math.log10(self.high) - math.log10(self.low) or 1.0
-        return self.start + (math.log10(value) - math.log10(self.low)) / span * (self.end - self.start)
-
-
-def empty_chart(kind: str, message: str, *, width: float = WIDTH, height: float = 60) -> str:
-    return _svg(kind, width, height, message, [
-        f'<rect x="0.5" y="0.5" width="{_f(width - 1)}" height="{_f(height - 1)}" fill="#fafafa" stroke="{GRID}"/>',
-        _text(width / 2, height / 2 + 4, message, anchor="middle", fill=MUTED),
-    ])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,7 +83,7 @@ def stacked_bars(rows: Sequence[BarRow], colours: Mapping[str, str], *, kind: st
     used = [k for k in colours if any(r.values.get(k, 0) > 0 for r in data)]  # type: ignore[union-attr]
     plot_left, plot_right = label_width, width - 78
     x = Linear(0.0, 1.0, plot_left, plot_right)
-    body = [_text(0, 16, title, size=14, weight="600")] if show_title else []
+    body = [text_element(0, 16, title, size=14, weight="600")] if show_title else []
     head = 26 if show_title else 0
     legend_parts, legend_height = legend([(k, colours[k]) for k in used], plot_left, head, plot_right - plot_left)
     body += legend_parts
@@ -195,13 +93,13 @@ def stacked_bars(rows: Sequence[BarRow], colours: Mapping[str, str], *, kind: st
     marks: list[str] = []
     for row in rows:
         if row.values is None:
-            marks.append(_text(8, y + 13, row.label, fill=MUTED, size=11, weight="600"))
+            marks.append(text_element(8, y + 13, row.label, fill=MUTED, size=11, weight="600"))
             y += 20
             continue
-        marks.append(_text(plot_left - 8, y + bar_height / 2 + 4, _clip(row.label, label_width - 14), anchor="end",
+        marks.append(text_element(plot_left - 8, y + bar_height / 2 + 4, clip_label(row.label, label_width - 14), anchor="end",
                            extra=f' data-label="{esc(row.label)}"' if len(row.label) * 6.7 > label_width - 14 else ""))
         if row.total_ns <= 0:
-            marks.append(_text(plot_left + 4, y + bar_height / 2 + 4, "no GPU time", fill=MUTED))
+            marks.append(text_element(plot_left + 4, y + bar_height / 2 + 4, "no GPU time", fill=MUTED))
             y += bar_height + 8
             continue
         cursor = 0.0
@@ -213,23 +111,18 @@ def stacked_bars(rows: Sequence[BarRow], colours: Mapping[str, str], *, kind: st
             x0, x1 = x(cursor), x(min(1.0, cursor + share))
             cursor += share
             tip = f"{row.label} — {key}: {format_percent(share)} ({format_duration_ns(value)} of {format_duration_ns(row.total_ns)})"
-            marks.append(f'<rect class="mark" data-key="{esc(key)}" x="{_f(x0)}" y="{_f(y)}" width="{_f(max(x1 - x0, 0.5))}" '
-                         f'height="{_f(bar_height)}" fill="{colours[key]}">{_title(tip)}</rect>')
+            marks.append(f'<rect class="mark" data-key="{esc(key)}" x="{coord(x0)}" y="{coord(y)}" width="{coord(max(x1 - x0, 0.5))}" '
+                         f'height="{coord(bar_height)}" fill="{colours[key]}">{tooltip(tip)}</rect>')
             label = format_percent(share) if x1 - x0 >= 46 else (f"{share * 100:.0f}%" if x1 - x0 >= 28 else "")
             if label:
-                marks.append(_text((x0 + x1) / 2, y + bar_height / 2 + 4, label, anchor="middle", size=11,
-                                   fill=_contrast_ink(colours[key]), extra=' pointer-events="none"'))
-        marks.append(_text(plot_right + 6, y + bar_height / 2 + 4, format_duration_ns(row.total_ns), fill=MUTED, size=11))
+                marks.append(text_element((x0 + x1) / 2, y + bar_height / 2 + 4, label, anchor="middle", size=11,
+                                   fill=contrast_ink(colours[key]), extra=' pointer-events="none"'))
+        marks.append(text_element(plot_right + 6, y + bar_height / 2 + 4, format_duration_ns(row.total_ns), fill=MUTED, size=11))
         y += bar_height + 8
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        grid.append(f'<line x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{_f(top - 4)}" y2="{_f(y)}" stroke="{GRID}"/>')
-        grid.append(_text(x(tick), y + 14, f"{tick * 100:.0f}%", anchor="middle", size=11, fill=MUTED))
-    return _svg(kind, width, y + 22, title, body + grid + marks)
-
-
-def _clip(text: str, width: float, size: float = 12) -> str:
-    limit = max(4, int(width / (size * 0.56)))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        grid.append(f'<line x1="{coord(x(tick))}" x2="{coord(x(tick))}" y1="{coord(top - 4)}" y2="{coord(y)}" stroke="{GRID}"/>')
+        grid.append(text_element(x(tick), y + 14, f"{tick * 100:.0f}%", anchor="middle", size=11, fill=MUTED))
+    return svg_document(kind, width, y + 22, title, body + grid + marks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,50 +174,50 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
     left, right, top = 104, width - 176, 62  # roof labels in the right margin
     bottom = height - 50
     x, y = Log(x_low, x_high, left, right), Log(y_low, y_high, bottom, top)
-    body = [_text(0, 16, title, size=14, weight="600")]
+    body = [text_element(0, 16, title, size=14, weight="600")]
     bounds = sorted({p.bound for p in points}, key=lambda b: list(REGIME_COLOURS).index(b) if b in REGIME_COLOURS else 99)
     items = [(f"{b}-bound kernel", REGIME_COLOURS.get(b, MUTED)) for b in bounds]
     parts, _ = legend(items, left, 26, right - left, marker="circle")
     body += parts
-    body.append(_text(width - 4, 38, "dot area ∝ total time · hover a dot for its numbers", anchor="end", size=11, fill=MUTED))
-    body += _log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom,
+    body.append(text_element(width - 4, 38, "dot area ∝ total time · hover a dot for its numbers", anchor="end", size=11, fill=MUTED))
+    body += log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom,
                       x_format=lambda v: f"{v:g}", y_format=lambda v: format_rate(v, "FLOP/s"))
-    body.append(_text((left + right) / 2, height - 12, "arithmetic intensity (FLOP / byte)", anchor="middle", fill=MUTED))
-    body.append(_text(14, (top + bottom) / 2, "achieved FLOP/s", anchor="middle", fill=MUTED,
-                      extra=f' transform="rotate(-90 14 {_f((top + bottom) / 2)})"'))
-    clip = f'<clipPath id="roofclip"><rect x="{left}" y="{top}" width="{_f(right - left)}" height="{_f(bottom - top)}"/></clipPath>'
+    body.append(text_element((left + right) / 2, height - 12, "arithmetic intensity (FLOP / byte)", anchor="middle", fill=MUTED))
+    body.append(text_element(14, (top + bottom) / 2, "achieved FLOP/s", anchor="middle", fill=MUTED,
+                      extra=f' transform="rotate(-90 14 {coord((top + bottom) / 2)})"'))
+    clip = f'<clipPath id="roofclip"><rect x="{left}" y="{top}" width="{coord(right - left)}" height="{coord(bottom - top)}"/></clipPath>'
     body.append(clip)
     top_roof = max((c.value for c in compute_roofs), default=None)
     for bw in bandwidth_roofs:
         x0 = max(x_low, y_low / bw.value)
         x1 = top_roof / bw.value if top_roof else x_high
-        body.append(f'<line x1="{_f(x(x0))}" y1="{_f(y(bw.value * x0))}" x2="{_f(x(x1))}" y2="{_f(y(bw.value * x1))}" '
-                    f'stroke="{INK}" stroke-width="2" clip-path="url(#roofclip)">{_title(bw.label)}</line>')
+        body.append(f'<line x1="{coord(x(x0))}" y1="{coord(y(bw.value * x0))}" x2="{coord(x(x1))}" y2="{coord(y(bw.value * x1))}" '
+                    f'stroke="{INK}" stroke-width="2" clip-path="url(#roofclip)">{tooltip(bw.label)}</line>')
         mid = math.sqrt(x0 * x1) if x1 > x0 else x0
         mid = min(mid, x1 / 6) if x1 / 6 > x0 else mid
         angle = math.degrees(math.atan2(y(bw.value * x1) - y(bw.value * x0), x(x1) - x(x0)))
         lx, ly = x(mid), y(bw.value * mid) - 6
-        body.append(_text(lx, ly, bw.label, size=11, fill=INK, extra=f' transform="rotate({angle:.1f} {_f(lx)} {_f(ly)})"'))
+        body.append(text_element(lx, ly, bw.label, size=11, fill=INK, extra=f' transform="rotate({angle:.1f} {coord(lx)} {coord(ly)})"'))
     labels: list[tuple[float, Roof]] = []
     for i, roof in enumerate(sorted(compute_roofs, key=lambda r: -r.value)):
         ridge = min((roof.value / b.value for b in bandwidth_roofs), default=x_low)
         dashed = "" if i == 0 else ' stroke-dasharray="6 4"'
-        body.append(f'<line x1="{_f(x(max(ridge, x_low)))}" y1="{_f(y(roof.value))}" x2="{_f(right)}" y2="{_f(y(roof.value))}" '
-                    f'stroke="{INK}" stroke-width="{2 if i == 0 else 1.4}"{dashed}>{_title(roof.label + " " + roof.detail)}</line>')
+        body.append(f'<line x1="{coord(x(max(ridge, x_low)))}" y1="{coord(y(roof.value))}" x2="{coord(right)}" y2="{coord(y(roof.value))}" '
+                    f'stroke="{INK}" stroke-width="{2 if i == 0 else 1.4}"{dashed}>{tooltip(roof.label + " " + roof.detail)}</line>')
         labels.append((y(roof.value), roof))
     placed = _spread([ly for ly, _ in labels], gap=28 if any(r.detail for _, r in labels) else 15, low=top + 4)
     for (ly, roof), py in zip(labels, placed):
         if abs(py - ly) > 1:
-            body.append(f'<polyline points="{_f(right)},{_f(ly)} {_f(right + 5)},{_f(py)}" fill="none" stroke="{AXIS}"/>')
-        body.append(_text(right + 8, py + 4, roof.label, size=11, weight="600"))
+            body.append(f'<polyline points="{coord(right)},{coord(ly)} {coord(right + 5)},{coord(py)}" fill="none" stroke="{AXIS}"/>')
+        body.append(text_element(right + 8, py + 4, roof.label, size=11, weight="600"))
         if roof.detail:
-            body.append(_text(right + 8, py + 17, _clip(roof.detail, width - right - 10, 10), size=10, fill=MUTED))
+            body.append(text_element(right + 8, py + 17, clip_label(roof.detail, width - right - 10, 10), size=10, fill=MUTED))
     largest = max((p.total_ns for p in points), default=1.0) or 1.0
     for p in sorted(points, key=lambda p: -p.total_ns):
         r = 3 + 15 * math.sqrt(p.total_ns / largest)
         colour = REGIME_COLOURS.get(p.bound, MUTED)
-        body.append(f'<circle class="mark" cx="{_f(x(p.intensity))}" cy="{_f(y(p.flops_per_s))}" r="{_f(r)}" fill="{colour}" '
-                    f'fill-opacity="0.72" stroke="#ffffff" stroke-width="1">{_title(p.tooltip or p.name)}</circle>')
+        body.append(f'<circle class="mark" cx="{coord(x(p.intensity))}" cy="{coord(y(p.flops_per_s))}" r="{coord(r)}" fill="{colour}" '
+                    f'fill-opacity="0.72" stroke="#ffffff" stroke-width="1">{tooltip(p.tooltip or p.name)}</circle>')
     tags: list[tuple[float, float, list[int]]] = []  # numbers of dots that sit together share one label
     for p in sorted((p for p in points if p.number is not None), key=lambda p: p.number or 0):
         r = 3 + 15 * math.sqrt(p.total_ns / largest)
@@ -335,28 +228,11 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
         else:
             near[2].append(p.number or 0)
     for tx, ty, numbers in tags:
-        body.append(_text(tx, ty, ",".join(map(str, numbers)), size=11, weight="600", extra=' pointer-events="none"'))
+        body.append(text_element(tx, ty, ",".join(map(str, numbers)), size=11, weight="600", extra=' pointer-events="none"'))
     if footnote:
-        body.append(_text(left, height + 8, footnote, size=11, fill=MUTED))
+        body.append(text_element(left, height + 8, footnote, size=11, fill=MUTED))
         height += 16
-    return _svg("roofline", width, height, title, body)
-
-
-def _log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom, *, x_format, y_format) -> list[str]:
-    parts = [f'<rect x="{left}" y="{top}" width="{_f(right - left)}" height="{_f(bottom - top)}" fill="none" stroke="{AXIS}"/>']
-    x_ticks = _decades(x_low, x_high)
-    skip_x = 1 if len(x_ticks) <= 12 else 2
-    for i, tick in enumerate(x_ticks):
-        parts.append(f'<line x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{top}" y2="{bottom}" stroke="{GRID}"/>')
-        if i % skip_x == 0:
-            parts.append(_text(x(tick), bottom + 16, x_format(tick), anchor="middle", size=11, fill=MUTED))
-    y_ticks = _decades(y_low, y_high)
-    skip_y = 1 if len(y_ticks) <= 10 else 2
-    for i, tick in enumerate(y_ticks):
-        parts.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(y(tick))}" y2="{_f(y(tick))}" stroke="{GRID}"/>')
-        if i % skip_y == 0:
-            parts.append(_text(left - 6, y(tick) + 4, y_format(tick), anchor="end", size=11, fill=MUTED))
-    return parts
+    return svg_document("roofline", width, height, title, body)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,7 +281,7 @@ def timeline_chart(rows: Sequence[TimelineRow], window: tuple[int, int], *, titl
     label_width, right_pad = 118, 16
     left, right = label_width, width - right_pad
     x = Linear(float(start), float(end), left, right)
-    body = [_text(0, 16, title, size=14, weight="600")]
+    body = [text_element(0, 16, title, size=14, weight="600")]
     y = 26.0
     for heading, colours in legends:
         parts, used = legend(list(colours.items()), left, y, right - left, heading=heading)
@@ -420,31 +296,31 @@ def timeline_chart(rows: Sequence[TimelineRow], window: tuple[int, int], *, titl
     marks: list[str] = []
     for index, row in enumerate(rows):
         ly = top + index * (lane + gap)
-        body.append(f'<rect x="{left}" y="{_f(ly)}" width="{_f(right - left)}" height="{lane}" fill="#f6f6f6"/>')
-        body.append(_text(left - 8, ly + lane / 2 + 4, _clip(row.label, label_width - 12), anchor="end", size=11))
+        body.append(f'<rect x="{left}" y="{coord(ly)}" width="{coord(right - left)}" height="{lane}" fill="#f6f6f6"/>')
+        body.append(text_element(left - 8, ly + lane / 2 + 4, clip_label(row.label, label_width - 12), anchor="end", size=11))
         if exact:
             marks += _exact_lane(row, x, ly, lane, start, end)
         else:
             marks += _binned_lane(row, x, ly, lane, start, end, bins)
-    axis = [f'<line x1="{left}" x2="{_f(right)}" y1="{_f(bottom + 4)}" y2="{_f(bottom + 4)}" stroke="{AXIS}"/>']
+    axis = [f'<line x1="{left}" x2="{coord(right)}" y1="{coord(bottom + 4)}" y2="{coord(bottom + 4)}" stroke="{AXIS}"/>']
     for tick in linear_ticks(0, span, 8):
         tx = x(start + tick)
-        axis.append(f'<line x1="{_f(tx)}" x2="{_f(tx)}" y1="{_f(bottom + 4)}" y2="{_f(bottom + 8)}" stroke="{AXIS}"/>')
-        axis.append(_text(tx, bottom + 20, "0" if tick == 0 else format_duration_ns(tick), anchor="middle", size=11, fill=MUTED))
+        axis.append(f'<line x1="{coord(tx)}" x2="{coord(tx)}" y1="{coord(bottom + 4)}" y2="{coord(bottom + 8)}" stroke="{AXIS}"/>')
+        axis.append(text_element(tx, bottom + 20, "0" if tick == 0 else format_duration_ns(tick), anchor="middle", size=11, fill=MUTED))
     every = max(1, math.ceil(len(markers) / 24))
     for i, marker in enumerate(markers):
         if not start <= marker.at_ns <= end:
             continue
         mx = x(marker.at_ns)
-        axis.append(f'<line x1="{_f(mx)}" x2="{_f(mx)}" y1="{_f(top - 12)}" y2="{_f(bottom + 4)}" stroke="{INK}" '
-                    f'stroke-opacity="0.45" stroke-dasharray="2 3">{_title(marker.label)}</line>')
+        axis.append(f'<line x1="{coord(mx)}" x2="{coord(mx)}" y1="{coord(top - 12)}" y2="{coord(bottom + 4)}" stroke="{INK}" '
+                    f'stroke-opacity="0.45" stroke-dasharray="2 3">{tooltip(marker.label)}</line>')
         if i % every == 0:
-            axis.append(_text(mx + 3, top - 4, marker.label, size=10, fill=MUTED))
+            axis.append(text_element(mx + 3, top - 4, marker.label, size=10, fill=MUTED))
     height = bottom + 30
     if note:
-        axis.append(_text(left, height + 4, note, size=11, fill=MUTED))
+        axis.append(text_element(left, height + 4, note, size=11, fill=MUTED))
         height += 14
-    return _svg("timeline", width, height, title, body + marks + axis)
+    return svg_document("timeline", width, height, title, body + marks + axis)
 
 
 def _clipped(frame: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
@@ -464,8 +340,8 @@ def _exact_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int,
         x0, x1 = x(s), x(e)
         colour = row.colours.get(category, MUTED)
         tip = f"{label}\n{category} · {format_duration_ns(e - s)} at {format_duration_ns(s - start)}"
-        marks.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(ly)}" width="{max(x1 - x0, 0.6):.2f}" height="{lane}" '
-                     f'fill="{colour}">{_title(tip)}</rect>')
+        marks.append(f'<rect class="mark" x="{coord(x0)}" y="{coord(ly)}" width="{max(x1 - x0, 0.6):.2f}" height="{lane}" '
+                     f'fill="{colour}">{tooltip(tip)}</rect>')
     return marks
 
 
@@ -518,8 +394,8 @@ def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int
         mix = ", ".join(f"{k} {v}" for k, v in sorted(run.counts.items(), key=lambda kv: -kv[1])[:3])
         tip = (f"{row.label}: {format_duration_ns(s - start)} – {format_duration_ns(e - start)}\n"
                f"{format_percent(run.covered_ns / max(run.span_ns, 1))} {row.what}, mostly {run.category} ({n} intervals: {mix})")
-        marks.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(ly)}" width="{max(x1 - x0, 0.6):.2f}" height="{lane}" '
-                     f'fill="{row.colours.get(run.category, MUTED)}" fill-opacity="{run.level}">{_title(tip)}</rect>')
+        marks.append(f'<rect class="mark" x="{coord(x0)}" y="{coord(ly)}" width="{max(x1 - x0, 0.6):.2f}" height="{lane}" '
+                     f'fill="{row.colours.get(run.category, MUTED)}" fill-opacity="{run.level}">{tooltip(tip)}</rect>')
     return marks
 
 
@@ -546,8 +422,8 @@ def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: s
     high = 10 ** math.ceil(math.log10(max(positive) * 1.0001))
     if high <= low:
         high = low * 10
-    decades = round(math.log10(high / low))
-    n_bins = max(1, decades * bins_per_decade)
+    decade_count = round(math.log10(high / low))
+    n_bins = max(1, decade_count * bins_per_decade)
     counts = [[0] * n_bins for _ in series]
     for i, s in enumerate(series):
         row = counts[i]
@@ -562,19 +438,19 @@ def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: s
     x = Log(low, high, left, right)
     y_ticks = linear_ticks(0, peak * 1.3, 4)
     y = Linear(0, max(y_ticks[-1], peak * 1.3), bottom, top)
-    body = [_text(0, 16, title, size=14, weight="600")]
+    body = [text_element(0, 16, title, size=14, weight="600")]
     parts, _ = legend([(s.label, s.colour) for s in series], left, 24, right - left)
     body += parts
-    body.append(f'<rect x="{left}" y="{top}" width="{_f(right - left)}" height="{_f(bottom - top)}" fill="none" stroke="{AXIS}"/>')
+    body.append(f'<rect x="{left}" y="{top}" width="{coord(right - left)}" height="{coord(bottom - top)}" fill="none" stroke="{AXIS}"/>')
     for tick in y_ticks:
-        body.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(y(tick))}" y2="{_f(y(tick))}" stroke="{GRID}"/>')
-        body.append(_text(left - 6, y(tick) + 4, f"{tick:g}", anchor="end", size=11, fill=MUTED))
-    for tick in _decades(low, high):
-        body.append(f'<line x1="{_f(x(tick))}" x2="{_f(x(tick))}" y1="{top}" y2="{_f(bottom + 4)}" stroke="{GRID}"/>')
-        body.append(_text(x(tick), bottom + 17, format_duration_ns(tick), anchor="middle", size=11, fill=MUTED))
-    body.append(_text((left + right) / 2, height - 8, x_label, anchor="middle", fill=MUTED))
-    body.append(_text(14, (top + bottom) / 2, "launches", anchor="middle", fill=MUTED,
-                      extra=f' transform="rotate(-90 14 {_f((top + bottom) / 2)})"'))
+        body.append(f'<line x1="{left}" x2="{coord(right)}" y1="{coord(y(tick))}" y2="{coord(y(tick))}" stroke="{GRID}"/>')
+        body.append(text_element(left - 6, y(tick) + 4, f"{tick:g}", anchor="end", size=11, fill=MUTED))
+    for tick in decades(low, high):
+        body.append(f'<line x1="{coord(x(tick))}" x2="{coord(x(tick))}" y1="{top}" y2="{coord(bottom + 4)}" stroke="{GRID}"/>')
+        body.append(text_element(x(tick), bottom + 17, format_duration_ns(tick), anchor="middle", size=11, fill=MUTED))
+    body.append(text_element((left + right) / 2, height - 8, x_label, anchor="middle", fill=MUTED))
+    body.append(text_element(14, (top + bottom) / 2, "launches", anchor="middle", fill=MUTED,
+                      extra=f' transform="rotate(-90 14 {coord((top + bottom) / 2)})"'))
     for b in range(n_bins):
         edge0, edge1 = low * 10 ** (b / bins_per_decade), low * 10 ** ((b + 1) / bins_per_decade)
         x0, x1 = x(edge0) + 0.5, x(edge1) - 0.5
@@ -586,8 +462,8 @@ def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: s
             y0, y1 = y(stacked), y(stacked + count)
             stacked += count
             tip = f"{s.label}: {count} in {format_duration_ns(edge0)} – {format_duration_ns(edge1)}"
-            body.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(y1)}" width="{_f(max(x1 - x0, 0.5))}" '
-                        f'height="{_f(max(y0 - y1, 0.5))}" fill="{s.colour}">{_title(tip)}</rect>')
+            body.append(f'<rect class="mark" x="{coord(x0)}" y="{coord(y1)}" width="{coord(max(x1 - x0, 0.5))}" '
+                        f'height="{coord(max(y0 - y1, 0.5))}" fill="{s.colour}">{tooltip(tip)}</rect>')
     placed: list[float] = []
     for value, label in markers:
         if value is None or not low <= value <= high:
@@ -595,10 +471,10 @@ def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: s
         mx = x(value)
         row = sum(1 for p in placed if abs(p - mx) < text_width(label, 11) + 6)
         placed.append(mx)
-        body.append(f'<line x1="{_f(mx)}" x2="{_f(mx)}" y1="{top}" y2="{_f(bottom)}" stroke="{INK}" stroke-dasharray="4 3">'
-                    f"{_title(label)}</line>")
-        body.append(_text(mx + 3, top + 12 + 13 * row, label, size=11))
-    return _svg(kind, width, height, title, body)
+        body.append(f'<line x1="{coord(mx)}" x2="{coord(mx)}" y1="{top}" y2="{coord(bottom)}" stroke="{INK}" stroke-dasharray="4 3">'
+                    f"{tooltip(label)}</line>")
+        body.append(text_element(mx + 3, top + 12 + 13 * row, label, size=11))
+    return svg_document(kind, width, height, title, body)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -625,12 +501,12 @@ def step_bars(steps: Sequence[StepBar], *, title: str, width: float = WIDTH, hei
     y = Linear(0, max(y_ticks[-1], peak), bottom, top)
     slot = (right - left) / len(steps)
     bar_width = min(56.0, slot * 0.7)
-    body = [_text(0, 16, title, size=14, weight="600")]
+    body = [text_element(0, 16, title, size=14, weight="600")]
     parts, _ = legend([("GPU busy", BUSY_COLOUR), ("GPU idle", REGIME_COLOURS["overhead"])], left, 24, right - left)
     body += parts
     for tick in y_ticks:
-        body.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(y(tick))}" y2="{_f(y(tick))}" stroke="{GRID}"/>')
-        body.append(_text(left - 6, y(tick) + 4, "0" if tick == 0 else format_duration_ns(tick), anchor="end", size=11, fill=MUTED))
+        body.append(f'<line x1="{left}" x2="{coord(right)}" y1="{coord(y(tick))}" y2="{coord(y(tick))}" stroke="{GRID}"/>')
+        body.append(text_element(left - 6, y(tick) + 4, "0" if tick == 0 else format_duration_ns(tick), anchor="end", size=11, fill=MUTED))
     every = max(1, math.ceil(len(steps) / 40))
     show_share = slot >= 30
     for i, s in enumerate(steps):
@@ -641,15 +517,15 @@ def step_bars(steps: Sequence[StepBar], *, title: str, width: float = WIDTH, hei
         tip = (f"{s.label}: window {format_duration_ns(s.busy_ns + s.idle_ns)}, busy {format_duration_ns(s.busy_ns)}, "
                f"idle {format_duration_ns(s.idle_ns)} ({format_percent(s.idle_fraction)})")
         if s.busy_ns > 0:
-            body.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(y_busy)}" width="{_f(bar_width)}" height="{_f(bottom - y_busy)}" '
-                        f'fill="{BUSY_COLOUR}">{_title(tip)}</rect>')
+            body.append(f'<rect class="mark" x="{coord(x0)}" y="{coord(y_busy)}" width="{coord(bar_width)}" height="{coord(bottom - y_busy)}" '
+                        f'fill="{BUSY_COLOUR}">{tooltip(tip)}</rect>')
         if s.idle_ns > 0:
-            body.append(f'<rect class="mark" x="{_f(x0)}" y="{_f(y_top)}" width="{_f(bar_width)}" height="{_f(y_busy - y_top)}" '
-                        f'fill="{REGIME_COLOURS["overhead"]}">{_title(tip)}</rect>')
+            body.append(f'<rect class="mark" x="{coord(x0)}" y="{coord(y_top)}" width="{coord(bar_width)}" height="{coord(y_busy - y_top)}" '
+                        f'fill="{REGIME_COLOURS["overhead"]}">{tooltip(tip)}</rect>')
         if show_share:
-            body.append(_text(cx, y_top - 4, format_percent(s.idle_fraction), anchor="middle", size=11))
+            body.append(text_element(cx, y_top - 4, format_percent(s.idle_fraction), anchor="middle", size=11))
         if i % every == 0:
-            body.append(_text(cx, bottom + 15, s.label, anchor="middle", size=11, fill=MUTED))
-    body.append(f'<line x1="{left}" x2="{_f(right)}" y1="{_f(bottom)}" y2="{_f(bottom)}" stroke="{AXIS}"/>')
-    body.append(_text((left + right) / 2, height - 6, "step (GPU window of each ProfilerStep)", anchor="middle", fill=MUTED))
-    return _svg("steps", width, height, title, body)
+            body.append(text_element(cx, bottom + 15, s.label, anchor="middle", size=11, fill=MUTED))
+    body.append(f'<line x1="{left}" x2="{coord(right)}" y1="{coord(bottom)}" y2="{coord(bottom)}" stroke="{AXIS}"/>')
+    body.append(text_element((left + right) / 2, height - 6, "step (GPU window of each ProfilerStep)", anchor="middle", fill=MUTED))
+    return svg_document("steps", width, height, title, body)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def ns_to_us(value_ns: float | int | None) -> float | None:
     return None if value_ns is None else value_ns / 1000.0
@@ -79,14 +81,37 @@ def short_name(name: str | None, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+SI_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+SI_FRACTION_PREFIXES = ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+
+
+def format_si(value: float, unit: str = "", *, digits: int = 3, fractions: bool = False) -> str:
+    """`value` with an SI prefix and `digits` significant digits: 1.5e12, "FLOP/s" → "1.5 TFLOP/s";
+    999.96e9 → "1 TFLOP/s" (rounding moves it up a prefix, never "1e+03 G"). Below 1, a plain number
+    ("0.25 FLOP/B"), or with `fractions` the m/µ/n prefixes (2.5e-6, "s" → "2.5 µs"). The one
+    number formatter of the package: every renderer (and `calibrate`) uses it.
+
+    >>> format_si(1.5e12, "FLOP/s"), format_si(999.96e9, "B/s"), format_si(0.25), format_si(2.5e-6, "s", fractions=True)
+    ('1.5 TFLOP/s', '1 TB/s', '0.25', '2.5 µs')
+    """
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}".strip()
+    for scale, prefix in SI_PREFIXES + (SI_FRACTION_PREFIXES if fractions else ()):
+        if abs(value) >= scale * 0.9995:  # 999.96 rounds to 1000 at 3 digits: the next prefix up
+            return f"{_plain(value / scale, digits)} {prefix}{unit}".strip()
+    return f"{value:.{digits}g} {unit}".strip()
+
+
+def _plain(value: float, digits: int) -> str:
+    text = f"{value:.{digits}g}"
+    return f"{value:.0f}" if "e" in text else text
+
+
 def format_rate(value: float | None, unit: str) -> str:
-    """1.2e12, "FLOP/s" → "1.2 TFLOP/s"."""
+    """1.2e12, "FLOP/s" → "1.2 TFLOP/s"; None → "–"."""
     if value is None:
         return "–"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
+    return format_si(value, unit)
 
 
 def format_count(value: float | None, unit: str = "") -> str:

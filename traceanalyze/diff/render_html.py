@@ -7,7 +7,8 @@ from traceanalyze.diff.compare import Diff
 from traceanalyze.report import plots
 from traceanalyze.gate.verdict import steps_text
 from traceanalyze.diff.render_text import KERNEL_HEADERS, METRIC_HEADERS, kernel_cells, metric_cells, top_kernels
-from traceanalyze.report.html import esc, page
+from traceanalyze.report.html import page
+from traceanalyze.report.html_text import esc
 
 REGIME_KEYS = tuple(plots.REGIME_COLOURS)
 

@@ -13,29 +13,14 @@ Examples
 
 from __future__ import annotations
 
-from html import escape
-
 import polars as pl
 
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report import plots
-from traceanalyze.report.document import (
-    KERNEL_LIMIT,
-    Block,
-    BulletList,
-    Cell,
-    Chart,
-    Code,
-    Figures,
-    Group,
-    Heading,
-    Inline,
-    Paragraph,
-    Strong,
-    Table,
-    document,
-)
+from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
+from traceanalyze.report.document import KERNEL_LIMIT, document
+from traceanalyze.report.html_text import esc, inline_html
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, short_name
 
@@ -95,24 +80,8 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; border-top: 1px
 """
 
 
-def esc(text: object) -> str:
-    return escape(str(text), quote=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # blocks
-
-
-def _inline(parts: tuple[Inline, ...]) -> str:
-    out = []
-    for part in parts:
-        if isinstance(part, Code):
-            out.append(f"<code>{esc(part.text)}</code>")
-        elif isinstance(part, Strong):
-            out.append(f"<strong>{esc(part.text)}</strong>")
-        else:
-            out.append(esc(part))
-    return "".join(out)
 
 
 def _cell(cell: Cell, tag: str = "td") -> str:
@@ -154,9 +123,9 @@ def _block(block: Block, report: Report) -> str:
             return ""  # the page header holds the title
         return f'<h{block.level} id="{esc(block.anchor)}">{esc(block.text)}</h{block.level}>'
     if isinstance(block, Paragraph):
-        return f'<p class="note">{_inline(block.parts)}</p>' if block.note else f"<p>{_inline(block.parts)}</p>"
+        return f'<p class="note">{inline_html(block.parts)}</p>' if block.note else f"<p>{inline_html(block.parts)}</p>"
     if isinstance(block, BulletList):
-        return "<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in block.items) + "</ul>"
+        return "<ul>" + "".join(f"<li>{inline_html(item)}</li>" for item in block.items) + "</ul>"
     if isinstance(block, Table):
         return _table(block)
     if isinstance(block, Figures):
@@ -165,7 +134,7 @@ def _block(block: Block, report: Report) -> str:
         return _chart(block, report)
     if isinstance(block, Group):
         inner = "\n".join(_block(b, report) for b in block.blocks)
-        return f'<details class="rank" id="{esc(block.anchor)}" open>\n<summary>{_inline(block.summary)}</summary>\n{inner}\n</details>'
+        return f'<details class="rank" id="{esc(block.anchor)}" open>\n<summary>{inline_html(block.summary)}</summary>\n{inner}\n</details>'
     return ""
 
 
@@ -191,7 +160,7 @@ def render_html(report: Report) -> str:
     # blocks[1] is the source line; the header shows it
     body = "\n".join(_block(b, report) for b in blocks[2:])
     name = report.source.name or str(report.source)
-    meta = _inline(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
+    meta = inline_html(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
     return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?", f'<div class="meta">{meta}</div>\n{_toc(blocks)}', body)
 
 

@@ -9,9 +9,9 @@ Examples
 
 from __future__ import annotations
 
-from html import escape
-
-from traceanalyze.report.document import Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table, document
+from traceanalyze.report.blocks import Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
+from traceanalyze.report.document import document
+from traceanalyze.report.html_text import inline_html
 from traceanalyze.report.md import md_code, md_escape, md_table
 from traceanalyze.report.model import Report
 from traceanalyze.report.units import bar
@@ -55,20 +55,8 @@ def _md_block(block: Block) -> str:
     if isinstance(block, Group):
         inner = "\n\n".join(text for text in (_md_block(b) for b in block.blocks) if text)
         # GitHub renders Markdown inside <details> when blank lines surround it
-        return f"<details open>\n<summary>{_html_summary(block.summary)}</summary>\n\n{inner}\n\n</details>"
+        return f"<details open>\n<summary>{inline_html(block.summary)}</summary>\n\n{inner}\n\n</details>"
     return ""  # charts have no Markdown form; the tables beside them hold the numbers
-
-
-def _html_summary(parts: tuple[Inline, ...]) -> str:
-    out = []
-    for part in parts:
-        if isinstance(part, Code):
-            out.append(f"<code>{escape(part.text)}</code>")
-        elif isinstance(part, Strong):
-            out.append(f"<b>{escape(part.text)}</b>")
-        else:
-            out.append(escape(part))
-    return "".join(out)
 
 
 def render_markdown(report: Report) -> str:

@@ -9,18 +9,14 @@ import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from html import escape
 
+from traceanalyze.report.html_text import esc
 from traceanalyze.report.units import format_si
 
 INK, MUTED, GRID, AXIS = "#222222", "#666666", "#E6E6E6", "#999999"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
 WIDTH = 1080
-
-
-def esc(text: object) -> str:
-    return escape(str(text), quote=True)
 
 
 def coord(value: float) -> str:

@@ -1,0 +1,26 @@
+"""HTML text every HTML writer of the package uses (the HTML report, the HTML diff, the SVG charts,
+the `<details>` summary of the Markdown report): escaping, and inline parts as HTML."""
+
+from __future__ import annotations
+
+from html import escape
+
+from traceanalyze.report.blocks import Code, Inline, Strong
+
+
+def esc(text: object) -> str:
+    """`text` as HTML text or an attribute value: `& < > " '` escaped."""
+    return escape(str(text), quote=True)
+
+
+def inline_html(parts: tuple[Inline, ...]) -> str:
+    """Inline parts as HTML: code spans as `<code>`, strong text as `<strong>`, all escaped."""
+    out = []
+    for part in parts:
+        if isinstance(part, Code):
+            out.append(f"<code>{esc(part.text)}</code>")
+        elif isinstance(part, Strong):
+            out.append(f"<strong>{esc(part.text)}</strong>")
+        else:
+            out.append(esc(part))
+    return "".join(out)

@@ -253,17 +253,48 @@ class Trace:
 
     @cached_property
     def launch_rows(self) -> pl.Series:
-        """Per GPU op, the runtime row of its launch call (see `traceanalyze.health.launch_rows`);
-        computed once per trace, on first use."""
-        from traceanalyze.health import launch_rows
-
+        """Per GPU op, the runtime row of its launch call (see `launch_rows`); computed once per
+        trace, on first use."""
         return launch_rows(self)
 
-    def health(self) -> pl.DataFrame:
-        """Findings that make some numbers unreliable; see `traceanalyze.health`."""
-        from traceanalyze.health import trace_health
 
-        return trace_health(self)
+LAUNCH_KINDS = ("launch", "graph_launch", "memcpy", "memset")
+
+
+def launch_rows(trace: Trace) -> pl.Series:
+    """For each GPU op (in `trace.gpu`'s order), the row of `trace.runtime` of the call that
+    launched it: the first launch, graph launch, copy or set call of its rank with its
+    correlation id; null for orphans. `Trace.launch_rows` keeps it, so the join runs once."""
+    launches = (
+        trace.runtime.select("rank", "correlation", "kind")
+        .with_row_index("runtime_row")
+        .filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
+        .unique(subset=["rank", "correlation"], keep="first")
+        .select("rank", "correlation", "runtime_row")
+    )
+    joined = trace.gpu.select("rank", "correlation").join(launches, on=["rank", "correlation"], how="left",
+                                                          maintain_order="left")
+    return joined["runtime_row"]
+
+
+def linked_gpu(trace: Trace, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
+    """GPU ops with the runtime call that launched them (`Trace.launch_rows`: by rank and
+    correlation). Columns of `gpu` (only `columns` of them, and `rank` and `correlation`, when
+    given) plus `launch_name`, `launch_kind`, `launch_start_ns`, `launch_end_ns`, `launch_pid`,
+    `launch_tid`, `launch_external_id`; launch columns are null for orphans."""
+    launch = trace.runtime.select(
+        pl.col("name").alias("launch_name"),
+        pl.col("kind").alias("launch_kind"),
+        pl.col("start_ns").alias("launch_start_ns"),
+        pl.col("end_ns").alias("launch_end_ns"),
+        pl.col("pid").alias("launch_pid"),
+        pl.col("tid").alias("launch_tid"),
+        pl.col("external_id").alias("launch_external_id"),
+    )
+    rows = trace.launch_rows
+    launch = launch.gather(rows) if launch.height else launch.clear(len(rows))
+    gpu = trace.gpu if columns is None else trace.gpu.select(list(dict.fromkeys(("rank", "correlation", *columns))))
+    return gpu.hstack(launch)
 
 
 def concat_traces(traces: list[Trace]) -> Trace:

@@ -10,6 +10,7 @@ from builder import DEFAULT_BASE_US, TraceBuilder
 
 import traceanalyze
 from traceanalyze.analysis import idle, launch
+from traceanalyze.analysis.health import trace_health
 
 BASE_NS = round(DEFAULT_BASE_US * 1000)
 
@@ -138,7 +139,7 @@ def test_graph_launch_counts_once_to_its_first_kernel(tmp_path):
     assert (row["correlation"], row["name"], row["launch_to_start_ns"], row["launch_kind"]) == (correlation, "g1", 30_000, "graph_launch")
     depth = launch.queue_summary(trace).row(0, named=True)
     assert depth["max_depth"] == 3  # the graph enqueues its three kernels at once
-    health = trace.health()
+    health = trace_health(trace)
     assert health.filter(pl.col("finding") == "cuda_graph_launches")["count"].to_list() == [1]
 
 
@@ -151,7 +152,7 @@ def test_clock_skew_is_flagged_and_left_out_of_statistics(tmp_path):
     assert latency["skewed"].to_list() == [True, False]
     stats = launch.latency_stats(latency).filter(pl.col("metric") == "launch_to_start_ns").row(0, named=True)
     assert stats["count"] == 1 and stats["max"] == 10_000
-    assert trace.health().filter(pl.col("finding") == "clock_skew")["count"].to_list() == [1]
+    assert trace_health(trace).filter(pl.col("finding") == "clock_skew")["count"].to_list() == [1]
 
 
 def test_orphan_kernel_gap_has_cause_other(tmp_path):
@@ -161,7 +162,7 @@ def test_orphan_kernel_gap_has_cause_other(tmp_path):
     trace = load(b, tmp_path)
     gap = idle.idle_gaps(trace).row(0, named=True)
     assert gap["cause"] == "other" and gap["duration_ns"] == 20_000
-    assert trace.health().filter(pl.col("finding") == "orphan_gpu_ops")["count"].to_list() == [1]
+    assert trace_health(trace).filter(pl.col("finding") == "orphan_gpu_ops")["count"].to_list() == [1]
 
 
 def test_small_kernels_and_runs(tmp_path):
@@ -217,7 +218,7 @@ def test_clock_skewed_next_op_makes_gap_cause_other_and_queue_depth_non_negative
     depth = launch.queue_depth(trace)
     assert depth["depth"].min() >= 0
     assert depth.select("time_ns", "depth").rows() == [(us(-5), 1), (us(0), 0)]
-    clock_skew = trace.health().filter(pl.col("finding") == "clock_skew").row(0, named=True)
+    clock_skew = trace_health(trace).filter(pl.col("finding") == "clock_skew").row(0, named=True)
     assert clock_skew["count"] == 1 and "gap" in clock_skew["affects"] and "queue depth" in clock_skew["affects"]
 
 

@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from traceanalyze.cli import app
+from traceanalyze.analysis.health import trace_health
 
 runner = CliRunner()
 
@@ -87,7 +88,7 @@ def test_events_missing_required_fields_are_skipped_and_counted(tmp_path):
     trace = traceanalyze.load_trace(path)
     assert trace.gpu.height == 1
     assert trace.skipped["count"].sum() == 4
-    health = trace.health()
+    health = trace_health(trace)
     assert health.filter(health["finding"] == "malformed_events_skipped")["count"].sum() == 4
     result = run("info", path)
     assert result.exit_code == 0, result.output

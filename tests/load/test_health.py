@@ -13,6 +13,7 @@ import traceanalyze
 from traceanalyze.analysis import idle
 from traceanalyze.report.model import build_report
 from traceanalyze.report.terminal import render_terminal
+from traceanalyze.analysis.health import trace_health
 
 
 def load(builder: TraceBuilder, tmp_path, *, drop=()):
@@ -25,7 +26,7 @@ def load(builder: TraceBuilder, tmp_path, *, drop=()):
 
 
 def counts(trace) -> dict[str, int]:
-    return dict(trace.health().select("finding", "count").iter_rows())
+    return dict(trace_health(trace).select("finding", "count").iter_rows())
 
 
 def with_one_kernel(*, step: bool) -> TraceBuilder:

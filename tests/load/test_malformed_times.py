@@ -11,6 +11,7 @@ from polars.testing import assert_frame_equal
 from traceanalyze.load import load_file
 from traceanalyze.load.chrome import decode_document, read_bytes
 from traceanalyze.load.tables import SKIP_NO_TS_OR_NAME, build_trace
+from traceanalyze.analysis.health import trace_health
 
 KERNEL = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 2,
           "args": {"device": 0, "stream": 7, "correlation": 1}}
@@ -34,6 +35,6 @@ def test_integer_ts_beyond_int64_ns_is_skipped_on_both_paths(tmp_path, bad):
     for trace in (fast, general):
         assert trace.gpu.select("name", "start_ns", "end_ns").rows() == [("k", 5000, 7000)]
         assert trace.skipped.select("reason", "count").rows() == [(SKIP_NO_TS_OR_NAME, 1)]
-        assert trace.health().filter(pl.col("finding") == "malformed_events_skipped")["count"].to_list() == [1]
+        assert trace_health(trace).filter(pl.col("finding") == "malformed_events_skipped")["count"].to_list() == [1]
     for table in ("gpu", "skipped"):
         assert_frame_equal(getattr(fast, table), getattr(general, table))

@@ -13,6 +13,7 @@ import traceanalyze
 from traceanalyze.cli import app
 from traceanalyze.report.jsonout import report_to_dict
 from traceanalyze.report.model import build_report
+from traceanalyze.analysis.health import trace_health
 
 
 def one_kernel(rank=None, world_size=None) -> TraceBuilder:
@@ -26,7 +27,7 @@ def meta(trace):
 
 
 def findings(trace, name):
-    return trace.health().filter(pl.col("finding") == name)
+    return trace_health(trace).filter(pl.col("finding") == name)
 
 
 def test_single_file_takes_its_rank_from_its_name(tmp_path):

@@ -14,8 +14,7 @@ import polars as pl
 from traceanalyze.analysis.cpu_context import cpu_context
 from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, union_intervals
 from traceanalyze.errors import ConfigError
-from traceanalyze.health import linked_gpu
-from traceanalyze.model import Trace
+from traceanalyze.model import Trace, linked_gpu
 
 Window = Literal["activity", "steps"]
 GapCause = Literal["host", "sync", "launch", "other"]

@@ -11,8 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.cpu_context import by_op_id, enclosing_op, enclosing_ops
-from traceanalyze.health import linked_gpu
-from traceanalyze.model import Trace
+from traceanalyze.model import Trace, linked_gpu
 
 
 def kernel_ops(trace: Trace) -> pl.DataFrame:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.health import linked_gpu
-from traceanalyze.model import Trace
+from traceanalyze.model import Trace, linked_gpu
 
 STREAM = ["rank", "device", "stream"]
 QUEUE_FULL_DEPTH = 1024

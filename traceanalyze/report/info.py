@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 from tabulate import tabulate
 
-from traceanalyze.health import missing_ranks_note
+from traceanalyze.analysis.health import trace_health
 from traceanalyze.model import Trace
+from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.units import format_duration_ns, plural
 
 
@@ -83,7 +84,7 @@ def render_info(trace: Trace) -> str:
             lines.append(f"  steps: {steps.height} ({span}), median {format_duration_ns(int(durations.median()))}")
         else:
             lines.append("  steps: none (no ProfilerStep#N spans)")
-        health = single.health()
+        health = trace_health(single)
         if health.height:
             lines.append("  health:")
             lines.append(tabulate(

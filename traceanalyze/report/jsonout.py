@@ -11,7 +11,7 @@ import polars as pl
 
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
-from traceanalyze.health import missing_ranks_note
+from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report import schema
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from traceanalyze.analysis import attribution, idle, launch, roofline
+from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.model import Trace
@@ -143,7 +144,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         small_kernels=small,
         small_kernel_runs=launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
         queue=launch.queue_summary(trace),
-        health=trace.health(),
+        health=trace_health(trace),
         cpu_ops_top=_top_cpu_ops(trace),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=tuple(peaks),

@@ -6,7 +6,7 @@ import polars as pl
 from tabulate import tabulate
 
 from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
-from traceanalyze.health import missing_ranks_note
+from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name

@@ -5,58 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.model import HEALTH_SCHEMA, Trace
-
-ONE_DAY_NS = 86_400 * 10**9
-
-LAUNCH_KINDS = ("launch", "graph_launch", "memcpy", "memset")
-
-
-def launch_rows(trace: Trace) -> pl.Series:
-    """For each GPU op (in `trace.gpu`'s order), the row of `trace.runtime` of the call that
-    launched it: the first launch, graph launch, copy or set call of its rank with its
-    correlation id; null for orphans. `Trace.launch_rows` keeps it, so the join runs once."""
-    launches = (
-        trace.runtime.select("rank", "correlation", "kind")
-        .with_row_index("_row")
-        .filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
-        .unique(subset=["rank", "correlation"], keep="first")
-        .select("rank", "correlation", "_row")
-    )
-    joined = trace.gpu.select("rank", "correlation").join(launches, on=["rank", "correlation"], how="left",
-                                                          maintain_order="left")
-    return joined["_row"]
-
-
-def linked_gpu(trace: Trace, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
-    """GPU ops with the runtime call that launched them (`launch_rows`: by rank and
-    correlation). Columns of `gpu` (only `columns` of them, and `rank` and `correlation`, when
-    given) plus `launch_name`, `launch_kind`, `launch_start_ns`, `launch_end_ns`, `launch_pid`,
-    `launch_tid`, `launch_external_id`; launch columns are null for orphans."""
-    launch = trace.runtime.select(
-        pl.col("name").alias("launch_name"),
-        pl.col("kind").alias("launch_kind"),
-        pl.col("start_ns").alias("launch_start_ns"),
-        pl.col("end_ns").alias("launch_end_ns"),
-        pl.col("pid").alias("launch_pid"),
-        pl.col("tid").alias("launch_tid"),
-        pl.col("external_id").alias("launch_external_id"),
-    )
-    rows = trace.launch_rows
-    launch = launch.gather(rows) if launch.height else launch.clear(len(rows))
-    gpu = trace.gpu if columns is None else trace.gpu.select(list(dict.fromkeys(("rank", "correlation", *columns))))
-    return gpu.hstack(launch)
-
-
-def missing_ranks_note(ranks: list[int], world_sizes: list[int | None]) -> str | None:
-    """"4 of 8 ranks present" when several rank files declare a larger `distributedInfo` world
-    size than there are ranks (a single file is one rank by design: no note)."""
-    world = max((w for w in world_sizes if w), default=None)
-    if len(ranks) < 2 or world is None or world <= len(ranks):
-        return None
-    missing = sorted(set(range(world)) - set(ranks))
-    listed = ", ".join(map(str, missing[:8])) + (", …" if len(missing) > 8 else "")
-    return f"{len(ranks)} of {world} ranks present (world size {world} in distributedInfo); missing: {listed}"
+from traceanalyze.model import HEALTH_SCHEMA, Trace, linked_gpu
 
 
 def trace_health(trace: Trace) -> pl.DataFrame:

@@ -131,6 +131,9 @@ class TraceBuilder:
         What ``deviceProperties`` says about every device.
     devices
         Number of GPUs listed in ``deviceProperties`` (and the highest ``device`` + 1 allowed).
+    properties_ids
+        The ``id`` each ``deviceProperties`` entry carries (default ``0 … devices-1``, the ids GPU
+        events use): other ids make a trace whose events and properties are numbered differently.
     rank, world_size
         When ``rank`` is given, a ``distributedInfo`` block is written.
     pid, tid
@@ -161,6 +164,7 @@ class TraceBuilder:
         total_memory: int = 85899345920,
         compute_capability: tuple[int, int] = (8, 0),
         devices: int = 1,
+        properties_ids: Sequence[int] | None = None,
         rank: int | None = None,
         world_size: int | None = None,
         pid: int = 1000,
@@ -179,6 +183,7 @@ class TraceBuilder:
         self.total_memory = total_memory
         self.compute_capability = compute_capability
         self.devices = devices
+        self.properties_ids = list(properties_ids) if properties_ids is not None else list(range(devices))
         self.rank = rank
         self.world_size = world_size
         self.pid = pid
@@ -486,7 +491,7 @@ class TraceBuilder:
         events += self._trace_span()
         trace: dict[str, Any] = {"schemaVersion": 1}
         if self.schema == "2024":
-            trace["deviceProperties"] = [self._device_properties(i) for i in range(self.devices)]
+            trace["deviceProperties"] = [self._device_properties(i) for i in self.properties_ids]
         if self.rank is not None:
             trace["distributedInfo"] = {"backend": "nccl", "rank": self.rank,
                                         "world_size": self.world_size if self.world_size is not None else 1}

@@ -1,4 +1,4 @@
-"""Trace.health() findings on synthetic traces, and runtime call kinds from literal API names."""
+"""trace_health findings on synthetic traces, and runtime call kinds from literal API names."""
 
 from __future__ import annotations
 

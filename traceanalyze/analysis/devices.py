@@ -327,7 +327,33 @@ def _match_key(name: str, num_sms: int | None, total_memory_bytes: int | None) -
             return by_cus[num_sms]
         if has("MI250"):
             return "mi250-gcd"
+    if tokens <= _GENERIC_WORDS or all(t in _GENERIC_WORDS or _HEX_ID.fullmatch(t) for t in tokens):
+        return _match_by_size(num_sms, total_memory_bytes)
     return None
+
+
+# Words of names that say nothing about the model: "", "NVIDIA Graphics Device", "AMD Radeon
+# Graphics", "Device 2330" (a PCI id).
+_GENERIC_WORDS = frozenset({"GRAPHICS", "DEVICE", "GPU", "RADEON", "VF", "UNKNOWN", "ACCELERATOR"})
+_HEX_ID = re.compile(r"(?:0X)?[0-9A-F]{4}")
+MEMORY_TOLERANCE = 0.08  # a device reports a little less (or, in GB, a little more) than its datasheet size
+
+
+def _match_by_size(num_sms: int | None, total_memory_bytes: int | None) -> str | None:
+    """The one table entry with this SM/CU count (and, when known, this memory size within
+    `MEMORY_TOLERANCE`, in GiB or GB), or None when there is none or more than one."""
+    if not num_sms:
+        return None
+    candidates = [e for e in DEVICE_TABLE if e.num_sms == num_sms]
+    if total_memory_bytes:
+        def near(entry: DevicePeaks) -> bool:
+            if not entry.memory_bytes:
+                return False
+            size = entry.memory_bytes / 1e9
+            return any(abs(reported - size) <= MEMORY_TOLERANCE * size
+                       for reported in (total_memory_bytes / _GIB, total_memory_bytes / 1e9))
+        candidates = [e for e in candidates if near(e)]
+    return candidates[0].key if len(candidates) == 1 else None
 
 
 def device_peaks(name: str, num_sms: int | None = None, total_memory_bytes: int | None = None) -> DevicePeaks | None:
@@ -335,7 +361,9 @@ def device_peaks(name: str, num_sms: int | None = None, total_memory_bytes: int 
 
     The name may carry vendor prefixes ("NVIDIA ", "Tesla ") and variant markers ("-SXM4-80GB",
     " PCIe", "80GB HBM3"); the SM (compute unit) count and memory size settle variants the name does
-    not (A100 40 vs 80 GB, H100 PCIe vs SXM, MI250 vs MI250X, generic AMD names).
+    not (A100 40 vs 80 GB, H100 PCIe vs SXM, MI250 vs MI250X, generic AMD names). A missing or
+    generic name ("", "NVIDIA Graphics Device", "Device 2330") is resolved by SM/CU count and
+    memory size alone when exactly one entry has both (`_match_by_size`).
 
     Examples
     --------
@@ -343,6 +371,8 @@ def device_peaks(name: str, num_sms: int | None = None, total_memory_bytes: int 
     'v100-sxm2'
     >>> device_peaks("AMD Radeon Graphics", 104, 68_702_699_520).key
     'mi250-gcd'
+    >>> device_peaks("", 132, 85_520_809_984).key  # 79.6 GiB: the H100 SXM, not an H200 or GH200
+    'h100-sxm'
     """
     key = _match_key(name or "", num_sms, total_memory_bytes)
     return None if key is None else _BY_KEY[key]

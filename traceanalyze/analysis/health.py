@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.analysis.device_match import device_id_findings
 from traceanalyze.model import HEALTH_SCHEMA, Trace, linked_gpu
 
 
@@ -47,6 +48,10 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         if not meta.has_device_properties:
             add(rank, "no_device_properties", 1, "roofline (device peaks are unknown unless supplied)",
                 "the trace has no deviceProperties")
+        for finding, count, detail in device_id_findings(trace, rank):
+            affects = ("device name and roofline peaks (taken from the matched entry)" if finding == "device_id_remapped"
+                       else "roofline (device peaks unknown unless supplied)")
+            add(rank, finding, count, affects, detail)
         declared = meta.distributed_info.get("rank") if isinstance(meta.distributed_info, dict) else None
         if declared is not None and meta.rank_source != "distributedInfo":
             add(rank, "distributed_rank_not_used", 1, "which file is which rank",

@@ -16,6 +16,7 @@ from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_f
 from traceanalyze.analysis.autograd_pairs import recover_costs
 from traceanalyze.analysis.conv_geometry import recover_forward_costs
 from traceanalyze.analysis.cpu_context import by_op_id
+from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.flops import op_costs
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.model import Trace
@@ -49,17 +50,18 @@ class PeakOverrides:
 
 def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[PeakChoice]:
     """Peaks for every device with GPU work: a device file when given, else the datasheet entry
-    matching the trace's deviceProperties; `--peak-flops`/`--peak-bandwidth` then replace those
+    matching the trace's deviceProperties (`matched_devices`: ids matched; a missing or generic
+    name resolved by SM/CU count and memory); `--peak-flops`/`--peak-bandwidth` then replace those
     figures (both are needed for a device we do not know)."""
     overrides = overrides or PeakOverrides()
-    used = trace.gpu.select("rank", "device").unique().sort("rank", "device")
-    named = used.join(trace.devices, on=["rank", "device"], how="left")
+    named = matched_devices(trace)
     choices = []
     for row in named.iter_rows(named=True):
         if overrides.device_file is not None:
             base, source = overrides.device_file, f"device file {overrides.device_file_name}"
         else:
-            base = device_peaks(row["name"], row["num_sms"], row["total_memory_bytes"]) if row["name"] else None
+            described = row["name"] or row["num_sms"] or row["total_memory_bytes"]
+            base = device_peaks(row["name"] or "", row["num_sms"], row["total_memory_bytes"]) if described else None
             source = "datasheet" if base else "unknown"
         peaks = base
         if overrides.peak_flops is not None or overrides.peak_bandwidth is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 from tabulate import tabulate
 
+from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.model import Trace
 from traceanalyze.report.notes import missing_ranks_note
@@ -23,8 +24,8 @@ def used_devices(trace: Trace) -> pl.DataFrame:
     active = trace.gpu.group_by("rank", "device").agg(
         pl.len().alias("gpu_ops"), pl.col("stream").n_unique().alias("streams")
     )
-    return active.join(trace.devices.select("rank", "device", "name", "num_sms", "total_memory_bytes"),
-                       on=["rank", "device"], how="left").sort("rank", "device")
+    described = matched_devices(trace).select("rank", "device", "name", "num_sms", "total_memory_bytes")
+    return active.join(described, on=["rank", "device"], how="left").sort("rank", "device")
 
 
 def render_info(trace: Trace) -> str:

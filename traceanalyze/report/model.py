@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from traceanalyze.analysis import attribution, idle, launch, roofline
+from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
@@ -161,8 +162,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
 
 
 def _devices(trace: Trace) -> pl.DataFrame:
-    active = trace.gpu.select("rank", "device").unique()
-    return active.join(trace.devices, on=["rank", "device"], how="left").sort("device")
+    return matched_devices(trace).drop("properties_device").sort("device")
 
 
 def _top_cpu_ops(trace: Trace, limit: int = 15) -> pl.DataFrame:

@@ -28,7 +28,7 @@ def check_contract(doc: dict) -> None:
     assert {"count", "p50", "p90", "p99"} <= doc["summary"]["launch_to_start_us"].keys()
     for gap in doc["idle_gaps"]:
         assert {"start_us", "duration_us", "cause", "cpu_op"} <= gap.keys()
-        assert gap["cause"] in ("host", "sync", "launch", "other")
+        assert gap["cause"] in ("host", "sync", "collective", "stream_wait", "launch", "other")
     assert len(doc["ranks"]) >= 1
 
 

@@ -17,8 +17,10 @@ from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace, linked_gpu
 
 Window = Literal["activity", "steps"]
-GapCause = Literal["host", "sync", "launch", "other"]
-GAP_CAUSES: tuple[GapCause, ...] = ("host", "sync", "launch", "other")
+GapCause = Literal["host", "sync", "collective", "stream_wait", "launch", "other"]
+GAP_CAUSES: tuple[GapCause, ...] = ("host", "sync", "collective", "stream_wait", "launch", "other")
+STREAM_WAIT = r"StreamWaitEvent"  # cudaStreamWaitEvent, hipStreamWaitEvent: a stream told to wait on an event
+STREAM_WAIT_SYNC = "Stream Wait Event"  # its cuda_sync record, which names the waiting stream
 GapCauseType = pl.Enum(GAP_CAUSES)
 
 DEVICE = ["rank", "device"]
@@ -107,7 +109,13 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     sync_call`. Causes, checked in this order:
     `sync` a blocking call (synchronize, blocking copy) on the rank was running during the gap;
     `host` the next GPU work's launch began after the gap began (the CPU was late);
-    `launch` the next launch was issued before the gap began, its work started late;
+    `collective` the next launch was issued before the gap began and the next GPU work is a
+    collective (NCCL/RCCL): it waited on its peers;
+    `stream_wait` the next launch was issued before the gap began and its stream had been told to
+    wait on another stream's event since its previous launch (`after_stream_wait`): it waited on
+    work elsewhere (another stream, another device);
+    `launch` the next launch was issued before the gap began, its work started late, and neither
+    of the above applies: launch latency;
     `other` no launch is known for the next GPU work (orphan), the next work started before its
     launch began (clock skew: the order of CPU and GPU times cannot be trusted), or there is no
     next work.
@@ -124,7 +132,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         pl.int_range(pl.len(), dtype=pl.Int64).alias("gap_id"),
     ).join(bounds, on=DEVICE, how="left")
 
-    linked = linked_gpu(trace, (*DEVICE, "start_ns", "end_ns", "name"))
+    linked = linked_gpu(trace, (*DEVICE, "stream", "kind", "start_ns", "end_ns", "name"))
     by_start = linked.select(
         *DEVICE,
         pl.col("start_ns").alias("next_start_ns"),
@@ -133,6 +141,8 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         pl.col("launch_start_ns").alias("next_launch_start_ns"),
         pl.col("launch_pid"),
         pl.col("launch_tid"),
+        (pl.col("kind") == "communication").alias("next_is_collective"),
+        after_stream_wait(linked, trace).alias("next_after_stream_wait"),
     ).sort("next_start_ns", pl.col("next_launch_start_ns").is_null())
     by_end = linked.select(*DEVICE, pl.col("end_ns").alias("previous_end_ns"), pl.col("name").alias("previous_gpu_op")).sort("previous_end_ns")
 
@@ -150,6 +160,10 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         .then(pl.lit("other"))
         .when(pl.col("next_launch_start_ns") > pl.col("start_ns"))
         .then(pl.lit("host"))
+        .when(pl.col("next_is_collective"))
+        .then(pl.lit("collective"))
+        .when(pl.col("next_after_stream_wait"))
+        .then(pl.lit("stream_wait"))
         .otherwise(pl.lit("launch"))
         .cast(GapCauseType)
         .alias("cause")
@@ -173,6 +187,56 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         .select(_GAP_COLUMNS)
         .sort("duration_ns", "start_ns", descending=[True, False])
     )
+
+
+def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
+    """For each row of `linked` (`linked_gpu` with `stream`), whether its stream was told to wait
+    on an event (`cudaStreamWaitEvent`/`hipStreamWaitEvent`) after the previous launch that could
+    have been queued before that wait and before its own launch began:
+
+    * a wait whose `cuda_sync` record names the stream (`Stream Wait Event`) counts for the next
+      GPU op launched on that stream: one launched after the previous op of the stream was;
+    * a wait call with no such record (older traces) counts for the next op launched by the same
+      host thread: one launched after that thread's previous launch.
+
+    False for orphans (no launch)."""
+    calls = trace.runtime.filter(pl.col("name").str.contains(STREAM_WAIT)).select("rank", "pid", "tid", "correlation", "start_ns")
+    records = trace.sync.filter(pl.col("name") == STREAM_WAIT_SYNC).select(
+        "rank", "device", "stream", "correlation", pl.col("start_ns").alias("record_ns"))
+    if calls.is_empty() and records.is_empty():
+        return pl.Series(values=[False] * linked.height, dtype=pl.Boolean)
+    # a record's time is its call's start when the call is there
+    on_stream = (
+        records.join(calls.select("rank", "correlation", "start_ns"), on=["rank", "correlation"], how="left")
+        .select("rank", "device", "stream", pl.coalesce("start_ns", "record_ns").alias("wait_ns"))
+        .drop_nulls().sort("wait_ns")
+    )
+    on_thread = (
+        calls.join(records.select("rank", "correlation"), on=["rank", "correlation"], how="anti")
+        .select("rank", pl.col("pid").alias("launch_pid"), pl.col("tid").alias("launch_tid"), pl.col("start_ns").alias("thread_wait_ns"))
+        .sort("thread_wait_ns")
+    )
+    rows = linked.select(*DEVICE, "stream", "start_ns", "launch_start_ns", "launch_pid", "launch_tid").with_row_index("row")
+    launched = (
+        rows.filter(pl.col("launch_start_ns").is_not_null())
+        .with_columns(pl.col("launch_start_ns").shift(1).over(*DEVICE, "stream", order_by=["launch_start_ns", "start_ns"])
+                      .alias("previous_on_stream_ns"),
+                      pl.col("launch_start_ns").shift(1).over("rank", "launch_pid", "launch_tid", order_by="launch_start_ns")
+                      .alias("previous_on_thread_ns"))
+    )
+    launched = (
+        launched.sort("launch_start_ns").join_asof(on_stream, left_on="launch_start_ns", right_on="wait_ns", by=[*DEVICE, "stream"],
+                           strategy="backward", check_sortedness=False)
+        .join_asof(on_thread, left_on="launch_start_ns", right_on="thread_wait_ns", by=["rank", "launch_pid", "launch_tid"],
+                   strategy="backward", check_sortedness=False)
+    )
+    waited = (
+        (pl.col("wait_ns").is_not_null() & (pl.col("previous_on_stream_ns").is_null() | (pl.col("wait_ns") >= pl.col("previous_on_stream_ns"))))
+        | (pl.col("thread_wait_ns").is_not_null()
+           & (pl.col("previous_on_thread_ns").is_null() | (pl.col("thread_wait_ns") >= pl.col("previous_on_thread_ns"))))
+    )
+    flags = launched.select("row", waited.alias("waited"))
+    return rows.select("row").join(flags, on="row", how="left", maintain_order="left")["waited"].fill_null(False)
 
 
 _GAP_COLUMNS = [

@@ -20,7 +20,6 @@ from traceanalyze.report.summary import peak_figures
 from traceanalyze.report.summaries import Summary, regime_shares
 from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
 
-GAP_CAUSES = ("host", "sync", "launch", "other")
 LATENCY_LABELS = {
     "launch_to_start_ns": "launch → start",
     "queue_wait_ns": "↳ queue wait",

@@ -50,6 +50,8 @@ REGIME_COLOURS: dict[str, str] = {
 CAUSE_COLOURS: dict[str, str] = {
     "host": "#CC3311",  # the bulk of overhead: same red as the regime
     "sync": "#882255",
+    "collective": "#009988",  # the communication regime's teal
+    "stream_wait": "#EE7733",
     "launch": "#EE99AA",
     "other": "#DDCC77",
 }

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.analysis.idle import GAP_CAUSES
 
-GAP_CAUSES = ("host", "sync", "launch", "other")
 LATENCY_METRICS = ("launch_to_start_ns", "queue_wait_ns", "launch_overhead_ns", "launch_cpu_ns", "launch_delay_ns")
 SMALL_KERNEL_RUNS_LISTED = 10
 

@@ -14,6 +14,8 @@ from traceanalyze.report.units import distinct_short_names, format_duration_ns, 
 CAUSE_HINTS = {
     "host": "the CPU was late to launch the next work (Python / framework overhead)",
     "sync": "the CPU waited on the GPU (synchronize, .item(), blocking copy) and the queue drained",
+    "collective": "a collective was queued but started late: it waited on its peers (other ranks)",
+    "stream_wait": "work was queued behind a wait on another stream's event (cudaStreamWaitEvent): it waited on work elsewhere",
     "launch": "work was queued but started late (launch latency between kernels)",
     "other": "no next GPU work in the window, no launch recorded for it, or it started before its launch (clock skew)",
 }

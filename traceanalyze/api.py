@@ -8,6 +8,7 @@ from pathlib import Path
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakOverrides
 from traceanalyze.errors import ConfigError
+from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
 from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report
 
@@ -22,12 +23,14 @@ def analyze(
     peak_flops: float | None = None,
     peak_bandwidth: float | None = None,
     device_file: str | Path | None = None,
+    limits: LoadLimits = LoadLimits(),
 ) -> Report:
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
     returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
     `.attribution`, `.kernels`, `.fusion`, … (times in ns), and the summary figures in
     `report.summary` and `report.ranks[0].summary`. `max_gaps` is how many idle gaps the rendered
-    report lists (the frames hold every gap). Raises `ConfigError` for a bad option.
+    report lists (the frames hold every gap); `limits` bounds what loading a path may read and hold
+    (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option.
 
     Examples
     --------
@@ -49,5 +52,5 @@ def analyze(
         peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth,
     )
-    loaded = trace if isinstance(trace, Trace) else load_trace(trace)
+    loaded = trace if isinstance(trace, Trace) else load_trace(trace, limits=limits)
     return build_report(loaded, ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides))

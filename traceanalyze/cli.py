@@ -13,6 +13,7 @@ import typer
 from traceanalyze.diff import formats as diff_formats
 from traceanalyze.errors import ConfigError, TraceAnalyzeError
 from traceanalyze.gate import formats as gate_formats
+from traceanalyze.load.limits import MIB, LoadLimits
 from traceanalyze.report import formats as report_formats
 from traceanalyze.report.model import DEFAULT_MAX_GAPS
 
@@ -30,6 +31,20 @@ def _root() -> None:
     """Why is my GPU not going brrrr? Overhead, bandwidth or compute, read from a PyTorch trace."""
 
 
+_DEFAULT_LIMITS = LoadLimits()
+# the loader's limits against hostile files (load/limits.py), on every command that reads a trace
+MaxEventMb = Annotated[int, typer.Option("--max-event-mb", metavar="MB", min=1, show_default=True, help=(
+    "Loader limit: uncompressed MB held without finding the end of an event."))]
+MaxEvents = Annotated[int, typer.Option("--max-events", metavar="N", min=1, show_default=True, help=(
+    "Loader limit: events per trace file."))]
+MaxInflation = Annotated[float, typer.Option("--max-inflation", metavar="RATIO", min=1.0, show_default=True, help=(
+    "Loader limit: uncompressed bytes per byte of a .json.gz (gzip bombs)."))]
+
+
+def _limits(max_event_mb: int, max_events: int, max_inflation: float) -> LoadLimits:
+    return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation)
+
+
 def fail(error: TraceAnalyzeError) -> None:
     typer.echo(f"traceanalyze: error: {error}", err=True)
     raise typer.Exit(error.exit_code)
@@ -38,13 +53,16 @@ def fail(error: TraceAnalyzeError) -> None:
 @app.command()
 def info(
     trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.")],
+    max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
+    max_events: MaxEvents = _DEFAULT_LIMITS.events,
+    max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
 ) -> None:
     """One screen about a trace: devices, ranks, time span, event counts, steps, streams, health."""
     from traceanalyze.load import load_trace
     from traceanalyze.report.info import render_info
 
     try:
-        loaded = load_trace(trace)
+        loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation))
     except TraceAnalyzeError as error:
         fail(error)
     typer.echo(render_info(loaded))
@@ -73,13 +91,14 @@ def _write_or_echo(text: str, output: Path | None) -> None:
 
 
 def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
-             peak_bandwidth: float | None = None, device_file: Path | None = None):
+             peak_bandwidth: float | None = None, device_file: Path | None = None,
+             limits: LoadLimits = _DEFAULT_LIMITS):
     """`api.analyze` with the command's options (its defaults where an option is not given)."""
     from traceanalyze.api import analyze
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
     return analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
-                   device_file=device_file, **extra)
+                   device_file=device_file, limits=limits, **extra)
 
 
 @app.command()
@@ -92,12 +111,16 @@ def report(
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
+    max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
+    max_events: MaxEvents = _DEFAULT_LIMITS.events,
+    max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
 ) -> None:
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities)."""
     try:
         built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
-                         peak_bandwidth=peak_bandwidth, device_file=device_file)
+                         peak_bandwidth=peak_bandwidth, device_file=device_file,
+                         limits=_limits(max_event_mb, max_events, max_inflation))
     except TraceAnalyzeError as error:
         fail(error)
     _write_or_echo(report_formats.RENDERERS[format.value](built), output)
@@ -237,6 +260,9 @@ def gate(
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, from `traceanalyze calibrate`) with measured peaks.", show_default=False)] = None,
+    max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
+    max_events: MaxEvents = _DEFAULT_LIMITS.events,
+    max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
 ) -> None:
     """Fail a CI build when a trace breaks a budget (GPU idle fraction, regime shares, step time,
     launch latency) or regresses against a baseline. Exit 0: every budget holds; 1: a budget is
@@ -250,7 +276,8 @@ def gate(
     from traceanalyze.gate.render_text import render_verdict_markdown
 
     def build(path: Path):
-        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
+        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
+                        limits=_limits(max_event_mb, max_events, max_inflation))
 
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us, "baseline": baseline,
@@ -298,6 +325,9 @@ def diff(
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, from `traceanalyze calibrate`) with measured peaks.", show_default=False)] = None,
+    max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
+    max_events: MaxEvents = _DEFAULT_LIMITS.events,
+    max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
 ) -> None:
     """Two runs side by side: step time, idle fraction, attribution, launch latency, and kernels
     added, removed, faster and slower (matched by name)."""
@@ -306,7 +336,8 @@ def diff(
     from traceanalyze.gate.inputs import load_report
 
     def build(path: Path):
-        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file)
+        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
+                        limits=_limits(max_event_mb, max_events, max_inflation))
 
     try:
         chosen = parse_statistic(statistic, "--statistic")

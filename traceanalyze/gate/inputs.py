@@ -17,6 +17,7 @@ from traceanalyze.report.model import Report
 from traceanalyze.report.schema import KNOWN_SCHEMA_VERSIONS, ReportV1, report_from_builtins
 
 _PEEK_BYTES = 1 << 20
+_WHOLE_DECODE_BYTES = 64 << 20  # a larger file without either key in its first MiB is left to the trace loader
 _REPORT_KEY = re.compile(rb'"schema_version"\s*:')
 _TRACE_KEY = re.compile(rb'"traceEvents"\s*:')
 
@@ -36,11 +37,11 @@ def is_saved_report(path: Path) -> bool:
     trace_at = _TRACE_KEY.search(head)
     if report_at or trace_at:
         return bool(report_at) and (trace_at is None or report_at.start() < trace_at.start())
-    if len(head) < _PEEK_BYTES:
-        return False
+    if len(head) < _PEEK_BYTES or path.stat().st_size > _WHOLE_DECODE_BYTES:
+        return False  # the trace loader (streaming, with its limits) says what it is
     try:
         document = msgspec.json.decode(path.read_bytes())
-    except (msgspec.DecodeError, OSError):
+    except (msgspec.DecodeError, OSError, RecursionError, UnicodeDecodeError):
         return False
     return isinstance(document, dict) and "schema_version" in document and "traceEvents" not in document
 
@@ -52,6 +53,10 @@ def read_saved_report(path: Path) -> ReportV1:
         document = msgspec.json.decode(path.read_bytes())
     except msgspec.DecodeError as error:
         raise TraceFormatError(f"{path}: invalid JSON: {error}") from None
+    except RecursionError:
+        raise TraceFormatError(f"{path}: JSON nested too deeply for the decoder") from None
+    except UnicodeDecodeError as error:
+        raise TraceFormatError(f"{path}: invalid UTF-8 ({error.reason})") from None
     except OSError as error:
         raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
     if not isinstance(document, dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,8 +22,11 @@ from traceanalyze.load.chrome import (
     EventChunks,
     NotStreamable,
     decode_document,
+    open_trace_file,
+    os_problem,
     read_bytes,
 )
+from traceanalyze.load.limits import LoadLimits, exceeded
 from traceanalyze.load.tables import TraceTables, as_int, decode_chunk, general_tables
 from traceanalyze.memory import return_freed_memory
 from traceanalyze.model import Trace, concat_traces
@@ -50,7 +54,8 @@ def trace_files(folder: Path) -> list[Path]:
 
 
 def load_trace(path: str | Path, *, include_python: bool = False, include_flows: bool = False,
-               workers: int | None = None, progress: bool | None = None) -> Trace:
+               workers: int | None = None, progress: bool | None = None,
+               limits: LoadLimits = LoadLimits()) -> Trace:
     """Load a `.json`/`.json.gz` Kineto trace, or a folder of per-rank traces, into a `Trace`.
 
     Parameters
@@ -71,6 +76,9 @@ def load_trace(path: str | Path, *, include_python: bool = False, include_flows:
     progress
         Show a progress bar per file on stderr. Default: only when stderr is a terminal and the
         input is large (`PROGRESS_MIN_BYTES`).
+    limits
+        How much a file may make the loader read, inflate and hold (`limits.LoadLimits`); a file
+        beyond them is refused with a `LimitError`.
 
     Examples
     --------
@@ -78,42 +86,70 @@ def load_trace(path: str | Path, *, include_python: bool = False, include_flows:
     >>> trace.gpu.height  # doctest: +SKIP
     """
     path = Path(path)
-    if path.is_dir():
-        files = trace_files(path)
+    try:
+        is_folder = path.is_dir()
+        files = trace_files(path) if is_folder else []
+    except OSError as error:  # a symlink loop, a folder we may not list
+        raise TraceFormatError(f"{path}: {os_problem(error)}") from None
+    if is_folder:
         if not files:
             raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace files")
         return _load_ranks(files, include_python=include_python, include_flows=include_flows, workers=workers,
-                           progress=progress)
-    if not path.exists():
+                           progress=progress, limits=limits)
+    if not os.path.lexists(path):
         raise TraceFormatError(f"{path}: no such file or folder")
     if _show_progress(progress, [path]):
         from traceanalyze.load.progress import load_with_progress
 
-        return load_with_progress([path], include_python=include_python, include_flows=include_flows, workers=1)[0]
-    return load_file(path, include_python=include_python, include_flows=include_flows)
+        return load_with_progress([path], include_python=include_python, include_flows=include_flows, workers=1,
+                                  limits=limits)[0]
+    return load_file(path, include_python=include_python, include_flows=include_flows, limits=limits)
 
 
-def load_rank(path: str | Path, include_python: bool = False, include_flows: bool = False) -> Trace:
+def load_rank(path: str | Path, include_python: bool = False, include_flows: bool = False,
+              limits: LoadLimits = LoadLimits()) -> Trace:
     """One rank's file → its `Trace`: a pure function of the file, what each worker process of a
     folder runs (and what a Ray or Dask task would run: `Trace` pickles, its tables as Arrow)."""
-    return load_file(Path(path), include_python=include_python, include_flows=include_flows, workers=1)
+    return load_file(Path(path), include_python=include_python, include_flows=include_flows, workers=1, limits=limits)
 
 
 def load_file(path: Path, *, include_python: bool = False, include_flows: bool = False, rank: int | None = None,
               rank_source: str | None = None, progress: Progress | None = None,
-              workers: int | None = None, block_size: int | None = None) -> Trace:
+              workers: int | None = None, block_size: int | None = None,
+              limits: LoadLimits = LoadLimits()) -> Trace:
     """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`, else
     from the file name (`rank3.json`), unless given. A large file is decoded by `workers` processes (default: one per core), in
-    chunks of about `block_size` bytes (default: `BLOCK_SIZE`, `LARGE_BLOCK_SIZE` for a large file)."""
+    chunks of about `block_size` bytes (default: `BLOCK_SIZE`, `LARGE_BLOCK_SIZE` for a large file).
+
+    Whatever the file holds, the result is a `Trace` or a one-line `TraceFormatError`: JSON nested
+    deeper than the decoder goes and invalid UTF-8 are refused too (`limits` bounds the rest)."""
+    try:
+        return _load_file(path, include_python=include_python, include_flows=include_flows, rank=rank,
+                          rank_source=rank_source, progress=progress, workers=workers, block_size=block_size,
+                          limits=limits)
+    except RecursionError:
+        raise TraceFormatError(f"{path}: JSON nested too deeply for the decoder (arrays or objects "
+                               f"inside each other about {sys.getrecursionlimit()} deep or more)") from None
+    except UnicodeDecodeError as error:
+        bad = error.object[error.start:error.start + 4] if isinstance(error.object, (bytes, bytearray)) else b""
+        raise TraceFormatError(f"{path}: invalid UTF-8 in a string ({error.reason}: bytes {bad.hex(' ')}); "
+                               "a trace is UTF-8 JSON") from None
+
+
+def _load_file(path: Path, *, include_python: bool, include_flows: bool, rank: int | None,
+               rank_source: str | None, progress: Progress | None, workers: int | None, block_size: int | None,
+               limits: LoadLimits) -> Trace:
+    open_trace_file(path).close()  # a regular file we may read, or one line saying what it is
     if block_size is None:
         block_size = LARGE_BLOCK_SIZE if _uncompressed_estimate(path) >= LARGE_FILE_BYTES else BLOCK_SIZE
     try:
         tables, document = _stream(path, include_python=include_python, include_flows=include_flows,
                                    progress=progress, workers=workers,
-                                   block_size=block_size)
+                                   block_size=block_size, limits=limits)
     except NotStreamable:
         # not laid out as the streaming reader expects: decode it whole, as it always was
         document, malformed = decode_document(read_bytes(path, limit=WHOLE_DOCUMENT_LIMIT), path)
+        _check_events(path, len(document.traceEvents or ()), limits)
         tables = TraceTables(include_python=include_python, include_flows=include_flows)
         tables.add(general_tables(document.traceEvents or [], include_python=include_python, malformed=malformed))
         document.traceEvents = None
@@ -121,7 +157,7 @@ def load_file(path: Path, *, include_python: bool = False, include_flows: bool =
         raise EmptyTraceError(f"{path}: the trace holds no events")
     if rank is None:
         info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
-        declared, named = as_int(info.get("rank")), declared_rank(path)
+        declared, named = _declared_rank(path, info.get("rank")), declared_rank(path)
         if declared is not None:
             rank, rank_source = declared, "distributedInfo"
         else:
@@ -140,8 +176,24 @@ def load_file(path: Path, *, include_python: bool = False, include_flows: bool =
     return trace
 
 
+def _check_events(path: Path, events: int, limits: LoadLimits) -> None:
+    if events > limits.events:
+        raise exceeded(path, f"more than {limits.events} events", "events", str(4 * limits.events))
+
+
+def _declared_rank(path: Path, value: object) -> int | None:
+    """`distributedInfo.rank` as a rank: None when absent or negative (no rank); a value beyond
+    int32 is refused (it is no rank, and no table column holds it)."""
+    rank = as_int(value)
+    if rank is None or rank < 0:
+        return None
+    if rank >= 1 << 31:
+        raise TraceFormatError(f"{path}: distributedInfo.rank {str(value)[:40]} is not a rank (at most 2^31 - 1)")
+    return rank
+
+
 def _stream(path: Path, *, include_python: bool, include_flows: bool, progress: Progress | None, workers: int | None,
-            block_size: int = BLOCK_SIZE):
+            block_size: int = BLOCK_SIZE, limits: LoadLimits = LoadLimits()):
     size = path.stat().st_size
     count = _chunk_workers(path, workers)
     if count > 1:
@@ -150,13 +202,14 @@ def _stream(path: Path, *, include_python: bool, include_flows: bool, progress: 
         try:
             return _stream_parallel(path, include_python=include_python, include_flows=include_flows,
                                     progress=progress, workers=count,
-                                    block_size=block_size)
+                                    block_size=block_size, limits=limits)
         except msgspec.DecodeError:
             pass  # a chunk cut at a wrong place, or invalid JSON: the sequential reader sorts it out
-    chunks = EventChunks(path, block_size=block_size)
+    chunks = EventChunks(path, block_size=block_size, limits=limits)
     tables = TraceTables(include_python=include_python, include_flows=include_flows)
     for chunk in chunks.decode_each(lambda text: decode_chunk(text, include_python=include_python)):
         tables.add(chunk)
+        _check_events(path, tables.events, limits)
         if progress is not None:
             progress(chunks.position, size)
     assert chunks.document is not None
@@ -164,12 +217,12 @@ def _stream(path: Path, *, include_python: bool, include_flows: bool, progress: 
 
 
 def _stream_parallel(path: Path, *, include_python: bool, include_flows: bool, progress: Progress | None, workers: int,
-                     block_size: int = BLOCK_SIZE):
+                     block_size: int = BLOCK_SIZE, limits: LoadLimits = LoadLimits()):
     from traceanalyze.load import columnar
     from traceanalyze.load.parallel import ChunkPool, decode_in_threads
 
     size = path.stat().st_size
-    chunks = EventChunks(path, block_size=block_size)
+    chunks = EventChunks(path, block_size=block_size, limits=limits)
     tables = TraceTables(include_python=include_python, include_flows=include_flows)
     with contextlib.ExitStack() as stack:
         if columnar.available():  # the work releases the GIL: threads
@@ -179,6 +232,7 @@ def _stream_parallel(path: Path, *, include_python: bool, include_flows: bool, p
             decoded = pool.map(chunks.pieces())
         for chunk in decoded:
             tables.add(chunk)
+            _check_events(path, tables.events, limits)
             if progress is not None:
                 progress(chunks.position, size)
     assert chunks.document is not None
@@ -239,20 +293,23 @@ def _worker_count(files: list[Path], workers: int | None) -> int:
 
 
 def _load_ranks(files: list[Path], *, include_python: bool, include_flows: bool = False, workers: int | None = None,
-                progress: bool | None = None) -> Trace:
+                progress: bool | None = None, limits: LoadLimits = LoadLimits()) -> Trace:
     """Ranks from `distributedInfo.rank`, else from file names, else from file order; the first
     source that gives every file a distinct rank wins."""
     count = _worker_count(files, workers)
     if _show_progress(progress, files):
         from traceanalyze.load.progress import load_with_progress
 
-        traces = load_with_progress(files, include_python=include_python, include_flows=include_flows, workers=count)
+        traces = load_with_progress(files, include_python=include_python, include_flows=include_flows, workers=count,
+                                    limits=limits)
     elif count > 1:
         from traceanalyze.load.parallel import load_parallel
 
-        traces = load_parallel(files, include_python=include_python, include_flows=include_flows, workers=count)
+        traces = load_parallel(files, include_python=include_python, include_flows=include_flows, workers=count,
+                               limits=limits)
     else:
-        traces = [load_file(f, include_python=include_python, include_flows=include_flows, workers=workers) for f in files]
+        traces = [load_file(f, include_python=include_python, include_flows=include_flows, workers=workers,
+                            limits=limits) for f in files]
     from_info = [t.meta[0].rank if t.meta[0].rank_source == "distributedInfo" else None for t in traces]
     from_names = [declared_rank(f) for f in files]
     for ranks, source in ((from_info, "distributedInfo"), (from_names, "file name")):

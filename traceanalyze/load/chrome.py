@@ -16,10 +16,12 @@ Two readers share the same event types:
 
 from __future__ import annotations
 
+import errno
 import gzip
-import io
+import os
 import queue
 import re
+import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -29,6 +31,7 @@ from typing import Any, BinaryIO, TypeVar, Union
 import msgspec
 
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
+from traceanalyze.load.limits import INFLATION_FLOOR, LoadLimits, exceeded
 
 try:  # ISA-L inflates the same gzip format about 3x faster than zlib
     from isal import igzip as _gzip
@@ -176,36 +179,97 @@ _event_list_decoder = msgspec.json.Decoder(list[Event])
 _untyped_decoder = msgspec.json.Decoder()
 
 
-def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
-    """The uncompressed bytes of a `.json` or `.json.gz` file (gzip detected by magic number).
-    With `limit`, a file larger than that (uncompressed) is refused with a `TraceFormatError`."""
+def open_trace_file(path: Path) -> BinaryIO:
+    """`path` opened for reading, when it is a regular file; every other case is a one-line
+    `TraceFormatError` (no such file, a symlink loop, no permission, a folder, a device or FIFO:
+    `/dev/zero` would be read for ever)."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a folder, not a trace file") from None
+        status = os.stat(path)
+        if stat.S_ISDIR(status.st_mode):
+            raise TraceFormatError(f"{path}: is a folder, not a trace file")
+        if not stat.S_ISREG(status.st_mode):
+            raise TraceFormatError(f"{path}: not a regular file ({_file_type(status.st_mode)}): a trace is a "
+                                   ".json or .json.gz file")
+        return open(path, "rb")
     except OSError as error:
-        raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
-    if not raw:
-        raise EmptyTraceError(f"{path}: empty file")
-    if raw[:2] == b"\x1f\x8b":
+        raise TraceFormatError(f"{path}: {os_problem(error)}") from None
+
+
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def os_problem(error: OSError) -> str:
+    if error.errno == errno.ENOENT:
+        return "no such file"
+    if error.errno == errno.ELOOP:
+        return "symbolic link loop (too many levels of symbolic links)"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "cannot read: permission denied"
+    if error.errno == errno.EISDIR:
+        return "is a folder, not a trace file"
+    return f"cannot read: {error.strerror or error}"
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def not_json_message(head: bytes) -> str:
+    """What to say about a document that does not start as JSON: the encoding when a byte-order
+    mark or interleaved NUL bytes show one (a trace is UTF-8 JSON), else "not JSON"."""
+    for mark, encoding in ((b"\x00\x00\xfe\xff", "UTF-32 BE"), (b"\xff\xfe\x00\x00", "UTF-32 LE"),
+                           (b"\xfe\xff", "UTF-16 BE"), (b"\xff\xfe", "UTF-16 LE")):
+        if head.startswith(mark):
+            return f"{encoding} text (byte-order mark {mark.hex(' ')}): a trace is UTF-8 JSON; convert it, e.g. " \
+                   f"iconv -f {encoding.replace(' ', '')} -t UTF-8"
+    sample = head[:64] if len(head) % 2 == 0 else head[:63]
+    for guess, zeros, text in (("UTF-16 LE", sample[1::2], sample[0::2]), ("UTF-16 BE", sample[0::2], sample[1::2])):
+        if len(sample) >= 4 and not zeros.strip(b"\x00") and text.count(0) == 0:
+            return f"looks like {guess} text (every other byte is NUL): a trace is UTF-8 JSON; convert it, e.g. " \
+                   f"iconv -f {guess.replace(' ', '')} -t UTF-8"
+    if b"\x00" in head[:64]:
+        return f"not JSON (a NUL byte at byte {head.index(0)})"
+    return "not JSON (a Chrome/Kineto trace is a JSON object)"
+
+
+def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
+    """The uncompressed bytes of a `.json` or `.json.gz` file (gzip detected by magic number),
+    without a UTF-8 byte-order mark. With `limit`, a file larger than that (uncompressed) is
+    refused with a `TraceFormatError` once `limit + 1` bytes are read: never read whole first."""
+    with open_trace_file(path) as handle:
         try:
-            if limit is None:
-                raw = _gzip.decompress(raw)
+            magic = handle.read(2)
+            handle.seek(0)
+            if magic == b"\x1f\x8b":
+                try:
+                    with _gzip.GzipFile(fileobj=handle) as source:
+                        raw = source.read() if limit is None else source.read(limit + 1)
+                except (*GZIP_ERRORS, OSError) as error:
+                    raise TraceFormatError(f"{path}: truncated or corrupt gzip ({error})") from None
+                if not raw.strip():
+                    raise EmptyTraceError(f"{path}: {_blank(raw)} (after gunzip)")
             else:
-                with _gzip.GzipFile(fileobj=io.BytesIO(raw)) as source:
-                    raw = source.read(limit + 1)
-        except (*GZIP_ERRORS, OSError) as error:
-            raise TraceFormatError(f"{path}: truncated or corrupt gzip ({error})") from None
-        if not raw.strip():
-            raise EmptyTraceError(f"{path}: empty file (after gunzip)")
+                raw = handle.read() if limit is None else handle.read(limit + 1)
+        except OSError as error:
+            raise TraceFormatError(f"{path}: {os_problem(error)}") from None
+    if not raw.strip():
+        raise EmptyTraceError(f"{path}: {_blank(raw)}")
+    if raw.startswith(UTF8_BOM):
+        raw = raw[len(UTF8_BOM):]
     if limit is not None and len(raw) > limit:
         raise TraceFormatError(
             f"{path}: over {limit >> 20} MB and not laid out as a Kineto trace the streaming reader "
             "understands (a JSON object with a 'traceEvents' array, or an array of events)"
         )
     return raw
+
+
+def _blank(raw: bytes) -> str:
+    return "empty file" if not raw else f"holds only whitespace ({len(raw)} bytes), no JSON"
 
 
 def decode_document(raw: bytes, path: Path) -> tuple[TraceDocument, int]:
@@ -216,8 +280,8 @@ def decode_document(raw: bytes, path: Path) -> tuple[TraceDocument, int]:
     so one bad event is skipped (and counted) instead of losing the trace.
     """
     stripped = raw.lstrip()
-    if stripped[:1] not in (b"{", b"["):
-        raise TraceFormatError(f"{path}: not JSON (a Chrome/Kineto trace is a JSON object)")
+    if stripped[:1] not in (b"{", b"[") or b"\x00" in stripped[:64]:
+        raise TraceFormatError(f"{path}: {not_json_message(stripped)}")
     try:
         if stripped[:1] == b"[":
             return TraceDocument(traceEvents=_event_list_decoder.decode(raw)), 0
@@ -298,33 +362,38 @@ class NotStreamable(Exception):
     """The document is not laid out as the streaming reader expects; decode it whole instead."""
 
 
-def read_blocks(path: Path, block_size: int = BLOCK_SIZE) -> Iterator[tuple[bytes, int]]:
+def read_blocks(path: Path, block_size: int = BLOCK_SIZE, *,
+                limits: LoadLimits = LoadLimits()) -> Iterator[tuple[bytes, int]]:
     """The uncompressed bytes of a `.json`/`.json.gz` file, in blocks of `block_size`, each with
     how far into the file (on disk) reading got; read and gunzipped ahead by a background thread
-    (inflating and file reads release the GIL, so this overlaps with decoding). Errors are the same
-    one-line `TraceFormatError`s as `read_bytes`."""
-    try:
-        handle: BinaryIO = open(path, "rb")
-    except FileNotFoundError:
-        raise TraceFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a folder, not a trace file") from None
-    except OSError as error:
-        raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
+    (inflating and file reads release the GIL, so this overlaps with decoding). A UTF-8 byte-order
+    mark is dropped. Errors are the same one-line `TraceFormatError`s as `read_bytes`; a gzip that
+    inflates more than `limits.inflation` times its size is refused (`LimitError`)."""
+    handle = open_trace_file(path)
     with handle:
         try:
             magic = handle.read(2)
             handle.seek(0)
         except OSError as error:
-            raise TraceFormatError(f"{path}: cannot read: {error.strerror or error}") from None
+            raise TraceFormatError(f"{path}: {os_problem(error)}") from None
         if not magic:
             raise EmptyTraceError(f"{path}: empty file")
         compressed = magic == b"\x1f\x8b"
         source: BinaryIO = _gzip.GzipFile(fileobj=handle) if compressed else handle  # type: ignore[assignment]
+        inflated = 0
 
         def read() -> tuple[bytes, int]:
+            nonlocal inflated
             block = source.read(block_size)
-            return block, handle.tell()
+            position = handle.tell()
+            if inflated == 0 and block.startswith(UTF8_BOM):
+                block = block[len(UTF8_BOM):] or b" "
+            inflated += len(block)
+            if compressed and inflated > INFLATION_FLOOR and inflated > limits.inflation * max(position, 1):
+                raise exceeded(path, f"inflates more than {limits.inflation:g} times its compressed size "
+                               f"({inflated >> 20} MB from {max(position, 1) >> 10} KB so far: a gzip bomb?)",
+                               "inflation", f"{10 * limits.inflation:g}")
+            return block, position
 
         yield from _prefetched(read, path, compressed)
 
@@ -399,9 +468,10 @@ class EventChunks:
     `TraceFormatError` for an unreadable file or for invalid JSON in a document too large for that.
     """
 
-    def __init__(self, path: Path, *, block_size: int = BLOCK_SIZE):
+    def __init__(self, path: Path, *, block_size: int = BLOCK_SIZE, limits: LoadLimits = LoadLimits()):
         self.path = path
         self.block_size = block_size
+        self.limits = limits
         self.document: TraceDocument | None = None
         self.size = 0  # uncompressed bytes read
         self.position = 0  # bytes of the file (on disk) read
@@ -420,6 +490,7 @@ class EventChunks:
                     offset += len(data) + after
                     data = block[after:]
                     continue
+                self._check_held(data, block)
             data = data + block if data else block
             if len(data) >= 2 * self.block_size:  # no cut in a whole block: cut anywhere in the data
                 chunk, data, consumed = self._cut(data, decode, offset)
@@ -441,6 +512,7 @@ class EventChunks:
                     yield data, memoryview(block)[:cut + 1]
                     data = block[after:]
                     continue
+                self._check_held(data, block)
             data = data + block if data else block
             if len(data) >= 2 * self.block_size:
                 found = _boundary(data, len(data))
@@ -462,16 +534,23 @@ class EventChunks:
     def _open(self) -> tuple[Iterator[tuple[bytes, int]], bytes, bytes, int]:
         """Read up to the start of the events → (the rest of the blocks, the document up to the
         events' `[`, the data after it, its offset in the document)."""
-        blocks = read_blocks(self.path, self.block_size)
+        blocks = read_blocks(self.path, self.block_size, limits=self.limits)
         data = b""
+        blank = 0  # leading whitespace dropped (not held: a file may hold gigabytes of it)
         for block, self.position in blocks:
             data += block
             self.size += len(block)
+            if not data.strip(_SPACE):
+                blank += len(data)
+                data = b""
+                continue
             start = self._events_start(data)
             if start is not None:
-                return blocks, data[:start], data[start:], start
+                return blocks, data[:start], data[start:], blank + start
             if len(data) > HEADER_LIMIT:
                 self._give_up("no 'traceEvents' array near the start of the document")
+        if not data:
+            raise EmptyTraceError(f"{self.path}: holds only whitespace ({blank} bytes), no JSON")
         self._give_up("no 'traceEvents' array")
         raise AssertionError  # unreachable
 
@@ -480,11 +559,15 @@ class EventChunks:
         first = data.lstrip(_SPACE)[:1]
         if not first:
             return None
+        if b"\x00" in data[:64]:
+            raise TraceFormatError(f"{self.path}: {not_json_message(data.lstrip(_SPACE))}")
         if first == b"[":
             self._bare = True
             return data.index(b"[") + 1
         if first != b"{":
-            self._give_up("not a JSON object")
+            if first.isdigit() or first in b'"-tfn':
+                self._give_up("not a JSON object")  # JSON, but no trace: the whole-document decode says so
+            raise TraceFormatError(f"{self.path}: {not_json_message(data.lstrip(_SPACE))}")
         self._bare = False
         match = _EVENTS_KEY.search(data)
         return match.end() if match else None
@@ -586,6 +669,15 @@ class EventChunks:
 
     def _give_up(self, why: str) -> None:
         raise NotStreamable(why)
+
+    def _check_held(self, data: bytes, block: bytes) -> None:
+        """Called when no event ends in `block`, nor in `data` (what is held since the last event
+        that ended): refuse to hold more than `limits.event_bytes` so."""
+        held = len(data) + len(block)
+        if held > self.limits.event_bytes:
+            raise exceeded(self.path, f"no end of an event in {held >> 20} MB (an event, or what lies "
+                           f"between two, is larger than {self.limits.event_bytes >> 20} MB)",
+                           "event_bytes", str(4 * (self.limits.event_bytes >> 20)))
 
 
 _NEXT_EVENT = re.compile(rb"[ \t\r\n]*\{")

@@ -25,6 +25,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any
 
+from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
 
 OnProgress = Callable[[int, int, int], None]  # (file index, bytes read, file size)
@@ -37,14 +38,15 @@ def _initialise(progress_queue: Any) -> None:
     _progress_queue = progress_queue
 
 
-def _load(index: int, path: str, include_python: bool, include_flows: bool) -> Trace:
+def _load(index: int, path: str, include_python: bool, include_flows: bool, limits: LoadLimits) -> Trace:
     from traceanalyze.load import load_file
 
     report = None
     if _progress_queue is not None:
         def report(done: int, total: int) -> None:
             _progress_queue.put((index, done, total))
-    return load_file(Path(path), include_python=include_python, include_flows=include_flows, progress=report, workers=1)
+    return load_file(Path(path), include_python=include_python, include_flows=include_flows, progress=report, workers=1,
+                     limits=limits)
 
 
 def spawn_pool(workers: int, *, initializer: Callable[..., None] | None = None,
@@ -83,13 +85,13 @@ def _warm() -> None:
 
 
 def load_parallel(files: list[Path], *, include_python: bool, workers: int, include_flows: bool = False,
-                  on_progress: OnProgress | None = None) -> list[Trace]:
+                  on_progress: OnProgress | None = None, limits: LoadLimits = LoadLimits()) -> list[Trace]:
     """Every file's `Trace`, in the order of `files`, loaded by `workers` processes. The first
     error (in file order) is raised once every worker has stopped."""
     context = multiprocessing.get_context("spawn")
     progress_queue = context.Queue() if on_progress is not None else None
     with spawn_pool(workers, initializer=_initialise, initargs=(progress_queue,)) as pool:
-        futures = [pool.submit(_load, i, str(f), include_python, include_flows) for i, f in enumerate(files)]
+        futures = [pool.submit(_load, i, str(f), include_python, include_flows, limits) for i, f in enumerate(files)]
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)

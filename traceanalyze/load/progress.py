@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
 
 
-def load_with_progress(files: list[Path], *, include_python: bool, workers: int, include_flows: bool = False) -> list[Trace]:
+def load_with_progress(files: list[Path], *, include_python: bool, workers: int, include_flows: bool = False,
+                       limits: LoadLimits = LoadLimits()) -> list[Trace]:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -25,9 +27,9 @@ def load_with_progress(files: list[Path], *, include_python: bool, workers: int,
             from traceanalyze.load.parallel import load_parallel
 
             return load_parallel(files, include_python=include_python, include_flows=include_flows, workers=workers,
-                                 on_progress=update)
+                                 on_progress=update, limits=limits)
         return [
             load_file(f, include_python=include_python, include_flows=include_flows,
-                      progress=lambda done, total, i=i: update(i, done, total))
+                      progress=lambda done, total, i=i: update(i, done, total), limits=limits)
             for i, f in enumerate(files)
         ]

@@ -1,0 +1,172 @@
+"""Hostile inputs, each built small: bombs are streamed into gzip, never stored inflated.
+
+Each case is `(name, build, expected, extra)`: `build(folder)` writes the input and returns its
+path; `expected` is a fragment the one-line error must hold; `extra` are command-line options
+(a lowered limit, so that a small file can cross it)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+EVENT = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0,
+         "args": {"device": 0, "stream": 7, "correlation": 1}}
+EVENT_TEXT = json.dumps(EVENT).encode()
+DEEP = 100_000
+MIB = 1 << 20
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _trace(events: list[dict], **top) -> bytes:
+    return json.dumps({"traceEvents": events, **top}).encode()
+
+
+def _deep() -> bytes:
+    return b"[" * DEEP + b"]" * DEEP
+
+
+def deep_in(key: str, category: str = "cpu_op") -> Callable[[Path], Path]:
+    def build(folder: Path) -> Path:
+        event = json.dumps({"ph": "X", "cat": category, "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
+                            "args": {key: 0}}).encode().replace(b"0}", b"%s}" % _deep(), 1)
+        return _write(folder / f"deep_{key.replace(' ', '_')}.json", b'{"traceEvents": [%s]}' % event)
+    return build
+
+
+def deep_top(folder: Path) -> Path:
+    return _write(folder / "deep_top.json", b'{"traceEvents": [%s], "extra": %s}' % (EVENT_TEXT, _deep()))
+
+
+def bad_utf8(gzipped: bool) -> Callable[[Path], Path]:
+    def build(folder: Path) -> Path:
+        text = _trace([EVENT, {**EVENT, "name": "k\u00e9"}]).replace(b"k\\u00e9", b"k\xff")
+        if gzipped:
+            return _write(folder / "bad_utf8.json.gz", gzip.compress(text))
+        return _write(folder / "bad_utf8.json", text)
+    return build
+
+
+def huge_rank(folder: Path) -> Path:
+    return _write(folder / "huge_rank.json", _trace([EVENT], distributedInfo={"rank": 10**30, "world_size": 8}))
+
+
+def whitespace_bomb(folder: Path) -> Path:
+    """128 MB of whitespace inside `traceEvents` (about 130 KB gzipped)."""
+    path = folder / "whitespace_bomb.json.gz"
+    with gzip.open(path, "wb", compresslevel=9) as out:
+        out.write(b'{"traceEvents": [%s,' % EVENT_TEXT)
+        block = b" " * MIB
+        for _ in range(128):
+            out.write(block)
+        out.write(b"%s]}" % EVENT_TEXT)
+    return path
+
+
+def event_bomb(folder: Path) -> Path:
+    """Repeated valid events: 96 MB inflated from about 400 KB."""
+    path = folder / "event_bomb.json.gz"
+    block = b"%s," % EVENT_TEXT * (MIB // (len(EVENT_TEXT) + 1))
+    with gzip.open(path, "wb", compresslevel=9) as out:
+        out.write(b'{"traceEvents": [')
+        for _ in range(96):
+            out.write(block)
+        out.write(b"%s]}" % EVENT_TEXT)
+    return path
+
+
+def gap_between_events(folder: Path) -> Path:
+    """40 MB of whitespace between two events, plain: over a lowered --max-event-mb."""
+    path = folder / "gap.json"
+    with open(path, "wb") as out:
+        out.write(b'{"traceEvents": [%s,' % EVENT_TEXT)
+        block = b"\n" * MIB
+        for _ in range(40):
+            out.write(block)
+        out.write(b"%s]}" % EVENT_TEXT)
+    return path
+
+
+def many_events(folder: Path) -> Path:
+    return _write(folder / "many_events.json", _trace([{**EVENT, "ts": float(i)} for i in range(1000)]))
+
+
+def device(name: str) -> Callable[[Path], Path]:
+    return lambda folder: Path(name)
+
+
+def fifo(folder: Path) -> Path:
+    path = folder / "fifo.json"
+    os.mkfifo(path)
+    return path
+
+
+def sparse_not_json(folder: Path) -> Path:
+    """3 GB on paper, nothing on disk: must be refused from its first bytes."""
+    path = folder / "sparse.json"
+    with open(path, "wb") as out:
+        out.truncate(3 << 30)
+    return path
+
+
+def sparse_after_brace(folder: Path) -> Path:
+    path = folder / "sparse_brace.json"
+    with open(path, "wb") as out:
+        out.write(b'{"traceEvents": [')
+        out.truncate(3 << 30)
+    return path
+
+
+def encoded(encoding: str, bom: bool = True) -> Callable[[Path], Path]:
+    def build(folder: Path) -> Path:
+        text = _trace([EVENT]).decode()
+        data = text.encode(encoding) if bom else text.encode(encoding + "-le")
+        return _write(folder / f"{encoding}{'' if bom else '_nobom'}.json", data)
+    return build
+
+
+def whitespace_only(gzipped: bool) -> Callable[[Path], Path]:
+    def build(folder: Path) -> Path:
+        data = b" \n\t" * (1 << 18)
+        if gzipped:
+            return _write(folder / "blank.json.gz", gzip.compress(data))
+        return _write(folder / "blank.json", data)
+    return build
+
+
+def symlink_loop(folder: Path) -> Path:
+    path = folder / "loop.json"
+    os.symlink(path.name, path)
+    return path
+
+
+CASES = [
+    ("deep_args", deep_in("shapes"), "nested too deeply", ()),
+    ("deep_input_dims", deep_in("Input Dims"), "nested too deeply", ()),
+    ("deep_grid", deep_in("grid", "kernel"), "nested too deeply", ()),
+    ("deep_top_level", deep_top, "nested too deeply", ()),
+    ("invalid_utf8", bad_utf8(False), "invalid UTF-8", ()),
+    ("invalid_utf8_gzip", bad_utf8(True), "invalid UTF-8", ()),
+    ("huge_rank", huge_rank, "distributedInfo.rank", ()),
+    ("whitespace_bomb", whitespace_bomb, "--max-inflation", ()),
+    ("event_bomb", event_bomb, "--max-inflation", ()),
+    ("gap_between_events", gap_between_events, "--max-event-mb", ("--max-event-mb", "16")),
+    ("too_many_events", many_events, "--max-events", ("--max-events", "100")),
+    ("dev_zero", device("/dev/zero"), "not a regular file", ()),
+    ("dev_urandom", device("/dev/urandom"), "not a regular file", ()),
+    ("fifo", fifo, "not a regular file (a FIFO)", ()),
+    ("sparse_not_json", sparse_not_json, "not JSON", ()),
+    ("sparse_after_brace", sparse_after_brace, "not JSON", ()),
+    ("utf16_bom", encoded("utf-16"), "UTF-16", ()),
+    ("utf16_no_bom", encoded("utf-16", bom=False), "UTF-16", ()),
+    ("utf32_bom", encoded("utf-32"), "UTF-32", ()),
+    ("whitespace_only", whitespace_only(False), "only whitespace", ()),
+    ("whitespace_only_gzip", whitespace_only(True), "only whitespace", ()),
+    ("symlink_loop", symlink_loop, "symbolic link loop", ()),
+]

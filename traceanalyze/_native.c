@@ -15,7 +15,8 @@
  *   arg_keys: (JSON key, kind) with kind 0 = scalar, 1 = list of 3 integers, 2 = raw JSON text.
  *   Returns {"n": events, "strings": [distinct str], "fields": {name: (tag, a, b[, c])}} where
  *   each column is a bytes object of n values: tag uint8 (see TAG_*), then for a scalar a = int64
- *   (the integer, or the string's index in `strings`, or 0/1 for a bool) and b = float64; for a
+ *   (the integer, the string's index in `strings`, 0/1 for a bool, or for a float its exact ns
+ *   when read as µs, INT64_MIN when not exact: see `decimal_ns`) and b = float64; for a
  *   list of 3 integers a, b, c = int64; for raw text a = int64 offset of the value in `text` and
  *   b = int64 length. Top-level fields are named as in the JSON; `args` (its tag only: absent,
  *   null, object or other) is under "args", and each args key under its own name.
@@ -291,8 +292,41 @@ static int defer(Scanner *s, double *target, Py_ssize_t start, Py_ssize_t len) {
     return OK;
 }
 
+/* The decimal text t[p:end] of a float number of µs → ns, exactly, rounded half to even beyond
+ * three decimals (what `load/times.py`'s `decimal_ns` gives); INT64_MIN for a text with an
+ * exponent or beyond int64 ns. A double has lost the nanoseconds of a time beyond 2^53 ns; its
+ * digits have not. */
+static int64_t decimal_ns(const unsigned char *t, Py_ssize_t p, Py_ssize_t end) {
+    int negative = 0, whole_digits = 0, fraction_digits = 0, next = -1, sticky = 0;
+    uint64_t whole = 0, fraction = 0;
+    if (p < end && t[p] == '-') { negative = 1; p++; }
+    while (p < end && t[p] >= '0' && t[p] <= '9') {
+        if (++whole_digits > 19) return INT64_MIN;
+        whole = whole * 10 + (uint64_t)(t[p] - '0');
+        p++;
+    }
+    if (p < end && t[p] == '.') {
+        p++;
+        while (p < end && t[p] >= '0' && t[p] <= '9') {
+            int digit = t[p] - '0';
+            if (fraction_digits < 3) { fraction = fraction * 10 + (uint64_t)digit; fraction_digits++; }
+            else if (next < 0) next = digit;
+            else if (digit) sticky = 1;
+            p++;
+        }
+    }
+    if (p != end) return INT64_MIN; /* an exponent: the Python paths decide */
+    for (; fraction_digits < 3; fraction_digits++) fraction *= 10;
+    if (whole > (uint64_t)INT64_MAX / 1000) return INT64_MIN;
+    uint64_t ns = whole * 1000 + fraction;
+    if (next > 5 || (next == 5 && (sticky || (ns & 1)))) ns++;
+    if (ns > (uint64_t)INT64_MAX) return INT64_MIN;
+    return negative ? -(int64_t)ns : (int64_t)ns;
+}
+
 /* `target`: where a float goes (NULL: only validate); a float that needs more than Clinger's
- * fast path is parsed after the scan, when the GIL is held again (`parse_deferred`). */
+ * fast path is parsed after the scan, when the GIL is held again (`parse_deferred`). A float's
+ * exact ns (`decimal_ns`) go to *ival. */
 static int scan_number(Scanner *s, int *is_int, int64_t *ival, double *target) {
     const unsigned char *t = s->text;
     Py_ssize_t p = s->pos, n = s->size, begin = p;
@@ -358,6 +392,7 @@ static int scan_number(Scanner *s, int *is_int, int64_t *ival, double *target) {
     }
     *is_int = 0;
     if (!target) return OK;
+    *ival = decimal_ns(t, begin, p);
     /* Clinger's fast path: an exact mantissa and an exact power of ten give a correctly rounded
      * quotient or product */
     if (exact && mantissa <= (1ULL << 53) && exponent >= -22 && exponent <= 22) {
@@ -598,8 +633,8 @@ static int scan_scalar(Scanner *s, Column *col, Py_ssize_t row) {
         int is_int, status;
         int64_t ival = 0;
         if ((status = scan_number(s, &is_int, &ival, (double *)&col->b[row]))) return status;
-        if (is_int) { col->tag[row] = TAG_INT; col->a[row] = ival; }
-        else col->tag[row] = TAG_FLOAT;
+        col->a[row] = ival; /* a float: its exact ns (`decimal_ns`) */
+        col->tag[row] = is_int ? TAG_INT : TAG_FLOAT;
     } else if (c == 'n') {
         if (literal(s, "null", 4)) return DELEGATE;
         col->tag[row] = TAG_NULL;

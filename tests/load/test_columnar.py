@@ -30,14 +30,16 @@ pytestmark = pytest.mark.skipif(not columnar.available(), reason="the C scanner 
 
 
 def assert_same_chunk(fast, reference) -> None:
-    assert fast.frames.keys() == reference.frames.keys()
-    for name in fast.frames:
+    # the general path (which msgspec_chunk takes for times beyond 2^53 ns, say) also returns the
+    # tables it found no events for, empty; the loader keeps only frames with rows
+    kept = {name for name, frame in reference.frames.items() if frame.height}
+    assert {name for name, frame in fast.frames.items() if frame.height} == kept
+    for name in kept:
         assert_frame_equal(fast.frames[name], reference.frames[name])
     assert fast.skipped == reference.skipped
     assert fast.events == reference.events
     assert fast.malformed == reference.malformed
-    assert (fast.arguments is None) == (reference.arguments is None)
-    if fast.arguments is not None:
+    if "cpu_ops" in kept:
         assert fast.arguments.failed == reference.arguments.failed
         assert fast.arguments.texts.keys() == reference.arguments.texts.keys()
 

@@ -30,7 +30,8 @@ from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.load import load_file, load_trace
 from traceanalyze.load.chrome import EventChunks, decode_document, read_bytes
 from traceanalyze import _native
-from traceanalyze.load.tables import (TraceTables, _nesting_native, _nesting_vectorised, _ns, _raw_times as _times,
+from traceanalyze.load.times import EXACT_FLOAT_US
+from traceanalyze.load.tables import (TraceTables, _Fallback, _nesting_native, _nesting_vectorised, _ns, _raw_times as _times,
                                        _with_nesting, build_trace, decode_chunk, to_ns)
 
 TABLES = ("gpu", "runtime", "cpu_ops", "steps", "flows", "sync", "devices", "skipped")
@@ -194,11 +195,18 @@ def test_vectorised_to_ns_is_to_ns():
     for low, high in [(0, 1e6), (1e9, 1e12), (2**42, 2**43), (4e12, 9.1e12), (9.1e12, 9e15), (-1e13, 1e13)]:
         values += [round(rng.uniform(low, high), 3) for _ in range(20000)]
         values += [rng.uniform(low, high) for _ in range(5000)]
-    # floats (the vectorised formula below 2^53 ns, to_ns itself above), then ints, then both mixed
+    # floats (the vectorised formula below 2^53 ns), then ints, then both mixed. Beyond 2^53 ns a
+    # float has lost its nanoseconds: the fast path hands the chunk to the general path, which
+    # reads them from the text (tests/load/test_exact_times.py)
+    beyond = [v for v in values if abs(v) >= EXACT_FLOAT_US]
+    values = [v for v in values if abs(v) < EXACT_FLOAT_US]
+    assert len(beyond) > 10_000 and len(values) > 100_000
     ints = [rng.randrange(-(10**15), 10**15) for _ in range(1000)]
     for sample in (values, ints, values[:500] + ints[:500]):
         columns, _ = _times(sample, "ts")
         assert pl.DataFrame(columns).select(_ns("ts")).to_series().to_list() == [to_ns(v) for v in sample]
+    with pytest.raises(_Fallback):
+        _times(values[:10] + beyond[:1], "ts")
 
 
 def nesting_by_stack(ops: pl.DataFrame) -> pl.DataFrame:

@@ -32,6 +32,7 @@ import msgspec
 
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
 from traceanalyze.load.limits import INFLATION_FLOOR, LoadLimits, exceeded
+from traceanalyze.load.times import decode_hook, encode_hook
 
 try:  # ISA-L inflates the same gzip format about 3x faster than zlib
     from isal import igzip as _gzip
@@ -174,9 +175,11 @@ class AnyObject(msgspec.Struct, gc=False):
     """Any JSON object (its keys are skipped): checks that the `args` nobody reads are objects."""
 
 
-_document_decoder = msgspec.json.Decoder(TraceDocument)
-_event_list_decoder = msgspec.json.Decoder(list[Event])
-_untyped_decoder = msgspec.json.Decoder()
+# floats keep their text (`times.decode_hook`): exact times beyond 2^53 ns
+_document_decoder = msgspec.json.Decoder(TraceDocument, float_hook=decode_hook)
+_event_list_decoder = msgspec.json.Decoder(list[Event], float_hook=decode_hook)
+_untyped_decoder = msgspec.json.Decoder(float_hook=decode_hook)
+_encoder = msgspec.json.Encoder(enc_hook=encode_hook, decimal_format="number")  # their text, digit for digit
 
 
 def open_trace_file(path: Path) -> BinaryIO:
@@ -320,10 +323,10 @@ def events_tolerant(raw_events: list[Any]) -> tuple[list[Event], int]:
     its other args; one that cannot be kept at all is counted as malformed."""
     events: list[Event] = []
     malformed = 0
-    event_decoder = msgspec.json.Decoder(Event)
+    event_decoder = msgspec.json.Decoder(Event, float_hook=decode_hook)
     for raw_event in raw_events:
         try:
-            events.append(event_decoder.decode(msgspec.json.encode(raw_event)))
+            events.append(event_decoder.decode(_encoder.encode(raw_event)))
         except msgspec.ValidationError:
             repaired = _without_bad_args(raw_event)
             if repaired is None:
@@ -334,6 +337,7 @@ def events_tolerant(raw_events: list[Any]) -> tuple[list[Event], int]:
 
 
 _args_decoder = msgspec.json.Decoder(Args)
+_repaired_decoder = msgspec.json.Decoder(Event, float_hook=decode_hook)
 
 
 def _without_bad_args(raw_event: Any) -> Event | None:
@@ -344,12 +348,12 @@ def _without_bad_args(raw_event: Any) -> Event | None:
     good_args = {}
     for key, value in raw_event["args"].items():
         try:
-            _args_decoder.decode(msgspec.json.encode({key: value}))
+            _args_decoder.decode(_encoder.encode({key: value}))
         except msgspec.ValidationError:
             continue
         good_args[key] = value
     try:
-        return msgspec.json.decode(msgspec.json.encode({**raw_event, "args": good_args}), type=Event)
+        return _repaired_decoder.decode(_encoder.encode({**raw_event, "args": good_args}))
     except msgspec.ValidationError:
         return None
 

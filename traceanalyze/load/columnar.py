@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.load import tables as _tables
+from traceanalyze.load import times as time_rules
 from traceanalyze.native import compiled, int64_array
 
 _native = compiled()
@@ -258,12 +259,17 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
         largest[field] = (max(float(int_max), float_max), float_max)
     if len(times) == 2 and largest["ts"][0] + largest["dur"][0] >= _tables._END_LIMIT_US:
         raise _NotVouched
+    for field in times:  # the scanner's exact ns (`decimal_ns`) where the float has lost them; the
+        if largest[field][1] >= _EXACT_FLOAT_US:  # Python paths decide a text it could not read (1.7e15)
+            unread = rows.select((_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any()).collect().item()
+            if unread:
+                raise _NotVouched
     timed = [
         column
         for field in times
         for column in (_int(field).alias(f"{field}_i"),
                        pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float")).alias(f"{field}_f"),
-                       pl.lit(None, dtype=pl.Int64).alias(f"{field}_x"))
+                       pl.when(_beyond_float(field)).then(pl.col(f"{field}_int")).alias(f"{field}_x"))
     ]
     if code != _tables.FLOW:
         timed = [pl.col("seq").cast(pl.Int64), lookups.string("name").alias("name"), *timed]
@@ -299,12 +305,17 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
     else:  # flows
         columns = [lookups.integer("id", _tables.as_int).alias("id"), lookups.string("ph").alias("phase"),
                    lookups.lower("cat").alias("category"), *thread, *timed]
-    frame = rows.select(columns).collect()
-    for field in times:
-        if largest[field][1] >= _tables._EXACT_FLOAT_US:  # `to_ns` itself, per value, as the fast path does
-            frame = frame.with_columns(pl.Series(
-                f"{field}_x", [None if v is None else _tables.to_ns(v) for v in frame[f"{field}_f"].to_list()], dtype=pl.Int64))
-    return frame
+    return rows.select(columns).collect()
+
+
+_EXACT_FLOAT_US, _LARGEST_US = time_rules.EXACT_FLOAT_US, time_rules.LARGEST_US
+_NOT_EXACT = -(1 << 63)  # the scanner's "no exact ns" (an exponent in the text)
+
+
+def _beyond_float(field: str) -> pl.Expr:
+    """A float time whose ns come from its text (`times.float_ns`'s rule)."""
+    magnitude = pl.col(f"{field}_float").abs()
+    return (_tag(field) == FLOAT) & (magnitude >= _EXACT_FLOAT_US) & (magnitude < _LARGEST_US)
 
 
 def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[pl.Series, ...]:

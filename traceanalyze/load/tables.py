@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from traceanalyze.load import classify
+from traceanalyze.load import classify, times
 from traceanalyze.load.chrome import (
     AnyObject,
     CpuOpArgs,
@@ -102,20 +102,13 @@ def as_float(value: Any) -> float | None:
 
 
 def to_ns(value_us: Any) -> int | None:
-    """µs → int ns. For a float, the integer k whose k/1000 parses back to the same float (the
-    trace wrote at most three decimals): `round(µs × 1000)` alone is off by one for about a
-    quarter of timestamps between 2^42 and 2^43 µs, where the float product rounds to a half."""
+    """µs → int ns, exactly (`times.float_ns` for a float: from its decimal text where the float
+    has lost the nanoseconds)."""
     if isinstance(value_us, int) and not isinstance(value_us, bool):
         # beyond int64 ns (less a day, so that start + duration fits too) it is not a time
         return value_us * 1000 if abs(value_us) < _INT64_US_LIMIT - classify.MAX_DURATION_US else None
-    if isinstance(value_us, float) and value_us == value_us and abs(value_us) < 9e15:
-        nearest = round(value_us * 1000)
-        if nearest / 1000 == value_us:
-            return nearest
-        for candidate in (nearest - 1, nearest + 1):
-            if candidate / 1000 == value_us:
-                return candidate
-        return nearest
+    if isinstance(value_us, float):
+        return times.float_ns(value_us)
     return None
 
 
@@ -398,7 +391,7 @@ def _general_chunk(text: bytes, include_python: bool) -> ChunkTables:
         malformed = 0
     except msgspec.ValidationError:
         try:
-            raw_events = msgspec.json.decode(text)
+            raw_events = _untyped_decoder.decode(text)
         except msgspec.ValidationError as error:  # a number out of range (1e400)
             raise NotStreamable(str(error)) from None
         events, malformed = events_tolerant(raw_events)
@@ -406,7 +399,9 @@ def _general_chunk(text: bytes, include_python: bool) -> ChunkTables:
 
 
 _fast_decoder = msgspec.json.Decoder(list[FastEvent])
-_event_list_decoder = msgspec.json.Decoder(list[Event])
+# the general path's decoders keep each float's text (`times.decode_hook`): exact times beyond 2^53 ns
+_event_list_decoder = msgspec.json.Decoder(list[Event], float_hook=times.decode_hook)
+_untyped_decoder = msgspec.json.Decoder(float_hook=times.decode_hook)
 
 
 @dataclass
@@ -771,7 +766,7 @@ _PHASES = {FLOW: frozenset({"s", "f", "t"})}  # every other table: "X"
 _X = frozenset({"X"})
 _NONE = type(None)
 _INT64_US_LIMIT = (1 << 63) // 1000  # integer µs whose ns still fit in int64
-_EXACT_FLOAT_US = 9_007_199_254_740.0  # below this, k ± 1 (k = µs × 1000) are exact float64s
+_EXACT_FLOAT_US = times.EXACT_FLOAT_US  # from here on, a float's ns come from its text
 _END_LIMIT_US = 9.2e15  # a start and a duration whose sum (in ns) may not fit in int64
 
 
@@ -912,10 +907,9 @@ def _raw_times(values: list[Any], prefix: str) -> tuple[dict[str, pl.Series], fl
     if int_max >= _INT64_US_LIMIT:
         raise _Fallback
     float_max = max(abs(floats.min() or 0.0), abs(floats.max() or 0.0))
-    exact = _nulls(n, pl.Int64)
     if float_max >= _EXACT_FLOAT_US:
-        exact = _ints([to_ns(v) if type(v) is float else None for v in values])
-    return {f"{prefix}_i": ints, f"{prefix}_f": floats, f"{prefix}_x": exact}, max(float(int_max), float_max)
+        raise _Fallback  # the float has lost nanoseconds that the general path reads from the text
+    return {f"{prefix}_i": ints, f"{prefix}_f": floats, f"{prefix}_x": _nulls(n, pl.Int64)}, max(float(int_max), float_max)
 
 
 def _raw_timed(events: list[FastEvent], index: pl.Series) -> dict[str, pl.Series]:

@@ -1068,4 +1068,9 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module);
+    /* a float's `a` holds its exact ns (`decimal_ns`): what columnar.py checks before reading it */
+    if (m && PyModule_AddIntConstant(m, "EXACT_FLOAT_NS", 1) < 0) { Py_DECREF(m); return NULL; }
+    return m;
+}

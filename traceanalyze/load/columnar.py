@@ -261,6 +261,8 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
         raise _NotVouched
     for field in times:  # the scanner's exact ns (`decimal_ns`) where the float has lost them; the
         if largest[field][1] >= _EXACT_FLOAT_US:  # Python paths decide a text it could not read (1.7e15)
+            if not getattr(_native, "EXACT_FLOAT_NS", 0):
+                raise _NotVouched  # a scanner built before it kept them
             unread = rows.select((_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any()).collect().item()
             if unread:
                 raise _NotVouched

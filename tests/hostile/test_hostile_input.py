@@ -3,7 +3,7 @@ naming the file and the problem (and, for a limit, the flag that raises it), exi
 traceback, in bounded time and memory.
 
 Each case runs in one child process (`run_commands.py`: all four commands, one interpreter
-start); its peak memory is the child's own, from `os.wait4`."""
+start); its peak memory is the child's own (VmHWM of its address space)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from hostile.cases import CASES
 RUNNER = Path(__file__).with_name("run_commands.py")
 REPOSITORY = Path(__file__).resolve().parents[2]
 SECONDS_PER_CASE = 20.0  # all four commands, interpreter start included (a loaded 2-core machine)
-PEAK_MB = 700  # the interpreter with polars is about 150 MB; a bomb is refused long before a GB
+PEAK_MB = 500  # the interpreter with polars is about 150 MB, 270 MB at most here; a bomb is refused long before a GB
 
 
 @pytest.fixture(scope="module")

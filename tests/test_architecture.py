@@ -14,6 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "traceanalyze"
 FORBIDDEN = {
     "traceanalyze.load": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli"),
     "traceanalyze.analysis": ("traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
+    # op costs are a leaf of the analysis layer: the roofline and the attribution read them
+    "traceanalyze.analysis.costs": tuple(f"traceanalyze.analysis.{m}" for m in (
+        "attribution", "cpu_context", "devices", "idle", "intervals", "kernel_ops", "launch", "roofline")),
     "traceanalyze.report": ("traceanalyze.cli",),
     "traceanalyze.model": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
     "traceanalyze.errors": ("traceanalyze.",),

@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 from builder import TraceBuilder
 
 import traceanalyze
-from traceanalyze.analysis import embedding_tbe, roofline
-from traceanalyze.analysis.autograd_pairs import node_sequence_numbers
-from traceanalyze.analysis.flops import OpCost, op_cost_or_reason
+from traceanalyze.analysis import roofline
+from traceanalyze.analysis.costs import embedding_tbe
+from traceanalyze.analysis.costs.autograd_pairs import node_sequence_numbers
+from traceanalyze.analysis.costs.family import OpCost
+from traceanalyze.analysis.costs.registry import op_cost_or_reason
 
 F32, F16, LONG, INT = "float", "c10::Half", "long", "int"
 FORWARD = "fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function"

@@ -15,7 +15,9 @@ import polars as pl
 import pytest
 
 from shared_traces import shared_trace
-from traceanalyze.analysis.flops import OP_COSTS_SCHEMA, OpCost, op_cost, op_cost_or_reason, op_costs
+from traceanalyze.analysis.costs.family import OpCost
+from traceanalyze.analysis.costs.registry import op_cost, op_cost_or_reason
+from traceanalyze.analysis.costs.table import OP_COSTS_SCHEMA, op_costs
 
 BF16, F32 = "c10::BFloat16", "float"
 
@@ -553,14 +555,14 @@ def test_recorded_dtype_names_and_codes_match_torch(torch, tmp_path):
 def test_argument_positions_agree_with_torch_schemas(torch):
     """The argument indices the formulas read (is_causal, output_mask, stride, ...) are where the
     PyTorch schemas put them, and the arity limits are the schemas' maxima."""
-    from traceanalyze.analysis import flops
+    from traceanalyze.analysis.costs import attention, conv, normalization, registry
 
     def schema(name):
         packet = getattr(torch.ops.aten, name)
         return [a.name for a in packet.default._schema.arguments] if "default" in packet.overloads() else None
 
     aliases = {"input": {"input", "self"}, "grad_output": {"grad_output", "grad_out"}}
-    for name, (roles, _transposed, _composite) in flops._CONV_FORWARD.items():
+    for name, (roles, _transposed, _composite) in conv.CONV_FORWARD.items():
         names = schema(name) if hasattr(torch.ops.aten, name) else None
         if names is None:
             continue
@@ -568,7 +570,7 @@ def test_argument_positions_agree_with_torch_schemas(torch):
             continue  # aten::convNd.default is fine; checked through convolution
         for i, role in enumerate(roles):
             assert names[i] in aliases.get(role, {role}), (name, i, role, names[i])
-    for name, spec in flops._ATTENTION.items():
+    for name, spec in attention.ATTENTION_SPECS.items():
         names = schema(name)
         assert names[spec.q] in ("query", "grad_out", "grad_out_") or names[spec.q + 1] == "query", name
         if spec.causal is not None:
@@ -579,7 +581,7 @@ def test_argument_positions_agree_with_torch_schemas(torch):
             assert names[spec.cum_seq_q] in ("cum_seq_q", "cu_seqlens_q"), name
         if isinstance(spec.lse, int) and not isinstance(spec.lse, bool):
             assert names[spec.lse] == "compute_log_sumexp", name
-    for name, (gi, xi, wi, transposed, mask) in flops._CONV_BACKWARD.items():
+    for name, (gi, xi, wi, transposed, mask) in conv.CONV_BACKWARD.items():
         if not hasattr(torch.ops.aten, name):
             continue
         packet = getattr(torch.ops.aten, name)
@@ -589,14 +591,14 @@ def test_argument_positions_agree_with_torch_schemas(torch):
         assert names[mask] == "output_mask", name
         if not isinstance(transposed, bool):
             assert names[transposed] == "transposed", name
-    for name, (xi, wi, gi, mask, _composite) in flops._BATCH_NORM.items():
+    for name, (xi, wi, gi, mask, _composite) in normalization.BATCH_NORM.items():
         names = schema(name)
         assert names[xi] == "input" and names[wi] == "weight", name
         if gi is not None:
             assert names[gi] in ("grad_out", "grad_output"), name
         if mask is not None:
             assert names[mask] == "output_mask", name
-    for name, limit in flops._MAX_ARGS.items():
+    for name, limit in ((op.name, op.max_args) for op in registry.registered_aten_ops() if op.max_args is not None):
         packet = getattr(torch.ops.aten, name)
         assert limit == max(len(getattr(packet, o)._schema.arguments) for o in packet.overloads()), name
 
@@ -729,11 +731,11 @@ def test_optimizer_and_cat_ops_are_modelled_through_the_loader():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from traceanalyze.analysis import flops as _flops  # noqa: E402
+from traceanalyze.analysis.costs import registry as _registry  # noqa: E402
 
-_NAMES = sorted({f"aten::{n}" for n in _flops._HANDLERS} | {f"aten::{n}" for n in _flops._ARITY}
+_NAMES = sorted({f"aten::{op.name}" for op in _registry.registered_aten_ops()}
                 | {"aten::_foreach_add_", "aten::_foreach_norm", "aten::add_", "aten::relu_", "aten::unknown_op"}
-                | set(_flops._CUSTOM) | {f"{prefix}<x> >" for prefix in _flops._CUSTOM_PREFIXES})
+                | set(_registry.CUSTOM) | {f"{prefix}<x> >" for prefix in _registry.CUSTOM_PREFIXES})
 _TYPES = ["float", BF16, "c10::Half", "long int", "int", "bool", "double", "Scalar", "ScalarList", "TensorList", "",
           "GenericList", "c10::Float8_e4m3fn", "mystery"]
 _shape = st.lists(st.integers(min_value=0, max_value=64), max_size=5)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from traceanalyze.analysis.flops import OpCost, has_formula, op_cost_or_reason
+from traceanalyze.analysis.costs.family import OpCost
+from traceanalyze.analysis.costs.registry import has_formula, op_cost_or_reason
 
 F32 = "float"
 N, C, H, W = 4, 6, 5, 5  # group/batch norm input

@@ -11,7 +11,7 @@ from shared_traces import real_trace_params
 import traceanalyze
 from traceanalyze.analysis import attribution, roofline
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
-from traceanalyze.analysis.flops import is_unmodellable
+from traceanalyze.analysis.costs.registry import is_unmodellable
 
 
 def _union_ns(intervals: list[tuple[int, int]], lo: int, hi: int) -> int:

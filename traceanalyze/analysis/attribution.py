@@ -12,14 +12,15 @@ import math
 
 import polars as pl
 
-from traceanalyze.analysis.flops import element_size
+from traceanalyze.analysis.costs.registry import FAMILIES
+from traceanalyze.analysis.costs.tensors import element_size
 from traceanalyze.analysis.idle import DEVICE, Window, windows
 from traceanalyze.analysis.intervals import clip_to_windows, union_intervals
 from traceanalyze.model import Trace
 
 PRIORITY = ("compute", "bandwidth", "unmodeled", "communication", "memcpy")
 ATTRIBUTION_KEYS = ("overhead", "bandwidth", "compute", "communication", "memcpy", "unmodeled")
-FUSIBLE_MODELS = ("elementwise", "norm", "softmax", "reduction", "copy", "fill", "loss")
+FUSIBLE_MODELS = tuple(f.name for f in FAMILIES if f.fusible)
 
 ADVICE = {
     "overhead": "GPU idle, waiting on the CPU: capture the step in CUDA graphs or torch.compile "

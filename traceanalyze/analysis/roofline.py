@@ -13,17 +13,18 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_from_kernel_name, peaks_from_overrides
-from traceanalyze.analysis.autograd_pairs import recover_costs
-from traceanalyze.analysis.conv_geometry import recover_forward_costs
+from traceanalyze.analysis.costs.autograd_pairs import recover_costs
+from traceanalyze.analysis.costs.conv_geometry import recover_forward_costs
+from traceanalyze.analysis.costs.registry import FAMILIES
+from traceanalyze.analysis.costs.table import op_costs
 from traceanalyze.analysis.cpu_context import by_op_id
 from traceanalyze.analysis.device_match import matched_devices
-from traceanalyze.analysis.flops import op_costs
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.model import Trace
 
 REGIMES = ("compute", "bandwidth", "communication", "memcpy", "unmodeled")
 Regime = pl.Enum(REGIMES)
-TENSOR_CORE_MODELS = ("matmul", "conv", "attention")
+TENSOR_CORE_MODELS = tuple(f.name for f in FAMILIES if f.tensor_core)
 LOW_PRECISION = ("fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp4", "int8")
 
 

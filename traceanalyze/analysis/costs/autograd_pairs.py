@@ -30,8 +30,10 @@ from typing import Any
 
 import polars as pl
 
-from traceanalyze.analysis import embedding_tbe
-from traceanalyze.analysis.flops import OpCost, dtype_class, element_size
+from traceanalyze.analysis.costs import embedding_tbe
+from traceanalyze.analysis.costs.copies import COPY
+from traceanalyze.analysis.costs.family import OpCost
+from traceanalyze.analysis.costs.tensors import dtype_class, element_size
 
 # forward op → (the autograd nodes it creates, the note on a cost recovered from one): ops whose
 # output is a copy of as many input elements as it has, read once and written once
@@ -90,12 +92,12 @@ def _cat_cost(parts: list[tuple[Sequence[int], str]], out: tuple[Sequence[int], 
         size = element_size(type_name or "")
         if size is None or not shape:
             return None
-        return OpCost(0.0, 2.0 * prod(shape) * size, "copy", False, dtype_class(type_name))
+        return OpCost(0.0, 2.0 * prod(shape) * size, COPY, False, dtype_class(type_name))
     sized = [(prod(s), element_size(t or "")) for s, t in parts]
     if not sized or any(size is None for _, size in sized):
         return None
     out_size = sized[0][1]
-    return OpCost(0.0, float(sum(n * size for n, size in sized) + sum(n for n, _ in sized) * out_size), "copy",
+    return OpCost(0.0, float(sum(n * size for n, size in sized) + sum(n for n, _ in sized) * out_size), COPY,
                   False, dtype_class(parts[0][1]))
 
 

@@ -22,7 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traceanalyze.analysis.flops import OpCost, _Args, _bytes, _T, _Unmodelled
+from traceanalyze.analysis.costs.embedding import EMBEDDING
+from traceanalyze.analysis.costs.family import OpCost
+from traceanalyze.analysis.costs.tensors import Args, Tensor, Unmodelled, total_bytes
 
 FORWARD_NAME = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)|dense_embedding_codegen_lookup)_function$")
 BACKWARD_NAME = re.compile(r"^torch::autograd::CppNode<SplitLookupFunction_(\w+?)_Op>$")
@@ -79,22 +81,22 @@ class _Lookup:
     tables: int
     batch: int
     lookups: int
-    weights: _T
-    read: list[_T]  # indices, offsets, per-sample weights, per-table metadata
+    weights: Tensor
+    read: list[Tensor]  # indices, offsets, per-sample weights, per-table metadata
     weighted: bool
-    states: list[_T]
+    states: list[Tensor]
 
 
-def _lookup(args: _Args, name: str) -> _Lookup:
+def _lookup(args: Args, name: str) -> _Lookup:
     layout = _DENSE if optimizer_of(name) == "dense" else _SPLIT
     d_offsets, indices, offsets = (args.need(layout.d_offsets, "D_offsets"), args.need(layout.indices, "indices"),
                                    args.need(layout.offsets, "offsets"))
     tables = d_offsets.numel - 1
     if tables < 1 or (offsets.numel - 1) % tables:
-        raise _Unmodelled(f"shape arguments inconsistent: {offsets.numel} offsets for {tables} tables")
+        raise Unmodelled(f"shape arguments inconsistent: {offsets.numel} offsets for {tables} tables")
     pooling = args.scalar(layout.pooling_mode)
     if pooling == 2:
-        raise _Unmodelled("op not modelled: unpooled (sequence) table-batched embeddings")
+        raise Unmodelled("op not modelled: unpooled (sequence) table-batched embeddings")
     weights = next((t for i in layout.tables if (t := args.tensor(i)) is not None and t.numel), None)
     if weights is None:
         weights = args.need(layout.tables[0], "weights")
@@ -108,20 +110,20 @@ def _lookup(args: _Args, name: str) -> _Lookup:
     return _Lookup(tables, (offsets.numel - 1) // tables, indices.numel, weights, read, weighted, states)
 
 
-def _output(args: _Args, name: str, look: _Lookup, output: tuple[Sequence[int], str] | None) -> _T:
+def _output(args: Args, name: str, look: _Lookup, output: tuple[Sequence[int], str] | None) -> Tensor:
     """The forward's output `[B, total_D]`: from the paired gradient when given, else from the
     recorded `total_D` (float)."""
     if output is not None:
         shape, type_name = output
-        out = _T(tuple(shape), type_name)
+        out = Tensor(tuple(shape), type_name)
     else:
         total_d = args.scalar((_DENSE if optimizer_of(name) == "dense" else _SPLIT).total_d)
         if not isinstance(total_d, int) or isinstance(total_d, bool):
-            raise _Unmodelled("shape arguments incomplete: total_D not recorded (no Concrete Inputs) "
+            raise Unmodelled("shape arguments incomplete: total_D not recorded (no Concrete Inputs) "
                               "and no backward node pairs with this lookup")
-        out = _T((look.batch, total_d), "float")
+        out = Tensor((look.batch, total_d), "float")
     if len(out.shape) != 2 or out.shape[0] != look.batch or out.shape[1] < look.tables:
-        raise _Unmodelled(f"shape arguments inconsistent: output {list(out.shape)} for {look.tables} tables "
+        raise Unmodelled(f"shape arguments inconsistent: output {list(out.shape)} for {look.tables} tables "
                           f"of batch {look.batch}")
     return out
 
@@ -136,15 +138,15 @@ def forward_cost(name: str, dims: Sequence[Any], types: Sequence[str], concrete:
     multiply-add). Reads the indices, offsets, per-sample weights, per-table metadata and the L·D̄
     gathered values; writes `[B, total_D]`. `output` is (shape, `Input type`) of the output when
     known from elsewhere (the paired backward's gradient)."""
-    args = _Args(dims, types, concrete, None)
+    args = Args(dims, types, concrete, None)
     try:
         look = _lookup(args, name)
         out = _output(args, name, look, output)
         gathered = look.lookups * out.shape[1] / look.tables
-        moved = _bytes(look.read) + gathered * look.weights.itemsize + out.nbytes
-        return OpCost(gathered * (2 if look.weighted else 1), moved, "embedding", False, look.weights.cls,
+        moved = total_bytes(look.read) + gathered * look.weights.itemsize + out.nbytes
+        return OpCost(gathered * (2 if look.weighted else 1), moved, EMBEDDING, False, look.weights.cls,
                       _mean_dim_note(look))
-    except _Unmodelled as why:
+    except Unmodelled as why:
         return str(why)
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError, OverflowError) as error:
         return f"shape arguments not understood: {type(error).__name__}"
@@ -161,25 +163,36 @@ def backward_cost(name: str, dims: Sequence[Any], types: Sequence[str], concrete
     each distinct row once, and how many are distinct is not recorded, so this is an upper bound on
     the row traffic. The dense variant (no optimizer) zero-fills a full-size weight gradient and
     accumulates into it."""
-    args = _Args(dims, types, concrete, None)
+    args = Args(dims, types, concrete, None)
     optimizer = optimizer_of(name)
     try:
         if optimizer not in OPTIMIZER_FLOPS:
-            raise _Unmodelled(f"op not modelled: table-batched embedding backward with optimizer {optimizer}")
+            raise Unmodelled(f"op not modelled: table-batched embedding backward with optimizer {optimizer}")
         look = _lookup(args, name)
         out = _output(args, name, look, grad)
         dim = out.shape[1] / look.tables
         gathered = look.lookups * dim
         row_bytes = gathered * look.weights.itemsize
         if optimizer == "dense":
-            moved = _bytes(look.read) + out.nbytes + look.weights.nbytes + 2 * row_bytes
+            moved = total_bytes(look.read) + out.nbytes + look.weights.nbytes + 2 * row_bytes
         else:
             state_bytes = sum((dim if s.numel == look.weights.numel else 1) * look.lookups * s.itemsize for s in look.states)
-            moved = _bytes(look.read) + out.nbytes + 2 * row_bytes + 2 * state_bytes
+            moved = total_bytes(look.read) + out.nbytes + 2 * row_bytes + 2 * state_bytes
         flops = gathered * ((2 if look.weighted else 1) + OPTIMIZER_FLOPS[optimizer])
         note = "; ".join(n for n in (_mean_dim_note(look), "repeated rows counted each time (upper bound)") if n)
-        return OpCost(flops, moved, "embedding", False, look.weights.cls, note)
-    except _Unmodelled as why:
+        return OpCost(flops, moved, EMBEDDING, False, look.weights.cls, note)
+    except Unmodelled as why:
         return str(why)
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError, OverflowError) as error:
         return f"shape arguments not understood: {type(error).__name__}"
+
+
+# Ops costed here from other ops of the trace, not by the registry (name prefix → why).
+COSTED_ELSEWHERE: dict[str, str] = {
+    "fbgemm::split_embedding_codegen_lookup_": "a table-batched embedding: its output size comes from "
+                                               "total_D (Concrete Inputs) or its backward node",
+    "fbgemm::dense_embedding_codegen_lookup_": "a table-batched embedding: its output size comes from "
+                                               "total_D (Concrete Inputs) or its backward node",
+    "torch::autograd::CppNode<SplitLookupFunction_": "a table-batched embedding backward: its lookups are "
+                                                     "its forward op's arguments, found by sequence number",
+}

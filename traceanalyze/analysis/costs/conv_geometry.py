@@ -14,7 +14,8 @@ import math
 
 import polars as pl
 
-from traceanalyze.analysis.flops import dtype_class, element_size
+from traceanalyze.analysis.costs.conv import CONV
+from traceanalyze.analysis.costs.tensors import dtype_class, element_size
 
 # backward op → (grad_output, input, weight) argument positions
 BACKWARD = {
@@ -61,7 +62,7 @@ def recover_forward_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Data
         tensors = [d for d, t in zip(dims, types) if d and element_size(t)]
         flops = 2.0 * out[0] * math.prod(out[2:]) * math.prod(dims[1])
         bytes_moved = float(size * (sum(math.prod(t) for t in tensors) + math.prod(out)))
-        rows.append({"op_id": op_id, "flops": flops, "bytes": bytes_moved, "cost_model": "conv", "composite": False,
+        rows.append({"op_id": op_id, "flops": flops, "bytes": bytes_moved, "cost_model": CONV.name, "composite": False,
                      "compute_dtype": dtype_class(types[0]), "flops_source": "model",
                      "cost_note": "output size taken from the matching backward op (stride not recorded)",
                      "unmodeled_reason": None})

@@ -14,7 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "traceanalyze"
 FORBIDDEN = {
     "traceanalyze.load": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli"),
     "traceanalyze.analysis": ("traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
-    "traceanalyze.report": ("traceanalyze.cli",),
+    "traceanalyze.report": ("traceanalyze.cli", "traceanalyze.gate", "traceanalyze.diff"),
+    "traceanalyze.gate": ("traceanalyze.cli", "traceanalyze.diff"),
+    "traceanalyze.diff": ("traceanalyze.cli",),
     "traceanalyze.model": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
     "traceanalyze.errors": ("traceanalyze.",),
     # leaves that every layer may use: they import no other module of the package

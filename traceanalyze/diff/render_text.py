@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from traceanalyze.diff.compare import Diff, KernelRow, MetricRow
 from traceanalyze.report.md import md_table
+from traceanalyze.report.text_table import text_table
 from traceanalyze.gate.verdict import format_value, steps_text
 
 STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",
@@ -73,7 +72,7 @@ def _title(diff: Diff) -> str:
 
 def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
     def table(rows, headers) -> list[str]:
-        return ["  " + line for line in tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()]
+        return text_table(rows, headers).splitlines()
 
     lines = [f"traceanalyze diff: {_title(diff)}", *(f"  WARNING: {warning}" for warning in diff.warnings), ""]
     lines += table(metric_cells(diff), METRIC_HEADERS)

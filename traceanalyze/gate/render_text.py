@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from traceanalyze.report.md import md_table
+from traceanalyze.report.text_table import text_table
 from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value, steps_text
 
 HEADLINE = {"pass": "PASS", "fail": "FAIL", "error": "ERROR (cannot judge)"}
@@ -58,17 +57,13 @@ def render_verdict_terminal(verdict: Verdict) -> str:
     lines = [f"traceanalyze gate: {HEADLINE[verdict.outcome]}  {verdict.source}", f"  {_basis_line(verdict)}"]
     lines += [f"  WARNING: {warning}" for warning in verdict.warnings]
     if verdict.checks:
-        table = tabulate([_check_row(c) for c in verdict.checks],
-                         headers=["budget", "threshold", "measured", "basis", "margin", "status"],
-                         tablefmt="simple", disable_numparse=True)
-        lines += ["", *("  " + line for line in table.splitlines())]
+        table = text_table([_check_row(c) for c in verdict.checks],
+                           ["budget", "threshold", "measured", "basis", "margin", "status"])
+        lines += ["", *table.splitlines()]
     if verdict.baseline is not None:
         lines += ["", f"  against the baseline {verdict.baseline} ({steps_text(verdict.baseline_steps)}), "
                       f"max regression {_limit(verdict)}:"]
-        table = tabulate([_regression_row(r) for r in verdict.regressions],
-                         headers=REGRESSION_HEADERS,
-                         tablefmt="simple", disable_numparse=True)
-        lines += ["  " + line for line in table.splitlines()]
+        lines += text_table([_regression_row(r) for r in verdict.regressions], REGRESSION_HEADERS).splitlines()
     if verdict.problems:
         head = "numbers not trustworthy (judged anyway, --allow-unreliable):" if verdict.allow_unreliable else \
             "cannot judge (pass --allow-unreliable to judge anyway):"

@@ -15,9 +15,8 @@ from traceanalyze import __version__
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.terminal import CAUSE_HINTS, cpu_name
-from traceanalyze.report.roofline_text import coverage_sentence, pct_of_roof_cell, roof_footnotes
-from traceanalyze.report.summary import peak_figures
-from traceanalyze.report.summaries import Summary, regime_shares
+from traceanalyze.report.roofline_text import coverage_sentence, peak_figures, roof_fraction_cell, roof_footnotes
+from traceanalyze.report.summaries import Summary
 from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
 
 LATENCY_LABELS = {
@@ -57,6 +56,12 @@ def _biggest_regime(summary: Summary) -> tuple[str, float, int] | None:
 def _per_window(count: int) -> str:
     """How a window figure reads with several device windows (it is their mean)."""
     return f" (mean of {count} device windows)" if count > 1 else ""
+
+
+def _summed(count: int) -> str:
+    """How a regime-time figure reads with several device windows (it is their sum, as the JSON's
+    `attribution_us`)."""
+    return f" ({count} device windows together)" if count > 1 else ""
 
 
 def _headline(report: Report) -> list[Block]:
@@ -103,15 +108,13 @@ def _device_lines(report: RankReport) -> list[Block]:
     ]
 
 
-def _cause_table(gaps: pl.DataFrame) -> list[Block]:
-    if gaps.is_empty():
+def _cause_table(causes: pl.DataFrame) -> list[Block]:
+    if causes.is_empty():
         return [Paragraph(("no idle gaps",))]
-    total = gaps["duration_ns"].sum()
-    by_cause = gaps.group_by("cause").agg(pl.col("duration_ns").sum(), pl.len()).sort("duration_ns", descending=True)
     rows = tuple(
-        (Cell(str(cause), key=str(cause)), _num(format_duration_ns(ns)), _num(format_percent(ns / total)),
+        (Cell(str(cause), key=str(cause)), _num(format_duration_ns(ns)), _num(format_percent(share)),
          _num(str(count)), Cell(CAUSE_HINTS[str(cause)]))
-        for cause, ns, count in by_cause.iter_rows()
+        for cause, ns, count, share in causes.select("cause", "duration_ns", "gaps", "share_of_idle").iter_rows()
     )
     return [Table(("cause", "idle time", "% of idle", "gaps", "meaning"), rows)]
 
@@ -148,14 +151,12 @@ def _latency_table(stats: pl.DataFrame) -> list[Block]:
 
 
 def _small_kernels(report: RankReport, min_run: int) -> list[Block]:
-    kernels = report.small_kernels
-    if kernels.is_empty():
+    summary = report.small_kernel_summary
+    if summary.kernels_with_launch == 0:
         return []
-    small = kernels.filter(pl.col("small"))
-    share = small["duration_ns"].sum() / kernels["duration_ns"].sum() if kernels["duration_ns"].sum() else 0
     blocks: list[Block] = [Paragraph((
-        f"{small.height} of {kernels.height} kernels run shorter than their launch call takes on the CPU "
-        f"({format_percent(share)} of kernel time): the CPU cannot keep the GPU fed with these.",
+        f"{summary.count} of {summary.kernels_with_launch} kernels run shorter than their launch call takes on the CPU "
+        f"({format_percent(summary.share_of_kernel_time)} of kernel time): the CPU cannot keep the GPU fed with these.",
     ))]
     runs = report.small_kernel_runs
     if runs.height:
@@ -193,7 +194,7 @@ def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: 
     blocks.append(Chart("timeline", report))
     blocks.append(Heading(level + 1, "Idle time by cause", f"{anchor}-causes"))
     blocks.append(Chart("causes", report))
-    blocks += _cause_table(report.gaps)
+    blocks += _cause_table(report.idle_causes)
     if report.gaps.height:
         blocks.append(Heading(level + 1, f"Longest idle gaps ({min(limit, report.gaps.height)} of {report.gaps.height})", f"{anchor}-gaps"))
         blocks.append(_gap_table(report, limit))
@@ -220,16 +221,18 @@ def _peaks(report: RankReport) -> list[Block]:
 
 
 def _regimes(report: RankReport, level: int, anchor: str) -> list[Block]:
-    if report.attribution.is_empty():
+    attribution = report.summary.attribution
+    if attribution.shares is None or attribution.regime_ns is None:
         return []
-    window, shares = regime_shares(report.attribution)
-    blocks: list[Block] = [Heading(level, f"Where the time goes — {format_duration_ns(window)} of GPU window", f"{anchor}-regimes")]
+    regime_ns = attribution.regime_ns
+    window = f"{format_duration_ns(attribution.window_ns)} of GPU window{_summed(report.summary.window.device_windows)}"
+    blocks: list[Block] = [Heading(level, f"Where the time goes — {window}", f"{anchor}-regimes")]
     blocks.append(Chart("regimes", report))
     recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
     rows = tuple(
         (Cell(key, key=key), Cell("", key=key, share=share), _num(format_percent(share)), _num(format_duration_ns(ns)),
          _num(format_duration_ns(recover[key]) if recover.get(key) else "–"))
-        for key, (share, ns) in shares.items()
+        for key, share, ns in ((key, share, regime_ns[key]) for key, share in attribution.shares.items())
     )
     blocks.append(Table(("regime", "", "share", "time", "recoverable"), rows))
     sentence = coverage_sentence(report)
@@ -255,7 +258,7 @@ def _kernels(report: RankReport, level: int, anchor: str) -> list[Block]:
             _num(f"{r['intensity']:.3g}" if modelled and r["intensity"] is not None else "–"),
             _num(format_rate(r["achieved_flops_per_s"], "FLOP/s") if modelled else "–"),
             _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["regime"] == "memcpy" else "–"),
-            _num(pct_of_roof_cell(r["pct_of_peak"])), Cell(r["roof"] or "–"), Cell(str(r["regime"]), key=str(r["regime"])),
+            _num(roof_fraction_cell(r["pct_of_peak"])), Cell(r["roof"] or "–"), Cell(str(r["regime"]), key=str(r["regime"])),
         ))
     blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report)]
     blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"), tuple(rows)))
@@ -286,15 +289,13 @@ def _fusion(report: RankReport, level: int, anchor: str) -> list[Block]:
 
 
 def _advice(report: RankReport, level: int, anchor: str) -> list[Block]:
-    if report.recoverable.is_empty() or report.attribution.is_empty():
-        return []
-    window, shares = regime_shares(report.attribution)
-    if not window:
+    shares = report.summary.attribution.shares
+    if report.recoverable.is_empty() or shares is None or not report.summary.attribution.window_ns:
         return []
     recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
     how = dict(report.recoverable.select("regime", "how").iter_rows())
     items = []
-    for key, (share, _) in sorted(shares.items(), key=lambda kv: -kv[1][0]):
+    for key, share in sorted(shares.items(), key=lambda kv: -kv[1]):
         if share < 0.01:
             continue
         gain = f", up to {format_duration_ns(recover[key])} recoverable" if recover.get(key) else ""

@@ -14,7 +14,7 @@ from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.model import Trace
-from traceanalyze.report.summaries import SmallKernelSummary, Summary, small_kernel_summary, summarise
+from traceanalyze.report.summaries import SmallKernelSummary, Summary, idle_causes, small_kernel_summary, summarise
 from traceanalyze.report.units import format_duration_ns
 
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
@@ -62,6 +62,7 @@ class RankReport:
     recoverable: pl.DataFrame
     summary: Summary  # this rank's summary figures (report.summaries)
     small_kernel_summary: SmallKernelSummary
+    idle_causes: pl.DataFrame  # idle time by gap cause over this rank's gaps (summaries.idle_causes)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         recoverable=attribution.recoverable(per_kernel, attributed),
         summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
         small_kernel_summary=small_kernel_summary(small),
+        idle_causes=idle_causes(gaps),
     )
 
 

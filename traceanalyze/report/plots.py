@@ -134,7 +134,7 @@ def stacked_bars(rows: Sequence[BarRow], colours: Mapping[str, str], *, kind: st
 @dataclass(frozen=True)
 class RooflinePoint:
     name: str
-    intensity: float  # FLOP/byte
+    intensity_flop_per_byte: float
     flops_per_s: float
     total_ns: float
     bound: str
@@ -165,11 +165,11 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
     """Log-log arithmetic intensity (FLOP/byte) against achieved FLOP/s: the bandwidth roof (a
     slope: bytes/s × FLOP/byte) up to each compute roof (flat), one dot per kernel (area ∝ total
     time, colour = bound)."""
-    points = [p for p in points if p.intensity > 0 and p.flops_per_s > 0]
+    points = [p for p in points if p.intensity_flop_per_byte > 0 and p.flops_per_s > 0]
     if not points and not compute_roofs:
         return empty_chart("roofline", "roofline: no kernel has a FLOP/byte model and the device peaks are unknown")
     ridges = [c.value / b.value for c in compute_roofs for b in bandwidth_roofs]
-    xs = [p.intensity for p in points] + ridges
+    xs = [p.intensity_flop_per_byte for p in points] + ridges
     ys = [p.flops_per_s for p in points] + [c.value for c in compute_roofs]
     x_low, x_high = 10 ** math.floor(math.log10(min(xs) / 2)), 10 ** math.ceil(math.log10(max(xs) * 2))
     y_low, y_high = 10 ** math.floor(math.log10(min(ys) / 2)), 10 ** math.ceil(math.log10(max(ys) * 1.6))
@@ -218,12 +218,12 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
     for p in sorted(points, key=lambda p: -p.total_ns):
         r = 3 + 15 * math.sqrt(p.total_ns / largest)
         colour = REGIME_COLOURS.get(p.bound, MUTED)
-        body.append(f'<circle class="mark" cx="{coord(x(p.intensity))}" cy="{coord(y(p.flops_per_s))}" r="{coord(r)}" fill="{colour}" '
+        body.append(f'<circle class="mark" cx="{coord(x(p.intensity_flop_per_byte))}" cy="{coord(y(p.flops_per_s))}" r="{coord(r)}" fill="{colour}" '
                     f'fill-opacity="0.72" stroke="#ffffff" stroke-width="1">{tooltip(p.tooltip or p.name)}</circle>')
     tags: list[tuple[float, float, list[int]]] = []  # numbers of dots that sit together share one label
     for p in sorted((p for p in points if p.number is not None), key=lambda p: p.number or 0):
         r = 3 + 15 * math.sqrt(p.total_ns / largest)
-        tx, ty = x(p.intensity) + r * 0.7 + 2, y(p.flops_per_s) - r * 0.7
+        tx, ty = x(p.intensity_flop_per_byte) + r * 0.7 + 2, y(p.flops_per_s) - r * 0.7
         near = next((t for t in tags if abs(t[0] - tx) < 14 and abs(t[1] - ty) < 10), None)
         if near is None:
             tags.append((tx, ty, [p.number or 0]))

@@ -4,17 +4,20 @@ opportunities, recoverable time and advice."""
 from __future__ import annotations
 
 import polars as pl
-from tabulate import tabulate
 
-from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.analysis.devices import DevicePeaks
 from traceanalyze.report.model import RankReport
-from traceanalyze.report.summary import peak_figures
+from traceanalyze.report.text_table import text_table
 from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
 
 
-def _table(rows, headers) -> str:
-    text = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    return "\n".join("  " + line for line in text.splitlines())
+def peak_figures(peaks: DevicePeaks) -> str:
+    """"bf16 tensor 312 TFLOP/s, …; 1.55 TB/s memory": the three highest FLOP/s and the bandwidth."""
+    best = sorted(peaks.flops_per_s.items(), key=lambda kv: -kv[1])[:3]
+    figures = ", ".join(f"{dtype} {unit} {format_rate(v, 'FLOP/s')}" for (dtype, unit), v in best)
+    if peaks.default_flops_per_s is not None:
+        figures = ", ".join(filter(None, [figures, f"{format_rate(peaks.default_flops_per_s, 'FLOP/s')} for any other math"]))
+    return f"{figures}; {format_rate(peaks.memory_bandwidth_bytes_per_s, 'B/s')} memory"
 
 
 def peaks_line(report: RankReport) -> list[str]:
@@ -29,26 +32,23 @@ def peaks_line(report: RankReport) -> list[str]:
 
 def coverage_sentence(report: RankReport) -> str | None:
     """"model coverage: …" from the attribution's busy-time columns (docs/roofline.md)."""
-    frame = report.attribution
-    if frame.is_empty() or "modelable_busy_ns" not in frame.columns:
+    attribution = report.summary.attribution
+    share, communication = attribution.model_coverage, attribution.communication_busy_ns
+    if not attribution.modelable_busy_ns or share is None:
         return None
-    modelable, communication = frame["modelable_busy_ns"].sum(), frame["communication_busy_ns"].sum()
-    if not modelable:
-        return None
-    share = frame["modelled_busy_ns"].sum() / modelable
     comm = f"; collectives ({format_duration_ns(communication)} busy) are outside the roofline and not counted" if communication else ""
     return f"model coverage: {format_percent(share)} of GPU busy time has a FLOP/byte model (copies included{comm})"
 
 
 def regime_lines(report: RankReport) -> list[str]:
-    frame = report.attribution
-    if frame.is_empty():
+    attribution = report.summary.attribution
+    if attribution.shares is None or attribution.regime_ns is None:
         return []
-    window = frame["window_ns"].sum()
-    lines = [f"WHERE THE TIME GOES — {format_duration_ns(window)} of GPU window"]
-    for key in ATTRIBUTION_KEYS:
-        ns = frame[f"{key}_ns"].sum()
-        share = ns / window if window else 0.0
+    devices = report.summary.window.device_windows
+    together = f" ({devices} device windows together)" if devices > 1 else ""
+    lines = [f"WHERE THE TIME GOES — {format_duration_ns(attribution.window_ns)} of GPU window{together}"]
+    for key, share in attribution.shares.items():
+        ns = attribution.regime_ns[key]
         lines.append(f"  {key:<14}{bar(share)} {format_percent(share):>6}  {format_duration_ns(ns)}")
     sentence = coverage_sentence(report)
     if sentence:
@@ -57,15 +57,16 @@ def regime_lines(report: RankReport) -> list[str]:
     return lines
 
 
-def pct_of_roof_cell(pct: float | None) -> str:
-    """"43.1%"; above 100% of the roof marked "*" (footnoted by `roof_footnotes`); "–" for none."""
-    if pct is None or pct != pct:
+def roof_fraction_cell(fraction: float | None) -> str:
+    """A fraction of the roof as a cell: "43.1%"; above 100% marked "*" (footnoted by
+    `roof_footnotes`); "–" for none."""
+    if fraction is None or fraction != fraction:
         return "–"
-    return format_percent(pct) + ("*" if pct > 1 else "")
+    return format_percent(fraction) + ("*" if fraction > 1 else "")
 
 
 def roof_footnotes(table: pl.DataFrame) -> list[str]:
-    """One line for the "*" of `pct_of_roof_cell`, and one per reason a copy has no roof."""
+    """One line for the "*" of `roof_fraction_cell`, and one per reason a copy has no roof."""
     lines = []
     if (table["pct_of_peak"].fill_null(0) > 1).any():
         lines.append("  * above 100% of the roof: bytes are an ideal-cache lower bound (every input read once from "
@@ -85,7 +86,7 @@ def _roofline_rows(table: pl.DataFrame, names: list[str], total: int) -> list[li
             f"{r['intensity']:.3g}" if on_roofline and r["intensity"] is not None else "–",
             format_rate(r["achieved_flops_per_s"], "FLOP/s") if on_roofline else "–",
             format_rate(r["achieved_bytes_per_s"], "B/s") if on_roofline or r["regime"] == "memcpy" else "–",
-            pct_of_roof_cell(r["pct_of_peak"]), r["roof"] or "–", str(r["regime"]),
+            roof_fraction_cell(r["pct_of_peak"]), r["roof"] or "–", str(r["regime"]),
         ])
     return rows
 
@@ -101,7 +102,7 @@ def kernel_table(report: RankReport, limit: int = 12) -> list[str]:
     names = distinct_short_names(shown["name"].to_list(), 40)
     ops = [short_name(op, 24) for op in shown["op_name"].to_list()]
     rows = [[name, op, *rest[1:]] for name, op, rest in zip(names, ops, _roofline_rows(shown, names, kernels["total_ns"].sum()))]
-    return ["ROOFLINE — kernels by total time", _table(rows, ["kernel", "op", *COLUMNS]), *roof_footnotes(shown)]
+    return ["ROOFLINE — kernels by total time", text_table(rows, ["kernel", "op", *COLUMNS]), *roof_footnotes(shown)]
 
 
 def op_table(report: RankReport, limit: int = 8) -> list[str]:
@@ -111,7 +112,7 @@ def op_table(report: RankReport, limit: int = 8) -> list[str]:
     shown = ops.head(limit)
     names = [short_name(op or "(no op)", 40) for op in shown["op_name"].to_list()]
     rows = _roofline_rows(shown, names, ops["total_ns"].sum())
-    return ["  top ops by kernel time (their kernels together):", _table(rows, ["op", *COLUMNS])]
+    return ["  top ops by kernel time (their kernels together):", text_table(rows, ["op", *COLUMNS])]
 
 
 def unmodeled_lines(report: RankReport) -> list[str]:
@@ -133,15 +134,14 @@ def fusion_lines(report: RankReport, limit: int = 6) -> list[str]:
              format_duration_ns(r["duration_ns"]), format_count(r["bytes_saved"], "B"), format_duration_ns(r["time_saved_ns"])]
             for r in fusion.head(limit).iter_rows(named=True)]
     return ["FUSION OPPORTUNITIES — runs of bandwidth-bound kernels one fused kernel would replace",
-            _table(rows, ["ops", "module", "runs", "kernels", "time", "bytes saved", "time saved"])]
+            text_table(rows, ["ops", "module", "runs", "kernels", "time", "bytes saved", "time saved"])]
 
 
 def advice_lines(report: RankReport) -> list[str]:
-    if report.recoverable.is_empty() or report.attribution.is_empty():
+    attribution = report.summary.attribution
+    if report.recoverable.is_empty() or attribution.shares is None:
         return []
-    frame = report.attribution
-    window = frame["window_ns"].sum()
-    shares = {key: frame[f"{key}_ns"].sum() / window for key in ATTRIBUTION_KEYS} if window else {}
+    shares = attribution.shares if attribution.window_ns else {}
     lines = ["WHAT TO DO — biggest regime first"]
     recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
     how = dict(report.recoverable.select("regime", "how").iter_rows())

@@ -41,8 +41,9 @@ class AttributionSummary:
     """Regime attribution pooled over device windows: each regime's share of the window and its
     time, and how much of the modelable busy time the op-cost model covered."""
 
+    window_ns: int | None  # Σ over the device windows (the shares' denominator)
     shares: dict[str, float] | None  # regime → Σ regime ns / Σ window ns
-    regime_ns: dict[str, int] | None  # regime → Σ ns
+    regime_ns: dict[str, int] | None  # regime → Σ ns over the device windows
     model_coverage: float | None
     modelled_busy_ns: int | None
     modelable_busy_ns: int | None
@@ -99,11 +100,12 @@ def window_summary(idle_frames: Sequence[pl.DataFrame]) -> WindowSummary:
 def attribution_summary(attribution_frames: Sequence[pl.DataFrame]) -> AttributionSummary:
     frames = [frame for frame in attribution_frames if frame.height]
     if not frames:
-        return AttributionSummary(None, None, None, None, None, None)
+        return AttributionSummary(None, None, None, None, None, None, None)
     frame = pl.concat(frames, how="vertical_relaxed")
     window = frame["window_ns"].sum()
     modelable = frame["modelable_busy_ns"].sum()
     return AttributionSummary(
+        window_ns=window,
         shares={key: (frame[f"{key}_ns"].sum() / window if window else 0.0) for key in ATTRIBUTION_KEYS},
         regime_ns={key: frame[f"{key}_ns"].sum() for key in ATTRIBUTION_KEYS},
         model_coverage=frame["modelled_busy_ns"].sum() / modelable if modelable else None,
@@ -153,11 +155,12 @@ def summarise(idle_frames: Sequence[pl.DataFrame], attribution_frames: Sequence[
     )
 
 
-def regime_shares(frame: pl.DataFrame) -> tuple[int, dict[str, tuple[float, int]]]:
-    """An attribution frame summed over its rows → window ns, {regime: (share, ns)}."""
-    window = int(frame["window_ns"].sum()) if frame.height else 0
-    shares = {}
-    for key in ATTRIBUTION_KEYS:
-        ns = int(frame[f"{key}_ns"].sum()) if frame.height else 0
-        shares[key] = (ns / window if window else 0.0, ns)
-    return window, shares
+def idle_causes(gaps: pl.DataFrame) -> pl.DataFrame:
+    """Idle time by gap cause over `gaps`: `cause`, `duration_ns` (Σ), `gaps` (count) and
+    `share_of_idle`, longest first; causes without gaps are left out."""
+    total = gaps["duration_ns"].sum() if gaps.height else 0
+    return (
+        gaps.group_by("cause").agg(pl.col("duration_ns").sum(), pl.len().alias("gaps"))
+        .sort("duration_ns", descending=True)
+        .with_columns((pl.col("duration_ns") / total if total else pl.lit(0.0)).alias("share_of_idle"))
+    )

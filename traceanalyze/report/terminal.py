@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import polars as pl
-from tabulate import tabulate
 
 from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
+from traceanalyze.report.text_table import text_table
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
 CAUSE_HINTS = {
@@ -39,11 +39,6 @@ def window_kind(report: RankReport, window: str) -> str:
     return "steps" if window == "steps" and report.cpu_steps.height else "activity"
 
 
-def _table(rows, headers, align=None) -> str:
-    text = tabulate(rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True)
-    return "\n".join("  " + line for line in text.splitlines())
-
-
 def _idle_line(report: RankReport, window: str) -> list[str]:
     lines = []
     label = WINDOW_LABELS[window_kind(report, window)]
@@ -57,14 +52,12 @@ def _idle_line(report: RankReport, window: str) -> list[str]:
     return lines
 
 
-def _cause_lines(gaps: pl.DataFrame) -> list[str]:
-    if gaps.is_empty():
+def _cause_lines(causes: pl.DataFrame) -> list[str]:
+    if causes.is_empty():
         return ["  no idle gaps"]
-    total = gaps["duration_ns"].sum()
-    by_cause = gaps.group_by("cause").agg(pl.col("duration_ns").sum(), pl.len()).sort("duration_ns", descending=True)
     lines = ["  idle time by cause:"]
-    for cause, duration, count in by_cause.iter_rows():
-        lines.append(f"    {cause:<7}{format_duration_ns(duration):>10}  {format_percent(duration / total):>6} of idle  "
+    for cause, duration, count, share in causes.select("cause", "duration_ns", "gaps", "share_of_idle").iter_rows():
+        lines.append(f"    {cause:<7}{format_duration_ns(duration):>10}  {format_percent(share):>6} of idle  "
                      f"{plural(count, 'gap'):>10}  — {CAUSE_HINTS[str(cause)]}")
     return lines
 
@@ -81,7 +74,7 @@ def _gap_table(gaps: pl.DataFrame, limit: int, *, with_rank: bool) -> str:
         rows.append(([g["rank"]] if with_rank else []) + row)
     headers = (["rank"] if with_rank else []) + ["#", "duration", "% of window", "cause", "CPU op at gap start",
                                                  "annotation", "step", "next GPU op"]
-    return _table(rows, headers)
+    return text_table(rows, headers)
 
 
 STATS = ("mean", "p50", "p90", "p99", "max")
@@ -103,7 +96,7 @@ def _latency_table(by_group: pl.DataFrame) -> str:
         rows.append([r["group"] if first else "", label, r["count"], *(format_duration_ns(r[k]) for k in STATS)])
     if not rows:
         return "  no launched GPU work"
-    return _table(rows, ["ops", "", "count", *STATS])
+    return text_table(rows, ["ops", "", "count", *STATS])
 
 
 def _kernel_latency_table(by_kernel: pl.DataFrame, limit: int = 10) -> list[str]:
@@ -115,24 +108,23 @@ def _kernel_latency_table(by_kernel: pl.DataFrame, limit: int = 10) -> list[str]
             for name, r in zip(names, shown_rows.iter_rows(named=True))]
     shown = min(limit, by_kernel.height)
     return [f"  launch → start per kernel name (most launched first, {shown} of {plural(by_kernel.height, 'name')}):",
-            _table(rows, ["kernel", "count", *STATS])]
+            text_table(rows, ["kernel", "count", *STATS])]
 
 
 def _small_kernel_lines(report: RankReport, min_run: int) -> list[str]:
-    kernels = report.small_kernels
-    if kernels.is_empty():
+    summary = report.small_kernel_summary
+    if summary.kernels_with_launch == 0:
         return []
-    small = kernels.filter(pl.col("small"))
-    share = small["duration_ns"].sum() / kernels["duration_ns"].sum() if kernels["duration_ns"].sum() else 0
-    lines = [f"  {small.height} of {plural(kernels.height, 'launched kernel')} run shorter than their launch call takes on the CPU "
-             f"({format_percent(share)} of kernel time): the CPU cannot keep the GPU fed with these."]
+    lines = [f"  {summary.count} of {plural(summary.kernels_with_launch, 'launched kernel')} run shorter than their launch "
+             f"call takes on the CPU ({format_percent(summary.share_of_kernel_time)} of kernel time): the CPU cannot keep the "
+             "GPU fed with these."]
     runs = report.small_kernel_runs
     if runs.height:
         lines.append(f"  {plural(runs.height, 'run')} of ≥{min_run} back-to-back small kernels (each starting within its "
                      "launch call's CPU time of the previous one's end) — candidates for CUDA graphs or torch.compile:")
         rows = [[r["kernels"], format_duration_ns(r["span_ns"]), format_duration_ns(r["busy_ns"]), r["stream"],
                  short_name(r["first_kernel"], 44)] for r in runs.head(5).iter_rows(named=True)]
-        lines.append(_table(rows, ["kernels", "span", "GPU busy", "stream", "first kernel"]))
+        lines.append(text_table(rows, ["kernels", "span", "GPU busy", "stream", "first kernel"]))
     return lines
 
 
@@ -140,7 +132,7 @@ def _step_table(steps: pl.DataFrame) -> str:
     rows = [[r["step"], r["device"], format_duration_ns(r["cpu_duration_ns"]), format_duration_ns(r["window_ns"]),
              format_duration_ns(r["busy_ns"]), format_percent(r["idle_fraction"]), r["gpu_ops"]]
             for r in steps.iter_rows(named=True)]
-    return _table(rows, ["step", "device", "CPU step", "GPU window", "GPU busy", "idle", "GPU ops"])
+    return text_table(rows, ["step", "device", "CPU step", "GPU window", "GPU busy", "idle", "GPU ops"])
 
 
 def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> list[str]:
@@ -151,7 +143,7 @@ def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> lis
         lines.append("")
         lines.append("OVERHEAD — is the GPU waiting on the CPU?")
         lines.extend(_idle_line(report, options.window))
-        lines.extend(_cause_lines(report.gaps))
+        lines.extend(_cause_lines(report.idle_causes))
         if report.gaps.height:
             lines.append(f"  longest idle gaps ({min(limit, report.gaps.height)} of {report.gaps.height}):")
             lines.append(_gap_table(report.gaps, limit, with_rank=False))
@@ -177,12 +169,12 @@ def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> lis
     if not report.has_gpu and report.cpu_ops_top.height:
         lines.append("")
         lines.append("CPU — busiest ops (inclusive time):")
-        lines.append(_table([[cpu_name(r["name"], 60), r["count"], format_duration_ns(r["total_ns"])]
+        lines.append(text_table([[cpu_name(r["name"], 60), r["count"], format_duration_ns(r["total_ns"])]
                              for r in report.cpu_ops_top.iter_rows(named=True)], ["op", "calls", "total"]))
     if report.health.height:
         lines.append("")
         lines.append("TRACE HEALTH")
-        lines.append(_table([[r["finding"], r["count"], r["affects"]] for r in report.health.iter_rows(named=True)],
+        lines.append(text_table([[r["finding"], r["count"], r["affects"]] for r in report.health.iter_rows(named=True)],
                             ["finding", "count", "makes unreliable"]))
     return lines
 
@@ -193,7 +185,7 @@ def _ranks_overview(report: Report) -> list[str]:
         window = r.summary.window
         rows.append([r.rank, format_duration_ns(window.window_ns), format_percent(window.idle_fraction),
                      format_duration_ns(r.summary.latency["launch_to_start_ns"].p50), r.gaps.height])
-    return ["RANKS", _table(rows, ["rank", "GPU window", "idle", "launch→start p50", "gaps"])]
+    return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch→start p50", "gaps"])]
 
 
 def render_terminal(report: Report) -> str:

@@ -167,6 +167,11 @@ HEALTH_SCHEMA = pl.Schema(
 )
 
 
+# the device families a rank's trace can be about (`load.classify.device_family`), as reports name them
+DEVICE_FAMILIES = {"CUDA": "CUDA", "ROCm": "ROCm", "MTIA": "MTIA", "accelerator": "an accelerator of another kind",
+                   "none": "none (no device work or launches: a CPU-only run)"}
+
+
 @dataclass(frozen=True)
 class RankMeta:
     """What a trace file says about itself, besides its events."""
@@ -188,6 +193,7 @@ class RankMeta:
     has_device_properties: bool = False
     event_count: int = 0
     flow_events: int = 0  # `ac2g`/`async` flow events in the file; the `flows` table keeps them only when asked
+    device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (`load.classify.device_family`)
     distributed_info: dict[str, Any] = field(default_factory=dict)
 
 

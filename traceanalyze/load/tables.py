@@ -466,8 +466,12 @@ class TraceTables:
         sync_frame = ranked(self._table("sync"), SYNC_SCHEMA).sort("start_ns")
         python_frame = ranked(self._table("python"), PYTHON_SCHEMA).sort("start_ns") if self.include_python else None
         devices_frame, has_props = _devices(document.deviceProperties, rank)
+        family = classify.device_family(
+            has_device_work=gpu_frame.height > 0, runtime_names=runtime_frame["name"].unique().to_list(),
+            device_names=devices_frame["name"].drop_nulls().to_list(), hip_runtime_version=document.hip_runtime_version,
+            cuda_runtime_version=document.cuda_runtime_version, cupti_version=document.cupti_version)
         meta = _meta(document, path=path, rank=rank, rank_source=rank_source, has_props=has_props,
-                     event_count=self.events, flow_events=self.flow_events)
+                     event_count=self.events, flow_events=self.flow_events, device_family=family)
         skipped_frame = pl.DataFrame(
             {"rank": [rank] * len(skipped), "reason": list(skipped), "count": list(skipped.values())},
             schema=SKIPPED_SCHEMA,
@@ -523,6 +527,18 @@ def _cpu_ops_frame(frame: pl.DataFrame, arguments: list[ArgumentTexts], rank: in
 # ----------------------------------------------------------------------------------------------
 # The general path: one event at a time
 
+class _Memo(dict):
+    """`rule(key)`, computed once per distinct key (a category, in the per-event loop)."""
+
+    def __init__(self, rule):
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, key):
+        value = self[key] = self.rule(key)
+        return value
+
+
 class _Columns:
     """Column-wise buffers for one table."""
 
@@ -545,8 +561,8 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
     tables = {name: _Columns(_CPU_TEXT_SCHEMA if name == "cpu_ops" else schema) for name, schema in CHUNK_SCHEMAS.items()}
     gpu, runtime, ops, flows, sync, python = (tables[name] for name in ("gpu", "runtime", "cpu_ops", "flows", "sync", "python"))
 
-    gpu_categories = classify.GPU_CATEGORIES
-    runtime_categories = classify.RUNTIME_CATEGORIES
+    gpu_categories = _Memo(classify.gpu_category_kind)
+    runtime_categories = _Memo(classify.is_runtime_category)
     cpu_categories = classify.CPU_OP_CATEGORIES
     flow_categories = classify.FLOW_CATEGORIES
     max_dur = classify.MAX_DURATION_US
@@ -566,8 +582,8 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
         if category == "python_function" and not include_python:
             continue
         wanted = (
-            category in gpu_categories
-            or category in runtime_categories
+            gpu_categories[category] is not None
+            or runtime_categories[category]
             or category in cpu_categories
             or category in classify.SYNC_CATEGORIES
             or category in classify.PYTHON_CATEGORIES
@@ -587,9 +603,9 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
             skip(SKIP_BAD_DUR, index)
             continue
         args = event.args
-        if category in gpu_categories:
+        if gpu_categories[category] is not None:
             _add_gpu(gpu, event, args, name, classify.gpu_kind(gpu_categories[category], name), start, duration)
-        elif category in runtime_categories:
+        elif runtime_categories[category]:
             _add_runtime(runtime, event, args, name, start, duration)
         elif category in cpu_categories:
             _add_cpu_op(ops, event, args, name, cpu_categories[category], start, duration)
@@ -749,9 +765,9 @@ def _route(category: Any, include_python: bool) -> int:
     lowered = category.lower()
     if lowered in classify.FLOW_CATEGORIES:
         return FLOW
-    if lowered in classify.GPU_CATEGORIES:
+    if classify.gpu_category_kind(lowered) is not None:
         return GPU
-    if lowered in classify.RUNTIME_CATEGORIES:
+    if classify.is_runtime_category(lowered):
         return RUNTIME
     if lowered in classify.CPU_OP_CATEGORIES:
         return CPU_OP
@@ -1130,12 +1146,13 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
     external_id = pl.coalesce("external_id", "external_id_old").alias("external_id")
     if name == "gpu":
         communication = _names_where(frame["name"], lambda n: classify.gpu_kind("kernel", n) == "communication")
+        kinds = {c: classify.gpu_category_kind(c) for c in frame["category"].unique().drop_nulls().to_list()}
         return [
             pl.coalesce("device_arg", "pid_int", 0).cast(pl.Int32, strict=False).alias("device"),
             pl.coalesce("stream_arg", "stream_tid", 0).alias("stream"),
-            pl.when((pl.col("category").replace_strict(classify.GPU_CATEGORIES) == "kernel") & pl.col("name").is_in(communication))
+            pl.when((pl.col("category").replace_strict(kinds) == "kernel") & pl.col("name").is_in(communication))
             .then(pl.lit("communication"))
-            .otherwise(pl.col("category").replace_strict(classify.GPU_CATEGORIES))
+            .otherwise(pl.col("category").replace_strict(kinds))
             .cast(GPU_SCHEMA["kind"])
             .alias("kind"),
             "name", *times, "correlation", external_id, "grid", "block",
@@ -1302,7 +1319,7 @@ def _devices(properties: Any, rank: int) -> tuple[pl.DataFrame, bool]:
 
 
 def _meta(document: TraceDocument, *, path: Path, rank: int, rank_source: str, has_props: bool,
-          event_count: int, flow_events: int) -> RankMeta:
+          event_count: int, flow_events: int, device_family: str) -> RankMeta:
     info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
     world_size = as_int(info.get("world_size"))
     backend = info.get("backend") if isinstance(info.get("backend"), str) else None
@@ -1324,5 +1341,6 @@ def _meta(document: TraceDocument, *, path: Path, rank: int, rank_source: str, h
         has_device_properties=has_props,
         event_count=event_count,
         flow_events=flow_events,
+        device_family=device_family,
         distributed_info={k: v for k, v in info.items() if k in ("rank", "world_size", "backend", "pg_count", "nccl_version")},
     )

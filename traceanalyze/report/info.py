@@ -7,7 +7,7 @@ from tabulate import tabulate
 
 from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.health import trace_health
-from traceanalyze.model import Trace
+from traceanalyze.model import DEVICE_FAMILIES, Trace
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.units import format_duration_ns, plural
 
@@ -35,12 +35,14 @@ def render_info(trace: Trace) -> str:
         lines.extend([f"note: {missing}", ""])
     for single in trace.split_by_rank():
         meta = single.meta[0]
-        world = f" of {meta.world_size}" if meta.world_size else ""
+        # "of N" only with the rank from the same distributedInfo: a rank numbered by file order is no rank of that world
+        world = f" of {meta.world_size}" if meta.world_size and meta.rank_source == "distributedInfo" else ""
         lines.append(f"{meta.source}")
         origin = "no rank recorded" if meta.rank_source == "default" else f"from {meta.rank_source}"
         lines.append(f"  rank {meta.rank}{world} ({origin})"
                      + (f", backend {meta.backend}" if meta.backend else "")
                      + f", schema version {meta.schema_version if meta.schema_version is not None else 'not recorded'}")
+        lines.append(f"  device family: {DEVICE_FAMILIES.get(meta.device_family, meta.device_family)}")
         versions = [f"{label} {value}" for label, value in (("CUDA runtime", meta.cuda_runtime_version),
                     ("CUDA driver", meta.cuda_driver_version), ("HIP runtime", meta.hip_runtime_version),
                     ("CUPTI", meta.cupti_version)) if value is not None]

@@ -63,6 +63,8 @@ class RankReport:
     summary: Summary  # this rank's summary figures (report.summaries)
     small_kernel_summary: SmallKernelSummary
     idle_causes: pl.DataFrame  # idle time by gap cause over this rank's gaps (summaries.idle_causes)
+    device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
+    rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,9 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             "of CPU time; only the CPU side is reported"
             if launches.height
             else "no GPU events in this trace, and no kernel launches (a CPU-only run): only the CPU side is reported"
+            if meta.device_family == "none"
+            else f"no GPU events in this trace ({meta.device_family} runtime calls, but no device work recorded): "
+                 "only the CPU side is reported"
         )
     per_op = launch.launch_latency(trace)
     small = launch.small_kernels(trace, latency=per_op)  # computed once, used three times
@@ -132,6 +137,8 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         rank=meta.rank,
         source=meta.source,
         world_size=meta.world_size,
+        device_family=meta.device_family,
+        rank_source=meta.rank_source,
         has_gpu=has_gpu,
         notes=tuple(notes),
         devices=_devices(trace),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
+from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
@@ -136,7 +137,10 @@ def _step_table(steps: pl.DataFrame) -> str:
 
 
 def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> list[str]:
-    lines = [f"rank {report.rank}" + (f" of {report.world_size}" if report.world_size else "") + f" — {report.source}"]
+    # "of N" only with the rank from the same distributedInfo: a rank numbered by file order is no rank of that world
+    world = f" of {report.world_size}" if report.world_size and report.rank_source == "distributedInfo" else ""
+    family = f" ({DEVICE_FAMILIES[report.device_family]})" if report.device_family not in ("none", None) else ""
+    lines = [f"rank {report.rank}{world} — {report.source}{family}"]
     for note in report.notes:
         lines.append(f"  note: {note}")
     if report.has_gpu:

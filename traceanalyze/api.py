@@ -23,6 +23,7 @@ def analyze(
     peak_flops: float | None = None,
     peak_bandwidth: float | None = None,
     device_file: str | Path | None = None,
+    force_device_file: bool = False,
     limits: LoadLimits = LoadLimits(),
 ) -> Report:
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
@@ -30,7 +31,8 @@ def analyze(
     `.attribution`, `.kernels`, `.fusion`, … (times in ns), and the summary figures in
     `report.summary` and `report.ranks[0].summary`. `max_gaps` is how many idle gaps the rendered
     report lists (the frames hold every gap); `limits` bounds what loading a path may read and hold
-    (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option.
+    (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option, and for a device file that
+    describes another device than the trace's (unless `force_device_file`).
 
     Examples
     --------
@@ -51,6 +53,7 @@ def analyze(
         device_file_name=str(device_file) if device_file is not None else None,
         peak_flops=peak_flops,
         peak_bandwidth=peak_bandwidth,
+        force_device_file=force_device_file,
     )
     loaded = trace if isinstance(trace, Trace) else load_trace(trace, limits=limits)
     return build_report(loaded, ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides))

@@ -91,14 +91,14 @@ def _write_or_echo(text: str, output: Path | None) -> None:
 
 
 def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
-             peak_bandwidth: float | None = None, device_file: Path | None = None,
+             peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
              limits: LoadLimits = _DEFAULT_LIMITS):
     """`api.analyze` with the command's options (its defaults where an option is not given)."""
     from traceanalyze.api import analyze
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
     return analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
-                   device_file=device_file, limits=limits, **extra)
+                   device_file=device_file, force_device_file=force_device_file, limits=limits, **extra)
 
 
 @app.command()
@@ -111,6 +111,7 @@ def report(
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
+    force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
@@ -119,7 +120,7 @@ def report(
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities)."""
     try:
         built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
-                         peak_bandwidth=peak_bandwidth, device_file=device_file,
+                         peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation))
     except TraceAnalyzeError as error:
         fail(error)
@@ -260,6 +261,7 @@ def gate(
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, from `traceanalyze calibrate`) with measured peaks.", show_default=False)] = None,
+    force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
@@ -277,7 +279,7 @@ def gate(
 
     def build(path: Path):
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
-                        limits=_limits(max_event_mb, max_events, max_inflation))
+                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
 
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us, "baseline": baseline,
@@ -325,6 +327,7 @@ def diff(
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, from `traceanalyze calibrate`) with measured peaks.", show_default=False)] = None,
+    force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
@@ -337,7 +340,7 @@ def diff(
 
     def build(path: Path):
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
-                        limits=_limits(max_event_mb, max_events, max_inflation))
+                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
 
     try:
         chosen = parse_statistic(statistic, "--statistic")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.analysis.devices import DevicePeaks, device_peaks, normalized_name
 from traceanalyze.model import DEVICES_SCHEMA, Trace
 
 DESCRIPTION = ("name", "num_sms", "total_memory_bytes")
@@ -86,3 +87,28 @@ def device_id_findings(trace: Trace, rank: int) -> list[tuple[str, int, str]]:
                          f"(listing {listed_text}) does not describe and which cannot be matched to one entry: "
                          "their peaks are unknown"))
     return findings
+
+
+def device_file_mismatches(trace: Trace, peaks: DevicePeaks) -> list[str]:
+    """Devices of the trace that a device file does not describe, one sentence each (empty when
+    it fits, or when nothing can be compared). A file measured on a CPU (`notes.kind` "cpu") fits
+    no GPU. Otherwise the file's table entry (its `base`, or its name resolved like a trace's)
+    must equal the device's (its deviceProperties resolved, docs/devices.md); when either is not
+    in the table, the two names must be the same once normalised (`normalized_name`)."""
+    named = device_peaks(peaks.file_device_name) if peaks.file_device_name else None
+    file_key = peaks.base_key or (named.key if named else None)
+    file_name = normalized_name(peaks.file_device_name or "")
+    problems = []
+    for row in matched_devices(trace).iter_rows(named=True):
+        name = row["name"] or ""
+        described = row["name"] or row["num_sms"] or row["total_memory_bytes"]
+        entry = device_peaks(name, row["num_sms"], row["total_memory_bytes"]) if described else None
+        shown = f"rank {row['rank']} device {row['device']} is {name or 'unnamed'!r}" + (f" ({entry.key})" if entry else "")
+        if peaks.measured_on == "cpu":
+            problems.append(f"{shown}, but the file was measured on a CPU ({peaks.display_name!r})")
+        elif file_key and entry:
+            if file_key != entry.key:
+                problems.append(f"{shown}, but the file describes {file_key} ({peaks.display_name!r})")
+        elif file_name and normalized_name(name) and file_name != normalized_name(name):
+            problems.append(f"{shown}, but the file describes {peaks.display_name!r}")
+    return problems

@@ -61,6 +61,9 @@ class DevicePeaks:
     default_flops_per_s: float | None = None
     host_link: str | None = None  # the host↔device link, e.g. "PCIe Gen4 x16"
     host_link_bytes_per_s: float | None = None  # its peak per direction
+    base_key: str | None = None  # a device file's "base": the table entry it describes
+    measured_on: str | None = None  # a calibrated device file's `notes.kind`: "cpu", "cuda", "rocm"
+    file_device_name: str | None = None  # the "name" a device file gives, if any
 
     def peak_flops(self, dtype: str, tensor_core: bool) -> float | None:
         """Dense peak FLOP/s for math in `dtype` on tensor cores (True) or the SIMT units (False).
@@ -265,6 +268,12 @@ def _tokens(name: str) -> tuple[str, set[str]]:
         text = re.sub(rf"\b{prefix}\b", " ", text)
     text = " ".join(text.split())
     return text, set(text.split())
+
+
+def normalized_name(name: str) -> str:
+    """A device name as the matcher reads it: upper case, punctuation as spaces, vendor words
+    dropped (`"Tesla V100-SXM2-32GB"` → `"V100 SXM2 32GB"`)."""
+    return _tokens(name)[0]
 
 
 def _memory_gib(total_memory_bytes: int | None) -> float | None:
@@ -532,7 +541,15 @@ def peaks_from_dict(document: Any, *, where: str = "device file") -> DevicePeaks
         default_flops_per_s=default,
         host_link=base.host_link if base else None,
         host_link_bytes_per_s=base.host_link_bytes_per_s if base else None,
+        base_key=base.key if base else None,
+        measured_on=_measured_on(document.get("notes")),
+        file_device_name=str(document["name"]) if document.get("name") else None,
     )
+
+
+def _measured_on(notes: Any) -> str | None:
+    kind = notes.get("kind") if isinstance(notes, dict) else None
+    return kind if isinstance(kind, str) and kind else None
 
 
 def load_device_file(path: str | Path) -> DevicePeaks:

@@ -18,8 +18,9 @@ from traceanalyze.analysis.costs.conv_geometry import recover_forward_costs
 from traceanalyze.analysis.costs.registry import FAMILIES
 from traceanalyze.analysis.costs.table import op_costs
 from traceanalyze.analysis.cpu_context import by_op_id
-from traceanalyze.analysis.device_match import matched_devices
+from traceanalyze.analysis.device_match import device_file_mismatches, matched_devices
 from traceanalyze.analysis.kernel_ops import kernel_ops
+from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
 
 REGIMES = ("compute", "bandwidth", "communication", "memcpy", "unmodeled")
@@ -47,6 +48,7 @@ class PeakOverrides:
     device_file_name: str | None = None
     peak_flops: float | None = None
     peak_bandwidth: float | None = None
+    force_device_file: bool = False  # use a device file even when it describes another device
 
 
 def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[PeakChoice]:
@@ -56,6 +58,12 @@ def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[P
     figures (both are needed for a device we do not know)."""
     overrides = overrides or PeakOverrides()
     named = matched_devices(trace)
+    if overrides.device_file is not None and not overrides.force_device_file:
+        mismatches = device_file_mismatches(trace, overrides.device_file)
+        if mismatches:
+            raise ConfigError(f"{overrides.device_file_name or 'device file'}: describes another device: {mismatches[0]}"
+                              + (f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else "")
+                              + "; use a device file of this device, or --force-device-file to use it anyway")
     choices = []
     for row in named.iter_rows(named=True):
         if overrides.device_file is not None:

@@ -92,22 +92,25 @@ def _busy_ns(ops: pl.DataFrame, bounds: pl.DataFrame, by: list[str], name: str) 
 
 def model_coverage(roofline: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Share of GPU busy time with a FLOP/byte model → `by + [modelled_busy_ns, modelable_busy_ns,
-    communication_busy_ns, model_coverage]`.
+    communication_busy_ns, unroofed_busy_ns, model_coverage]`.
 
     `modelable_busy_ns` = |union of non-communication GPU ops ∩ window|, `modelled_busy_ns` = the
     same over those with a model (kernels whose op has FLOPs and bytes, copies and sets), and
     `model_coverage` their ratio (null without such time). Collectives are bound by the
     interconnect, not the roofline: they are in neither, and their own busy time is
     `communication_busy_ns`. An instant where a modelled and an unmodelled op overlap counts as
-    modelled."""
-    roofline = roofline.select(*by, "start_ns", "end_ns", "kind", "modelled")  # a filter copies what it keeps
+    modelled. `unroofed_busy_ns` = |union of modelled kernels without a roof (regime `unmodeled`:
+    device or dtype peak unknown) ∩ window|: time the model covers that still counts as
+    `unmodeled` in the attribution, whose shares are of the window, not of busy time."""
+    roofline = roofline.select(*by, "start_ns", "end_ns", "kind", "modelled", "regime")  # a filter copies what it keeps
     compute = roofline.filter(pl.col("kind") != "communication")
     parts = [
         _busy_ns(compute.filter(pl.col("modelled")), bounds, by, "modelled_busy_ns"),
         _busy_ns(compute, bounds, by, "modelable_busy_ns"),
         _busy_ns(roofline.filter(pl.col("kind") == "communication"), bounds, by, "communication_busy_ns"),
+        _busy_ns(compute.filter(pl.col("modelled") & (pl.col("regime") == "unmodeled")), bounds, by, "unroofed_busy_ns"),
     ]
-    frame = parts[0].join(parts[1], on=by).join(parts[2], on=by)
+    frame = parts[0].join(parts[1], on=by).join(parts[2], on=by).join(parts[3], on=by)
     return frame.with_columns(
         pl.when(pl.col("modelable_busy_ns") > 0).then(pl.col("modelled_busy_ns") / pl.col("modelable_busy_ns")).alias("model_coverage")
     )

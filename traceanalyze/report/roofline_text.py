@@ -37,7 +37,11 @@ def coverage_sentence(report: RankReport) -> str | None:
     if not attribution.modelable_busy_ns or share is None:
         return None
     comm = f"; collectives ({format_duration_ns(communication)} busy) are outside the roofline and not counted" if communication else ""
-    return f"model coverage: {format_percent(share)} of GPU busy time has a FLOP/byte model (copies included{comm})"
+    unroofed = attribution.unroofed_busy_ns
+    no_roof = (f"; {format_percent(unroofed / attribution.modelable_busy_ns)} of it has a model but no roof (device or dtype peak unknown) "
+               "and is counted as unmodeled" if unroofed else "")
+    return (f"model coverage: {format_percent(share)} of GPU busy time has a FLOP/byte model (copies included{comm}){no_roof}; "
+            "the shares above are of the window")
 
 
 def regime_lines(report: RankReport) -> list[str]:

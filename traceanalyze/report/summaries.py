@@ -48,6 +48,7 @@ class AttributionSummary:
     modelled_busy_ns: int | None
     modelable_busy_ns: int | None
     communication_busy_ns: int | None
+    unroofed_busy_ns: int | None = None  # modelled busy time with no roof, counted as unmodeled
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,7 @@ def attribution_summary(attribution_frames: Sequence[pl.DataFrame]) -> Attributi
         modelled_busy_ns=frame["modelled_busy_ns"].sum(),
         modelable_busy_ns=modelable,
         communication_busy_ns=frame["communication_busy_ns"].sum(),
+        unroofed_busy_ns=frame["unroofed_busy_ns"].sum(),
     )
 
 

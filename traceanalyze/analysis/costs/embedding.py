@@ -18,14 +18,50 @@ def _embedding(args: Args, name: str) -> OpCost:
 
 
 def _embedding_backward(args: Args, name: str) -> OpCost:
+    """embedding_backward / embedding_dense_backward(grad_output, indices, num_weights, ...): one
+    accumulate per gradient element into a `[num_weights, D]` weight gradient."""
     grad, indices = args.need(0, "grad_output"), args.need(1, "indices")
-    num_weights = args.scalar(2 if name != "_embedding_bag_dense_backward" else 5)
+    num_weights = args.scalar(2)
     if not isinstance(num_weights, int) or isinstance(num_weights, bool):
         raise Unmodelled("shape arguments incomplete: num_weights not recorded")
     dim = grad.shape[-1] if grad.shape else 1
     out = grad.like([num_weights, dim])
-    composite = name in ("embedding_backward", "_embedding_bag_backward")
+    composite = name == "embedding_backward"
     return OpCost(float(grad.numel), total_bytes(args.tensors()) + out.nbytes, EMBEDDING, composite, grad.cls)
+
+
+# name → (argument positions of num_weights, mode and sparse (None: always dense), composite)
+_BAG_BACKWARD: dict[str, tuple[int, int, int | None, bool]] = {
+    "_embedding_bag_dense_backward": (5, 7, None, False),
+    "_embedding_bag_backward": (6, 8, 9, True),
+}
+_MAX_MODE = 2  # EmbeddingBagMode: 0 sum, 1 mean, 2 max
+
+
+def _embedding_bag_backward(args: Args, name: str) -> OpCost:
+    """The weight gradient of an embedding bag from the bags' gradient `[bags, D]`: every looked-up
+    row accumulates its bag's D values (sum, mean: lookups × D FLOPs); in max mode each output
+    element came from one row (bags × D). Reads every tensor argument once; writes the dense
+    `[num_weights, D]` gradient, or for `sparse=True` one row of D values and one int64 row index
+    per lookup."""
+    num_weights_at, mode_at, sparse_at, composite = _BAG_BACKWARD[name]
+    grad, indices = args.need(0, "grad"), args.need(1, "indices")
+    if len(grad.shape) != 2:
+        raise Unmodelled(f"shape arguments inconsistent: embedding bag gradient {list(grad.shape)}")
+    bags, dim = grad.shape
+    mode = args.scalar(mode_at)
+    note = ""
+    if not isinstance(mode, int) or isinstance(mode, bool):
+        mode, note = 0, "mode not recorded: sum assumed"
+    flops = float((bags if mode == _MAX_MODE else indices.numel) * dim)
+    if sparse_at is not None and args.flag(sparse_at, False):
+        written = [grad.like([indices.numel, dim]), Tensor((indices.numel,), "long int")]
+    else:
+        num_weights = args.scalar(num_weights_at)
+        if not isinstance(num_weights, int) or isinstance(num_weights, bool):
+            raise Unmodelled("shape arguments incomplete: num_weights not recorded")
+        written = [grad.like([num_weights, dim])]
+    return OpCost(flops, total_bytes(args.tensors()) + total_bytes(written), EMBEDDING, composite, grad.cls, note)
 
 
 def _embedding_bag(args: Args, name: str) -> OpCost:
@@ -45,6 +81,7 @@ def _embedding_bag(args: Args, name: str) -> OpCost:
 OPS: tuple[Op, ...] = (
     Op("embedding", _embedding, 6), Op("embedding_backward", _embedding_backward, 6),
     Op("embedding_dense_backward", _embedding_backward, 6),
-    Op("_embedding_bag_dense_backward", _embedding_backward, 11), Op("embedding_bag", _embedding_bag, 9),
+    Op("_embedding_bag_dense_backward", _embedding_bag_backward, 11),
+    Op("_embedding_bag_backward", _embedding_bag_backward, 12), Op("embedding_bag", _embedding_bag, 9),
     Op("_embedding_bag", _embedding_bag, 13), Op("_embedding_bag_forward_only", _embedding_bag, 13),
 )

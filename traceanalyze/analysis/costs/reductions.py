@@ -76,6 +76,22 @@ def _scan(args: Args, name: str) -> OpCost:
     return OpCost(float(x.numel), x.nbytes + total_bytes(outs), REDUCTION, False, x.cls)
 
 
+def _sort(args: Args, name: str) -> OpCost:
+    """sort(self, dim, descending) and sort.stable(self, stable, dim, descending), with or without
+    `values`/`indices` out= tensors: a comparison sort of each slice along `dim`, ⌈log2 k⌉
+    comparisons per element (k = the size of `dim`); reads `self`, writes the sorted values and
+    their int64 indices."""
+    x = args.need(0, "self")
+    dim = args.scalar(2 if len(args) in (4, 6) else 1)  # the stable overloads put `stable` first
+    note = ""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        dim, note = -1, "dim not recorded: last dimension assumed"
+    size = x.shape[dim % len(x.shape)] if x.shape else 1
+    comparisons = math.ceil(math.log2(size)) if size > 1 else 0
+    written = [x.like(), x.like(type="long int")]
+    return OpCost(float(x.numel * comparisons), x.nbytes + total_bytes(written), REDUCTION, False, x.cls, note)
+
+
 # aten ops (without `aten::`): handler, the most arguments of any overload in the PyTorch schemas
 OPS: tuple[Op, ...] = (
     Op("sum", _reduction, 5), Op("nansum", _reduction, 5), Op("mean", _reduction, 5), Op("nanmean", _reduction, 5),
@@ -85,5 +101,5 @@ OPS: tuple[Op, ...] = (
     Op("std_mean", _reduction, 6), Op("var_mean", _reduction, 6), Op("norm", _reduction, 6),
     Op("linalg_vector_norm", _reduction, 6), Op("count_nonzero", _reduction, 3), Op("aminmax", _reduction, 5),
     Op("frobenius_norm", _reduction, 4), Op("cumsum", _scan, 4), Op("cumprod", _scan, 4), Op("cummax", _scan, 4),
-    Op("cummin", _scan, 4), Op("logcumsumexp", _scan, 3),
+    Op("cummin", _scan, 4), Op("logcumsumexp", _scan, 3), Op("sort", _sort, 6),
 )

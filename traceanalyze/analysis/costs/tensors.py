@@ -73,6 +73,8 @@ _RANK = {
     "complex32": 9, "complex64": 10, "complex128": 11,
 }
 FLOAT_CLASSES = {"fp4", "fp8", "fp16", "bf16", "fp32", "fp64"}
+# The dtypes PyTorch gives a Python float, int, bool or complex it wraps as a 0-dim tensor.
+PYTHON_NUMBER_CLASSES = {"fp64", "int64", "bool", "complex128"}
 
 
 def element_size(type_name: str) -> int | None:
@@ -89,10 +91,14 @@ def dtype_class(type_name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Tensor:
-    """One tensor argument: shape and dtype (`type` is the recorded `Input type` string)."""
+    """One tensor argument: shape and dtype (`type` is the recorded `Input type` string).
+
+    `python_number`: a number the op received from Python, which PyTorch wraps as a 0-dim tensor
+    (`Args.tensor` says when); the kernel gets it by value, so it moves no bytes."""
 
     shape: tuple[int, ...]
     type: str
+    python_number: bool = False
 
     @property
     def numel(self) -> int:
@@ -108,9 +114,11 @@ class Tensor:
 
     @property
     def nbytes(self) -> float:
-        return float(self.numel * self.itemsize)
+        return 0.0 if self.python_number else float(self.numel * self.itemsize)
 
     def like(self, shape: Sequence[int] | None = None, type: str | None = None) -> Tensor:
+        """A tensor of this one's dtype and shape unless given (a device tensor, even if this is a
+        Python number)."""
         return Tensor(tuple(self.shape if shape is None else shape), self.type if type is None else type)
 
 
@@ -150,6 +158,9 @@ class Args:
         self.concrete = list(concrete) if concrete is not None else None
         self.strides = list(strides) if strides is not None else None
         self.list_dtype: str | None = None  # set when a TensorList's element dtype had to be assumed
+        # a dimensioned tensor argument: 0-dim arguments of Python-number dtypes are then numbers
+        self.has_dimensioned = any(
+            self.type(i) in DTYPES and _is_int_list(shape) and len(shape) > 0 for i, shape in enumerate(self.dims))
 
     def __len__(self) -> int:
         return len(self.dims)
@@ -158,13 +169,17 @@ class Args:
         return self.types[i] if i < len(self.types) and self.types[i] is not None else ""
 
     def tensor(self, i: int) -> Tensor | None:
-        """Argument `i` as a tensor, or None if absent, not a tensor, or an undefined tensor."""
+        """Argument `i` as a tensor, or None if absent, not a tensor, or an undefined tensor.
+
+        A 0-dim argument of a Python number's dtype (float64, int64, bool, complex128) next to a
+        dimensioned tensor argument is a Python number (`x * 2.0`, `x + 1`): `python_number`."""
         if i >= len(self.dims) or self.type(i) not in DTYPES:
             return None
         shape = self.dims[i]
         if not _is_int_list(shape):
             return None
-        return Tensor(tuple(shape), self.type(i))
+        number = not shape and self.has_dimensioned and DTYPES[self.type(i)][1] in PYTHON_NUMBER_CLASSES
+        return Tensor(tuple(shape), self.type(i), number)
 
     def need(self, i: int, what: str = "tensor") -> Tensor:
         t = self.tensor(i)

@@ -309,7 +309,7 @@ def gate(
     if output is None:
         typer.echo(text, nl=False)
     for line in annotations:  # workflow commands are read from stdout; keep a JSON verdict on stdout clean
-        typer.echo(line, err=output is None and format.value == "json")
+        typer.echo(line, err=output is None and format.value in gate_formats.PARSED_BY_PROGRAMS)
     if output is not None:
         typer.echo(f"wrote {output}", err=True)
     raise typer.Exit(verdict.exit_code)

@@ -14,3 +14,4 @@ RENDERERS: Mapping[str, Callable[[Verdict], str]] = {
     "json": render_verdict_json,
     "markdown": render_verdict_markdown,
 }
+PARSED_BY_PROGRAMS = frozenset({"json"})  # formats whose stdout a program reads: annotations go to stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.device_match import device_id_findings
-from traceanalyze.model import HEALTH_SCHEMA, Trace, linked_gpu
+from traceanalyze.model import HEALTH_SCHEMA, LAUNCH_KINDS, Trace, linked_gpu
 
 
 def trace_health(trace: Trace) -> pl.DataFrame:
@@ -31,6 +31,10 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         ).height
         add(rank, "launches_without_gpu_work", unlaunched, "idle time and GPU busy time (GPU activity may be missing)",
             "kernel launch calls with no GPU op of the same correlation id")
+        launch_ids = runtime.filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())["correlation"]
+        add(rank, "repeated_correlation_ids", launch_ids.len() - launch_ids.n_unique(),
+            "launch latency; kernel → op attribution (GPU ops of a repeated id link to its first launch call)",
+            "launch, copy and set calls whose correlation id an earlier call of the rank already carries")
         skewed = gpu.filter(pl.col("start_ns") < pl.col("launch_start_ns")).height
         add(rank, "clock_skew", skewed,
             "launch latency and queue depth (these ops are left out of both); the cause of the idle gap "

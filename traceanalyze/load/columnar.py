@@ -139,7 +139,8 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     strings: list[str] = scanned["strings"]
     events = _events_frame(scanned)
     _check(events, [_tag(field).is_in(allowed) for field, allowed in _TOP_ALLOWED.items()])
-    events = events.with_row_index("seq").with_columns(pl.Series("table", _table_codes(scanned, strings, include_python)))
+    codes, no_phase = _table_codes(scanned, strings, include_python)
+    events = events.with_row_index("seq").with_columns(pl.Series("table", codes))
     # args: an object (or absent) where a table decodes them; else also null (never read)
     reads_args = pl.col("table").is_in(_READ_TABLES)
     _check(events, [pl.when(reads_args).then(_tag("args").is_in((ABSENT, OBJECT)))
@@ -170,12 +171,15 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
         for reason, count, first in dropped:
             before, earliest = skipped.get(reason, (0, first))
             skipped[reason] = (before + count, min(earliest, first))
+    if no_phase is not None:
+        skipped[_tables.SKIP_NO_PHASE] = no_phase
     return _tables.ChunkTables(frames=finished, events=events_count, skipped=skipped, arguments=arguments)
 
 
-def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> Any:
+def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> tuple[Any, tuple[int, int] | None]:
     """The table of each event (`tables.DROP`, `GPU`, …): its category's route where its phase is
-    right (`X`; `s`/`f`/`t` for flows), as `tables._fast_chunk` routes them."""
+    right (`X`; `s`/`f`/`t` for flows), as `tables._fast_chunk` routes them; and (count, first
+    event) of the events of a routed category without `ph` (None when there are none)."""
     fields = scanned["fields"]
     np = _numpy()
 
@@ -189,7 +193,10 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
     route = routes[code_of("cat")]
     phase = code_of("ph")
     phase_ok = np.where(route == _tables.FLOW, is_flow_phase[phase], is_x[phase])
-    return np.where(phase_ok, route, _tables.DROP).astype(np.uint8)
+    phase_tags = np.frombuffer(fields["ph"][0], dtype=np.uint8)
+    missing = np.flatnonzero((route != _tables.DROP) & ((phase_tags == ABSENT) | (phase_tags == NULL)))
+    no_phase = (int(missing.size), int(missing[0])) if missing.size else None
+    return np.where(phase_ok, route, _tables.DROP).astype(np.uint8), no_phase
 
 
 class _Lookups:

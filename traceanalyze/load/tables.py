@@ -338,6 +338,7 @@ SKIP_NO_TS_OR_NAME = "event without a valid ts or name"
 SKIP_NO_DUR = "event without a valid dur"
 SKIP_BAD_DUR = "negative or absurd duration (< 0 or > 1 day)"
 SKIP_MALFORMED = "malformed event (fields of the wrong type)"
+SKIP_NO_PHASE = "event without a phase (ph) of a category the tables read"
 
 
 @dataclass
@@ -562,6 +563,7 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
     gpu, runtime, ops, flows, sync, python = (tables[name] for name in ("gpu", "runtime", "cpu_ops", "flows", "sync", "python"))
 
     gpu_categories = _Memo(classify.gpu_category_kind)
+    routes = _Memo(lambda category: _route(category, include_python))
     runtime_categories = _Memo(classify.is_runtime_category)
     cpu_categories = classify.CPU_OP_CATEGORIES
     flow_categories = classify.FLOW_CATEGORIES
@@ -573,6 +575,10 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
             continue
         category = category.lower()
         phase = event.ph
+        if phase is None:
+            if routes[category] != DROP:
+                skip(SKIP_NO_PHASE, index)
+            continue
         if phase in ("s", "f", "t"):
             if category in flow_categories:
                 _add_flow(flows, event, category)
@@ -800,6 +806,7 @@ def _fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
     frames: dict[str, pl.DataFrame] = {}
     texts: tuple[pl.Series, ...] = ()
     unread: list[Any] = []  # args no table reads: the general path counts an event whose args are not an object
+    no_phase: list[int] = []  # events of a category a table reads, without `ph`
     offset = 0
     for code, count in counts.iter_rows():
         subset = grouped[offset:offset + count]
@@ -809,6 +816,8 @@ def _fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
             phases = [e.ph for e in subset]
             wanted = _PHASES.get(code, _X)
             if not set(phases) <= wanted:  # e.g. an instant event ("i") of a table's category
+                if None in phases:
+                    no_phase.extend(index.filter(pl.Series([p is None for p in phases], dtype=pl.Boolean)).to_list())
                 right = pl.Series([p in wanted for p in phases], dtype=pl.Boolean)
                 unread.extend(a for a in [e.args for e in _take(subset, (~right).arg_true().to_list())] if a)
                 index = index.filter(right)
@@ -838,6 +847,8 @@ def _fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
         for reason, count, first in dropped:
             before, earliest = skipped.get(reason, (0, first))
             skipped[reason] = (before + count, min(earliest, first))
+    if no_phase:
+        skipped[SKIP_NO_PHASE] = (len(no_phase), min(no_phase))
     return ChunkTables(frames=finished, events=len(events), skipped=skipped, arguments=arguments)
 
 

@@ -106,7 +106,12 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     if window == "steps" and trace.steps.is_empty():
         notes.append("no ProfilerStep spans: the window is the GPU activity span instead")
         window = "activity"
-    if not has_gpu:
+    skipped = trace.skipped.filter(pl.col("count") > 0)
+    if not has_gpu and skipped.height:  # e.g. every kernel with a negative duration: recorded, but unusable
+        listed = "; ".join(f"{count} {reason}" for reason, count in skipped.select("reason", "count").iter_rows())
+        notes.append(f"no usable GPU events in this trace: {int(skipped['count'].sum())} events were skipped as "
+                     f"malformed ({listed}), GPU work perhaps among them; only the CPU side is reported")
+    elif not has_gpu:
         launches = trace.runtime.filter(pl.col("kind").is_in(["launch", "graph_launch"]))
         notes.append(
             f"no GPU events in this trace: GPU kernels were not recorded, though {launches.height} kernel launch "

@@ -1,0 +1,119 @@
+"""Inputs that load, but whose messages misled (issue 13): each now says what happened."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from builder import TraceBuilder
+
+from traceanalyze.analysis.health import trace_health
+from traceanalyze.cli import app
+from traceanalyze.load import columnar, load_trace
+from traceanalyze.load.tables import SKIP_BAD_DUR, SKIP_NO_PHASE, _general_chunk, msgspec_chunk
+from traceanalyze.model import linked_gpu
+from traceanalyze.report.model import build_report
+
+EVENT = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0,
+         "args": {"device": 0, "stream": 7, "correlation": 1}}
+
+
+def small_trace() -> TraceBuilder:
+    builder = TraceBuilder()
+    op = builder.cpu_op("aten::relu", 0, 20)
+    builder.kernel(builder.launch(5, 4, external_id=op), 12.5, 3.25)
+    return builder
+
+
+def test_a_utf8_byte_order_mark_is_read_past(tmp_path):
+    plain = small_trace().write(tmp_path / "plain.json")
+    marked = tmp_path / "marked.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    for table in ("gpu", "runtime", "cpu_ops"):
+        assert getattr(load_trace(marked), table).equals(getattr(load_trace(plain), table))
+
+
+def test_events_without_a_phase_are_counted():
+    events = [EVENT, {k: v for k, v in EVENT.items() if k != "ph"}, {**EVENT, "ph": None},
+              {"cat": "cpu_op", "name": "x", "ts": 1, "dur": 1},  # counted: cpu_ops reads this category
+              {"cat": "some_other", "name": "y", "ts": 1, "dur": 1},  # not counted: no table reads it
+              {"cat": "python_function", "name": "p", "ts": 1, "dur": 1}]  # not counted: python is not kept
+    text = json.dumps(events).encode()
+    chunks = [msgspec_chunk(text), _general_chunk(text, False)]
+    if columnar.available():
+        chunks.append(columnar.chunk_tables(text, False))
+    for chunk in chunks:
+        assert chunk.skipped == {SKIP_NO_PHASE: (3, 1)}
+
+
+def test_events_without_a_phase_reach_health(tmp_path):
+    path = tmp_path / "no_ph.json"
+    path.write_text(json.dumps({"traceEvents": [EVENT] + [{k: v for k, v in EVENT.items() if k != "ph"}] * 4}))
+    health = trace_health(load_trace(path))
+    assert health.filter(pl.col("finding") == "malformed_events_skipped").select("count", "detail").rows() == [
+        (4, SKIP_NO_PHASE)]
+
+
+def test_negative_kernel_durations_are_not_called_unrecorded(tmp_path):
+    builder = TraceBuilder()
+    op = builder.cpu_op("aten::relu", 0, 20)
+    builder.launch(5, 4, external_id=op)
+    document = builder.to_dict()
+    document["traceEvents"] += [{**EVENT, "dur": -2.0, "ts": 10.0 + i} for i in range(3)]
+    path = tmp_path / "negative.json"
+    path.write_text(json.dumps(document))
+    notes = " ".join(build_report(load_trace(path)).ranks[0].notes)
+    assert f"3 events were skipped as malformed (3 {SKIP_BAD_DUR})" in notes
+    assert "not recorded" not in notes
+
+
+def test_ranks_that_all_claim_rank_0_are_not_printed_beyond_the_world(tmp_path):
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for i in range(16):
+        document = small_trace().to_dict()
+        document["distributedInfo"] = {"rank": 0, "world_size": 8, "backend": "nccl"}
+        (folder / f"worker{i:02d}.json").write_text(json.dumps(document))
+    trace = load_trace(folder, workers=1)
+    assert [m.rank for m in trace.meta] == list(range(16))
+    assert {m.rank_source for m in trace.meta} == {"file order"}
+    health = trace_health(trace).filter(pl.col("finding") == "distributed_rank_not_used")
+    assert health.height == 16 and "distributedInfo says rank 0" in health["detail"][15]
+    for command in ("info", "report"):
+        output = CliRunner().invoke(app, [command, str(folder)]).output
+        assert " of 8" not in output.replace("4 of 8", "")  # no "rank 15 of 8"
+        assert "rank 15" in output
+
+
+def repeated_ids_trace(n: int) -> dict:
+    """n launches and n kernels that all carry correlation 7 and External id 5, and n ops of External id 5."""
+    events = []
+    for i in range(n):
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 3,
+                       "args": {"External id": 5}})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10 * i + 1,
+                       "dur": 1, "args": {"External id": 5, "correlation": 7}})
+        events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10 * i + 3, "dur": 5,
+                       "args": {"External id": 5, "correlation": 7, "device": 0, "stream": 7}})
+    return {"traceEvents": events, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132}]}
+
+
+def test_repeated_ids_stay_linear_and_are_counted(tmp_path):
+    """Every kernel shares one correlation id: a join on ids that multiplied rows would take n² here
+    (10^9 rows at n = 30,000); linked, each kernel finds the first launch, in linear time."""
+    path = tmp_path / "repeated.json"
+    n = 30_000
+    path.write_text(json.dumps(repeated_ids_trace(n)))
+    started = time.perf_counter()
+    trace = load_trace(path)
+    report = build_report(trace)
+    seconds = time.perf_counter() - started
+    assert seconds < 30, f"{seconds:.1f} s"
+    health = trace_health(trace)
+    assert health.filter(pl.col("finding") == "repeated_correlation_ids")["count"].to_list() == [n - 1]
+    assert linked_gpu(trace)["launch_start_ns"].unique().to_list() == [1000]  # the first launch, for every kernel
+    assert report.ranks[0].devices.height == 1

@@ -52,7 +52,7 @@ def fail(error: TraceAnalyzeError) -> None:
 
 @app.command()
 def info(
-    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.")],
+    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.", readable=False)],
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
@@ -103,7 +103,7 @@ def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = No
 
 @app.command()
 def report(
-    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.")],
+    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.", readable=False)],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
@@ -243,7 +243,7 @@ def calibrate(
 
 @app.command()
 def gate(
-    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace, a folder of per-rank traces, or a saved JSON report.")],
+    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace, a folder of per-rank traces, or a saved JSON report.", readable=False)],
     max_idle_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: GPU idle fraction per step at most this (0.15 or 15%).", show_default=False)] = None,
     max_overhead: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: overhead share of the regime attribution at most this.", show_default=False)] = None,
     min_compute: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: compute share of the regime attribution at least this.", show_default=False)] = None,
@@ -317,8 +317,8 @@ def gate(
 
 @app.command()
 def diff(
-    base: Annotated[Path, typer.Argument(help="The baseline: a trace, a folder of per-rank traces, or a saved JSON report.")],
-    new: Annotated[Path, typer.Argument(help="The new run: a trace, a folder of per-rank traces, or a saved JSON report.")],
+    base: Annotated[Path, typer.Argument(help="The baseline: a trace, a folder of per-rank traces, or a saved JSON report.", readable=False)],
+    new: Annotated[Path, typer.Argument(help="The new run: a trace, a folder of per-rank traces, or a saved JSON report.", readable=False)],
     format: Annotated[DiffFormat, typer.Option("--format", "-f", help="Output format.")] = DiffFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.", show_default=False)] = None,
     statistic: Annotated[str, typer.Option(metavar="median|p90|mean|max", help="Per-step statistic for step time and idle.")] = "median",

@@ -117,3 +117,31 @@ def test_repeated_ids_stay_linear_and_are_counted(tmp_path):
     assert health.filter(pl.col("finding") == "repeated_correlation_ids")["count"].to_list() == [n - 1]
     assert linked_gpu(trace)["launch_start_ns"].unique().to_list() == [1000]  # the first launch, for every kernel
     assert report.ranks[0].devices.height == 1
+
+
+@pytest.mark.parametrize("command", ["report", "info", "gate", "diff"])
+def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch, command):
+    """No usage box from the command line's own check: the loader says "permission denied"."""
+    import builtins
+    import errno
+    import os
+
+    from traceanalyze.load import chrome
+
+    path = small_trace().write(tmp_path / "secret.json")
+    good = small_trace().write(tmp_path / "good.json")
+
+    def denied(file, *args, **kwargs):
+        if str(file) == str(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(file))
+        return builtins.open(file, *args, **kwargs)
+
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda file, mode, **kw: str(file) != str(path) and real_access(file, mode, **kw))
+    monkeypatch.setattr(chrome, "open", denied, raising=False)
+    extra = {"gate": ["--max-idle-fraction", "1"], "diff": []}.get(command, [])
+    arguments = [command, str(good), str(path)] if command == "diff" else [command, str(path), *extra]
+    result = CliRunner().invoke(app, arguments)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].endswith("secret.json: cannot read: permission denied")

@@ -17,6 +17,7 @@ from traceanalyze.load import columnar, load_trace
 from traceanalyze.load.classify import device_family, gpu_category_kind, is_runtime_category, runtime_kind
 from traceanalyze.load.tables import _general_chunk, msgspec_chunk
 from traceanalyze.model import linked_gpu
+from traceanalyze.report.jsonout import render_json
 from traceanalyze.report.model import build_report
 from traceanalyze.report.terminal import render_terminal
 
@@ -63,6 +64,7 @@ def test_mtia_trace(tmp_path):
     assert report.ranks[0].has_gpu and report.ranks[0].device_family == "MTIA"
     assert report.ranks[0].latency.height == 5  # one launch → start per job
     assert f"— {path} (MTIA)" in render_terminal(report)
+    assert json.loads(render_json(report))["ranks"][0]["device_family"] == "MTIA"
 
 
 @pytest.mark.parametrize("path_name", ["columnar", "msgspec", "general"])

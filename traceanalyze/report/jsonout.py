@@ -220,6 +220,7 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
         rank=report.rank,
         source=str(report.source),
         world_size=report.world_size,
+        device_family=report.device_family,
         has_gpu_events=report.has_gpu,
         notes=list(report.notes),
         summary=summary,

@@ -244,6 +244,7 @@ class Rank(Struct, kw_only=True):
     rank: Optional[int] = None
     source: str = ""
     world_size: Optional[int] = None
+    device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (model.DEVICE_FAMILIES)
     has_gpu_events: bool = True
     notes: list[str] = msgspec.field(default_factory=list)
     summary: RankSummary = msgspec.field(default_factory=RankSummary)

@@ -81,13 +81,13 @@ def event_bomb(folder: Path) -> Path:
     return path
 
 
-def gap_between_events(folder: Path) -> Path:
-    """40 MB of whitespace between two events, plain: over a lowered --max-event-mb."""
-    path = folder / "gap.json"
-    with open(path, "wb") as out:
+def gap_between_events(folder: Path, megabytes: int = 40) -> Path:
+    """40 MB of whitespace between two events (gzipped: its inflation is checked apart)."""
+    path = folder / "gap.json.gz"
+    with gzip.open(path, "wb", compresslevel=1) as out:
         out.write(b'{"traceEvents": [%s,' % EVENT_TEXT)
         block = b"\n" * MIB
-        for _ in range(40):
+        for _ in range(megabytes):
             out.write(block)
         out.write(b"%s]}" % EVENT_TEXT)
     return path
@@ -156,7 +156,7 @@ CASES = [
     ("huge_rank", huge_rank, "distributedInfo.rank", ()),
     ("whitespace_bomb", whitespace_bomb, "--max-inflation", ()),
     ("event_bomb", event_bomb, "--max-inflation", ()),
-    ("gap_between_events", gap_between_events, "--max-event-mb", ("--max-event-mb", "16")),
+    ("gap_between_events", gap_between_events, "--max-event-mb", ("--max-event-mb", "16", "--max-inflation", "1e6")),
     ("too_many_events", many_events, "--max-events", ("--max-events", "100")),
     ("dev_zero", device("/dev/zero"), "not a regular file", ()),
     ("dev_urandom", device("/dev/urandom"), "not a regular file", ()),

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import polars as pl
-from tabulate import tabulate
 
 from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.model import DEVICE_FAMILIES, Trace
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.units import format_duration_ns, plural
+from traceanalyze.report.text_table import text_table
 
 
 def trace_span_ns(trace: Trace) -> tuple[int | None, int | None]:
@@ -53,7 +53,7 @@ def render_info(trace: Trace) -> str:
             lines.append(f"  time span: {format_duration_ns(end - start)}")
         devices = used_devices(single)
         if devices.height:
-            per_stream = single.gpu.group_by("device", "stream").len().sort("device", "len", descending=[False, True])
+            per_stream = single.gpu.group_by("device", "stream").len().sort(["device", "len", "stream"], descending=[False, True, False])
             for row in devices.iter_rows(named=True):
                 name = row["name"] or "unnamed device"
                 streams = per_stream.filter(pl.col("device") == row["device"])
@@ -78,7 +78,7 @@ def render_info(trace: Trace) -> str:
             ("flow events", sum(m.flow_events for m in single.meta)),
             ("GPU sync markers", single.sync.height),
         ]
-        lines.append(tabulate(counts, headers=["events", "count"], tablefmt="simple", colalign=("left", "right")))
+        lines.append(text_table(counts, ["events", "count"], align=("left", "right"), indent=""))
         steps = single.steps
         if steps.height:
             durations = steps["duration_ns"]
@@ -90,9 +90,8 @@ def render_info(trace: Trace) -> str:
         health = trace_health(single)
         if health.height:
             lines.append("  health:")
-            lines.append(tabulate(
-                [(r["finding"], r["count"], r["affects"]) for r in health.iter_rows(named=True)],
-                headers=["finding", "count", "makes unreliable"], tablefmt="simple"))
+            lines.append(text_table([(r["finding"], r["count"], r["affects"]) for r in health.iter_rows(named=True)],
+                                    ["finding", "count", "makes unreliable"], align=("left", "right", "left"), indent=""))
         else:
             lines.append("  health: no findings")
         lines.append("")

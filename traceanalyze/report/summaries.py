@@ -163,6 +163,6 @@ def idle_causes(gaps: pl.DataFrame) -> pl.DataFrame:
     total = gaps["duration_ns"].sum() if gaps.height else 0
     return (
         gaps.group_by("cause").agg(pl.col("duration_ns").sum(), pl.len().alias("gaps"))
-        .sort("duration_ns", descending=True)
+        .sort(["duration_ns", "cause"], descending=[True, False])  # ties in GAP_CAUSES order: the same every run
         .with_columns((pl.col("duration_ns") / total if total else pl.lit(0.0)).alias("share_of_idle"))
     )

@@ -1,0 +1,52 @@
+"""Each command's `--format` choices are its `RENDERERS` keys, and the CLI prints exactly what the
+mapped renderer returns (no format is special-cased in cli.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import traceanalyze
+from traceanalyze.cli import app
+from traceanalyze.diff import diff_reports
+from traceanalyze.diff import formats as diff_formats
+from traceanalyze.gate import evaluate, measure, resolve_options
+from traceanalyze.gate import formats as gate_formats
+from traceanalyze.report import formats as report_formats
+from traceanalyze.report.jsonout import report_v1
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("name", sorted(report_formats.RENDERERS))
+def test_report_prints_the_mapped_renderer(name):
+    result = runner.invoke(app, ["report", str(FIXTURE), "--format", name])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == report_formats.RENDERERS[name](traceanalyze.analyze(FIXTURE))
+
+
+@pytest.mark.parametrize("name", sorted(gate_formats.RENDERERS))
+def test_gate_prints_the_mapped_renderer(name):
+    result = runner.invoke(app, ["gate", str(FIXTURE), "--max-idle-fraction", "0.99", "--format", name],
+                           env={"GITHUB_ACTIONS": None, "GITHUB_STEP_SUMMARY": None})  # no annotations, no summary file
+    verdict = evaluate(measure(report_v1(traceanalyze.analyze(FIXTURE)), source=str(FIXTURE)),
+                       resolve_options({}, {"max_idle_fraction": "0.99"}))
+    assert result.exit_code == verdict.exit_code, result.output
+    assert result.stdout == gate_formats.RENDERERS[name](verdict)
+
+
+@pytest.mark.parametrize("name", sorted(diff_formats.RENDERERS))
+def test_diff_prints_the_mapped_renderer(name):
+    result = runner.invoke(app, ["diff", str(FIXTURE), str(FIXTURE), "--format", name, "--top", "3"])
+    assert result.exit_code == 0, result.output
+    report = report_v1(traceanalyze.analyze(FIXTURE))
+    compared = diff_reports(report, report, sources=(str(FIXTURE), str(FIXTURE)))
+    assert result.stdout == diff_formats.RENDERERS[name](compared, top=3)
+
+
+def test_an_unknown_format_is_refused():
+    result = runner.invoke(app, ["report", str(FIXTURE), "--format", "pdf"])
+    assert result.exit_code == 2 and "pdf" in result.output

@@ -145,3 +145,21 @@ def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch, command):
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert lines[0].endswith("secret.json: cannot read: permission denied")
+
+
+def test_integers_beyond_their_columns_load(tmp_path):
+    """A device id, stream, correlation, world size and device properties beyond int32/int64: a
+    value its column cannot hold counts as absent (device from the pid, then 0), never a traceback."""
+    event = {**EVENT, "pid": 3, "args": {"device": 10**30, "stream": -(10**25), "correlation": 10**40, "grid": [1, 1, 1]}}
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"traceEvents": [event, {**event, "ts": 5.0}],
+                                "distributedInfo": {"rank": 3, "world_size": 10**30},
+                                "deviceProperties": [{"id": 10**30, "name": "NVIDIA A100-SXM4-80GB", "numSms": 10**30,
+                                                      "totalGlobalMem": 10**40}]}))
+    trace = load_trace(path)
+    assert trace.gpu.select("device", "stream", "correlation").rows() == [(3, 7, None)] * 2
+    assert trace.devices.select("device", "num_sms", "total_memory_bytes").rows() == [(0, None, None)]
+    assert trace.meta[0].world_size is None
+    for command in ("report", "info"):
+        result = CliRunner().invoke(app, [command, str(path)])
+        assert result.exit_code == 0, result.output

@@ -640,12 +640,13 @@ def _external_id(args: Any) -> int | None:
 
 def _add_gpu(table: _Columns, event: Event, args: Any, name: str, kind: str, start: int, duration: int) -> None:
     cols = table.columns
-    device = as_int(args.device) if args is not None else None
+    # a value its column cannot hold counts as absent (the next source, as the fast path's coalesce)
+    device = _fitting(args.device, pl.Int32) if args is not None else None
     if device is None:
-        device = as_int(event.pid)
-    stream = as_int(args.stream) if args is not None else None
+        device = _fitting(event.pid, pl.Int32)
+    stream = _fitting(args.stream, pl.Int64) if args is not None else None
     if stream is None:
-        stream = _stream_from_tid(event.tid)
+        stream = _fitting(_stream_from_tid(event.tid), pl.Int64)
     cols["device"].append(device if device is not None else 0)
     cols["stream"].append(stream if stream is not None else 0)
     cols["kind"].append(kind)
@@ -726,10 +727,10 @@ def _add_cpu_op(table: _Columns, event: Event, args: Any, name: str, category: s
 
 def _add_sync(table: _Columns, event: Event, args: Any, name: str, start: int, duration: int) -> None:
     cols = table.columns
-    device = as_int(args.device) if args is not None else None
-    stream = as_int(args.stream) if args is not None else None
-    cols["device"].append(device if device is not None else as_int(event.pid))
-    cols["stream"].append(stream if stream is not None else _stream_from_tid(event.tid))
+    device = _fitting(args.device, pl.Int32) if args is not None else None
+    stream = _fitting(args.stream, pl.Int64) if args is not None else None
+    cols["device"].append(device if device is not None else _fitting(event.pid, pl.Int32))
+    cols["stream"].append(stream if stream is not None else _fitting(_stream_from_tid(event.tid), pl.Int64))
     cols["name"].append(name)
     cols["start_ns"].append(start)
     cols["end_ns"].append(start + duration)
@@ -1159,7 +1160,7 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
         communication = _names_where(frame["name"], lambda n: classify.gpu_kind("kernel", n) == "communication")
         kinds = {c: classify.gpu_category_kind(c) for c in frame["category"].unique().drop_nulls().to_list()}
         return [
-            pl.coalesce("device_arg", "pid_int", 0).cast(pl.Int32, strict=False).alias("device"),
+            pl.coalesce(_int32("device_arg"), _int32("pid_int"), 0).alias("device"),
             pl.coalesce("stream_arg", "stream_tid", 0).alias("stream"),
             pl.when((pl.col("category").replace_strict(kinds) == "kernel") & pl.col("name").is_in(communication))
             .then(pl.lit("communication"))
@@ -1186,11 +1187,16 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
         ]
     if name == "sync":
         return [
-            pl.coalesce("device_arg", "pid_int").cast(pl.Int32, strict=False).alias("device"),
+            pl.coalesce(_int32("device_arg"), _int32("pid_int")).alias("device"),
             pl.coalesce("stream_arg", "stream_tid").alias("stream"),
             "name", *times, "correlation",
         ]
     return ["pid", "tid", "name", *times]  # python
+
+
+def _int32(column: str) -> pl.Expr:
+    """An Int64 column as Int32, null where it does not fit (then the next source is used)."""
+    return pl.col(column).cast(pl.Int32, strict=False)
 
 
 def _names_where(names: pl.Series, rule) -> list[str]:
@@ -1303,26 +1309,32 @@ def _steps(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     return steps.cast(STEPS_SCHEMA)  # type: ignore[arg-type]
 
 
+def _fitting(value: Any, dtype: pl.DataType) -> int | None:
+    """`as_int(value)` when the column's integer type holds it, else None (a hand-made 1e30)."""
+    number = as_int(value)
+    bits = 32 if dtype == pl.Int32 else 64
+    return number if number is not None and -(1 << (bits - 1)) <= number < 1 << (bits - 1) else None
+
+
+_DEVICE_KEYS = {"total_memory_bytes": "totalGlobalMem", "num_sms": "numSms", "compute_major": "computeMajor",
+                "compute_minor": "computeMinor", "max_threads_per_block": "maxThreadsPerBlock",
+                "max_shared_memory_per_block": "sharedMemPerBlock", "regs_per_block": "regsPerBlock",
+                "warp_size": "warpSize"}
+
+
 def _devices(properties: Any, rank: int) -> tuple[pl.DataFrame, bool]:
     rows = []
     if isinstance(properties, list):
         for index, entry in enumerate(properties):
             if not isinstance(entry, dict):
                 continue
-            device = as_int(entry.get("id"))
+            device = _fitting(entry.get("id"), pl.Int32)
             rows.append(
                 {
                     "rank": rank,
                     "device": device if device is not None else index,
                     "name": entry.get("name") if isinstance(entry.get("name"), str) else None,
-                    "total_memory_bytes": as_int(entry.get("totalGlobalMem")),
-                    "num_sms": as_int(entry.get("numSms")),
-                    "compute_major": as_int(entry.get("computeMajor")),
-                    "compute_minor": as_int(entry.get("computeMinor")),
-                    "max_threads_per_block": as_int(entry.get("maxThreadsPerBlock")),
-                    "max_shared_memory_per_block": as_int(entry.get("sharedMemPerBlock")),
-                    "regs_per_block": as_int(entry.get("regsPerBlock")),
-                    "warp_size": as_int(entry.get("warpSize")),
+                    **{column: _fitting(entry.get(key), DEVICES_SCHEMA[column]) for column, key in _DEVICE_KEYS.items()},
                 }
             )
     frame = pl.DataFrame(rows, schema=DEVICES_SCHEMA) if rows else pl.DataFrame(schema=DEVICES_SCHEMA)
@@ -1332,7 +1344,7 @@ def _devices(properties: Any, rank: int) -> tuple[pl.DataFrame, bool]:
 def _meta(document: TraceDocument, *, path: Path, rank: int, rank_source: str, has_props: bool,
           event_count: int, flow_events: int, device_family: str) -> RankMeta:
     info = document.distributedInfo if isinstance(document.distributedInfo, dict) else {}
-    world_size = as_int(info.get("world_size"))
+    world_size = _fitting(info.get("world_size"), pl.Int32)
     backend = info.get("backend") if isinstance(info.get("backend"), str) else None
     return RankMeta(
         rank=rank,

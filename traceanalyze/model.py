@@ -44,6 +44,13 @@ GPU_SCHEMA = pl.Schema(
         "graph_id": pl.Int64,
         "graph_node_id": pl.Int64,
         "collective": pl.String,
+        # collective kernels of newer traces: the arguments PyTorch records (`In msg nelems`, …)
+        "in_msg_nelems": pl.Int64,
+        "out_msg_nelems": pl.Int64,
+        "dtype": pl.String,
+        "group_size": pl.Int64,
+        "process_group": pl.String,
+        "group_ranks": pl.String,
     }
 )
 

@@ -64,6 +64,14 @@ class DevicePeaks:
     base_key: str | None = None  # a device file's "base": the table entry it describes
     measured_on: str | None = None  # a calibrated device file's `notes.kind`: "cpu", "cuda", "rocm"
     file_device_name: str | None = None  # the "name" a device file gives, if any
+    peer_link: str | None = None  # the GPU↔GPU link inside a node, e.g. "NVLink 3" (None: PCIe only)
+    peer_link_bytes_per_s: float | None = None  # its peak per direction, all links of the GPU together
+
+    @property
+    def collective_link_bytes_per_s(self) -> float | None:
+        """The peak a collective's bus bandwidth is judged against inside one node: the NVLink
+        (or Infinity Fabric) peak per direction, else the host link (PCIe)."""
+        return self.peer_link_bytes_per_s or self.host_link_bytes_per_s
 
     def peak_flops(self, dtype: str, tensor_core: bool) -> float | None:
         """Dense peak FLOP/s for math in `dtype` on tensor cores (True) or the SIMT units (False).
@@ -242,9 +250,23 @@ _HOST_LINKS = {
                                                    "b200", "mi300x")},
     **{key: ("NVLink-C2C", 450 * G) for key in ("gh200-96gb", "gh200-144gb")},
 }
+# GPU↔GPU link per entry, bytes/s per direction: datasheets quote NVLink as both directions of all
+# of a GPU's links together (V100 SXM2 300 GB/s, A100 SXM4 600 GB/s, H100/H200 SXM 900 GB/s,
+# H100 NVL 600 GB/s, B200 1.8 TB/s), so these are half. PCIe boards (and NVLink bridges, which
+# link only pairs) are left out: their collectives run over PCIe, the host link. docs/devices.md.
+_PEER_LINKS = {
+    "v100-sxm2": ("NVLink 2", 150 * G),
+    **{key: ("NVLink 3", 300 * G) for key in ("a100-sxm4-40gb", "a100-sxm4-80gb")},
+    **{key: ("NVLink 4", 450 * G) for key in ("h100-sxm", "h200-sxm")},
+    "h100-nvl": ("NVLink 4", 300 * G),
+    "b200": ("NVLink 5", 900 * G),
+}
 DEVICE_TABLE = tuple(
-    replace(entry, host_link=_HOST_LINKS[entry.key][0], host_link_bytes_per_s=_HOST_LINKS[entry.key][1])
-    if entry.key in _HOST_LINKS else entry
+    replace(entry,
+            host_link=_HOST_LINKS.get(entry.key, (None, None))[0],
+            host_link_bytes_per_s=_HOST_LINKS.get(entry.key, (None, None))[1],
+            peer_link=_PEER_LINKS.get(entry.key, (None, None))[0],
+            peer_link_bytes_per_s=_PEER_LINKS.get(entry.key, (None, None))[1])
     for entry in DEVICE_TABLE
 )
 _BY_KEY = {entry.key: entry for entry in DEVICE_TABLE}

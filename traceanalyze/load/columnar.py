@@ -30,10 +30,11 @@ ABSENT, NULL, INT, FLOAT, STR, BOOL, LIST3, OTHER, OBJECT = range(9)
 SCALAR, INTS3, RAW = range(3)
 
 _INT_ARGS = ("External id", "external id", "correlation", "device", "stream", "registers per thread",
-             "shared memory", "bytes", "graph id", "graph node id", "Sequence number", "Fwd thread id")
+             "shared memory", "bytes", "graph id", "graph node id", "Sequence number", "Fwd thread id",
+             "In msg nelems", "Out msg nelems", "Group size")
 _FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %", "flops")
 _LIST_ARGS = ("grid", "block")
-_STRING_ARGS = ("Collective name",)
+_STRING_ARGS = ("Collective name", "dtype", "Process Group Name", "Process Group Ranks")
 _RAW_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 ARG_KEYS: tuple[tuple[bytes, int], ...] = (
     *((key.encode(), SCALAR) for key in (*_INT_ARGS, *_FLOAT_ARGS, *_STRING_ARGS)),
@@ -45,7 +46,8 @@ ARG_KEYS: tuple[tuple[bytes, int], ...] = (
 _TABLE_ARGS: dict[int, dict[str, tuple[str, ...]]] = {
     _tables.GPU: {
         "int": ("External id", "external id", "correlation", "device", "stream", "registers per thread",
-                "shared memory", "bytes", "graph id", "graph node id"),
+                "shared memory", "bytes", "graph id", "graph node id", "In msg nelems", "Out msg nelems",
+                "Group size"),
         "float": ("blocks per SM", "warps per SM", "est. achieved occupancy %"),
         "list": _LIST_ARGS,
         "string": _STRING_ARGS,
@@ -298,6 +300,10 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
             _number("est. achieved occupancy %").alias("occupancy_pct"),
             *ints(("bytes", "bytes"), ("graph id", "graph_id"), ("graph node id", "graph_node_id")),
             lookups.string("Collective name").alias("collective"),
+            *ints(("In msg nelems", "in_msg_nelems"), ("Out msg nelems", "out_msg_nelems")),
+            lookups.string("dtype").alias("dtype"), *ints(("Group size", "group_size")),
+            lookups.string("Process Group Name").alias("process_group"),
+            lookups.string("Process Group Ranks").alias("group_ranks"),
         ]
     elif code == _tables.RUNTIME:
         columns = [*timed, *thread, *ints(("correlation", "correlation")), *ids]

@@ -657,7 +657,8 @@ def _add_gpu(table: _Columns, event: Event, args: Any, name: str, kind: str, sta
     if args is None:
         for column in ("correlation", "external_id", "grid", "block", "registers_per_thread",
                        "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct",
-                       "bytes", "graph_id", "graph_node_id", "collective"):
+                       "bytes", "graph_id", "graph_node_id", "collective", "in_msg_nelems", "out_msg_nelems",
+                       "dtype", "group_size", "process_group", "group_ranks"):
             cols[column].append(None)
         return
     cols["correlation"].append(as_int(args.correlation))
@@ -673,6 +674,12 @@ def _add_gpu(table: _Columns, event: Event, args: Any, name: str, kind: str, sta
     cols["graph_id"].append(as_int(args.graph_id))
     cols["graph_node_id"].append(as_int(args.graph_node_id))
     cols["collective"].append(args.collective_name)
+    cols["in_msg_nelems"].append(as_int(args.in_msg_nelems))
+    cols["out_msg_nelems"].append(as_int(args.out_msg_nelems))
+    cols["dtype"].append(args.dtype)
+    cols["group_size"].append(as_int(args.group_size))
+    cols["process_group"].append(None if args.process_group is None else str(args.process_group))
+    cols["group_ranks"].append(args.group_ranks)
 
 
 def _stream_from_tid(tid: Any) -> int | None:
@@ -976,6 +983,12 @@ def _raw_gpu(events: list[FastEvent], index: pl.Series, category: pl.Series) -> 
             "graph_id": _ints([a.graph_id for a in args]),
             "graph_node_id": _ints([a.graph_node_id for a in args]),
             "collective": _strings([a.collective_name for a in args]),
+            "in_msg_nelems": _ints([a.in_msg_nelems for a in args]),
+            "out_msg_nelems": _ints([a.out_msg_nelems for a in args]),
+            "dtype": _strings([a.dtype for a in args]),
+            "group_size": _ints([a.group_size for a in args]),
+            "process_group": _strings([a.process_group for a in args]),
+            "group_ranks": _strings([a.group_ranks for a in args]),
         }
     )
 
@@ -1170,7 +1183,8 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
             "name", *times, "correlation", external_id, "grid", "block",
             pl.col("registers_per_thread").cast(pl.Int32, strict=False),
             "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct", "bytes", "graph_id",
-            "graph_node_id", "collective",
+            "graph_node_id", "collective", "in_msg_nelems", "out_msg_nelems", "dtype", "group_size",
+            "process_group", "group_ranks",
         ]
     if name == "runtime":
         return [

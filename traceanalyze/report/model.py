@@ -8,9 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
-from traceanalyze.analysis import attribution, idle, launch, roofline
+from traceanalyze.analysis import attribution, collectives, idle, launch, overlap, roofline, stragglers
 from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.health import trace_health
+from traceanalyze.analysis.job import JobAnalysis, job_analysis
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.model import Trace
@@ -63,6 +64,10 @@ class RankReport:
     summary: Summary  # this rank's summary figures (report.summaries)
     small_kernel_summary: SmallKernelSummary
     idle_causes: pl.DataFrame  # idle time by gap cause over this rank's gaps (summaries.idle_causes)
+    # the small tables the job-level analyses combine (analysis.job)
+    collectives: pl.DataFrame  # analysis.collectives.rank_collectives
+    step_split: pl.DataFrame  # analysis.stragglers.rank_steps
+    overlap: pl.DataFrame  # analysis.overlap.comm_overlap
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
 
@@ -76,6 +81,7 @@ class Report:
     kernels: pl.DataFrame  # per kernel name, pooled over ranks
     ops: pl.DataFrame  # per launching op, pooled over ranks
     summary: Summary  # the summary figures over every rank (report.summaries)
+    job: JobAnalysis  # cross-rank analyses: collectives, clock offsets, stragglers, overlap (analysis.job)
 
 
 def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
@@ -86,7 +92,14 @@ def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
     >>> report = build_report(load_trace("fixtures/synthetic_training.json.gz"))  # doctest: +SKIP
     """
     options = options or ReportOptions()
-    ranks = tuple(_rank_report(single, options) for single in trace.split_by_rank())
+    ranks = [rank_report(single, options) for single in trace.split_by_rank()]
+    return combine_ranks(ranks, options, trace.source)
+
+
+def combine_ranks(ranks: list[RankReport], options: ReportOptions, source: Path) -> Report:
+    """The reduce of a job: every rank's `RankReport` (from `rank_report`, in rank order) → the
+    `Report`, pooled tables and the job-level analyses. Reads no raw trace table."""
+    ranks = tuple(ranks)
     if len(ranks) == 1:  # pooled over one rank: its own tables
         pooled, kernels, ops = ranks[0].latency_stats, ranks[0].kernels, ranks[0].ops
     else:
@@ -94,11 +107,22 @@ def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
         pooled_roofline = pl.concat([r.roofline for r in ranks], how="vertical_relaxed")
         kernels, ops = attribution.kernels_by_name(pooled_roofline), attribution.kernels_by_op(pooled_roofline)
     summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.gaps for r in ranks], pooled)
-    return Report(source=trace.source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels, ops=ops,
-                  summary=summary)
+    job = job_analysis([r.collectives for r in ranks], [r.step_split for r in ranks], [r.overlap for r in ranks],
+                       _collective_link(ranks))
+    return Report(source=source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels, ops=ops,
+                  summary=summary, job=job)
 
 
-def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
+def _collective_link(ranks: tuple[RankReport, ...]) -> float | None:
+    """The slowest peer link of the job's devices (bytes/s per direction), or None if unknown."""
+    links = [choice.peaks.collective_link_bytes_per_s for r in ranks for choice in r.peaks
+             if choice.peaks is not None and choice.peaks.collective_link_bytes_per_s]
+    return min(links) if links else None
+
+
+def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
+    """Every analysis of one rank: the map of a job (a pure function of the rank's `Trace`; what
+    a worker runs on each rank file)."""
     meta = trace.meta[0]
     notes: list[str] = []
     has_gpu = trace.gpu.height > 0
@@ -172,6 +196,9 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
         small_kernel_summary=small_kernel_summary(small),
         idle_causes=idle_causes(gaps),
+        collectives=collectives.rank_collectives(trace),
+        step_split=stragglers.rank_steps(trace, gaps),
+        overlap=overlap.comm_overlap(trace),
     )
 
 

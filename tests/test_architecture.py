@@ -14,9 +14,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "traceanalyze"
 FORBIDDEN = {
     "traceanalyze.load": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli"),
     "traceanalyze.analysis": ("traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
-    "traceanalyze.report": ("traceanalyze.cli", "traceanalyze.gate", "traceanalyze.diff"),
+    "traceanalyze.report": ("traceanalyze.cli", "traceanalyze.gate", "traceanalyze.diff", "traceanalyze.jobs",
+                            "traceanalyze.api"),
     "traceanalyze.gate": ("traceanalyze.cli", "traceanalyze.diff"),
     "traceanalyze.diff": ("traceanalyze.cli",),
+    "traceanalyze.jobs": ("traceanalyze.cli", "traceanalyze.api", "traceanalyze.gate", "traceanalyze.diff"),
     "traceanalyze.model": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
     "traceanalyze.errors": ("traceanalyze.",),
     # leaves that every layer may use: they import no other module of the package
@@ -50,8 +52,9 @@ def test_report_path_imports_neither_torch_nor_hta(tmp_path):
     code = (
         "import sys, traceanalyze, traceanalyze.cli\n"
         "from traceanalyze.report import model, terminal, jsonout\n"
-        "from traceanalyze.analysis import idle, launch\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'hta', 'pandas')]\n"
+        "from traceanalyze.analysis import idle, launch, job\n"
+        "import traceanalyze.jobs, traceanalyze.api\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'hta', 'pandas', 'ray', 'dask', 'distributed')]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

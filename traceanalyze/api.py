@@ -25,6 +25,9 @@ def analyze(
     device_file: str | Path | None = None,
     force_device_file: bool = False,
     limits: LoadLimits = LoadLimits(),
+    executor: str = "local",
+    workers: int | None = None,
+    executor_address: str | None = None,
 ) -> Report:
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
     returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
@@ -33,6 +36,11 @@ def analyze(
     report lists (the frames hold every gap); `limits` bounds what loading a path may read and hold
     (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option, and for a device file that
     describes another device than the trace's (unless `force_device_file`).
+
+    A folder of rank traces is a map over its files (each rank file → its analyses, on `executor`:
+    "local" processes, "ray" tasks or "dask" futures; `workers` of them; the cluster at
+    `executor_address`) and a reduce here (`traceanalyze.jobs`): memory holds one rank's raw tables
+    per worker, never every rank's. `report.job` holds the cross-rank analyses.
 
     Examples
     --------
@@ -55,5 +63,13 @@ def analyze(
         peak_bandwidth=peak_bandwidth,
         force_device_file=force_device_file,
     )
+    options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides)
+    if not isinstance(trace, Trace) and Path(trace).is_dir():
+        from traceanalyze.jobs import analyse_folder
+
+        return analyse_folder(trace, options, executor=executor, workers=workers, address=executor_address,
+                              limits=limits)
+    if executor != "local" or executor_address is not None:
+        raise ConfigError("--executor and --executor-address apply to a folder of rank traces")
     loaded = trace if isinstance(trace, Trace) else load_trace(trace, limits=limits)
-    return build_report(loaded, ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides))
+    return build_report(loaded, options)

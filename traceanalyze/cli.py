@@ -92,13 +92,25 @@ def _write_or_echo(text: str, output: Path | None) -> None:
 
 def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
              peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
-             limits: LoadLimits = _DEFAULT_LIMITS):
+             limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
+             executor_address: str | None = None):
     """`api.analyze` with the command's options (its defaults where an option is not given)."""
     from traceanalyze.api import analyze
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
     return analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
-                   device_file=device_file, force_device_file=force_device_file, limits=limits, **extra)
+                   device_file=device_file, force_device_file=force_device_file, limits=limits,
+                   executor=executor, workers=workers,
+                   executor_address=executor_address, **extra)
+
+
+ExecutorOption = Annotated[str, typer.Option(
+    "--executor", metavar="local|ray|dask",
+    help="Who analyses the rank files of a folder: local processes, Ray tasks or Dask futures (pip install 'traceanalyze[ray]' / '[dask]').")]
+WorkersOption = Annotated[Optional[int], typer.Option(
+    "--workers", min=1, help="Processes (local), CPUs of a local Ray, or workers of a local Dask cluster (default: one per core for large folders).", show_default=False)]
+AddressOption = Annotated[Optional[str], typer.Option(
+    "--executor-address", metavar="ADDRESS", help="The cluster: ray://head:10001 (Ray) or tcp://scheduler:8786 (Dask); none starts one here.", show_default=False)]
 
 
 @app.command()
@@ -115,13 +127,18 @@ def report(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = None,
+    executor_address: AddressOption = None,
 ) -> None:
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
-    kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities)."""
+    kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities); for a
+    folder of ranks, first which rank holds the job back."""
     try:
         built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
-                         limits=_limits(max_event_mb, max_events, max_inflation))
+                         limits=_limits(max_event_mb, max_events, max_inflation), executor=executor,
+                         workers=workers, executor_address=executor_address)
     except TraceAnalyzeError as error:
         fail(error)
     _write_or_echo(report_formats.RENDERERS[format.value](built), output)

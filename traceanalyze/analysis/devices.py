@@ -23,7 +23,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -66,6 +66,13 @@ class DevicePeaks:
     file_device_name: str | None = None  # the "name" a device file gives, if any
     peer_link: str | None = None  # the GPU↔GPU link inside a node, e.g. "NVLink 3" (None: PCIe only)
     peer_link_bytes_per_s: float | None = None  # its peak per direction, all links of the GPU together
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles (a rank's report travels from a worker process, Ray or Dask task): the
+        read-only peak table goes as a dict and is wrapped again."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["flops_per_s"] = dict(self.flops_per_s)
+        return (rebuild_peaks, (values,))
 
     @property
     def collective_link_bytes_per_s(self) -> float | None:
@@ -111,6 +118,11 @@ class DevicePeaks:
         if peak is None or not self.memory_bandwidth_bytes_per_s:
             return None
         return peak / self.memory_bandwidth_bytes_per_s
+
+
+def rebuild_peaks(values: dict[str, Any]) -> DevicePeaks:
+    """A `DevicePeaks` from its fields, the peak table as a plain dict (what pickling sends)."""
+    return DevicePeaks(**{**values, "flops_per_s": MappingProxyType(dict(values["flops_per_s"]))})
 
 
 def _normalize_dtype(dtype: str) -> str | None:

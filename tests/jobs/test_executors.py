@@ -1,0 +1,110 @@
+"""The map/reduce of a folder gives the same report as loading every rank at once, on every
+executor (local processes, Ray tasks, Dask futures), and a worker's bad input still fails with
+its one-line error."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+
+import pytest
+
+import multirank as mr
+import traceanalyze
+from shared_traces import SHARED_TRACES_DIR
+from traceanalyze.errors import TraceAnalyzeError
+from traceanalyze.report.jsonout import render_json
+
+DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
+needs_dlrm = pytest.mark.skipif(not DLRM.is_dir(), reason=f"{DLRM} is absent (the shared traces sit next to the repository)")
+
+
+@pytest.fixture(scope="module")
+def job_folder(tmp_path_factory):
+    return mr.write_job(tmp_path_factory.mktemp("job"))
+
+
+def _json(report) -> str:
+    return render_json(report)
+
+
+def _all_at_once(folder) -> str:
+    return _json(traceanalyze.analyze(traceanalyze.load_trace(folder, workers=1)))
+
+
+@needs_dlrm
+def test_local_map_reduce_equals_loading_every_rank():
+    expected = _all_at_once(DLRM)
+    assert _json(traceanalyze.analyze(DLRM, workers=1)) == expected
+    assert _json(traceanalyze.analyze(DLRM, workers=2)) == expected
+
+
+def test_synthetic_job_equals_loading_every_rank(job_folder):
+    assert _json(traceanalyze.analyze(job_folder, workers=1)) == _all_at_once(job_folder)
+
+
+def test_ranks_from_file_names_when_distributed_info_is_absent(tmp_path):
+    for rank in (3, 1):  # no distributedInfo: the names give the ranks
+        builder = mr.build_rank(rank)
+        builder.rank = None
+        builder.write(tmp_path / f"worker_rank{rank}.json")
+    report = traceanalyze.analyze(tmp_path, workers=1)
+    assert [r.rank for r in report.ranks] == [1, 3]
+    assert [r.rank_source for r in report.ranks] == ["file name", "file name"]
+    assert report.ranks[0].collectives["rank"].unique().to_list() == [1]
+    assert _json(report) == _all_at_once(tmp_path)
+
+
+def test_fsspec_url_is_read_by_the_worker(job_folder):
+    from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+    from traceanalyze.report.model import ReportOptions
+
+    options = ReportOptions()
+    files = sorted(job_folder.glob("*.json"))
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    for f in files:
+        memory.pipe(f"/job/{f.name}", f.read_bytes())
+    from_urls = reduce_ranks([analyse_file(f"memory://job/{f.name}", options) for f in files],
+                             [f.name for f in files], options, job_folder)
+    local = reduce_ranks([analyse_file(str(f), options) for f in files], [f.name for f in files], options, job_folder)
+    a, b = json.loads(_json(from_urls)), json.loads(_json(local))
+    for entry in (*a["ranks"], *b["ranks"]):
+        entry.pop("source", None)
+    assert a == b
+
+
+def test_bad_rank_file_fails_with_its_error(tmp_path, job_folder):
+    folder = tmp_path / "bad"
+    shutil.copytree(job_folder, folder)
+    (folder / "rank2.json").write_text('{"traceEvents": [')
+    for workers in (1, 2):
+        with pytest.raises(TraceAnalyzeError, match="rank2.json"):
+            traceanalyze.analyze(folder, workers=workers)
+
+
+def test_unknown_executor_is_refused(job_folder):
+    with pytest.raises(TraceAnalyzeError, match="--executor"):
+        traceanalyze.analyze(job_folder, executor="slurm")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                    reason="Dask is not installed (pip install 'traceanalyze[dask]')")
+@needs_dlrm
+def test_dask_local_cluster_gives_the_same_json():
+    assert _json(traceanalyze.analyze(DLRM, executor="dask", workers=2)) == _all_at_once(DLRM)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install 'traceanalyze[ray]')")
+@needs_dlrm
+def test_ray_gives_the_same_json(monkeypatch):
+    import ray
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert _json(traceanalyze.analyze(DLRM, executor="ray")) == _all_at_once(DLRM)
+    finally:
+        ray.shutdown()

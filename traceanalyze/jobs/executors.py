@@ -1,0 +1,123 @@
+"""Who runs the map of a folder: `local` (spawned processes here), `ray` (Ray tasks) or `dask`
+(Dask futures). Each submits `mapreduce.analyse_file` once per rank file, gathers the small
+`RankReport`s in file order, and the parent reduces them (`mapreduce.reduce_ranks`).
+
+On a cluster the workers read the paths themselves: give paths every worker sees (a shared
+filesystem) or URLs (`s3://…`, `gs://…`: fsspec, with the matching filesystem package installed
+on the workers). `address` names the cluster: `ray://head:10001` (or `auto`) for Ray,
+`tcp://scheduler:8786` for Dask; none starts a local one on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from traceanalyze.errors import ConfigError, TraceFormatError
+from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+from traceanalyze.load.limits import LoadLimits
+from traceanalyze.report.model import RankReport, Report, ReportOptions
+
+Executor = Callable[[list[str], ReportOptions, int | None, str | None, LoadLimits], list[RankReport]]
+
+
+def run_local(paths: list[str], options: ReportOptions, workers: int | None = None,
+              address: str | None = None, limits: LoadLimits = LoadLimits()) -> list[RankReport]:
+    """One spawned process per core (or `workers`), one rank file at a time each; one worker:
+    every rank in this process, one after another (the parent then holds one rank's tables at a
+    time)."""
+    if address is not None:
+        raise ConfigError("--executor-address is for ray and dask; the local executor runs on this machine")
+    count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
+    if count == 1:
+        return [analyse_file(p, options, limits) for p in paths]
+    from traceanalyze.load.parallel import spawn_pool
+
+    with spawn_pool(count) as pool:
+        futures = [pool.submit(analyse_file, p, options, limits) for p in paths]
+        return [f.result() for f in futures]
+
+
+def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,
+            address: str | None = None, limits: LoadLimits = LoadLimits()) -> list[RankReport]:
+    """Ray tasks, one per rank file, on the cluster at `address` (or a local Ray started with
+    `workers` CPUs). Ray stays up afterwards if it was already initialised by the caller."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError("--executor ray needs Ray: pip install 'traceanalyze[ray]'") from exc
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, num_cpus=workers if address is None else None, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+        started = True
+    try:
+        task = ray.remote(analyse_file)
+        refs = [task.remote(p, options, limits) for p in paths]
+        return [_unwrap_ray(ray, ref) for ref in refs]
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _unwrap_ray(ray, ref) -> RankReport:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:  # our own errors (bad input) keep their type and message
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise
+
+
+def run_dask(paths: list[str], options: ReportOptions, workers: int | None = None,
+             address: str | None = None, limits: LoadLimits = LoadLimits()) -> list[RankReport]:
+    """Dask futures, one per rank file, on the scheduler at `address` (or a `LocalCluster` of
+    `workers` single-threaded worker processes)."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
+    if address is not None:
+        with Client(address) as client:
+            return client.gather(client.map(analyse_file, paths, options=options, limits=limits, pure=False))
+    from traceanalyze.load.parallel import main_script_hidden
+
+    count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
+    with main_script_hidden():
+        cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        return client.gather(client.map(analyse_file, paths, options=options, limits=limits, pure=False))
+
+
+EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": run_dask}
+
+
+def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str = "local",
+                   workers: int | None = None, address: str | None = None,
+                   limits: LoadLimits = LoadLimits()) -> Report:
+    """A folder of rank traces (or a list of fsspec URLs' parent folder) → the `Report`: the map
+    on `executor`, the reduce here."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    from traceanalyze.load import trace_files
+
+    folder = Path(folder)
+    files = trace_files(folder)
+    if not files:
+        raise TraceFormatError(f"{folder}: folder holds no .json or .json.gz trace files")
+    paths = [str(f) for f in files]
+    if executor == "local" and workers is None:
+        workers = _local_workers(files)
+    results = EXECUTORS[executor](paths, options, workers, address, limits)
+    return reduce_ranks(results, [f.name for f in files], options, folder)
+
+
+def _local_workers(files: list[Path]) -> int:
+    """One per core when the folder is large enough for processes to pay
+    (`load.PARALLEL_MIN_BYTES`, about, uncompressed), else 1: every rank here, one at a time."""
+    from traceanalyze.load import PARALLEL_MIN_BYTES
+
+    size = sum(f.stat().st_size * (10 if f.name.lower().endswith(".gz") else 1) for f in files)
+    return 1 if len(files) < 2 or size < PARALLEL_MIN_BYTES else min(len(files), os.cpu_count() or 1)

@@ -3,6 +3,8 @@ errors (`TraceAnalyzeError`) into a one-line message and an exit code; nothing e
 
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 from enum import Enum
 from pathlib import Path
@@ -127,6 +129,7 @@ def report(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    details: Annotated[bool, typer.Option("--details", help="A folder of ranks: every rank's full section (default: the job screen and the slowest rank's).")] = False,
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
     executor_address: AddressOption = None,
@@ -141,6 +144,8 @@ def report(
                          workers=workers, executor_address=executor_address)
     except TraceAnalyzeError as error:
         fail(error)
+    if details:
+        built = dataclasses.replace(built, options=dataclasses.replace(built.options, details=True))
     _write_or_echo(report_formats.RENDERERS[format.value](built), output)
 
 
@@ -266,6 +271,9 @@ def gate(
     min_compute: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: compute share of the regime attribution at least this.", show_default=False)] = None,
     max_step_time_ms: Annotated[Optional[str], typer.Option(metavar="MS", help="Budget: step time (CPU duration of a ProfilerStep) at most this.", show_default=False)] = None,
     max_launch_p99_us: Annotated[Optional[str], typer.Option(metavar="US", help="Budget: p99 of launch → start over all launches at most this.", show_default=False)] = None,
+    max_wait_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step spent waiting in collectives for other ranks, at most this.", show_default=False)] = None,
+    max_exposed_comm: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step in collectives with no other GPU work running, at most this.", show_default=False)] = None,
+    ranks: Annotated[Optional[str], typer.Option(metavar="worst|pooled", help="Several ranks: judge every rank and name the worst (default), or judge them pooled.", show_default=False)] = None,
     baseline: Annotated[Optional[Path], typer.Option(metavar="BASE", help="A saved JSON report or a trace to compare with (needs --max-regression).", show_default=False)] = None,
     max_regression: Annotated[Optional[str], typer.Option(metavar="PCT", help="How much worse than the baseline is allowed: 5% or 0.05.", show_default=False)] = None,
     statistic: Annotated[Optional[str], typer.Option(metavar="median|p90|mean|max", help="Per-step statistic judged (default: median).", show_default=False)] = None,
@@ -299,7 +307,9 @@ def gate(
                         force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
 
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
-             "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us, "baseline": baseline,
+             "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us,
+             "max_wait_fraction": max_wait_fraction, "max_exposed_comm": max_exposed_comm, "ranks": ranks,
+             "baseline": baseline,
              "max_regression": max_regression, "statistic": statistic, "min_steps": min_steps,
              "allow_unreliable": allow_unreliable or None}
     try:

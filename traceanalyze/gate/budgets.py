@@ -33,11 +33,15 @@ BUDGETS: tuple[BudgetSpec, ...] = (
     BudgetSpec("min_compute", "compute", "min", "fraction", "compute share", "--min-compute"),
     BudgetSpec("max_step_time_ms", "step_time_ms", "max", "ms", "step time", "--max-step-time-ms"),
     BudgetSpec("max_launch_p99_us", "launch_p99_us", "max", "us", "launch → start p99", "--max-launch-p99-us"),
+    BudgetSpec("max_wait_fraction", "wait_fraction", "max", "fraction", "collective wait fraction", "--max-wait-fraction"),
+    BudgetSpec("max_exposed_comm", "exposed_comm", "max", "fraction", "exposed communication share", "--max-exposed-comm"),
 )
+RankMode = Literal["worst", "pooled"]
+RANK_MODES: tuple[RankMode, ...] = ("worst", "pooled")
 BUDGET_BY_NAME = {spec.name: spec for spec in BUDGETS}
 
 # keys a [tool.traceanalyze.gate] table may hold (written with - or _)
-CONFIG_KEYS = (*BUDGET_BY_NAME, "max_regression", "statistic", "min_steps", "allow_unreliable", "baseline")
+CONFIG_KEYS = (*BUDGET_BY_NAME, "max_regression", "statistic", "min_steps", "allow_unreliable", "baseline", "ranks")
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class GateOptions:
     min_steps: int = 3
     allow_unreliable: bool = False
     baseline: str | None = None
+    ranks: RankMode = "worst"  # several ranks: judge each and report the worst, or judge them pooled
 
 
 def _number(value: Any, what: str) -> float:
@@ -120,6 +125,12 @@ def parse_min_steps(value: Any, what: str) -> int:
     return value
 
 
+def parse_rank_mode(value: Any, what: str) -> RankMode:
+    if value not in RANK_MODES:
+        raise ConfigError(f"{what} must be 'worst' or 'pooled', got {value!r}")
+    return value  # type: ignore[return-value]
+
+
 def parse_bool(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{what} must be true or false, got {value!r}")
@@ -153,6 +164,8 @@ def parse_table(table: Mapping[str, Any], *, source: str) -> dict[str, Any]:
             values[key] = parse_min_steps(value, what)
         elif key == "allow_unreliable":
             values[key] = parse_bool(value, what)
+        elif key == "ranks":
+            values[key] = parse_rank_mode(value, what)
         elif key == "baseline":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{what} must be a path (a string), got {value!r}")
@@ -186,6 +199,8 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
             merged[name] = bool(value) or bool(merged.get(name, False))
         elif name == "baseline":
             merged[name] = str(value)
+        elif name == "ranks":
+            merged[name] = parse_rank_mode(value, flag)
         else:
             raise ValueError(f"unknown gate option {name!r}")
     thresholds = {spec.name: merged[spec.name] for spec in BUDGETS if merged.get(spec.name) is not None}
@@ -198,7 +213,7 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
     if not thresholds and baseline is None:
         raise ConfigError(
             "nothing to check: give a budget (--max-idle-fraction 0.15, --max-overhead, --min-compute, "
-            "--max-step-time-ms, --max-launch-p99-us), a --baseline with --max-regression, "
+            "--max-step-time-ms, --max-launch-p99-us, --max-wait-fraction, --max-exposed-comm), a --baseline with --max-regression, "
             "or a [tool.traceanalyze.gate] table in pyproject.toml"
         )
     return GateOptions(
@@ -208,4 +223,5 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
         min_steps=merged.get("min_steps", 3),
         allow_unreliable=bool(merged.get("allow_unreliable", False)),
         baseline=baseline,
+        ranks=merged.get("ranks", "worst"),
     )

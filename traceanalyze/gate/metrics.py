@@ -14,21 +14,27 @@ Per step (one value per `ProfilerStep#N` seen, over all ranks and devices that r
 
 Whole window (the report's `summary`): `idle_fraction`, each regime share, and `launch_p99_us`
 (p99 of launch → start over kernels, memcpy and memset, collectives excluded; the report has no per-step latency).
+
+Several ranks (`stragglers.rank_steps` of the report): per step and over the window,
+`wait_fraction` (collective wait ÷ step time) and `exposed_comm` (collective time with no other GPU
+work ÷ step time). `Measured.per_rank` holds every rank's own numbers, so the gate can judge each
+rank (`--ranks worst`, the default) instead of the pool (`--ranks pooled`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.gate.budgets import Statistic
-from traceanalyze.report.schema import ReportV1, Step, Summary
+from traceanalyze.report.schema import Rank, RankStep, ReportV1, Step, Summary, SummaryFields
 
 REGIMES = ATTRIBUTION_KEYS
-STEP_METRICS = ("step_time_ms", "idle_fraction", *REGIMES, *(f"{r}_ms" for r in REGIMES))
-WINDOW_METRICS = ("idle_fraction", *REGIMES, "launch_p99_us")
+JOB_METRICS = ("wait_fraction", "exposed_comm")
+STEP_METRICS = ("step_time_ms", "idle_fraction", *REGIMES, *(f"{r}_ms" for r in REGIMES), *JOB_METRICS)
+WINDOW_METRICS = ("idle_fraction", *REGIMES, "launch_p99_us", *JOB_METRICS)
 
 # health findings (docs/metrics.md) under which the gate will not pass a trace unless told to
 # Findings that make idle time or the per-step numbers artifacts. A CUDA-graph replay with its
@@ -58,6 +64,7 @@ class Measured:
     window_option: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     devices: tuple[str, ...] = ()  # the device names the report saw (ranks[].devices[].name), sorted
+    per_rank: Mapping[int, "Measured"] = field(default_factory=dict)  # several ranks: each rank's own numbers
 
     def step_values(self, metric: str) -> list[float]:
         return [v for v in self.per_step.get(metric, ()) if v is not None]
@@ -138,27 +145,45 @@ def measure(report: ReportV1, *, source: str | None = None) -> Measured:
     >>> measure(report_v1(build_report(load_trace("fixtures/synthetic_training.json.gz")))).steps  # doctest: +SKIP
     (1, 2, 3, 4)
     """
+    source = source if source is not None else report.source
+    pooled = _measure_ranks(report, list(report.ranks), report.summary, source)
+    if len(report.ranks) < 2:
+        return pooled
+    per_rank = {rank.rank: _measure_ranks(report, [rank], rank.summary, source)
+                for rank in report.ranks if rank.rank is not None}
+    return replace(pooled, per_rank=per_rank)
+
+
+def _measure_ranks(report: ReportV1, ranks: list[Rank], summary: SummaryFields, source: str) -> Measured:
+    """The numbers of `ranks` pooled (all of the report's, or one), with `summary` their
+    whole-window figures. Wait and exposed communication come from the job's per-rank steps
+    (`stragglers.rank_steps`) and per-rank overlap."""
+    numbers = {rank.rank for rank in ranks}
     by_step: dict[int, list[Step]] = {}
     findings: list[Finding] = []
-    for rank in report.ranks:
+    for rank in ranks:
         for row in rank.steps:
             by_step.setdefault(row.step, []).append(row)
         for item in rank.health:
             findings.append(Finding(rank.rank, item.finding, item.count, item.detail or ""))
+    job_steps: dict[int, list[RankStep]] = {}
+    for row in report.stragglers.rank_steps:
+        if row.rank in numbers:
+            job_steps.setdefault(row.step, []).append(row)
     steps = tuple(sorted(by_step))
-    devices = tuple(sorted({d.name for rank in report.ranks for d in rank.devices if d.name}))
+    devices = tuple(sorted({d.name for rank in ranks for d in rank.devices if d.name}))
     columns: dict[str, list[float | None]] = {metric: [] for metric in STEP_METRICS}
     for step in steps:
-        values = _step_values(by_step[step])
+        values = {**_step_values(by_step[step]), **_job_values(job_steps.get(step, []))}
         for metric in STEP_METRICS:
             columns[metric].append(values.get(metric))
-    summary = report.summary
     attribution = summary.attribution or {}
     window: dict[str, float | None] = {"idle_fraction": summary.idle_fraction}
     window.update({regime: attribution.get(regime) for regime in REGIMES})
     window["launch_p99_us"] = _launch_p99(summary)
+    window.update(_job_values([row for rows in job_steps.values() for row in rows]))
     return Measured(
-        source=source if source is not None else report.source,
+        source=source,
         steps=steps,
         per_step={metric: tuple(values) for metric, values in columns.items()},
         window=window,
@@ -167,6 +192,16 @@ def measure(report: ReportV1, *, source: str | None = None) -> Measured:
         notes=tuple(report.notes),
         devices=devices,
     )
+
+
+def _job_values(rows: list[RankStep]) -> dict[str, float | None]:
+    """`wait_fraction` (collective wait ÷ step time) and `exposed_comm` (collective time with no
+    other GPU work ÷ step time), pooled over `rows` (per rank and step); None without rows."""
+    total = math.fsum(r.step_us for r in rows)
+    if not rows or total <= 0:
+        return {"wait_fraction": None, "exposed_comm": None}
+    return {"wait_fraction": math.fsum(r.wait_us for r in rows) / total,
+            "exposed_comm": math.fsum(r.comm_us for r in rows) / total}
 
 
 def device_mismatch(base: Measured, new: Measured) -> str | None:

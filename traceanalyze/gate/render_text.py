@@ -27,8 +27,11 @@ def _check_row(check: Check) -> list[str]:
     else:
         margin = f"fails by {format_margin(-check.margin, check.unit)}"
     basis = "window" if check.basis == "window" else "per step"
+    measured = format_value(check.measured, check.unit)
+    if check.rank is not None:
+        measured = f"{measured} (rank {check.rank})"
     return [check.name, f"{bound} {format_value(check.threshold, check.unit)}",
-            format_value(check.measured, check.unit), basis, margin, STATUS[check.status]]
+            measured, basis, margin, STATUS[check.status]]
 
 
 def _change(r: Regression) -> str:

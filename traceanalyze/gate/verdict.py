@@ -18,7 +18,7 @@ measured value and by how much it passes or fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
@@ -48,6 +48,8 @@ class Check:
     basis: Basis
     status: Status
     message: str
+    rank: int | None = None  # several ranks judged one by one: the worst rank, the one named
+    ranks_judged: int | None = None  # how many ranks were judged (None: pooled)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,21 @@ def _check(spec: BudgetSpec, threshold: float, measured: Measured, basis: Basis,
                  "pass" if passed else "fail", message)
 
 
+def _worst_rank_check(spec: BudgetSpec, threshold: float, measured: Measured, statistic: Statistic) -> Check:
+    """The budget judged on every rank alone; the rank with the smallest margin (the one that
+    breaks it, or comes closest) is the check, its message naming the rank. Ranks where the
+    number cannot be measured are skipped unless none can."""
+    judged = {rank: _check(spec, threshold, alone, "steps" if alone.steps else "window", statistic)
+              for rank, alone in sorted(measured.per_rank.items())}
+    measured_checks = {rank: check for rank, check in judged.items() if check.margin is not None}
+    if not measured_checks:
+        rank, check = next(iter(judged.items()))
+        return replace(check, rank=None, ranks_judged=len(judged))
+    rank, check = min(measured_checks.items(), key=lambda item: (item[1].margin, item[0]))
+    suffix = f" (the worst of {len(judged)} ranks)"
+    return replace(check, rank=rank, ranks_judged=len(judged), message=f"rank {rank}: {check.message}{suffix}")
+
+
 def _judge(change: float | None, threshold: float) -> Status:
     if change is None:
         return "unmeasured"
@@ -255,7 +272,9 @@ def evaluate(measured: Measured, options: GateOptions, *, baseline: Measured | N
     """
     basis: Basis = "steps" if measured.steps else "window"
     checks = tuple(
-        _check(spec, options.thresholds[spec.name], measured, basis, options.statistic)
+        _worst_rank_check(spec, options.thresholds[spec.name], measured, options.statistic)
+        if options.ranks == "worst" and len(measured.per_rank) > 1
+        else _check(spec, options.thresholds[spec.name], measured, basis, options.statistic)
         for spec in BUDGETS if spec.name in options.thresholds
     )
     problems = _problems(measured, options.min_steps)

@@ -13,6 +13,7 @@ from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report import schema
+from traceanalyze.report.jsonjob import job_sections
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
@@ -275,8 +276,20 @@ def report_v1(report: Report) -> schema.ReportV1:
         kernels_total=report.kernels.height,
         ops=_ops(report.ops),
         ops_total=report.ops.height,
-        ranks=[_rank_entry(r, limit) for r in ranks],
+        ranks=[_with_job_health(_rank_entry(r, limit), report.job.health) for r in ranks],
+        **job_sections(report.job),
     )
+
+
+def _with_job_health(entry: schema.Rank, health: pl.DataFrame) -> schema.Rank:
+    """A rank's entry with the job-level health findings about it (clock residuals, unmatched
+    collectives) after its own."""
+    mine = health.filter(pl.col("rank") == entry.rank)
+    if mine.is_empty():
+        return entry
+    extra = [schema.Health(finding=r["finding"], count=r["count"], affects=r["affects"], detail=r["detail"])
+             for r in mine.iter_rows(named=True)]
+    return msgspec.structs.replace(entry, health=[*entry.health, *extra])
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:

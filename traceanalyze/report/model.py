@@ -27,6 +27,7 @@ class ReportOptions:
     max_gaps: int = DEFAULT_MAX_GAPS
     min_small_kernel_run: int = 8
     peaks: PeakOverrides = field(default_factory=PeakOverrides)  # device file or flags
+    details: bool = False  # terminal: every rank's full section (else the job screen and the worst rank)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import msgspec
 SCHEMA_VERSION = "1.0"
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
 KERNEL_LIMIT = 50  # kernels (and ops) listed per report and per rank, the longest in total first
+COLLECTIVE_LIMIT = 50  # collectives listed, the most waited on first (then in order)
 
 Number = float  # a JSON number: msgspec accepts an integer for it when decoding
 
@@ -267,6 +268,89 @@ class Rank(Struct, kw_only=True):
     health: list[Health]
 
 
+class CollectiveRank(Struct, kw_only=True):
+    rank: int
+    arrival_us: Number  # after the collective's first arrival (aligned clocks)
+    wait_us: Number
+    transfer_us: Number
+    duration_us: Number
+
+
+class Collective(Struct, kw_only=True):
+    process_group: str
+    seq: int
+    collective: str
+    algorithm: Optional[str] = None
+    protocol: Optional[str] = None
+    ranks: int
+    message_bytes: Optional[int] = None
+    first_arrival_ts_us: Number  # trace time on the reference rank's clock
+    last_arrival_us: Number  # after the first arrival
+    last_rank: int
+    wait_us: Number  # summed over the ranks
+    max_wait_us: Number
+    transfer_us: Number
+    algbw_bytes_per_s: Optional[Number] = None
+    busbw_bytes_per_s: Optional[Number] = None
+    link_peak_bytes_per_s: Optional[Number] = None
+    link_fraction: Optional[Number] = None
+    consistent: bool = True
+    per_rank: list[CollectiveRank] = msgspec.field(default_factory=list)
+
+
+class StragglerStep(Struct, kw_only=True):
+    step: int
+    slowest_rank: int
+    behind_us: Number
+    others_wait_us: Number
+    collectives_last: int
+    ranks: int
+    cause: Optional[str] = None
+    cause_us: Optional[Number] = None
+
+
+class RankStep(Struct, kw_only=True):
+    rank: int
+    device: int
+    step: int
+    step_us: Number
+    compute_us: Number
+    comm_us: Number
+    idle_us: Number
+    wait_us: Number
+    work_us: Number
+
+
+class WaitCaused(Struct, kw_only=True):
+    rank: int
+    caused_wait_us: Number
+    collectives_last: int
+
+
+class Stragglers(Struct, kw_only=True):
+    slowest_rank: Optional[int] = None
+    waits_caused: list[WaitCaused] = msgspec.field(default_factory=list)
+    steps: list[StragglerStep] = msgspec.field(default_factory=list)
+    rank_steps: list[RankStep] = msgspec.field(default_factory=list)
+
+
+class Overlap(Struct, kw_only=True):
+    rank: int
+    communication_us: Number
+    overlapped_us: Number
+    exposed_us: Number
+    overlap_fraction: Optional[Number] = None
+
+
+class ClockOffset(Struct, kw_only=True):
+    rank: int
+    reference_rank: int
+    offset_us: Number
+    collectives: int
+    residual_median_abs_us: Optional[Number] = None
+    residual_max_abs_us: Optional[Number] = None
+
+
 class ReportV1(Struct, kw_only=True):
     """The whole JSON report, schema 1.x."""
 
@@ -283,6 +367,12 @@ class ReportV1(Struct, kw_only=True):
     ops: list[Op] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
     ops_total: int = 0
     ranks: list[Rank]
+    # across ranks (docs/metrics.md, "Multi-GPU jobs"): empty for one rank
+    collectives: list[Collective] = msgspec.field(default_factory=list)
+    collectives_total: int = 0
+    stragglers: Stragglers = msgspec.field(default_factory=Stragglers)
+    overlap: list[Overlap] = msgspec.field(default_factory=list)
+    clock_offsets: list[ClockOffset] = msgspec.field(default_factory=list)
 
 
 def encode_report(report: ReportV1) -> str:

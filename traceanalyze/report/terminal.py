@@ -10,6 +10,7 @@ from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
 from traceanalyze.report.text_table import text_table
+from traceanalyze.report.terminal_job import detail_ranks, job_section
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
 CAUSE_HINTS = {
@@ -198,10 +199,17 @@ def render_terminal(report: Report) -> str:
     missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
     if missing:
         lines.extend([f"note: {missing}", ""])
+    shown = report.ranks
     if len(report.ranks) > 1:
+        lines.extend(job_section(report))
+        lines.append("")
         lines.extend(_ranks_overview(report))
         lines.append("")
-    for rank_report in report.ranks:
+        if not report.options.details:
+            worst = detail_ranks(report)
+            shown = tuple(r for r in report.ranks if r.rank in worst)
+            lines.extend([f"details of rank {', '.join(map(str, worst))} only (--details shows every rank)", ""])
+    for rank_report in shown:
         lines.extend(_rank_section(rank_report, limit if len(report.ranks) == 1 else min(limit, 5), report.options))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,67 @@
+"""The job-level screen of the terminal report and the JSON sections `collectives`,
+`stragglers`, `overlap`, `clock_offsets`, on the synthetic job of tests/multirank.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import multirank as mr
+from traceanalyze.cli import app
+from traceanalyze.report.schema import report_from_builtins
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return mr.write_job(tmp_path_factory.mktemp("job"))
+
+
+def test_terminal_names_the_straggler_first(folder):
+    result = runner.invoke(app, ["report", str(folder)])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    job_at = text.index("JOB — which rank holds the others back?")
+    assert f"rank {mr.STRAGGLER} is the straggler: the other ranks waited 15 ms for it in 1 collective" in text
+    assert f"step {mr.DELAY_STEP}: it arrived 5 ms after the others (cost them 15 ms); its largest idle: host" in text
+    assert job_at < text.index("RANKS")
+    # only the straggler's full section without --details
+    assert f"details of rank {mr.STRAGGLER} only" in text
+    assert [line.split(" —")[0] for line in text.splitlines() if line.startswith("rank ") and " of " in line] == [
+        f"rank {mr.STRAGGLER} of {mr.RANKS}"]
+    detailed = runner.invoke(app, ["report", str(folder), "--details"]).output
+    assert [line.split(" —")[0] for line in detailed.splitlines() if line.startswith("rank ") and " of " in line] == [
+        f"rank {r} of {mr.RANKS}" for r in range(mr.RANKS)]
+
+
+def test_json_sections(folder):
+    result = runner.invoke(app, ["report", str(folder), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    report_from_builtins(doc)  # the schema decodes it
+    assert doc["collectives_total"] == 3
+    second = doc["collectives"][1]
+    assert (second["seq"], second["collective"], second["last_rank"]) == (1, "all_reduce", mr.STRAGGLER)
+    assert second["message_bytes"] == mr.MESSAGE_BYTES
+    assert second["wait_us"] == 3 * mr.DELAY_US and second["transfer_us"] == mr.TRANSFER_US
+    assert second["busbw_bytes_per_s"] == pytest.approx(mr.MESSAGE_BYTES / 2e-3 * 1.5)
+    assert [(p["rank"], p["arrival_us"], p["wait_us"]) for p in second["per_rank"]] == [
+        (r, mr.DELAY_US if r == mr.STRAGGLER else 0.0, 0.0 if r == mr.STRAGGLER else mr.DELAY_US) for r in range(mr.RANKS)]
+    stragglers = doc["stragglers"]
+    assert stragglers["slowest_rank"] == mr.STRAGGLER
+    assert stragglers["steps"] == [{"step": mr.DELAY_STEP, "slowest_rank": mr.STRAGGLER, "behind_us": mr.DELAY_US,
+                                    "others_wait_us": 3 * mr.DELAY_US, "collectives_last": 1, "ranks": mr.RANKS,
+                                    "cause": "host", "cause_us": stragglers["steps"][0]["cause_us"]}]
+    assert len(stragglers["rank_steps"]) == mr.RANKS * mr.STEPS
+    assert [c["offset_us"] for c in doc["clock_offsets"]] == [mr.OFFSETS_US[r] for r in range(mr.RANKS)]
+    assert doc["overlap"][0]["overlapped_us"] == mr.OVERLAP_US
+
+
+def test_one_rank_has_empty_job_sections(tmp_path):
+    path = mr.build_rank(0).write(tmp_path / "rank0.json")
+    doc = json.loads(runner.invoke(app, ["report", str(path), "--format", "json"]).output)
+    assert doc["collectives"] == [] and doc["clock_offsets"] == [] and doc["stragglers"]["slowest_rank"] is None
+    assert doc["overlap"][0]["communication_us"] == 3 * mr.TRANSFER_US + mr.DELAY_US  # its kernels, waits included

@@ -156,3 +156,21 @@ def test_dlrm_straggler_is_rank_2():
     waits = dict(first.select("rank", "wait_ns").iter_rows())
     assert waits[1] > 5_000_000 and waits[3] > 5_000_000 and waits[2] == 0
     assert job.collectives["collective"].to_list()[:4] == ["send_recv"] * 4
+
+
+def test_straggler_cause_leaves_out_waiting_on_peers():
+    from traceanalyze.analysis import stragglers
+
+    cause = pl.List(pl.Struct({"cause": pl.String, "ns": pl.Int64}))
+    steps = pl.DataFrame({
+        "rank": [0, 1], "device": [0, 0], "step": [1, 1], "window_start_ns": [0, 0], "window_end_ns": [100, 100],
+        "step_ns": [100, 100], "compute_ns": [10, 10], "comm_ns": [20, 20], "idle_ns": [70, 70],
+        "idle_by_cause": [[{"cause": "host", "ns": 5}], [{"cause": "collective", "ns": 60}, {"cause": "sync", "ns": 10}]],
+    }, schema_overrides={"rank": pl.Int32, "device": pl.Int32, "idle_by_cause": cause})
+    matched = pl.DataFrame({
+        "process_group": ["0", "0"], "seq": [0, 0], "rank": [0, 1], "arrival_ns": [10, 40], "end_ns": [50, 50],
+        "duration_ns": [40, 10], "last_arrival_ns": [40, 40], "last_rank": [1, 1], "wait_ns": [30, 0],
+        "transfer_ns": [10, 10],
+    }, schema_overrides={"rank": pl.Int32, "last_rank": pl.Int32})
+    row = stragglers.stragglers(stragglers.step_waits(steps, matched), matched).row(0, named=True)
+    assert (row["slowest_rank"], row["cause"], row["cause_ns"], row["behind_ns"]) == (1, "sync", 10, 30)

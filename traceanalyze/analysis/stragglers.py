@@ -134,7 +134,8 @@ def stragglers(with_waits: pl.DataFrame, matched: pl.DataFrame) -> pl.DataFrame:
     is the one whose late arrivals cost the others the most wait (`others_wait_ns`: the other
     ranks' waits summed over the collectives it arrived last at; ties: the lowest rank);
     `behind_ns` sums, over those collectives, its arrival minus the median arrival of the others;
-    `cause` is the largest of its own idle gaps' causes in that step."""
+    `cause` is the largest of its own idle gaps' causes in that step, `collective` (waiting on its
+    peers) left out."""
     if with_waits.is_empty() or matched.is_empty():
         return pl.DataFrame(schema=STRAGGLER_SCHEMA)
     by = ["process_group", "seq"]
@@ -161,7 +162,8 @@ def stragglers(with_waits: pl.DataFrame, matched: pl.DataFrame) -> pl.DataFrame:
         .rename({"last_rank": "slowest_rank"})
     )
     causes = with_waits.group_by("rank", "step").agg(pl.col("idle_by_cause").first()).rename({"rank": "slowest_rank"})
-    top = pl.col("idle_by_cause").list.first()
+    # its own cause: waiting on its peers (`collective` gaps) is not why it is late
+    top = pl.col("idle_by_cause").list.eval(pl.element().filter(pl.element().struct.field("cause") != "collective")).list.first()
     return (
         slowest.join(causes, on=["slowest_rank", "step"], how="left")
         .with_columns(top.struct.field("cause").alias("cause"), top.struct.field("ns").alias("cause_ns"))

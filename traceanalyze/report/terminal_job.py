@@ -15,6 +15,7 @@ CAUSE_WORDS = {
     "host": "its CPU was late to launch work (data loading, Python, framework overhead)",
     "sync": "its CPU waited on its GPU (synchronize, .item(), blocking copy)",
     "launch": "its queued work started late (launch latency)",
+    "stream_wait": "its queued work waited on another stream's event",
     "other": "gaps of unknown cause (no launch recorded, or clock skew)",
 }
 COLLECTIVES_LISTED = 8

@@ -20,6 +20,7 @@ are stated in; `--json FILE` also writes every measurement.
     python scripts/bench.py --sizes 100M --hta-max 200M  # quicker
     python scripts/bench.py --no-real --sizes 1G --repeat 3
     python scripts/bench.py --sizes 100M,1G --hta-max 2G --repeat-ours 3   # what docs/performance.md shows
+    python scripts/bench.py --ranks 4,8,16 --rank-size 20M   # memory of a folder as the ranks grow
 
 Generated traces go to --work (default /tmp/traceanalyze-bench), never into the repository.
 """
@@ -250,8 +251,60 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+ALL_AT_ONCE_SCRIPT = """
+import sys, traceanalyze
+from traceanalyze.report.jsonout import render_json
+from traceanalyze.report.model import build_report
+render_json(build_report(traceanalyze.load_trace(sys.argv[1], workers=1)))
+"""
+
+
+def rank_folder(rank_file: Path, count: int, work: Path) -> Path:
+    """A folder of `count` ranks: symbolic links named rank0.json.gz … to one rank file (their
+    ranks come from the names, as in a folder whose distributedInfo repeats)."""
+    folder = work / f"ranks_{count}_{rank_file.stem.split('.')[0]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for rank in range(count):
+        link = folder / f"rank{rank}.json.gz"
+        if not link.exists():
+            link.symlink_to(rank_file.resolve())
+    return folder
+
+
+def rank_memory(counts: list[int], rank_size: int, base: Path, work: Path, env: dict[str, str],
+                timeout: float) -> str:
+    """Peak memory (PSS of the process tree) and time of a folder report as the number of ranks
+    grows: the map/reduce with one worker (every rank in the parent, one at a time) and with two
+    processes, against loading every rank into one `Trace` first (what a folder did before)."""
+    rank_file = generate(rank_size, work, base, f"rank_{rank_size}")
+    python = sys.executable
+    commands = {
+        "map/reduce, 1 worker": lambda f: [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull,
+                                           "--workers", "1", str(f)],
+        "map/reduce, 2 workers": lambda f: [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull,
+                                            "--workers", "2", str(f)],
+        "all ranks at once": lambda f: [python, "-c", ALL_AT_ONCE_SCRIPT, str(f)],
+    }
+    size = uncompressed_size(rank_file)
+    lines = [f"rank file: {fmt_size(size)} uncompressed ({base.name} replicated); peak PSS of the process tree, time",
+             "| ranks | " + " | ".join(commands) + " |", "|---|" + "---|" * len(commands)]
+    for count in counts:
+        folder = rank_folder(rank_file, count, work)
+        cells = []
+        for make in commands.values():
+            run = measure(make(folder), env, timeout)
+            cells.append(f"{fmt_mem(run)}, {fmt_time(run)}" if run.ok else f"failed: {run.note}")
+        lines.append(f"| {count} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ranks", help="instead: peak memory of a folder of N ranks for each N (e.g. 4,8,16), map/reduce "
+                        "against all ranks at once (see --rank-size, --rank-base)")
+    parser.add_argument("--rank-size", type=parse_size, default=parse_size("20M"), help="uncompressed size of each rank (default 20M)")
+    parser.add_argument("--rank-base", type=Path, default=SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",
+                        help="real rank trace each rank replicates")
     parser.add_argument("--sizes", default="100M,1G", help="generated trace sizes, comma-separated ('' for none; default 100M,1G)")
     parser.add_argument("--base", type=Path, default=DEFAULT_BASE, help="real trace the generated ones replicate")
     parser.add_argument("--no-real", action="store_true", help="skip the real traces of ../shared/traces")
@@ -273,6 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--work must be outside the repository")
     args.work.mkdir(parents=True, exist_ok=True)
     env = child_env(args.work)
+    if args.ranks:
+        counts = [int(n) for n in args.ranks.split(",") if n.strip()]
+        print(f"# traceanalyze bench --ranks, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+              f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
+        print(rank_memory(counts, args.rank_size, args.rank_base, args.work, env, args.timeout))
+        return 0
 
     inputs: list[tuple[str, Path]] = []
     if not args.no_real and SHARED_TRACES.is_dir():

@@ -65,3 +65,19 @@ def test_one_rank_has_empty_job_sections(tmp_path):
     doc = json.loads(runner.invoke(app, ["report", str(path), "--format", "json"]).output)
     assert doc["collectives"] == [] and doc["clock_offsets"] == [] and doc["stragglers"]["slowest_rank"] is None
     assert doc["overlap"][0]["communication_us"] == 3 * mr.TRANSFER_US + mr.DELAY_US  # its kernels, waits included
+
+
+def test_html_job_charts(folder, tmp_path):
+    out = tmp_path / "job.html"
+    result = runner.invoke(app, ["report", str(folder), "--format", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    job_at = html.index('id="job"')
+    for label in ("Step time per rank", "Collectives on one clock", "Collectives: the longest wait of a rank"):
+        assert job_at < html.index(label) < html.index('id="ranks"')
+    # the heatmap cell of a waiting rank in the straggler's step, and the aligned timeline's wait
+    assert f"rank 0, step {mr.DELAY_STEP}: 20 ms; waiting 5 ms (25.0%)" in html
+    assert f"rank {mr.STRAGGLER}, step {mr.DELAY_STEP}: 20 ms; waiting 0 ns (0.0%)" in html
+    assert "all_reduce #1: waited 5000.0 µs" in html
+    markdown = runner.invoke(app, ["report", str(folder), "--format", "markdown"]).output
+    assert f"**rank {mr.STRAGGLER} is the straggler**: the other ranks waited 15 ms" in markdown

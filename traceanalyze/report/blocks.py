@@ -72,7 +72,8 @@ class Figures:
 @dataclass(frozen=True, eq=False)
 class Chart:
     """A slot for a chart of `rank` (None: all ranks of the report). Kinds: `ranks`, `regimes`,
-    `timeline`, `causes`, `latency`, `steps`, `roofline`."""
+    `timeline`, `causes`, `latency`, `steps`, `roofline`, and the job's `job-heatmap`,
+    `job-timeline`, `job-collectives` (report.html_job)."""
 
     kind: str
     rank: RankReport | None = None

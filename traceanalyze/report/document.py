@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze import __version__
+from traceanalyze.report.document_job import job_blocks
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.terminal import CAUSE_HINTS, cpu_name
@@ -376,6 +377,7 @@ def document(report: Report) -> list[Block]:
             blocks.append(Paragraph((_rank_title(single), *where)))
         blocks += rank_blocks(single, limit=limit, level=2, anchor="rank-%d" % single.rank, min_run=min_run)
         return blocks
+    blocks += job_blocks(report)
     blocks += _ranks_overview(report)
     for rank in report.ranks:
         anchor = f"rank-{rank.rank}"

@@ -17,6 +17,7 @@ import polars as pl
 
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.report.html_job import CHARTS as JOB_CHARTS
 from traceanalyze.report import plots
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
 from traceanalyze.report.document import KERNEL_LIMIT, document
@@ -204,6 +205,8 @@ def _chart(block: Chart, report: Report) -> str:
     rank = block.rank
     if block.kind == "ranks":
         return _figure(_ranks_chart(report))
+    if block.kind in JOB_CHARTS:
+        return _figure(JOB_CHARTS[block.kind](report))
     if rank is None:
         return ""
     builders = {

@@ -44,13 +44,11 @@ GPU_SCHEMA = pl.Schema(
         "graph_id": pl.Int64,
         "graph_node_id": pl.Int64,
         "collective": pl.String,
-        # collective kernels of newer traces: the arguments PyTorch records (`In msg nelems`, …)
-        "in_msg_nelems": pl.Int64,
-        "out_msg_nelems": pl.Int64,
+        # collective kernels of newer traces: the larger of `In msg nelems` and `Out msg nelems`,
+        # the element type and the process group PyTorch records
+        "msg_nelems": pl.Int64,
         "dtype": pl.String,
-        "group_size": pl.Int64,
         "process_group": pl.String,
-        "group_ranks": pl.String,
     }
 )
 

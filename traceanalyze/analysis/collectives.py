@@ -47,8 +47,7 @@ DTYPE_BYTES = {
 
 RANK_COLLECTIVE_SCHEMA = pl.Schema({
     "rank": pl.Int32, "process_group": pl.String, "seq": pl.Int64, "collective": pl.String, "name": pl.String,
-    "algorithm": pl.String, "protocol": pl.String, "group_size": pl.Int64, "group_ranks": pl.String,
-    "dtype": pl.String, "message_bytes": pl.Int64, "stream": pl.Int64, "start_ns": pl.Int64,
+    "algorithm": pl.String, "protocol": pl.String, "dtype": pl.String, "message_bytes": pl.Int64, "stream": pl.Int64, "start_ns": pl.Int64,
     "end_ns": pl.Int64, "duration_ns": pl.Int64,
 })
 
@@ -97,7 +96,7 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
             _name_part(pl.col("name"), ("RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"))
             .alias("algorithm"),
             _name_part(pl.col("name"), ("LL128", "LL", "SIMPLE")).alias("protocol"),
-            (pl.max_horizontal("in_msg_nelems", "out_msg_nelems") * element).alias("message_bytes"),
+            (pl.col("msg_nelems") * element).alias("message_bytes"),
         )
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process_group").alias("seq"))
     )

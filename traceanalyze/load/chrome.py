@@ -73,9 +73,7 @@ class Args(msgspec.Struct, omit_defaults=True, gc=False):
     in_msg_nelems: IntOrStr | None = msgspec.field(default=None, name="In msg nelems")
     out_msg_nelems: IntOrStr | None = msgspec.field(default=None, name="Out msg nelems")
     dtype: str | None = None
-    group_size: IntOrStr | None = msgspec.field(default=None, name="Group size")
     process_group: IntOrStr | None = msgspec.field(default=None, name="Process Group Name")
-    group_ranks: str | None = msgspec.field(default=None, name="Process Group Ranks")
     # shape arguments stay raw JSON here; they are decoded column-wise (see tables.py)
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
@@ -154,9 +152,7 @@ class GpuArgs(msgspec.Struct, gc=False):
     in_msg_nelems: Int = msgspec.field(default=None, name="In msg nelems")
     out_msg_nelems: Int = msgspec.field(default=None, name="Out msg nelems")
     dtype: str | None = None
-    group_size: Int = msgspec.field(default=None, name="Group size")
     process_group: str | None = msgspec.field(default=None, name="Process Group Name")
-    group_ranks: str | None = msgspec.field(default=None, name="Process Group Ranks")
 
 
 class RuntimeArgs(msgspec.Struct, gc=False):

@@ -31,10 +31,11 @@ SCALAR, INTS3, RAW = range(3)
 
 _INT_ARGS = ("External id", "external id", "correlation", "device", "stream", "registers per thread",
              "shared memory", "bytes", "graph id", "graph node id", "Sequence number", "Fwd thread id",
-             "In msg nelems", "Out msg nelems", "Group size")
+             "In msg nelems", "Out msg nelems")
 _FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %", "flops")
 _LIST_ARGS = ("grid", "block")
-_STRING_ARGS = ("Collective name", "dtype", "Process Group Name", "Process Group Ranks")
+_STRING_ARGS = ("Collective name", "dtype", "Process Group Name")
+_COLLECTIVE_ARGS = ("In msg nelems", "Out msg nelems", "dtype", "Process Group Name")
 _RAW_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 ARG_KEYS: tuple[tuple[bytes, int], ...] = (
     *((key.encode(), SCALAR) for key in (*_INT_ARGS, *_FLOAT_ARGS, *_STRING_ARGS)),
@@ -46,8 +47,7 @@ ARG_KEYS: tuple[tuple[bytes, int], ...] = (
 _TABLE_ARGS: dict[int, dict[str, tuple[str, ...]]] = {
     _tables.GPU: {
         "int": ("External id", "external id", "correlation", "device", "stream", "registers per thread",
-                "shared memory", "bytes", "graph id", "graph node id", "In msg nelems", "Out msg nelems",
-                "Group size"),
+                "shared memory", "bytes", "graph id", "graph node id", "In msg nelems", "Out msg nelems"),
         "float": ("blocks per SM", "warps per SM", "est. achieved occupancy %"),
         "list": _LIST_ARGS,
         "string": _STRING_ARGS,
@@ -257,7 +257,8 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
         for field in times
         for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
     ]
-    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).collect().row(0, named=True)
+    present = [(_tag(key) != ABSENT).any().alias(key) for key in _COLLECTIVE_ARGS] if code == _tables.GPU else []
+    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes, *present).collect().row(0, named=True)
     if not checked["ok"]:
         raise _NotVouched
     largest = {}
@@ -300,10 +301,11 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
             _number("est. achieved occupancy %").alias("occupancy_pct"),
             *ints(("bytes", "bytes"), ("graph id", "graph_id"), ("graph node id", "graph_node_id")),
             lookups.string("Collective name").alias("collective"),
-            *ints(("In msg nelems", "in_msg_nelems"), ("Out msg nelems", "out_msg_nelems")),
-            lookups.string("dtype").alias("dtype"), *ints(("Group size", "group_size")),
-            lookups.string("Process Group Name").alias("process_group"),
-            lookups.string("Process Group Ranks").alias("group_ranks"),
+            # a collective's arguments: all-null columns (no memory) in the chunks that hold none
+            *(_int(key).alias(column) if checked[key] else pl.lit(None, dtype=pl.Int64).alias(column)
+              for key, column in (("In msg nelems", "in_msg_nelems"), ("Out msg nelems", "out_msg_nelems"))),
+            *(lookups.string(key).alias(column) if checked[key] else pl.lit(None, dtype=pl.String).alias(column)
+              for key, column in (("dtype", "dtype"), ("Process Group Name", "process_group"))),
         ]
     elif code == _tables.RUNTIME:
         columns = [*timed, *thread, *ints(("correlation", "correlation")), *ids]

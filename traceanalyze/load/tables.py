@@ -657,8 +657,7 @@ def _add_gpu(table: _Columns, event: Event, args: Any, name: str, kind: str, sta
     if args is None:
         for column in ("correlation", "external_id", "grid", "block", "registers_per_thread",
                        "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct",
-                       "bytes", "graph_id", "graph_node_id", "collective", "in_msg_nelems", "out_msg_nelems",
-                       "dtype", "group_size", "process_group", "group_ranks"):
+                       "bytes", "graph_id", "graph_node_id", "collective", "msg_nelems", "dtype", "process_group"):
             cols[column].append(None)
         return
     cols["correlation"].append(as_int(args.correlation))
@@ -674,12 +673,10 @@ def _add_gpu(table: _Columns, event: Event, args: Any, name: str, kind: str, sta
     cols["graph_id"].append(as_int(args.graph_id))
     cols["graph_node_id"].append(as_int(args.graph_node_id))
     cols["collective"].append(args.collective_name)
-    cols["in_msg_nelems"].append(as_int(args.in_msg_nelems))
-    cols["out_msg_nelems"].append(as_int(args.out_msg_nelems))
+    counts = [n for n in (as_int(args.in_msg_nelems), as_int(args.out_msg_nelems)) if n is not None]
+    cols["msg_nelems"].append(max(counts) if counts else None)
     cols["dtype"].append(args.dtype)
-    cols["group_size"].append(as_int(args.group_size))
     cols["process_group"].append(None if args.process_group is None else str(args.process_group))
-    cols["group_ranks"].append(args.group_ranks)
 
 
 def _stream_from_tid(tid: Any) -> int | None:
@@ -986,9 +983,7 @@ def _raw_gpu(events: list[FastEvent], index: pl.Series, category: pl.Series) -> 
             "in_msg_nelems": _ints([a.in_msg_nelems for a in args]),
             "out_msg_nelems": _ints([a.out_msg_nelems for a in args]),
             "dtype": _strings([a.dtype for a in args]),
-            "group_size": _ints([a.group_size for a in args]),
             "process_group": _strings([a.process_group for a in args]),
-            "group_ranks": _strings([a.group_ranks for a in args]),
         }
     )
 
@@ -1183,8 +1178,8 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
             "name", *times, "correlation", external_id, "grid", "block",
             pl.col("registers_per_thread").cast(pl.Int32, strict=False),
             "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct", "bytes", "graph_id",
-            "graph_node_id", "collective", "in_msg_nelems", "out_msg_nelems", "dtype", "group_size",
-            "process_group", "group_ranks",
+            "graph_node_id", "collective", pl.max_horizontal("in_msg_nelems", "out_msg_nelems").alias("msg_nelems"),
+            "dtype", "process_group",
         ]
     if name == "runtime":
         return [

@@ -79,7 +79,7 @@ def collective_timeline(report: Report) -> str:
         rows.append(plots.TimelineRow(f"rank {rank}", intervals, JOB_COLOURS))
     window = (int(matched["arrival_ns"].min()), int(matched["end_ns"].max()))
     return plots.timeline_chart(rows, window, title="Collectives on one clock (ranks aligned by their clock offsets)",
-                                legends=[("", JOB_COLOURS)])
+                                legends=[("", JOB_COLOURS)], kind="job-timeline")
 
 
 def collective_bars(report: Report) -> str:

@@ -273,7 +273,7 @@ class _Run:
 
 def timeline_chart(rows: Sequence[TimelineRow], window: tuple[int, int], *, title: str,
                    legends: Sequence[tuple[str, Mapping[str, str]]] = (), markers: Sequence[Marker] = (),
-                   width: float = WIDTH, note: str = "", max_marks: int = MAX_MARKS) -> str:
+                   width: float = WIDTH, note: str = "", max_marks: int = MAX_MARKS, kind: str = "timeline") -> str:
     """Lanes of intervals over `window` (ns). Up to `EXACT_TIMELINE_MARKS` intervals each is
     drawn with its own tooltip; beyond, each lane is cut into pixel-wide bins (at most
     `max_marks` over the chart), a bin takes the colour of the category covering most of it and
@@ -322,7 +322,7 @@ def timeline_chart(rows: Sequence[TimelineRow], window: tuple[int, int], *, titl
     if note:
         axis.append(text_element(left, height + 4, note, size=11, fill=MUTED))
         height += 14
-    return svg_document("timeline", width, height, title, body + marks + axis)
+    return svg_document(kind, width, height, title, body + marks + axis)
 
 
 def _clipped(frame: pl.DataFrame, start: int, end: int) -> pl.DataFrame:

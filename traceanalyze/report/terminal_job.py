@@ -5,10 +5,9 @@ collectives waited on the most. Reads `Report.job` (analysis.job); computes noth
 from __future__ import annotations
 
 import polars as pl
-from tabulate import tabulate
-
 from traceanalyze.report.jsonjob import listed_collectives
 from traceanalyze.report.model import Report
+from traceanalyze.report.text_table import text_table
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, format_si, plural
 
 CAUSE_WORDS = {
@@ -22,8 +21,7 @@ COLLECTIVES_LISTED = 8
 
 
 def _table(rows, headers) -> str:
-    text = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    return "\n".join("  " + line for line in text.splitlines())
+    return text_table(rows, headers)
 
 
 def detail_ranks(report: Report) -> list[int]:

@@ -17,6 +17,7 @@ import polars as pl
 
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report import plots
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
 from traceanalyze.report.document import KERNEL_LIMIT, document
@@ -343,7 +344,7 @@ def _steps_chart(rank: RankReport) -> str:
 
 
 def _roofs(rank: RankReport) -> tuple[list[plots.Roof], list[plots.Roof]]:
-    modelled = rank.roofline.filter(pl.col("regime").is_in(["compute", "bandwidth"]))
+    modelled = rank.roofline.filter(pl.col("regime").is_in(ON_ROOFLINE))
     combos = (
         modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
         .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
@@ -355,6 +356,9 @@ def _roofs(rank: RankReport) -> tuple[list[plots.Roof], list[plots.Roof]]:
             names.append(dtype or "any")
     compute = [plots.Roof(v, format_rate(v, "FLOP/s"), "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
                for v, units in by_value.items()]
+    present = set(by_value)
+    compute += [plots.Roof(v, format_rate(v, "FLOP/s"), "tf32 tensor (FP32 matmuls with TF32 allowed)")
+                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list() if v not in present]
     bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
                  for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
     return compute, bandwidth
@@ -369,7 +373,7 @@ def _roofline_chart(rank: RankReport) -> str:
     hidden_ns = 0
     total_ns = kernels["total_ns"].sum()
     for i, r in enumerate(kernels.iter_rows(named=True), 1):
-        plotted = (r["regime"] in ("compute", "bandwidth") and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
+        plotted = (r["regime"] in ON_ROOFLINE and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
         if not plotted:
             hidden_ns += r["total_ns"]
             continue

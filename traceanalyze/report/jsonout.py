@@ -11,6 +11,7 @@ import polars as pl
 
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report import schema
 from traceanalyze.report.model import RankReport, Report
@@ -143,8 +144,8 @@ def _peaks(report: RankReport) -> list[schema.Peak]:
 
 def _roofline_fields(r: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of `schema.RooflineFields` from a kernel or op row."""
-    modelled = r["regime"] in ("compute", "bandwidth", "memcpy")
-    on_roofline = r["regime"] in ("compute", "bandwidth")
+    modelled = r["regime"] in (*ON_ROOFLINE, "memcpy")
+    on_roofline = r["regime"] in ON_ROOFLINE
     return {
         "count": r["count"],
         "total_us": _us(r["total_ns"]),
@@ -165,6 +166,8 @@ def _roofline_fields(r: dict[str, Any]) -> dict[str, Any]:
         "no_roof_reason": r["no_roof_reason"] if modelled else None,
         "recoverable_us": _us(r["recoverable_ns"]) if r["recoverable_ns"] else 0.0,
         "unmodeled_reason": r["unmodeled_reason"] if r["regime"] == "unmodeled" else None,
+        "tf32_peak_flops_per_s": _number(r.get("tf32_peak_flops_per_s")) if on_roofline else None,
+        "tf32_roof_fraction": _number(r.get("pct_of_tf32_peak")) if on_roofline else None,
     }
 
 

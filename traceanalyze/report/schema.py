@@ -155,6 +155,8 @@ class RooflineFields(Struct, kw_only=True):
     no_roof_reason: Optional[str] = None
     recoverable_us: Optional[Number] = None
     unmodeled_reason: Optional[str] = None
+    tf32_peak_flops_per_s: Optional[Number] = None  # FP32 matmul-like work on SIMT: the TF32 tensor-core roof
+    tf32_roof_fraction: Optional[Number] = None  # achieved FLOP/s ÷ that roof
 
 
 # A kernel names itself before the shared fields, an op entry is its op: the field lists are

@@ -163,3 +163,12 @@ def test_integers_beyond_their_columns_load(tmp_path):
     for command in ("report", "info"):
         result = CliRunner().invoke(app, [command, str(path)])
         assert result.exit_code == 0, result.output
+
+
+def test_a_step_number_beyond_int64_is_no_step(tmp_path):
+    document = small_trace().to_dict()
+    document["traceEvents"] += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
+                                 "ts": 0, "dur": 5} for n in ("99999999999999999999999", "7")]
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps(document))
+    assert load_trace(path).steps["step"].to_list() == [7]

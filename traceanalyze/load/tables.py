@@ -1302,7 +1302,8 @@ def _nesting_vectorised(ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
 def _steps(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     steps = (
         cpu_ops.filter(pl.col("name").str.contains(classify.STEP_NAME.pattern))
-        .with_columns(step=pl.col("name").str.extract(classify.STEP_NAME.pattern, 1).cast(pl.Int64))
+        .with_columns(step=pl.col("name").str.extract(classify.STEP_NAME.pattern, 1).cast(pl.Int64, strict=False))
+        .filter(pl.col("step").is_not_null())  # ProfilerStep#99999999999999999999999 is no step
         .select(STEPS_SCHEMA.names())
         .sort("start_ns")
     )

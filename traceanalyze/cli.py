@@ -79,15 +79,38 @@ DiffFormat = _format_enum("DiffFormat", diff_formats.RENDERERS)
 
 
 def _write_or_echo(text: str, output: Path | None) -> None:
-    """`text` on stdout, or into `output` (then "wrote OUTPUT" on stderr)."""
+    """`text` on stdout, or into `output` whole or not at all (then "wrote OUTPUT" on stderr)."""
+    from traceanalyze.output import write_output
+
     if output is None:
         typer.echo(text, nl=False)
         return
     try:
-        output.write_text(text)
-    except OSError as error:
-        fail(ConfigError(f"{output}: cannot write: {error.strerror or error}"))
+        write_output(output, text)
+    except TraceAnalyzeError as error:
+        fail(error)
     typer.echo(f"wrote {output}", err=True)
+
+
+def _refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: Path | None) -> None:
+    """Exit 2 before any work when an output names an input (a folder's trace files included) or
+    another output (`output.refuse_inputs_as_outputs`)."""
+    from traceanalyze.load import trace_files
+    from traceanalyze.output import refuse_inputs_as_outputs
+
+    files: list[Path] = []
+    for path in inputs:
+        if path is None:
+            continue
+        files.append(path)
+        try:
+            files.extend(trace_files(path) if path.is_dir() else ())
+        except OSError:  # an unreadable folder: the loader says so
+            pass
+    try:
+        refuse_inputs_as_outputs(outputs, files)
+    except TraceAnalyzeError as error:
+        fail(error)
 
 
 def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
@@ -118,6 +141,7 @@ def report(
 ) -> None:
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities)."""
+    _refuse_overwriting_inputs({"--output": output}, trace, device_file)
     try:
         built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
@@ -232,6 +256,7 @@ def calibrate(
     from traceanalyze import calibrate as calibration
 
     chart = plot if plot is not None else output.with_suffix(".svg")
+    _refuse_overwriting_inputs({"--output": output, "--plot": chart})
     try:
         measured = calibration.measure(device=device, size=size, quick=quick, progress=lambda line: typer.echo(line, err=True))
         calibration.write_outputs(measured, output, chart)
@@ -276,11 +301,15 @@ def gate(
     from traceanalyze.gate.config import load_gate_config
     from traceanalyze.gate.inputs import load_report
     from traceanalyze.gate.render_text import render_verdict_markdown
+    from traceanalyze.output import append_output, write_output
 
     def build(path: Path):
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
                         force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
 
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
+                               trace, baseline, config, device_file)
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us, "baseline": baseline,
              "max_regression": max_regression, "statistic": statistic, "min_steps": min_steps,
@@ -294,17 +323,15 @@ def gate(
     except TraceAnalyzeError as error:
         fail(error)
     text = gate_formats.RENDERERS[format.value](verdict)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     try:
         if junit is not None:
-            junit.write_text(render_junit(verdict))
+            write_output(junit, render_junit(verdict))
         if step_summary:
-            with open(step_summary, "a", encoding="utf-8") as handle:
-                handle.write(render_verdict_markdown(verdict))
+            append_output(step_summary, render_verdict_markdown(verdict))
         if output is not None:
-            output.write_text(text)
-    except OSError as error:
-        fail(ConfigError(f"{error.filename}: cannot write: {error.strerror or error}"))
+            write_output(output, text)
+    except TraceAnalyzeError as error:
+        fail(error)
     annotations = annotation_lines(verdict) if os.environ.get("GITHUB_ACTIONS") == "true" else []
     if output is None:
         typer.echo(text, nl=False)
@@ -342,6 +369,7 @@ def diff(
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
                         force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
 
+    _refuse_overwriting_inputs({"--output": output}, base, new, device_file)
     try:
         chosen = parse_statistic(statistic, "--statistic")
         threshold = parse_regression(min_change, "--min-change")

@@ -67,11 +67,13 @@ def test_latency_needs_little_work_and_a_long_way_below_the_roof(tmp_path, numel
     assert str(table["regime"][0]) == bound
 
 
-def test_a_layout_kernel_of_an_op_gets_bytes_and_the_working_kernel_its_flops(tmp_path):
+@pytest.mark.parametrize("helper", ["void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>",
+                                    "void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int>>"])
+def test_a_layout_kernel_of_an_op_gets_bytes_and_the_working_kernel_its_flops(tmp_path, helper):
     m = k = n = 2048
     b = TraceBuilder()
     op = mm(b, 0, m, k, n)
-    b.launch_kernel(launch_us=1, start_us=10, dur_us=10, external_id=op, name="void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>")
+    b.launch_kernel(launch_us=1, start_us=10, dur_us=10, external_id=op, name=helper)
     b.launch_kernel(launch_us=5, start_us=30, dur_us=30, external_id=op, name=GEMM)
     _, table = table_of(b, tmp_path)
     op_bytes = 3 * 2048 * 2048 * 2

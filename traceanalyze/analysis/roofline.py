@@ -30,10 +30,11 @@ ON_ROOFLINE = ("compute", "bandwidth", "latency")  # kernels with FLOPs, bytes a
 # LATENCY_ROOF_SHARE of the roof that binds it (far below both roofs). docs/roofline.md.
 LATENCY_WORK_NS = 2_000
 LATENCY_ROOF_SHARE = 0.25
-# Helper kernels of an op (layout changes, split-K reductions, fills) move data but do not do the
-# op's FLOPs: they get their share of its bytes, the other kernels all of its FLOPs.
+# Helper kernels of an op (layout changes, split-K reductions, fills, the sorts and scans of an
+# embedding backward) move data but do not do the op's FLOPs: they get their share of its bytes,
+# the other kernels all of its FLOPs.
 HELPER_KERNEL = (r"(?i)nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|transpose|convertTensor|convert_kernel|"
-                 r"splitKreduce|splitK_reduce|splitKReduction|FillFunctor|fill_kernel|memset")
+                 r"splitKreduce|splitK_reduce|splitKReduction|FillFunctor|fill_kernel|memset|RadixSort|DeviceScan")
 Regime = pl.Enum(REGIMES)
 TENSOR_CORE_MODELS = tuple(f.name for f in FAMILIES if f.tensor_core)
 LOW_PRECISION = ("fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp4", "int8")

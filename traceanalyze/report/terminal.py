@@ -58,7 +58,7 @@ def _cause_lines(causes: pl.DataFrame) -> list[str]:
         return ["  no idle gaps"]
     lines = ["  idle time by cause:"]
     for cause, duration, count, share in causes.select("cause", "duration_ns", "gaps", "share_of_idle").iter_rows():
-        lines.append(f"    {cause:<7}{format_duration_ns(duration):>10}  {format_percent(share):>6} of idle  "
+        lines.append(f"    {cause:<11}{format_duration_ns(duration):>10}  {format_percent(share):>6} of idle  "
                      f"{plural(count, 'gap'):>10}  — {CAUSE_HINTS[str(cause)]}")
     return lines
 

@@ -10,6 +10,7 @@ import polars as pl
 
 from traceanalyze.analysis import attribution, idle, launch, roofline
 from traceanalyze.analysis.device_match import matched_devices
+from traceanalyze.analysis.findings import FindingInputs, findings
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
@@ -63,6 +64,7 @@ class RankReport:
     summary: Summary  # this rank's summary figures (report.summaries)
     small_kernel_summary: SmallKernelSummary
     idle_causes: pl.DataFrame  # idle time by gap cause over this rank's gaps (summaries.idle_causes)
+    findings: pl.DataFrame  # diagnoses ranked by gain (analysis.findings, docs/findings.md)
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
 
@@ -138,6 +140,15 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
                 f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
                 "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
             )
+    small_runs = launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small)
+    fusion = attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops))
+    health = trace_health(trace)
+    found = findings(FindingInputs(
+        rank=meta.rank, device_family=meta.device_family,
+        peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
+        roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=small_runs, fusion=fusion,
+        attribution=attributed, health=health, cpu_ops=trace.cpu_ops,
+    ))
     return RankReport(
         rank=meta.rank,
         source=meta.source,
@@ -156,9 +167,9 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         latency_by_kernel=launch.latency_by_kernel(per_op),
         latency_by_group=launch.latency_by_group(per_op),
         small_kernels=small,
-        small_kernel_runs=launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
+        small_kernel_runs=small_runs,
         queue=launch.queue_summary(trace),
-        health=trace_health(trace),
+        health=health,
         cpu_ops_top=_top_cpu_ops(trace),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=tuple(peaks),
@@ -167,11 +178,12 @@ def _rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         step_attribution=attribution.step_attribution(per_kernel, steps),
         kernels=attribution.kernels_by_name(per_kernel),
         ops=attribution.kernels_by_op(per_kernel),
-        fusion=attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
+        fusion=fusion,
         recoverable=attribution.recoverable(per_kernel, attributed),
         summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
         small_kernel_summary=small_kernel_summary(small),
         idle_causes=idle_causes(gaps),
+        findings=found,
     )
 
 

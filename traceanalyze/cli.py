@@ -151,6 +151,37 @@ def report(
     _write_or_echo(report_formats.RENDERERS[format.value](built), output)
 
 
+@app.command()
+def annotate(
+    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace file.", readable=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The annotated trace (.json, or .json.gz to compress).")],
+    window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
+    peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
+    peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
+    device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
+    force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
+    max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
+    max_events: MaxEvents = _DEFAULT_LIMITS.events,
+    max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+) -> None:
+    """Write the trace with the diagnosis on its timeline (idle gaps by cause, each kernel's bound,
+    each finding over its evidence), for Perfetto UI or chrome://tracing."""
+    from traceanalyze.output import write_output
+    from traceanalyze.report.annotate import annotated_trace
+
+    _refuse_overwriting_inputs({"--output": output}, trace, device_file)
+    try:
+        if trace.is_dir():
+            raise ConfigError(f"{trace}: annotate reads one trace file, not a folder: annotate each rank's file")
+        built = _analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
+                         device_file=device_file, force_device_file=force_device_file,
+                         limits=_limits(max_event_mb, max_events, max_inflation))
+        write_output(output, annotated_trace(trace, built, compress=output.name.endswith(".gz")))
+    except TraceAnalyzeError as error:
+        fail(error)
+    typer.echo(f"wrote {output}", err=True)
+
+
 @app.command(context_settings={"allow_interspersed_args": False})
 def capture(
     script: Annotated[Path, typer.Argument(metavar="SCRIPT", help="The Python script to run, as `python SCRIPT ARGS…` would.", show_default=False)],

@@ -5,7 +5,7 @@
  * that writes each event's top-level fields and a chosen set of `args` keys into typed columns,
  * without one Python object per event (only the distinct strings become `str`).
  *
- * It is the fast front of `tables.decode_chunk`, never the reference: whenever it meets anything
+ * It is the fast front of `decode.decode_chunk`, never the reference: whenever it meets anything
  * it does not handle exactly as the msgspec path does (invalid JSON, an integer beyond int64, a
  * raw control character or a lone surrogate in a string, a key written with escapes, a repeated
  * key, nesting deeper than 512, ...) it returns None and the caller decodes the chunk with
@@ -28,7 +28,7 @@
  * nest(thread_start: bytes, start: bytes, end: bytes) -> (parent: bytes, depth: bytes)
  *   Ops sorted by thread, start and end descending (int64 arrays; thread_start[i] the position
  *   of the first op of op i's thread) → each op's parent position (int64, -1 for none) and
- *   depth (int32): the stack walk `tables._with_nesting` defines.
+ *   depth (int32): the stack walk `nesting.with_nesting` defines.
  *
  * merge(group_start: bytes, start: bytes, end: bytes) -> (first: bytes, start: bytes, end: bytes)
  *   Intervals sorted by group, then start (int64 arrays; group_start[i] the position of the first

@@ -3,19 +3,23 @@ errors (`TraceAnalyzeError`) into a one-line message and an exit code; nothing e
 
 from __future__ import annotations
 
-import sys
-from enum import Enum
-from pathlib import Path
-from typing import Annotated, Optional
+from traceanalyze.allocator import configure_before_polars
 
-import typer
+configure_before_polars()  # before anything imports polars: the command line's process is ours to set
 
-from traceanalyze.diff import formats as diff_formats
-from traceanalyze.errors import ConfigError, TraceAnalyzeError
-from traceanalyze.gate import formats as gate_formats
-from traceanalyze.load.limits import MIB, LoadLimits
-from traceanalyze.report import formats as report_formats
-from traceanalyze.report.model import DEFAULT_MAX_GAPS
+import sys  # noqa: E402
+from enum import Enum  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Annotated, Optional  # noqa: E402
+
+import typer  # noqa: E402
+
+from traceanalyze.diff import formats as diff_formats  # noqa: E402
+from traceanalyze.errors import ConfigError, TraceAnalyzeError  # noqa: E402
+from traceanalyze.gate import formats as gate_formats  # noqa: E402
+from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
+from traceanalyze.report import formats as report_formats  # noqa: E402
+from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
 
 app = typer.Typer(
     name="traceanalyze",

@@ -14,7 +14,9 @@ from builder import TraceBuilder
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.cli import app
 from traceanalyze.load import columnar, load_trace
-from traceanalyze.load.tables import SKIP_BAD_DUR, SKIP_NO_PHASE, _general_chunk, msgspec_chunk
+from traceanalyze.load.chunk import SKIP_BAD_DUR, SKIP_NO_PHASE
+from traceanalyze.load.fast import msgspec_chunk
+from traceanalyze.load.general import general_chunk as _general_chunk
 from traceanalyze.model import linked_gpu
 from traceanalyze.report.model import build_report
 

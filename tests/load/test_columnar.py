@@ -24,7 +24,7 @@ from shared_traces import real_trace_params
 
 from traceanalyze.load import columnar
 from traceanalyze.load.chrome import EventChunks, NotStreamable
-from traceanalyze.load.tables import msgspec_chunk
+from traceanalyze.load.fast import msgspec_chunk
 
 pytestmark = pytest.mark.skipif(not columnar.available(), reason="the C scanner is not built (no C compiler at install)")
 
@@ -181,10 +181,10 @@ def test_real_traces_through_the_scanner_and_threads(path: Path, monkeypatch):
     gives the tables of the whole-document reference."""
     from test_streaming import assert_same, block_size_for, whole_document
 
-    from traceanalyze.load import load_file, tables
+    from traceanalyze.load import decode, load_file, nesting
 
-    monkeypatch.setattr(tables, "COLUMNAR_MIN_BYTES", 0)
-    monkeypatch.setattr(tables, "NATIVE_NESTING_MIN_OPS", 0)
+    monkeypatch.setattr(decode, "COLUMNAR_MIN_BYTES", 0)
+    monkeypatch.setattr(nesting, "NATIVE_NESTING_MIN_OPS", 0)
     assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 6), workers=2), whole_document(path))
 
 

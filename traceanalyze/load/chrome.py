@@ -70,7 +70,7 @@ class Args(msgspec.Struct, omit_defaults=True, gc=False):
     graph_id: Number | None = msgspec.field(default=None, name="graph id")
     graph_node_id: Number | None = msgspec.field(default=None, name="graph node id")
     collective_name: str | None = msgspec.field(default=None, name="Collective name")
-    # shape arguments stay raw JSON here; they are decoded column-wise (see tables.py)
+    # shape arguments stay raw JSON here; they are decoded column-wise (see shapes.py)
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
     input_strides: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Strides")

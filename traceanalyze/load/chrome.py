@@ -31,6 +31,7 @@ from typing import Any, BinaryIO, TypeVar, Union
 import msgspec
 
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
+from traceanalyze.fields import ARG_FIELDS, FLOAT, INT, INTS3, STRING, TEXT, ArgField, fields_of
 from traceanalyze.load.limits import INFLATION_FLOOR, LoadLimits, exceeded
 from traceanalyze.load.times import decode_hook, encode_hook
 
@@ -51,34 +52,20 @@ WHOLE_DOCUMENT_LIMIT = 512 << 20  # largest document decoded at once when stream
 HEADER_LIMIT = 64 << 20  # how far into a document the start of `traceEvents` is looked for
 
 
-class Args(msgspec.Struct, omit_defaults=True, gc=False):
-    """The `args` keys any analysis reads; everything else in `args` is skipped by the decoder."""
+def _struct(name: str, fields: tuple[ArgField, ...], types: Callable[[ArgField], Any],
+            extra: tuple[tuple[str, Any, Any], ...] = (), **options: Any) -> Any:
+    """A msgspec struct of `fields` (`fields.ARG_FIELDS`): each attribute named as in the JSON,
+    absent → None (a shape argument's text: an empty `Raw`, kept as JSON text)."""
+    return msgspec.defstruct(name, [
+        *((f.attribute, msgspec.Raw if f.kind == TEXT else types(f),
+           msgspec.field(default=msgspec.Raw() if f.kind == TEXT else None, name=f.key)) for f in fields),
+        *extra,
+    ], gc=False, **options)
 
-    external_id: IntOrStr | None = msgspec.field(default=None, name="External id")
-    external_id_old: IntOrStr | None = msgspec.field(default=None, name="external id")
-    correlation: IntOrStr | None = None
-    device: IntOrStr | None = None
-    stream: IntOrStr | None = None
-    grid: Any = None
-    block: Any = None
-    registers_per_thread: Number | None = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Number | None = msgspec.field(default=None, name="shared memory")
-    blocks_per_sm: Number | None = msgspec.field(default=None, name="blocks per SM")
-    warps_per_sm: Number | None = msgspec.field(default=None, name="warps per SM")
-    occupancy_pct: Number | None = msgspec.field(default=None, name="est. achieved occupancy %")
-    bytes: Number | str | None = None
-    graph_id: Number | None = msgspec.field(default=None, name="graph id")
-    graph_node_id: Number | None = msgspec.field(default=None, name="graph node id")
-    collective_name: str | None = msgspec.field(default=None, name="Collective name")
-    # shape arguments stay raw JSON here; they are decoded column-wise (see shapes.py)
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
-    input_strides: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Strides")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
-    sequence_number: IntOrStr | None = msgspec.field(default=None, name="Sequence number")
-    fwd_thread_id: IntOrStr | None = msgspec.field(default=None, name="Fwd thread id")
-    flops: Number | None = None
-    name: Any = None  # metadata events: process_name / thread_name
+
+# The general path's `args`: every key any table reads, of each type it may convert (and `name`,
+# of metadata events: process_name / thread_name); everything else is skipped by the decoder.
+Args = _struct("Args", ARG_FIELDS, lambda f: f.accepted, extra=(("name", Any, None),), omit_defaults=True)
 
 
 class Event(msgspec.Struct, gc=False):
@@ -128,47 +115,12 @@ class FastEvent(msgspec.Struct, gc=False):
     args: msgspec.Raw = msgspec.Raw()  # decoded per table (below), only for the events kept
 
 
-class GpuArgs(msgspec.Struct, gc=False):
-    external_id: Int = msgspec.field(default=None, name="External id")
-    external_id_old: Int = msgspec.field(default=None, name="external id")
-    correlation: Int = None
-    device: Int = None
-    stream: Int = None
-    grid: list[int] | None = None
-    block: list[int] | None = None
-    registers_per_thread: Int = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Int = msgspec.field(default=None, name="shared memory")
-    blocks_per_sm: Float = msgspec.field(default=None, name="blocks per SM")
-    warps_per_sm: Float = msgspec.field(default=None, name="warps per SM")
-    occupancy_pct: Float = msgspec.field(default=None, name="est. achieved occupancy %")
-    bytes: Int = None
-    graph_id: Int = msgspec.field(default=None, name="graph id")
-    graph_node_id: Int = msgspec.field(default=None, name="graph node id")
-    collective_name: str | None = msgspec.field(default=None, name="Collective name")
-
-
-class RuntimeArgs(msgspec.Struct, gc=False):
-    external_id: Int = msgspec.field(default=None, name="External id")
-    external_id_old: Int = msgspec.field(default=None, name="external id")
-    correlation: Int = None
-
-
-class SyncArgs(msgspec.Struct, gc=False):
-    correlation: Int = None
-    device: Int = None
-    stream: Int = None
-
-
-class CpuOpArgs(msgspec.Struct, gc=False):
-    external_id: Int = msgspec.field(default=None, name="External id")
-    external_id_old: Int = msgspec.field(default=None, name="external id")
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
-    input_strides: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Strides")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
-    sequence_number: Int = msgspec.field(default=None, name="Sequence number")
-    fwd_thread_id: Int = msgspec.field(default=None, name="Fwd thread id")
-    flops: Float = None
+# one struct per table that reads `args`, of exactly the fast types (`FAST_TYPES`)
+FAST_TYPES = {INT: Int, FLOAT: Float, STRING: Union[str, None], INTS3: Union[list[int], None]}
+GpuArgs = _struct("GpuArgs", fields_of("gpu"), lambda f: FAST_TYPES[f.kind])
+RuntimeArgs = _struct("RuntimeArgs", fields_of("runtime"), lambda f: FAST_TYPES[f.kind])
+SyncArgs = _struct("SyncArgs", fields_of("sync"), lambda f: FAST_TYPES[f.kind])
+CpuOpArgs = _struct("CpuOpArgs", fields_of("cpu_ops"), lambda f: FAST_TYPES[f.kind])
 
 
 class AnyObject(msgspec.Struct, gc=False):

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from traceanalyze import fields
 from traceanalyze.load import chunk
 from traceanalyze.load import convert as conversions
 from traceanalyze.load import times as time_rules
@@ -29,35 +30,18 @@ _native = compiled()
 
 # the scanner's tags (`_native.c`)
 ABSENT, NULL, INT, FLOAT, STR, BOOL, LIST3, OTHER, OBJECT = range(9)
-SCALAR, INTS3, RAW = range(3)
+SCALAR, INTS3, RAW = range(3)  # how the scanner keeps an `args` value
 
-_INT_ARGS = ("External id", "external id", "correlation", "device", "stream", "registers per thread",
-             "shared memory", "bytes", "graph id", "graph node id", "Sequence number", "Fwd thread id")
-_FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %", "flops")
-_LIST_ARGS = ("grid", "block")
-_STRING_ARGS = ("Collective name",)
-_RAW_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
-ARG_KEYS: tuple[tuple[bytes, int], ...] = (
-    *((key.encode(), SCALAR) for key in (*_INT_ARGS, *_FLOAT_ARGS, *_STRING_ARGS)),
-    *((key.encode(), INTS3) for key in _LIST_ARGS),
-    *((key.encode(), RAW) for key in _RAW_ARGS),
-)
+# the `args` keys the scanner collects (`fields.ARG_FIELDS`), and how
+_SCANNED_AS = {fields.INT: SCALAR, fields.FLOAT: SCALAR, fields.STRING: SCALAR, fields.INTS3: INTS3, fields.TEXT: RAW}
+ARG_KEYS: tuple[tuple[bytes, int], ...] = tuple((f.key.encode(), _SCANNED_AS[f.kind]) for f in fields.ARG_FIELDS)
 
 # the args each table reads, by the type its msgspec struct gives them (chrome.GpuArgs, …)
-_TABLE_ARGS: dict[int, dict[str, tuple[str, ...]]] = {
-    chunk.GPU: {
-        "int": ("External id", "external id", "correlation", "device", "stream", "registers per thread",
-                "shared memory", "bytes", "graph id", "graph node id"),
-        "float": ("blocks per SM", "warps per SM", "est. achieved occupancy %"),
-        "list": _LIST_ARGS,
-        "string": _STRING_ARGS,
-    },
-    chunk.RUNTIME: {"int": ("External id", "external id", "correlation")},
-    chunk.SYNC: {"int": ("correlation", "device", "stream")},
-    chunk.CPU_OP: {"int": ("External id", "external id", "Sequence number", "Fwd thread id"), "float": ("flops",)},
+_TABLE_ARGS: dict[int, tuple[fields.ArgField, ...]] = {
+    code: fields.fields_of(chunk.TABLE_OF_CODE[code]) for code in (chunk.GPU, chunk.RUNTIME, chunk.SYNC, chunk.CPU_OP)
 }
-_ALLOWED = {"int": (ABSENT, NULL, INT), "float": (ABSENT, NULL, INT, FLOAT), "list": (ABSENT, NULL, LIST3),
-            "string": (ABSENT, NULL, STR)}
+_ALLOWED = {fields.INT: (ABSENT, NULL, INT), fields.FLOAT: (ABSENT, NULL, INT, FLOAT),
+            fields.INTS3: (ABSENT, NULL, LIST3), fields.STRING: (ABSENT, NULL, STR)}
 # what the typed decode of the event itself accepts (chrome.FastEvent)
 _TOP_ALLOWED = {"ph": (ABSENT, NULL, STR), "cat": (ABSENT, NULL, STR), "name": (ABSENT, NULL, STR),
                 "pid": (ABSENT, NULL, INT, STR), "tid": (ABSENT, NULL, INT, STR), "id": (ABSENT, NULL, INT, STR),
@@ -238,7 +222,7 @@ class _Lookups:
 
 def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame:
     """One table's rows → the raw columns `fast.raw_gpu` (…) build, in one select."""
-    rules = [_tag(key).is_in(_ALLOWED[kind]) for kind, keys in _TABLE_ARGS.get(code, {}).items() for key in keys]
+    rules = [_tag(f.key).is_in(_ALLOWED[f.kind]) for f in _TABLE_ARGS.get(code, ()) if f.kind in _ALLOWED]
     times = ("ts",) if code == chunk.FLOW else ("ts", "dur")
     magnitudes = [
         expr.abs().max().alias(f"{field}_{suffix}")
@@ -272,39 +256,38 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
     ]
     if code != chunk.FLOW:
         timed = [pl.col("seq").cast(pl.Int64), lookups.string("name").alias("name"), *timed]
-    ints = lambda *pairs: [_int(key).alias(column) for key, column in pairs]  # noqa: E731
-    ids = ints(("External id", "external_id"), ("external id", "external_id_old"))
     thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
+    args = [_arg_column(f, lookups) for f in _TABLE_ARGS.get(code, ()) if f.kind != fields.TEXT]
     if code == chunk.GPU:
-        columns = [
-            *timed, lookups.lower("cat").alias("category"), *ints(("device", "device_arg")),
-            lookups.integer("pid", conversions.as_int).alias("pid_int"), *ints(("stream", "stream_arg")),
-            lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *ints(("correlation", "correlation")),
-            *ids,
-            *(pl.when(_tag(key) == LIST3).then(pl.concat_list(f"{key}_0", f"{key}_1", f"{key}_2")).alias(key)
-              for key in _LIST_ARGS),
-            *ints(("registers per thread", "registers_per_thread"), ("shared memory", "shared_memory_bytes")),
-            _number("blocks per SM").alias("blocks_per_sm"), _number("warps per SM").alias("warps_per_sm"),
-            _number("est. achieved occupancy %").alias("occupancy_pct"),
-            *ints(("bytes", "bytes"), ("graph id", "graph_id"), ("graph node id", "graph_node_id")),
-            lookups.string("Collective name").alias("collective"),
-        ]
+        columns = [*timed, lookups.lower("cat").alias("category"), lookups.integer("pid", conversions.as_int).alias("pid_int"),
+                   lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
     elif code == chunk.RUNTIME:
-        columns = [*timed, *thread, *ints(("correlation", "correlation")), *ids]
+        columns = [*timed, *thread, *args]
     elif code == chunk.CPU_OP:
-        columns = [*timed, lookups.lower("cat").alias("category"), *thread, *ids,
-                   *ints(("Sequence number", "sequence_number"), ("Fwd thread id", "fwd_thread_id")),
-                   _number("flops").alias("flops")]
+        columns = [*timed, lookups.lower("cat").alias("category"), *thread, *args]
     elif code == chunk.SYNC:
-        columns = [*timed, *ints(("device", "device_arg")), lookups.integer("pid", conversions.as_int).alias("pid_int"),
-                   *ints(("stream", "stream_arg")), lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"),
-                   *ints(("correlation", "correlation"))]
+        columns = [*timed, lookups.integer("pid", conversions.as_int).alias("pid_int"),
+                   lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
     elif code == chunk.PYTHON:
         columns = [*timed, *thread]
     else:  # flows
         columns = [lookups.integer("id", conversions.as_int).alias("id"), lookups.string("ph").alias("phase"),
                    lookups.lower("cat").alias("category"), *thread, *timed]
     return rows.select(columns).collect()
+
+
+def _arg_column(field: fields.ArgField, lookups: _Lookups) -> pl.Expr:
+    """An `args` field's raw column (`fields.ArgField.raw_column`), as the msgspec struct reads it."""
+    key = field.key
+    if field.kind == fields.INT:
+        value = _int(key)
+    elif field.kind == fields.FLOAT:
+        value = _number(key)
+    elif field.kind == fields.STRING:
+        value = lookups.string(key)
+    else:  # a list of three integers
+        value = pl.when(_tag(key) == LIST3).then(pl.concat_list(f"{key}_0", f"{key}_1", f"{key}_2"))
+    return value.alias(field.raw_column)
 
 
 _EXACT_FLOAT_US, _LARGEST_US = time_rules.EXACT_FLOAT_US, time_rules.LARGEST_US
@@ -321,12 +304,15 @@ def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[pl.Series,
     """The shape arguments as `fast.joined_text` gives them: one NUL-joined string each."""
     spans = rows.select(
         column
-        for key in _RAW_ARGS
+        for key in _TEXT_KEYS
         for column in (pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_offset")).alias(f"{key}_offset"),
                        pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
     ).collect()
     return tuple(
         pl.Series([_native.join_spans(text, int64_array(spans[f"{key}_offset"]),
                                       int64_array(spans[f"{key}_length"])).decode("utf-8", "replace")], dtype=pl.String)
-        for key in _RAW_ARGS
+        for key in _TEXT_KEYS
     )
+
+
+_TEXT_KEYS = tuple(f.key for f in fields.text_fields())

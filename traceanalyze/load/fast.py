@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from traceanalyze.fields import FLOAT, INT, INTS3, STRING, raw_fields, text_fields
 from traceanalyze.load.chrome import AnyObject, CpuOpArgs, FastEvent, GpuArgs, RuntimeArgs, SyncArgs
 from traceanalyze.load.chunk import (
     CPU_OP,
@@ -201,33 +202,19 @@ def _raw_timed(events: list[FastEvent], index: pl.Series) -> dict[str, pl.Series
     return {"seq": index.cast(pl.Int64), "name": _strings([e.name for e in events]), **ts, **dur}
 
 
-def _raw_ids(args: list[Any]) -> dict[str, pl.Series]:
-    return {"external_id": _ints([a.external_id for a in args]), "external_id_old": _ints([a.external_id_old for a in args])}
+def _raw_args(table: str, args: list[Any]) -> dict[str, pl.Series]:
+    """The raw columns of a table's `args` fields (`fields.raw_fields`), one comprehension each."""
+    return {f.raw_column: _BY_KIND[f.kind]([getattr(a, f.attribute) for a in args]) for f in raw_fields(table)}
 
 
 def _raw_gpu(events: list[FastEvent], index: pl.Series, category: pl.Series) -> pl.DataFrame:
-    args = _event_args(events, _gpu_args_decoder)
     return pl.DataFrame(
         {
             **_raw_timed(events, index),
             "category": category,
-            "device_arg": _ints([a.device for a in args]),
             "pid_int": _mapped_ints([e.pid for e in events], as_int),
-            "stream_arg": _ints([a.stream for a in args]),
             "stream_tid": _mapped_ints([e.tid for e in events], stream_from_tid),
-            "correlation": _ints([a.correlation for a in args]),
-            **_raw_ids(args),
-            "grid": _int_lists([a.grid for a in args]),
-            "block": _int_lists([a.block for a in args]),
-            "registers_per_thread": _ints([a.registers_per_thread for a in args]),
-            "shared_memory_bytes": _ints([a.shared_memory for a in args]),
-            "blocks_per_sm": _floats([a.blocks_per_sm for a in args]),
-            "warps_per_sm": _floats([a.warps_per_sm for a in args]),
-            "occupancy_pct": _floats([a.occupancy_pct for a in args]),
-            "bytes": _ints([a.bytes for a in args]),
-            "graph_id": _ints([a.graph_id for a in args]),
-            "graph_node_id": _ints([a.graph_node_id for a in args]),
-            "collective": _strings([a.collective_name for a in args]),
+            **_raw_args("gpu", _event_args(events, _gpu_args_decoder)),
         }
     )
 
@@ -256,14 +243,12 @@ _ZEROS = (0, 0, 0)
 
 
 def _raw_runtime(events: list[FastEvent], index: pl.Series, category: pl.Series) -> pl.DataFrame:
-    args = _event_args(events, _runtime_args_decoder)
     return pl.DataFrame(
         {
             **_raw_timed(events, index),
             "pid": _mapped_ints([e.pid for e in events], thread_id),
             "tid": _mapped_ints([e.tid for e in events], thread_id),
-            "correlation": _ints([a.correlation for a in args]),
-            **_raw_ids(args),
+            **_raw_args("runtime", _event_args(events, _runtime_args_decoder)),
         }
     )
 
@@ -276,18 +261,10 @@ def _raw_cpu_ops(events: list[FastEvent], index: pl.Series, category: pl.Series)
             "category": category,
             "pid": _mapped_ints([e.pid for e in events], thread_id),
             "tid": _mapped_ints([e.tid for e in events], thread_id),
-            **_raw_ids(args),
-            "sequence_number": _ints([a.sequence_number for a in args]),
-            "fwd_thread_id": _ints([a.fwd_thread_id for a in args]),
-            "flops": _floats([a.flops for a in args]),
+            **_raw_args("cpu_ops", args),
         }
     )
-    texts = (
-        _joined_text([a.input_dims for a in args]),
-        _joined_text([a.input_type for a in args]),
-        _joined_text([a.input_strides for a in args]),
-        _joined_text([a.concrete_inputs for a in args]),
-    )
+    texts = tuple(_joined_text([getattr(a, f.attribute) for a in args]) for f in text_fields())
     return frame, texts
 
 
@@ -298,15 +275,12 @@ def _joined_text(raws: list[Any]) -> pl.Series:
 
 
 def _raw_sync(events: list[FastEvent], index: pl.Series, category: pl.Series) -> pl.DataFrame:
-    args = _event_args(events, _sync_args_decoder)
     return pl.DataFrame(
         {
             **_raw_timed(events, index),
-            "device_arg": _ints([a.device for a in args]),
             "pid_int": _mapped_ints([e.pid for e in events], as_int),
-            "stream_arg": _ints([a.stream for a in args]),
             "stream_tid": _mapped_ints([e.tid for e in events], stream_from_tid),
-            "correlation": _ints([a.correlation for a in args]),
+            **_raw_args("sync", _event_args(events, _sync_args_decoder)),
         }
     )
 
@@ -321,6 +295,7 @@ def _raw_python(events: list[FastEvent], index: pl.Series, category: pl.Series) 
     )
 
 
+_BY_KIND = {INT: _ints, FLOAT: _floats, STRING: _strings, INTS3: _int_lists}
 _RAW_BUILDERS = {GPU: _raw_gpu, RUNTIME: _raw_runtime, SYNC: _raw_sync, PYTHON: _raw_python}
 
 

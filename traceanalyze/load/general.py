@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from traceanalyze.fields import FLOAT, INT, INTS3, STRING, ArgField, plain_fields, text_fields
 from traceanalyze.load import classify, times
 from traceanalyze.load.chrome import Event, NotStreamable, events_tolerant
 from traceanalyze.load.chunk import (
@@ -170,25 +171,18 @@ def _add_gpu(table: _Columns, event: Event, args: Any, name: str, kind: str, sta
     cols["start_ns"].append(start)
     cols["end_ns"].append(start + duration)
     cols["duration_ns"].append(duration)
-    if args is None:
-        for column in ("correlation", "external_id", "grid", "block", "registers_per_thread",
-                       "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct",
-                       "bytes", "graph_id", "graph_node_id", "collective"):
-            cols[column].append(None)
-        return
-    cols["correlation"].append(as_int(args.correlation))
     cols["external_id"].append(_external_id(args))
-    cols["grid"].append(int_list(args.grid))
-    cols["block"].append(int_list(args.block))
-    cols["registers_per_thread"].append(as_int(args.registers_per_thread))
-    cols["shared_memory_bytes"].append(as_int(args.shared_memory))
-    cols["blocks_per_sm"].append(as_float(args.blocks_per_sm))
-    cols["warps_per_sm"].append(as_float(args.warps_per_sm))
-    cols["occupancy_pct"].append(as_float(args.occupancy_pct))
-    cols["bytes"].append(as_int(args.bytes))
-    cols["graph_id"].append(as_int(args.graph_id))
-    cols["graph_node_id"].append(as_int(args.graph_node_id))
-    cols["collective"].append(args.collective_name)
+    _add_args(cols, _PLAIN["gpu"], args)
+
+
+def _add_args(cols: dict[str, list[Any]], fields: tuple[ArgField, ...], args: Any) -> None:
+    """The columns a table takes from its `args` fields as they are, each by its kind's rule."""
+    for f in fields:
+        cols[f.column].append(None if args is None else _CONVERT[f.kind](getattr(args, f.attribute)))
+
+
+_PLAIN = {table: plain_fields(table) for table in ("gpu", "runtime", "cpu_ops", "sync")}
+_CONVERT = {INT: as_int, FLOAT: as_float, STRING: lambda value: value, INTS3: int_list}
 
 
 
@@ -202,8 +196,8 @@ def _add_runtime(table: _Columns, event: Event, args: Any, name: str, start: int
     cols["start_ns"].append(start)
     cols["end_ns"].append(start + duration)
     cols["duration_ns"].append(duration)
-    cols["correlation"].append(as_int(args.correlation) if args is not None else None)
     cols["external_id"].append(_external_id(args))
+    _add_args(cols, _PLAIN["runtime"], args)
     cols["blocking"].append(classify.runtime_blocks_host(name, kind))
 
 
@@ -217,18 +211,12 @@ def _add_cpu_op(table: _Columns, event: Event, args: Any, name: str, category: s
     cols["end_ns"].append(start + duration)
     cols["duration_ns"].append(duration)
     cols["external_id"].append(_external_id(args))
-    if args is None:
-        for column in ("sequence_number", "fwd_thread_id", "input_dims", "input_types",
-                       "input_strides", "concrete_inputs", "flops"):
-            cols[column].append(None)
-        return
-    cols["sequence_number"].append(as_int(args.sequence_number))
-    cols["fwd_thread_id"].append(as_int(args.fwd_thread_id))
-    cols["input_dims"].append(raw_text(args.input_dims))
-    cols["input_types"].append(raw_text(args.input_type))
-    cols["input_strides"].append(raw_text(args.input_strides))
-    cols["concrete_inputs"].append(raw_text(args.concrete_inputs))
-    cols["flops"].append(as_float(args.flops))
+    _add_args(cols, _PLAIN["cpu_ops"], args)
+    for f in _TEXTS:  # shape arguments: their JSON text, decoded column-wise (`shapes`)
+        cols[f.column].append(None if args is None else raw_text(getattr(args, f.attribute)))
+
+
+_TEXTS = text_fields()
 
 
 def _add_sync(table: _Columns, event: Event, args: Any, name: str, start: int, duration: int) -> None:
@@ -241,7 +229,7 @@ def _add_sync(table: _Columns, event: Event, args: Any, name: str, start: int, d
     cols["start_ns"].append(start)
     cols["end_ns"].append(start + duration)
     cols["duration_ns"].append(duration)
-    cols["correlation"].append(as_int(args.correlation) if args is not None else None)
+    _add_args(cols, _PLAIN["sync"], args)
 
 
 def _add_flow(table: _Columns, event: Event, category: str) -> None:

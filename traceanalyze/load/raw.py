@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.fields import plain_fields
 from traceanalyze.load import classify
 from traceanalyze.load.chunk import (
     CHUNK_SCHEMAS,
@@ -123,31 +124,34 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
             .otherwise(pl.col("category").replace_strict(kinds))
             .cast(GPU_SCHEMA["kind"])
             .alias("kind"),
-            "name", *times, "correlation", external_id, "grid", "block",
-            pl.col("registers_per_thread").cast(pl.Int32, strict=False),
-            "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy_pct", "bytes", "graph_id",
-            "graph_node_id", "collective",
+            "name", *times, external_id, *_plain("gpu"),
         ]
     if name == "runtime":
         return [
             "pid", "tid", "name",
             _by_name(frame["name"], classify.runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
-            *times, "correlation", external_id,
+            *times, external_id, *_plain("runtime"),
             _by_name(frame["name"], lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean).alias("blocking"),
         ]
     if name == "cpu_ops":
         return [
             "pid", "tid",
             pl.col("category").replace_strict(classify.CPU_OP_CATEGORIES).cast(CPU_OPS_SCHEMA["category"]).alias("category"),
-            "name", *times, external_id, "sequence_number", "fwd_thread_id", *TEXT_COLUMNS, "flops",
+            "name", *times, external_id, *_plain("cpu_ops"), *TEXT_COLUMNS,
         ]
     if name == "sync":
         return [
             pl.coalesce(_int32("device_arg"), _int32("pid_int")).alias("device"),
             pl.coalesce("stream_arg", "stream_tid").alias("stream"),
-            "name", *times, "correlation",
+            "name", *times, *_plain("sync"),
         ]
     return ["pid", "tid", "name", *times]  # python
+
+
+def _plain(table: str) -> list[pl.Expr]:
+    """The columns a table takes from its `args` fields as they are (`fields.plain_fields`), in
+    their column's type (an Int64 beyond an Int32 column: null)."""
+    return [pl.col(f.raw_column).cast(f.column_dtype, strict=False).alias(f.column) for f in plain_fields(table)]
 
 
 def _int32(column: str) -> pl.Expr:

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from traceanalyze.fields import text_fields
 from traceanalyze.load.convert import int_list
 from traceanalyze.model import CPU_OPS_SCHEMA
 
@@ -208,6 +209,6 @@ def arguments_slowly(frame: pl.DataFrame, chunks: list[ArgumentTexts]) -> pl.Dat
 
 
 
-TEXT_COLUMNS = ("input_dims", "input_types", "input_strides", "concrete_inputs")
+TEXT_COLUMNS = tuple(f.column for f in text_fields())  # input_dims, input_types, input_strides, concrete_inputs
 # cpu_ops as a chunk holds it: without the columns its assembly adds
 _CHUNK_CPU_COLUMNS = [k for k in CPU_OPS_SCHEMA if k not in ("rank", "op_id", "depth", "parent_id")]

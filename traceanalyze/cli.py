@@ -50,7 +50,7 @@ def _limits(max_event_mb: int, max_events: int, max_inflation: float) -> LoadLim
 
 
 def fail(error: TraceAnalyzeError) -> None:
-    typer.echo(f"traceanalyze: error: {error}", err=True)
+    typer.echo(shown(f"traceanalyze: error: {error}"), err=True)
     raise typer.Exit(error.exit_code)
 
 
@@ -69,7 +69,7 @@ def info(
         loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation))
     except TraceAnalyzeError as error:
         fail(error)
-    typer.echo(render_info(loaded))
+    typer.echo(shown(render_info(loaded)))
 
 
 def _format_enum(name: str, names) -> type[Enum]:
@@ -82,10 +82,19 @@ GateFormat = _format_enum("GateFormat", gate_formats.RENDERERS)
 DiffFormat = _format_enum("DiffFormat", diff_formats.RENDERERS)
 
 
-def _write_or_echo(text: str, output: Path | None) -> None:
+def shown(text: str) -> str:
+    """Text as it may be printed or written: no control sequence or workflow command taken from a
+    trace survives (`report.escape.output_text`). JSON is exempt: its encoder escapes its strings."""
+    from traceanalyze.report.escape import output_text
+
+    return output_text(text)
+
+
+def _write_or_echo(text: str, output: Path | None, *, json: bool = False) -> None:
     """`text` on stdout, or into `output` whole or not at all (then "wrote OUTPUT" on stderr)."""
     from traceanalyze.output import write_output
 
+    text = text if json else shown(text)
     if output is None:
         typer.echo(text, nl=False)
         return
@@ -152,7 +161,7 @@ def report(
                          limits=_limits(max_event_mb, max_events, max_inflation))
     except TraceAnalyzeError as error:
         fail(error)
-    _write_or_echo(report_formats.RENDERERS[format.value](built), output)
+    _write_or_echo(report_formats.RENDERERS[format.value](built), output, json=format.value == "json")
 
 
 @app.command()
@@ -250,7 +259,7 @@ def capture(
         typer.echo(result.script_stderr.rstrip("\n"), err=True)
     prefix = "traceanalyze: " if result.rank is None else f"traceanalyze: rank {result.rank}: "
     for message in result.messages:
-        typer.echo(prefix + message, err=True)
+        typer.echo(shown(prefix + message), err=True)
     if show_report and result.exit_code == 0 and result.trace is not None and result.primary_rank:
         _capture_report(result.trace)
     raise typer.Exit(result.exit_code)
@@ -273,7 +282,7 @@ def _capture_report(trace: Path) -> None:
     from traceanalyze.report.terminal import render_terminal
 
     try:
-        typer.echo(render_terminal(_analyze(trace)), nl=False)
+        typer.echo(shown(render_terminal(_analyze(trace))), nl=False)
     except TraceAnalyzeError as error:
         fail(error)
 
@@ -358,11 +367,12 @@ def gate(
     except TraceAnalyzeError as error:
         fail(error)
     text = gate_formats.RENDERERS[format.value](verdict)
+    text = text if format.value == "json" else shown(text)
     try:
         if junit is not None:
             write_output(junit, render_junit(verdict))
         if step_summary:
-            append_output(step_summary, render_verdict_markdown(verdict))
+            append_output(step_summary, shown(render_verdict_markdown(verdict)))
         if output is not None:
             write_output(output, text)
     except TraceAnalyzeError as error:
@@ -412,12 +422,12 @@ def diff(
                                 min_change=threshold, sources=(str(base), str(new)))
     except TraceAnalyzeError as error:
         fail(error)
-    _write_or_echo(diff_formats.RENDERERS[format.value](compared, top=top), output)
+    _write_or_echo(diff_formats.RENDERERS[format.value](compared, top=top), output, json=format.value == "json")
 
 
 def main() -> None:
     try:
         app()
     except TraceAnalyzeError as error:  # errors raised outside a command's own handling
-        typer.echo(f"traceanalyze: error: {error}", err=True)
+        typer.echo(shown(f"traceanalyze: error: {error}"), err=True)
         sys.exit(error.exit_code)

@@ -198,3 +198,19 @@ def test_room_for_every_event(count):
         text = ("[" + ",".join([padding + '{"ph":"i"}'] * count) + "]").encode()
         scanned = _native.scan(text, columnar.ARG_KEYS)
         assert scanned is not None and scanned["n"] == count
+
+
+@pytest.mark.parametrize("escape, taken", [("\\ud83d\\ude00", True), ("\\ud800 ", False), ("\\udc00", False),
+                                           ("\\ud800\\u0041", False), ("\\ud800", False)])
+def test_surrogate_escapes_even_where_no_column_reads_them(escape, taken):
+    """A lone or mispaired surrogate escape is invalid JSON to msgspec, also inside a value no
+    column reads: the scanner hands such a chunk back (found by the ASan fuzz)."""
+    from traceanalyze import _native
+
+    text = ('[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"other":"a' + escape + '"}}]').encode()
+    assert (_native.scan(text, columnar.ARG_KEYS) is not None) is taken
+    if taken:
+        msgspec.json.decode(text)
+    else:
+        with pytest.raises(msgspec.DecodeError):
+            msgspec.json.decode(text)

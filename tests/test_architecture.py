@@ -22,6 +22,10 @@ FORBIDDEN = {
     # leaves that every layer may use: they import no other module of the package
     "traceanalyze.native": ("traceanalyze.",),
     "traceanalyze.allocator": ("traceanalyze.",),
+    "traceanalyze.report.escape": ("traceanalyze.",),
+    "traceanalyze.output": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.load", "traceanalyze.cli"),
+    "traceanalyze.calibrate": ("traceanalyze.cli",),
+    "traceanalyze.calibrate.fit": ("traceanalyze.capture", "traceanalyze.report", "traceanalyze.cli"),
 }
 
 

@@ -134,3 +134,9 @@ def test_refusal_compares_files_not_names(tmp_path):
     refuse_inputs_as_outputs({"-o": tmp_path / "new.json", "--junit": None}, [source])  # no error
     with pytest.raises(ConfigError, match="would overwrite the input"):
         refuse_inputs_as_outputs({"-o": tmp_path / "." / "in.json"}, [source])
+
+
+def test_calibrate_refuses_one_file_for_the_device_file_and_the_chart(tmp_path):
+    result = run("calibrate", "--quick", "--output", tmp_path / "d.json", "--plot", tmp_path / "d.json", cwd=tmp_path)
+    assert one_error_line(result) == f"traceanalyze: error: {tmp_path / 'd.json'}: given to both --output and --plot; choose another file"
+    assert list(tmp_path.iterdir()) == []

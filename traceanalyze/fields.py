@@ -1,6 +1,6 @@
 """The `args` keys of a trace event that the tables read: one declaration each.
 
-Every decode path is derived from `ARG_FIELDS`: the msgspec structs (`load.chrome.Args` of the
+Every decode path is derived from `ARG_FIELDS`: the msgspec structs (`load.events.Args` of the
 general path, `GpuArgs`/`RuntimeArgs`/`SyncArgs`/`CpuOpArgs` of the fast path), the keys the
 compiled scanner collects (`load.columnar.ARG_KEYS`) and the types it accepts per table, the raw
 columns both fast paths build, the general path's per-event conversions, and the `gpu` table's

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.load import classify
-from traceanalyze.load.chrome import TraceDocument
+from traceanalyze.load.events import TraceDocument
 from traceanalyze.load.chunk import CHUNK_SCHEMAS, SKIP_MALFORMED, ChunkTables, merge_skipped
 from traceanalyze.load.convert import fitting
 from traceanalyze.load.general import general_tables

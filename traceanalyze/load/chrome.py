@@ -1,7 +1,7 @@
 """Bytes on disk → typed Chrome-trace events (msgspec), with every way a file can be bad turned
 into a one-line `TraceFormatError` that names the file.
 
-Two readers share the same event types:
+Two readers share the same event types (`events`):
 
 - `EventChunks` streams a trace: a background thread reads (and gunzips) the file in blocks, the
   `traceEvents` array is cut at event boundaries into chunks of about `BLOCK_SIZE` bytes, and each
@@ -26,12 +26,12 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar, Union
+from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
-from traceanalyze.fields import ARG_FIELDS, FLOAT, INT, INTS3, STRING, TEXT, ArgField, fields_of
+from traceanalyze.load.events import Args, Event, TraceDocument
 from traceanalyze.load.limits import INFLATION_FLOOR, LoadLimits, exceeded
 from traceanalyze.load.times import decode_hook, encode_hook
 
@@ -44,88 +44,9 @@ except ImportError:  # pragma: no cover - isal is a dependency; its wheels may b
     _gzip = gzip  # type: ignore[assignment]
     GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 
-Number = Union[int, float]
-IntOrStr = Union[int, str]
-
 BLOCK_SIZE = 16 << 20  # uncompressed bytes per read, and so roughly per decoded chunk
 WHOLE_DOCUMENT_LIMIT = 512 << 20  # largest document decoded at once when streaming cannot be used
 HEADER_LIMIT = 64 << 20  # how far into a document the start of `traceEvents` is looked for
-
-
-def _struct(name: str, fields: tuple[ArgField, ...], types: Callable[[ArgField], Any],
-            extra: tuple[tuple[str, Any, Any], ...] = (), **options: Any) -> Any:
-    """A msgspec struct of `fields` (`fields.ARG_FIELDS`): each attribute named as in the JSON,
-    absent → None (a shape argument's text: an empty `Raw`, kept as JSON text)."""
-    return msgspec.defstruct(name, [
-        *((f.attribute, msgspec.Raw if f.kind == TEXT else types(f),
-           msgspec.field(default=msgspec.Raw() if f.kind == TEXT else None, name=f.key)) for f in fields),
-        *extra,
-    ], gc=False, **options)
-
-
-# The general path's `args`: every key any table reads, of each type it may convert (and `name`,
-# of metadata events: process_name / thread_name); everything else is skipped by the decoder.
-Args = _struct("Args", ARG_FIELDS, lambda f: f.accepted, extra=(("name", Any, None),), omit_defaults=True)
-
-
-class Event(msgspec.Struct, gc=False):
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    id: Any = None
-    args: Args | None = None
-
-
-class TraceDocument(msgspec.Struct, gc=False):
-    traceEvents: list[Event] | None = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    schemaVersion: Any = None
-    cuda_runtime_version: Any = None
-    cuda_driver_version: Any = None
-    hip_runtime_version: Any = None
-    cupti_version: Any = None
-    traceName: Any = None
-    record_shapes: Any = None
-    with_stack: Any = None
-    profile_memory: Any = None
-
-
-# The fast path's types: narrow, so that a value of an unusual type fails the decode of its chunk,
-# which then takes the general path above (`Event`/`Args`, per-event conversion) instead.
-# `gc=False`: decoded structs hold no cycles, and tracking millions of them makes the collector
-# walk them again and again while a trace loads (a 1 GB trace decodes 4x slower with it on).
-Int = Union[int, None]
-Float = Union[float, None]  # msgspec turns a JSON integer into the nearest float, as float() does
-
-
-class FastEvent(msgspec.Struct, gc=False):
-    ph: str | None = None
-    cat: str | None = None
-    name: str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: int | float | None = None
-    dur: int | float | None = None
-    id: int | str | None = None
-    args: msgspec.Raw = msgspec.Raw()  # decoded per table (below), only for the events kept
-
-
-# one struct per table that reads `args`, of exactly the fast types (`FAST_TYPES`)
-FAST_TYPES = {INT: Int, FLOAT: Float, STRING: Union[str, None], INTS3: Union[list[int], None]}
-GpuArgs = _struct("GpuArgs", fields_of("gpu"), lambda f: FAST_TYPES[f.kind])
-RuntimeArgs = _struct("RuntimeArgs", fields_of("runtime"), lambda f: FAST_TYPES[f.kind])
-SyncArgs = _struct("SyncArgs", fields_of("sync"), lambda f: FAST_TYPES[f.kind])
-CpuOpArgs = _struct("CpuOpArgs", fields_of("cpu_ops"), lambda f: FAST_TYPES[f.kind])
-
-
-class AnyObject(msgspec.Struct, gc=False):
-    """Any JSON object (its keys are skipped): checks that the `args` nobody reads are objects."""
-
 
 # floats keep their text (`times.decode_hook`): exact times beyond 2^53 ns
 _document_decoder = msgspec.json.Decoder(TraceDocument, float_hook=decode_hook)

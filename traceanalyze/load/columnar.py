@@ -36,13 +36,13 @@ SCALAR, INTS3, RAW = range(3)  # how the scanner keeps an `args` value
 _SCANNED_AS = {fields.INT: SCALAR, fields.FLOAT: SCALAR, fields.STRING: SCALAR, fields.INTS3: INTS3, fields.TEXT: RAW}
 ARG_KEYS: tuple[tuple[bytes, int], ...] = tuple((f.key.encode(), _SCANNED_AS[f.kind]) for f in fields.ARG_FIELDS)
 
-# the args each table reads, by the type its msgspec struct gives them (chrome.GpuArgs, …)
+# the args each table reads, by the type its msgspec struct gives them (events.GpuArgs, …)
 _TABLE_ARGS: dict[int, tuple[fields.ArgField, ...]] = {
     code: fields.fields_of(chunk.TABLE_OF_CODE[code]) for code in (chunk.GPU, chunk.RUNTIME, chunk.SYNC, chunk.CPU_OP)
 }
 _ALLOWED = {fields.INT: (ABSENT, NULL, INT), fields.FLOAT: (ABSENT, NULL, INT, FLOAT),
             fields.INTS3: (ABSENT, NULL, LIST3), fields.STRING: (ABSENT, NULL, STR)}
-# what the typed decode of the event itself accepts (chrome.FastEvent)
+# what the typed decode of the event itself accepts (events.FastEvent)
 _TOP_ALLOWED = {"ph": (ABSENT, NULL, STR), "cat": (ABSENT, NULL, STR), "name": (ABSENT, NULL, STR),
                 "pid": (ABSENT, NULL, INT, STR), "tid": (ABSENT, NULL, INT, STR), "id": (ABSENT, NULL, INT, STR),
                 "ts": (ABSENT, NULL, INT, FLOAT), "dur": (ABSENT, NULL, INT, FLOAT)}

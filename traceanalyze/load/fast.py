@@ -1,4 +1,4 @@
-"""The msgspec fast path: events decoded with narrow types (`chrome.FastEvent`, one `*Args`
+"""The msgspec fast path: events decoded with narrow types (`events.FastEvent`, one `*Args`
 struct per table, decoded only for the events that table keeps), routed to tables with one list
 comprehension, each raw column built with one comprehension, then finished by `raw.finish_chunk`
 (vectorised polars): no per-event branching in Python. `python_function` events and every `args`
@@ -15,7 +15,7 @@ import msgspec
 import polars as pl
 
 from traceanalyze.fields import FLOAT, INT, INTS3, STRING, raw_fields, text_fields
-from traceanalyze.load.chrome import AnyObject, CpuOpArgs, FastEvent, GpuArgs, RuntimeArgs, SyncArgs
+from traceanalyze.load.events import AnyObject, CpuOpArgs, FastEvent, GpuArgs, RuntimeArgs, SyncArgs
 from traceanalyze.load.chunk import (
     CPU_OP,
     DROP,

@@ -1,4 +1,4 @@
-"""The general decode path: one event at a time, any value of any type (`chrome.Event`). It
+"""The general decode path: one event at a time, any value of any type (`events.Event`). It
 takes every chunk the fast paths cannot vouch for, and defines what they must give."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import polars as pl
 
 from traceanalyze.fields import FLOAT, INT, INTS3, STRING, ArgField, plain_fields, text_fields
 from traceanalyze.load import classify, times
-from traceanalyze.load.chrome import Event, NotStreamable, events_tolerant
+from traceanalyze.load.chrome import NotStreamable, events_tolerant
+from traceanalyze.load.events import Event
 from traceanalyze.load.chunk import (
     CHUNK_SCHEMAS,
     CPU_TEXT_SCHEMA,

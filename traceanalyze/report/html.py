@@ -24,6 +24,7 @@ from traceanalyze.report.document import KERNEL_LIMIT, document
 from traceanalyze.report.html_text import esc, inline_html
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.report.verdict import verdict_blocks
 
 MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest first)
 MAX_STEP_ROWS = 60
@@ -159,7 +160,7 @@ def render_html(report: Report) -> str:
     """
     blocks = document(report)
     # blocks[1] is the source line; the header shows it
-    body = "\n".join(_block(b, report) for b in blocks[2:])
+    body = "\n".join(_block(b, report) for b in [*verdict_blocks(report), *blocks[2:]])
     name = report.source.name or str(report.source)
     meta = inline_html(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
     return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?", f'<div class="meta">{meta}</div>\n{_toc(blocks)}', body)

@@ -17,6 +17,7 @@ from traceanalyze.report import schema
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
+from traceanalyze.report.verdict import all_findings
 
 # JSON key of each launch-latency measure
 LATENCY_KEYS = {
@@ -260,6 +261,17 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
     )
 
 
+def _findings(report: Report) -> list[schema.Finding]:
+    found = all_findings(report)
+    return [
+        schema.Finding(rank=row["rank"], id=row["id"], regime=str(row["regime"]), title=row["title"],
+                       evidence=row["evidence"], action=row["action"],
+                       gain_us=None if row["gain_ns"] is None else row["gain_ns"] / 1000,
+                       confidence=str(row["confidence"]))
+        for row in (found.iter_rows(named=True) if found.height else ())
+    ]
+
+
 def report_v1(report: Report) -> schema.ReportV1:
     """The report model as the JSON schema's `ReportV1`."""
     ranks = list(report.ranks)
@@ -272,6 +284,7 @@ def report_v1(report: Report) -> schema.ReportV1:
         options=schema.Options(window=report.options.window, max_gaps=limit),
         notes=sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
         summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks)),
+        findings=_findings(report),
         idle_gaps=_gaps(ranks, limit),
         device=next((p for r in ranks for p in _peaks(r)), None),
         kernels=_kernels(report.kernels),

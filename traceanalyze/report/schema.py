@@ -16,8 +16,8 @@ from typing import Optional
 
 import msgspec
 
-SCHEMA_VERSION = "1.0"
-KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
+SCHEMA_VERSION = "1.1"  # 1.1: the `findings` array
+KNOWN_SCHEMA_VERSIONS = ("1.0", SCHEMA_VERSION)
 KERNEL_LIMIT = 50  # kernels (and ops) listed per report and per rank, the longest in total first
 
 Number = float  # a JSON number: msgspec accepts an integer for it when decoding
@@ -269,6 +269,19 @@ class Rank(Struct, kw_only=True):
     health: list[Health]
 
 
+class Finding(Struct, kw_only=True):
+    """One diagnosis (docs/findings.md): what to change and an upper bound on what it gains."""
+
+    rank: Optional[int] = None
+    id: str
+    regime: str
+    title: str
+    evidence: str
+    action: str
+    gain_us: Optional[Number] = None  # None: not estimated (a note, a change of recording)
+    confidence: str
+
+
 class ReportV1(Struct, kw_only=True):
     """The whole JSON report, schema 1.x."""
 
@@ -278,6 +291,7 @@ class ReportV1(Struct, kw_only=True):
     options: Options = msgspec.field(default_factory=Options)
     notes: list[str] = msgspec.field(default_factory=list)
     summary: Summary
+    findings: list[Finding] = msgspec.field(default_factory=list)  # every rank's, largest gain first
     idle_gaps: list[Gap] = msgspec.field(default_factory=list)
     device: Optional[Peak] = None
     kernels: list[Kernel] = msgspec.field(default_factory=list)  # type: ignore[valid-type]

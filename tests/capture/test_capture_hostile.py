@@ -35,7 +35,8 @@ def test_no_secret_reaches_run_json_the_trace_or_the_report(tmp_path):
     assert run["command"].endswith("--api-key '***' '--hf-token=***'")
     written = (out / "run.json").read_bytes() + gzip.decompress((out / "trace.json.gz").read_bytes())
     shown = (result.stdout + result.stderr).encode()
-    assert result.stdout.startswith("traceanalyze report — ")  # the report was printed, and searched too
+    # the report was printed (it opens with the verdict since issue 14), and searched too
+    assert result.stdout.startswith("VERDICT ") and "traceanalyze report — " in result.stdout
     for secret in (b"argsecret123", b"tokensecret456", b"envsecret789", b"envsecret000"):
         assert secret not in written and secret not in shown
 

@@ -8,7 +8,7 @@ from traceanalyze.errors import TraceAnalyzeError, TraceFormatError
 
 __version__ = "0.1.0"
 
-__all__ = ["analyze", "load_trace", "Trace", "TraceAnalyzeError", "TraceFormatError"]
+__all__ = ["analyze", "load_trace", "render", "Trace", "TraceAnalyzeError", "TraceFormatError"]
 
 
 def analyze(*args, **kwargs):
@@ -16,6 +16,22 @@ def analyze(*args, **kwargs):
     from traceanalyze.api import analyze as _analyze
 
     return _analyze(*args, **kwargs)
+
+
+def render(report, format: str = "terminal") -> str:
+    """The report in any output format of `traceanalyze report --format` (terminal, json,
+    markdown, html), as a string.
+
+    Examples
+    --------
+    >>> text = traceanalyze.render(traceanalyze.analyze("trace.json.gz"), format="markdown")  # doctest: +SKIP
+    """
+    from traceanalyze.errors import ConfigError
+    from traceanalyze.report.formats import RENDERERS
+
+    if format not in RENDERERS:
+        raise ConfigError(f"unknown format {format!r}: use one of {', '.join(RENDERERS)}")
+    return RENDERERS[format](report)
 
 
 def __getattr__(name: str):

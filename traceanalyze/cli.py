@@ -30,8 +30,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from traceanalyze import __version__
+
+        typer.echo(f"traceanalyze {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
     """Why is my GPU not going brrrr? Overhead, bandwidth or compute, read from a PyTorch trace."""
 
 
@@ -148,6 +159,7 @@ def report(
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
     force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
+    width: Annotated[Optional[int], typer.Option("--width", min=40, help="Terminal format: wrap to this many columns (default: the terminal's width).")] = None,
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,

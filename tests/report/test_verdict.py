@@ -82,3 +82,26 @@ def test_verdict_fits_15_lines_of_100_columns(path):
     assert 1 <= len(lines) <= VERDICT_MAX_LINES
     assert max(len(line) for line in lines) <= 100
     assert render_terminal(report, width=100).splitlines()[: len(lines)] == lines
+
+
+def test_render_version_and_reprs(tmp_path):
+    from typer.testing import CliRunner
+
+    from traceanalyze.cli import app
+
+    report = golden_report(tmp_path)
+    assert traceanalyze.render(report, format="terminal") == render_terminal(report)
+    assert traceanalyze.render(report, format="json") == render_json(report)
+    assert report._repr_html_().startswith('<h2 id="verdict">Verdict: compute-bound')
+    assert repr(report.ranks[0]).endswith("findings=1, top finding sync-in-step)")
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"traceanalyze {traceanalyze.__version__}\n"
+    with pytest.raises(traceanalyze.TraceAnalyzeError):
+        traceanalyze.render(report, format="pdf")
+
+
+def test_headline_latency_is_launch_overhead(tmp_path):
+    """The golden trace's GEMM is launched at 2 µs and starts at 20 on an idle stream: launch → start
+    18 µs, all launch overhead; the fill kernel: launched at 205, starts at 215 (10 µs)."""
+    text = render_markdown(golden_report(tmp_path))
+    assert "- launch overhead p50: **" in text and "launch → start p50" not in text

@@ -77,9 +77,10 @@ def _headline(report: Report) -> list[Block]:
         if biggest is not None:
             key, share, ns = biggest
             items.append(("biggest regime", key, f"{format_percent(share)} of the window ({format_duration_ns(ns)})"))
-        launch = report.summary.latency["launch_to_start_ns"]
-        if launch.count:
-            items.append(("launch → start p50", format_duration_ns(launch.p50), f"over {launch.count} launches"))
+        launch = report.summary.latency["launch_overhead_ns"]
+        if launch.count:  # launch overhead, not queue wait (healthy when the GPU is busy): issue 14
+            items.append(("launch overhead p50", format_duration_ns(launch.p50),
+                          f"over {launch.count} launches (queue wait excluded: see launch latency)"))
         gaps = sum(r.gaps.height for r in ranks)
         items.append(("idle gaps", str(gaps), f"GPU busy {format_duration_ns(window.busy_ns)}{per_window}"))
     else:

@@ -22,7 +22,7 @@ from traceanalyze.report import plots
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
 from traceanalyze.report.document import KERNEL_LIMIT, document
 from traceanalyze.report.html_text import esc, inline_html
-from traceanalyze.report.model import RankReport, Report
+from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, short_name
 from traceanalyze.report.verdict import verdict_blocks
 
@@ -149,6 +149,18 @@ def _toc(blocks: list[Block]) -> str:
             label = next((p.text for p in block.summary if isinstance(p, Strong)), block.anchor)
             links.append(f'<a href="#{esc(block.anchor)}">{esc(label)}</a>')
     return f'<nav class="toc">{"".join(links)}</nav>' if links else ""
+
+
+def verdict_html(report: Report) -> str:
+    """The verdict alone as an HTML fragment (Jupyter's `_repr_html_` of a `Report`)."""
+    return "\n".join(_block(b, report) for b in verdict_blocks(report))
+
+
+def rank_verdict_html(rank: RankReport) -> str:
+    """One rank's verdict as an HTML fragment (Jupyter's `_repr_html_` of a `RankReport`)."""
+    single = Report(source=rank.source, options=ReportOptions(), ranks=(rank,), latency_stats=rank.latency_stats,
+                    kernels=rank.kernels, ops=rank.ops, summary=rank.summary)
+    return verdict_html(single)
 
 
 def render_html(report: Report) -> str:

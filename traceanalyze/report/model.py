@@ -68,6 +68,17 @@ class RankReport:
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
 
+    def __repr__(self) -> str:
+        top = self.findings.head(1)
+        finding = f", top finding {top['id'][0]}" if top.height else ""
+        return f"RankReport(rank={self.rank}, source={str(self.source)!r}, findings={self.findings.height}{finding})"
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows this rank's findings as the HTML verdict."""
+        from traceanalyze.report.html import rank_verdict_html  # the renderer reads this model: imported on use
+
+        return rank_verdict_html(self)
+
 
 @dataclass(frozen=True)
 class Report:
@@ -78,6 +89,21 @@ class Report:
     kernels: pl.DataFrame  # per kernel name, pooled over ranks
     ops: pl.DataFrame  # per launching op, pooled over ranks
     summary: Summary  # the summary figures over every rank (report.summaries)
+
+    def __repr__(self) -> str:
+        return short_repr(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the verdict (the HTML renderer's verdict section)."""
+        from traceanalyze.report.html import verdict_html  # the renderer reads this model: imported on use
+
+        return verdict_html(self)
+
+
+def short_repr(report: Report) -> str:
+    """`Report(source=…, ranks=N, findings=M, top finding …)`: a repr that fits a line."""
+    found = sum(rank.findings.height for rank in report.ranks)
+    return f"Report(source={str(report.source)!r}, ranks={len(report.ranks)}, findings={found})"
 
 
 def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:

@@ -192,8 +192,8 @@ def _ranks_overview(report: Report) -> list[str]:
     for r in report.ranks:
         window = r.summary.window
         rows.append([r.rank, format_duration_ns(window.window_ns), format_percent(window.idle_fraction),
-                     format_duration_ns(r.summary.latency["launch_to_start_ns"].p50), r.gaps.height])
-    return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch→start p50", "gaps"])]
+                     format_duration_ns(r.summary.latency["launch_overhead_ns"].p50), r.gaps.height])
+    return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch overhead p50", "gaps"])]
 
 
 def terminal_width() -> int:

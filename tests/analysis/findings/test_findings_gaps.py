@@ -49,7 +49,7 @@ def test_warmup_gaps_are_left_out_of_every_gain(tmp_path):
     row = found["warmup-excluded"]
     assert row["gain_ns"] is None
     assert row["evidence"] == "1 idle gap, 250 µs in warm-up/autotune: `warmup` (250 µs longest)"
-    assert "--skip-steps 1" in row["action"]
+    assert "torch.profiler.schedule(wait=1, warmup=1, active=3)" in row["action"]
 
 
 def sync_trace(with_sync: bool) -> TraceBuilder:

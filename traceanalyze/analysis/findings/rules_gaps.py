@@ -130,11 +130,10 @@ def warmup(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
     if named.height:
         top = named.sort("duration_ns", descending=True).row(0, named=True)
         parts.append(f"`{top['annotation'] or top['cpu_op']}` ({format_ns(top['duration_ns'])} longest)")
-    skip = max(outlier_steps[0] + 1, 1) if outlier_steps else 1
     return [Finding(
         id="warmup-excluded", regime="trace", title="Warm-up time left out of the gains",
         evidence=f"{gaps.height} idle gap{'s' if gaps.height != 1 else ''}, {format_ns(total)} in warm-up/autotune: "
                  + "; ".join(parts),
-        action="profile steady-state steps only: `torch.profiler.schedule(wait=1, warmup=1, active=3)`; "
-               f"or report without the first steps (`--skip-steps {skip}`)",
+        action="profile steady-state steps only: `torch.profiler.schedule(wait=1, warmup=1, active=3)` "
+               "(what `traceanalyze capture` records)",
         gain_ns=None, confidence="high", spans=spans_of(gaps))]

@@ -45,6 +45,7 @@ class Verdict:
     top: tuple[VerdictFinding, ...]
     more: int  # findings not in `top`
     ranks: int
+    excluded: str | None = None  # the warm-up finding's evidence: time left out of every gain
 
 
 def all_findings(report: Report) -> pl.DataFrame:
@@ -67,8 +68,10 @@ def verdict(report: Report, top: int = TOP_FINDINGS) -> Verdict:
             rank=row["rank"], id=row["id"], title=row["title"], evidence=row["evidence"], action=row["action"],
             gain_ns=gain, gain_share=gain / window if gain is not None and window else None,
             confidence=str(row["confidence"])))
+    warmup = found.filter(pl.col("id") == "warmup-excluded") if found.height else found
+    excluded = warmup["evidence"][0] if warmup.height and not any(f.id == "warmup-excluded" for f in chosen) else None
     return Verdict(shares=shares, dominant=dominant, top=tuple(chosen), more=max(found.height - top, 0),
-                   ranks=len(report.ranks))
+                   ranks=len(report.ranks), excluded=excluded)
 
 
 def regime_bar(shares: dict[str, float], width: int = BAR_WIDTH) -> str:
@@ -109,6 +112,8 @@ def verdict_lines(report: Report, width: int = DEFAULT_WIDTH) -> list[str]:
     lines = [f"VERDICT  {headline(v)}"]
     if v.shares is not None and v.dominant is not None:
         lines.append(f"[{regime_bar(v.shares)}] {regime_legend(v.shares)}")
+    if v.excluded:
+        lines.append(f"left out of the gains: {v.excluded}")
     if not v.top:
         lines.append("no finding: nothing in this trace points at a change worth making")
     for number, f in enumerate(v.top, 1):
@@ -127,6 +132,8 @@ def verdict_blocks(report: Report) -> list[Block]:
     blocks: list[Block] = [Heading(2, f"Verdict: {headline(v)}", "verdict")]
     if v.shares is not None and v.dominant is not None:
         blocks.append(Paragraph((Code(regime_bar(v.shares)), " ", regime_legend(v.shares))))
+    if v.excluded:
+        blocks.append(Paragraph(("Left out of the gains: ", *_with_code(v.excluded)), note=True))
     items: list[tuple[Inline, ...]] = []
     for f in v.top:
         where = f" (rank {f.rank})" if v.ranks > 1 else ""

@@ -73,7 +73,7 @@ print("FAILED " + "; ".join(failed) if failed else "OK")
 """
 
 # self-contained on purpose: the floor imports neither traceanalyze nor polars (its struct mirrors
-# `chrome.FastEvent`, the least any typed loader decodes)
+# `events.FastEvent`, the least any typed loader decodes)
 FLOOR_SCRIPT = r"""
 import gzip, sys, msgspec
 class Event(msgspec.Struct, gc=False):

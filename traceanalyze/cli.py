@@ -9,15 +9,23 @@ import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
+from traceanalyze.allocator import configure_before_polars
 
-import typer
+configure_before_polars()  # before anything imports polars: the command line's process is ours to set
 
-from traceanalyze.diff import formats as diff_formats
-from traceanalyze.errors import ConfigError, TraceAnalyzeError
-from traceanalyze.gate import formats as gate_formats
-from traceanalyze.load.limits import MIB, LoadLimits
-from traceanalyze.report import formats as report_formats
-from traceanalyze.report.model import DEFAULT_MAX_GAPS
+import sys  # noqa: E402
+from enum import Enum  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Annotated, Optional  # noqa: E402
+
+import typer  # noqa: E402
+
+from traceanalyze.diff import formats as diff_formats  # noqa: E402
+from traceanalyze.errors import ConfigError, TraceAnalyzeError  # noqa: E402
+from traceanalyze.gate import formats as gate_formats  # noqa: E402
+from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
+from traceanalyze.report import formats as report_formats  # noqa: E402
+from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
 
 app = typer.Typer(
     name="traceanalyze",
@@ -28,8 +36,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from traceanalyze import __version__
+
+        typer.echo(f"traceanalyze {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
     """Why is my GPU not going brrrr? Overhead, bandwidth or compute, read from a PyTorch trace."""
 
 
@@ -48,7 +67,7 @@ def _limits(max_event_mb: int, max_events: int, max_inflation: float) -> LoadLim
 
 
 def fail(error: TraceAnalyzeError) -> None:
-    typer.echo(f"traceanalyze: error: {error}", err=True)
+    typer.echo(shown(f"traceanalyze: error: {error}"), err=True)
     raise typer.Exit(error.exit_code)
 
 
@@ -67,7 +86,7 @@ def info(
         loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation))
     except TraceAnalyzeError as error:
         fail(error)
-    typer.echo(render_info(loaded))
+    typer.echo(shown(render_info(loaded)))
 
 
 def _format_enum(name: str, names) -> type[Enum]:
@@ -80,16 +99,48 @@ GateFormat = _format_enum("GateFormat", gate_formats.RENDERERS)
 DiffFormat = _format_enum("DiffFormat", diff_formats.RENDERERS)
 
 
-def _write_or_echo(text: str, output: Path | None) -> None:
-    """`text` on stdout, or into `output` (then "wrote OUTPUT" on stderr)."""
+def shown(text: str) -> str:
+    """Text as it may be printed or written: no control sequence or workflow command taken from a
+    trace survives (`report.escape.output_text`). JSON is exempt: its encoder escapes its strings."""
+    from traceanalyze.report.escape import output_text
+
+    return output_text(text)
+
+
+def _write_or_echo(text: str, output: Path | None, *, json: bool = False) -> None:
+    """`text` on stdout, or into `output` whole or not at all (then "wrote OUTPUT" on stderr)."""
+    from traceanalyze.output import write_output
+
+    text = text if json else shown(text)
     if output is None:
         typer.echo(text, nl=False)
         return
     try:
-        output.write_text(text)
-    except OSError as error:
-        fail(ConfigError(f"{output}: cannot write: {error.strerror or error}"))
+        write_output(output, text)
+    except TraceAnalyzeError as error:
+        fail(error)
     typer.echo(f"wrote {output}", err=True)
+
+
+def _refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: Path | None) -> None:
+    """Exit 2 before any work when an output names an input (a folder's trace files included) or
+    another output (`output.refuse_inputs_as_outputs`)."""
+    from traceanalyze.load import trace_files
+    from traceanalyze.output import refuse_inputs_as_outputs
+
+    files: list[Path] = []
+    for path in inputs:
+        if path is None:
+            continue
+        files.append(path)
+        try:
+            files.extend(trace_files(path) if path.is_dir() else ())
+        except OSError:  # an unreadable folder: the loader says so
+            pass
+    try:
+        refuse_inputs_as_outputs(outputs, files)
+    except TraceAnalyzeError as error:
+        fail(error)
 
 
 def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
@@ -126,6 +177,7 @@ def report(
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
     force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
+    width: Annotated[Optional[int], typer.Option("--width", min=40, help="Terminal format: wrap to this many columns (default: the terminal's width).")] = None,
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
@@ -137,6 +189,7 @@ def report(
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities); for a
     folder of ranks, first which rank holds the job back."""
+    _refuse_overwriting_inputs({"--output": output}, trace, device_file)
     try:
         built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
@@ -146,7 +199,38 @@ def report(
         fail(error)
     if details:
         built = dataclasses.replace(built, options=dataclasses.replace(built.options, details=True))
-    _write_or_echo(report_formats.RENDERERS[format.value](built), output)
+    _write_or_echo(report_formats.RENDERERS[format.value](built), output, json=format.value == "json")
+
+
+@app.command()
+def annotate(
+    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace file.", readable=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The annotated trace (.json, or .json.gz to compress).")],
+    window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
+    peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
+    peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
+    device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
+    force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
+    max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
+    max_events: MaxEvents = _DEFAULT_LIMITS.events,
+    max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+) -> None:
+    """Write the trace with the diagnosis on its timeline (idle gaps by cause, each kernel's bound,
+    each finding over its evidence), for Perfetto UI or chrome://tracing."""
+    from traceanalyze.output import write_output
+    from traceanalyze.report.annotate import annotated_trace
+
+    _refuse_overwriting_inputs({"--output": output}, trace, device_file)
+    try:
+        if trace.is_dir():
+            raise ConfigError(f"{trace}: annotate reads one trace file, not a folder: annotate each rank's file")
+        built = _analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
+                         device_file=device_file, force_device_file=force_device_file,
+                         limits=_limits(max_event_mb, max_events, max_inflation))
+        write_output(output, annotated_trace(trace, built, compress=output.name.endswith(".gz")))
+    except TraceAnalyzeError as error:
+        fail(error)
+    typer.echo(f"wrote {output}", err=True)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -213,7 +297,7 @@ def capture(
         typer.echo(result.script_stderr.rstrip("\n"), err=True)
     prefix = "traceanalyze: " if result.rank is None else f"traceanalyze: rank {result.rank}: "
     for message in result.messages:
-        typer.echo(prefix + message, err=True)
+        typer.echo(shown(prefix + message), err=True)
     if show_report and result.exit_code == 0 and result.trace is not None and result.primary_rank:
         _capture_report(result.trace)
     raise typer.Exit(result.exit_code)
@@ -236,7 +320,7 @@ def _capture_report(trace: Path) -> None:
     from traceanalyze.report.terminal import render_terminal
 
     try:
-        typer.echo(render_terminal(_analyze(trace)), nl=False)
+        typer.echo(shown(render_terminal(_analyze(trace))), nl=False)
     except TraceAnalyzeError as error:
         fail(error)
 
@@ -254,6 +338,7 @@ def calibrate(
     from traceanalyze import calibrate as calibration
 
     chart = plot if plot is not None else output.with_suffix(".svg")
+    _refuse_overwriting_inputs({"--output": output, "--plot": chart})
     try:
         measured = calibration.measure(device=device, size=size, quick=quick, progress=lambda line: typer.echo(line, err=True))
         calibration.write_outputs(measured, output, chart)
@@ -301,11 +386,15 @@ def gate(
     from traceanalyze.gate.config import load_gate_config
     from traceanalyze.gate.inputs import load_report
     from traceanalyze.gate.render_text import render_verdict_markdown
+    from traceanalyze.output import append_output, write_output
 
     def build(path: Path):
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
                         force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
 
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
+                               trace, baseline, config, device_file)
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us,
              "max_wait_fraction": max_wait_fraction, "max_exposed_comm": max_exposed_comm, "ranks": ranks,
@@ -321,17 +410,16 @@ def gate(
     except TraceAnalyzeError as error:
         fail(error)
     text = gate_formats.RENDERERS[format.value](verdict)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    text = text if format.value == "json" else shown(text)
     try:
         if junit is not None:
-            junit.write_text(render_junit(verdict))
+            write_output(junit, render_junit(verdict))
         if step_summary:
-            with open(step_summary, "a", encoding="utf-8") as handle:
-                handle.write(render_verdict_markdown(verdict))
+            append_output(step_summary, shown(render_verdict_markdown(verdict)))
         if output is not None:
-            output.write_text(text)
-    except OSError as error:
-        fail(ConfigError(f"{error.filename}: cannot write: {error.strerror or error}"))
+            write_output(output, text)
+    except TraceAnalyzeError as error:
+        fail(error)
     annotations = annotation_lines(verdict) if os.environ.get("GITHUB_ACTIONS") == "true" else []
     if output is None:
         typer.echo(text, nl=False)
@@ -369,6 +457,7 @@ def diff(
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
                         force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
 
+    _refuse_overwriting_inputs({"--output": output}, base, new, device_file)
     try:
         chosen = parse_statistic(statistic, "--statistic")
         threshold = parse_regression(min_change, "--min-change")
@@ -376,12 +465,12 @@ def diff(
                                 min_change=threshold, sources=(str(base), str(new)))
     except TraceAnalyzeError as error:
         fail(error)
-    _write_or_echo(diff_formats.RENDERERS[format.value](compared, top=top), output)
+    _write_or_echo(diff_formats.RENDERERS[format.value](compared, top=top), output, json=format.value == "json")
 
 
 def main() -> None:
     try:
         app()
     except TraceAnalyzeError as error:  # errors raised outside a command's own handling
-        typer.echo(f"traceanalyze: error: {error}", err=True)
+        typer.echo(shown(f"traceanalyze: error: {error}"), err=True)
         sys.exit(error.exit_code)

@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from traceanalyze.fields import arg_columns
+
 GPU_KINDS = ("kernel", "memcpy", "memset", "communication")
 RUNTIME_KINDS = ("launch", "graph_launch", "memcpy", "memset", "sync", "other")
 CPU_OP_CATEGORIES = ("cpu_op", "user_annotation")
@@ -31,24 +33,8 @@ GPU_SCHEMA = pl.Schema(
         "start_ns": pl.Int64,
         "end_ns": pl.Int64,
         "duration_ns": pl.Int64,
-        "correlation": pl.Int64,
-        "external_id": pl.Int64,
-        "grid": pl.List(pl.Int64),
-        "block": pl.List(pl.Int64),
-        "registers_per_thread": pl.Int32,
-        "shared_memory_bytes": pl.Int64,
-        "blocks_per_sm": pl.Float64,
-        "warps_per_sm": pl.Float64,
-        "occupancy_pct": pl.Float64,
-        "bytes": pl.Int64,
-        "graph_id": pl.Int64,
-        "graph_node_id": pl.Int64,
-        "collective": pl.String,
-        # collective kernels of newer traces: the larger of `In msg nelems` and `Out msg nelems`,
-        # the element type and the process group PyTorch records
-        "msg_nelems": pl.Int64,
-        "dtype": pl.String,
-        "process_group": pl.String,
+        # correlation, external_id, grid, block, registers_per_thread, …: one per kernel argument
+        **arg_columns("gpu", besides=("device", "stream")),
     }
 )
 

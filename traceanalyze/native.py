@@ -1,16 +1,20 @@
-"""The compiled helpers (`traceanalyze/_native.c`), when the install could build them.
+"""The compiled helpers (`traceanalyze/_native.c`, `_native_ops.c`), when the install could build them.
 
 Each caller keeps a polars/msgspec version of what it asks the C code for, used without it (and as
 the reference its tests hold the C version to)."""
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 from typing import Any
 
 
 def compiled() -> ModuleType | None:
-    """`traceanalyze._native`, or None where no C compiler was found at install."""
+    """`traceanalyze._native`, or None where no C compiler was found at install, or where the
+    environment says `TRACEANALYZE_NO_NATIVE=1` (to run, and test, the fallbacks)."""
+    if os.environ.get("TRACEANALYZE_NO_NATIVE", "") not in ("", "0"):
+        return None
     try:
         from traceanalyze import _native
     except ImportError:  # pragma: no cover - built by setup.py wherever a C compiler is

@@ -11,8 +11,10 @@ import pytest
 
 from traceanalyze.analysis import cpu_context
 from traceanalyze.analysis.cpu_context import _walk_native, _walk_vectorised
+from traceanalyze.native import compiled
 
-_native = pytest.importorskip("traceanalyze._native", reason="the C helpers are not built (no C compiler at install)")
+_native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE is set",
+                                    allow_module_level=True)
 
 
 def random_tree(rng: random.Random, n: int, dense: bool) -> pl.DataFrame:

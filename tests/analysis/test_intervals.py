@@ -10,8 +10,10 @@ from polars.testing import assert_frame_equal
 
 from traceanalyze.analysis import intervals
 from traceanalyze.analysis.intervals import _union_native, _union_vectorised, union_intervals
+from traceanalyze.native import compiled
 
-_native = pytest.importorskip("traceanalyze._native", reason="the C helpers are not built (no C compiler at install)")
+_native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE is set",
+                                    allow_module_level=True)
 
 
 def union_by_sweep(rows: list[tuple], by: list[str]) -> list[tuple]:

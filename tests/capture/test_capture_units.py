@@ -103,7 +103,7 @@ def test_importing_the_cli_capture_and_calibrate_does_not_import_torch():
     code = (
         "import sys\n"
         "import traceanalyze.cli, traceanalyze.capture, traceanalyze.calibrate\n"
-        "import traceanalyze.capture.session, traceanalyze.capture.steps, traceanalyze.capture.bench\n"
+        "import traceanalyze.capture.session, traceanalyze.capture.steps, traceanalyze.calibrate.bench\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'torch')\n"
         "assert not bad, bad[:5]\n"
     )

@@ -186,7 +186,7 @@ def test_report_detected_past_the_first_mebibyte(tmp_path, base):
     path = tmp_path / "sorted.json"
     path.write_text(json.dumps(document, sort_keys=True))
     assert is_saved_report(path)
-    assert load_report(path, build=lambda p: pytest.fail("built a report from a saved one")).schema_version == "1.0"
+    assert load_report(path, build=lambda p: pytest.fail("built a report from a saved one")).schema_version == "1.1"  # 1.1: findings (issue 14)
 
 
 def test_render_json_round_trip(base):

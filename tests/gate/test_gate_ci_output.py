@@ -57,7 +57,7 @@ def test_junit_with_a_baseline_and_an_unreliable_trace(tmp_path, trace):
     suite = ET.parse(junit).getroot().find("testsuite")
     names = [c.get("name") for c in suite.findall("testcase")]
     assert names[0] == "max_idle_fraction" and names[-1] == "reliability"
-    assert len([n for n in names if n.startswith("regression.")]) == 8  # step time, idle, six regimes
+    assert len([n for n in names if n.startswith("regression.")]) == 9  # step time, idle, seven regimes (latency since issue 12)
     reliability = suite.findall("testcase")[-1]
     assert "baseline: only 2 steps" in reliability.find("error").get("message")
     assert suite.get("errors") == "1" and suite.get("failures") == "0"

@@ -1,7 +1,7 @@
 """Hostile inputs, each built small: bombs are streamed into gzip, never stored inflated.
 
 Each case is `(name, build, expected, extra)`: `build(folder)` writes the input and returns its
-path; `expected` is a fragment the one-line error must hold; `extra` are command-line options
+path; `expected` is a fragment the one-line error must hold (or a tuple of alternatives); `extra` are command-line options
 (a lowered limit, so that a small file can cross it)."""
 
 from __future__ import annotations
@@ -170,3 +170,16 @@ CASES = [
     ("whitespace_only_gzip", whitespace_only(True), "only whitespace", ()),
     ("symlink_loop", symlink_loop, "symbolic link loop", ()),
 ]
+
+
+def huge_saved_report(folder: Path) -> Path:
+    """A saved report's first key, then 300 MB of nothing (sparse): refused before it is read."""
+    path = folder / "report.json"
+    with open(path, "wb") as out:
+        out.write(b'{"schema_version": "1.0", ')
+        out.truncate(300 * MIB)
+    return path
+
+
+# gate and diff read it as a saved report; report and info as a trace
+CASES.append(("huge_saved_report", huge_saved_report, ("too large for a saved traceanalyze JSON report", "not JSON"), ()))

@@ -14,7 +14,9 @@ from builder import TraceBuilder
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.cli import app
 from traceanalyze.load import columnar, load_trace
-from traceanalyze.load.tables import SKIP_BAD_DUR, SKIP_NO_PHASE, _general_chunk, msgspec_chunk
+from traceanalyze.load.chunk import SKIP_BAD_DUR, SKIP_NO_PHASE
+from traceanalyze.load.fast import msgspec_chunk
+from traceanalyze.load.general import general_chunk as _general_chunk
 from traceanalyze.model import linked_gpu
 from traceanalyze.report.model import build_report
 
@@ -164,3 +166,12 @@ def test_integers_beyond_their_columns_load(tmp_path):
     for command in ("report", "info"):
         result = CliRunner().invoke(app, [command, str(path)])
         assert result.exit_code == 0, result.output
+
+
+def test_a_step_number_beyond_int64_is_no_step(tmp_path):
+    document = small_trace().to_dict()
+    document["traceEvents"] += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
+                                 "ts": 0, "dur": 5} for n in ("99999999999999999999999", "7")]
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps(document))
+    assert load_trace(path).steps["step"].to_list() == [7]

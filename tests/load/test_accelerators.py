@@ -15,7 +15,8 @@ from builder import TraceBuilder
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.load import columnar, load_trace
 from traceanalyze.load.classify import device_family, gpu_category_kind, is_runtime_category, runtime_kind
-from traceanalyze.load.tables import _general_chunk, msgspec_chunk
+from traceanalyze.load.fast import msgspec_chunk
+from traceanalyze.load.general import general_chunk as _general_chunk
 from traceanalyze.model import linked_gpu
 from traceanalyze.report.jsonout import render_json
 from traceanalyze.report.model import build_report

@@ -24,7 +24,7 @@ from shared_traces import real_trace_params
 
 from traceanalyze.load import columnar
 from traceanalyze.load.chrome import EventChunks, NotStreamable
-from traceanalyze.load.tables import msgspec_chunk
+from traceanalyze.load.fast import msgspec_chunk
 
 pytestmark = pytest.mark.skipif(not columnar.available(), reason="the C scanner is not built (no C compiler at install)")
 
@@ -181,10 +181,10 @@ def test_real_traces_through_the_scanner_and_threads(path: Path, monkeypatch):
     gives the tables of the whole-document reference."""
     from test_streaming import assert_same, block_size_for, whole_document
 
-    from traceanalyze.load import load_file, tables
+    from traceanalyze.load import decode, load_file, nesting
 
-    monkeypatch.setattr(tables, "COLUMNAR_MIN_BYTES", 0)
-    monkeypatch.setattr(tables, "NATIVE_NESTING_MIN_OPS", 0)
+    monkeypatch.setattr(decode, "COLUMNAR_MIN_BYTES", 0)
+    monkeypatch.setattr(nesting, "NATIVE_NESTING_MIN_OPS", 0)
     assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 6), workers=2), whole_document(path))
 
 
@@ -198,3 +198,19 @@ def test_room_for_every_event(count):
         text = ("[" + ",".join([padding + '{"ph":"i"}'] * count) + "]").encode()
         scanned = _native.scan(text, columnar.ARG_KEYS)
         assert scanned is not None and scanned["n"] == count
+
+
+@pytest.mark.parametrize("escape, taken", [("\\ud83d\\ude00", True), ("\\ud800 ", False), ("\\udc00", False),
+                                           ("\\ud800\\u0041", False), ("\\ud800", False)])
+def test_surrogate_escapes_even_where_no_column_reads_them(escape, taken):
+    """A lone or mispaired surrogate escape is invalid JSON to msgspec, also inside a value no
+    column reads: the scanner hands such a chunk back (found by the ASan fuzz)."""
+    from traceanalyze import _native
+
+    text = ('[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"other":"a' + escape + '"}}]').encode()
+    assert (_native.scan(text, columnar.ARG_KEYS) is not None) is taken
+    if taken:
+        msgspec.json.decode(text)
+    else:
+        with pytest.raises(msgspec.DecodeError):
+            msgspec.json.decode(text)

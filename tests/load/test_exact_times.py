@@ -8,7 +8,9 @@ import pytest
 
 from traceanalyze.load import columnar, load_trace
 from traceanalyze.load.chrome import decode_document
-from traceanalyze.load.tables import _general_chunk, general_tables, msgspec_chunk, to_ns
+from traceanalyze.load.convert import to_ns
+from traceanalyze.load.fast import msgspec_chunk
+from traceanalyze.load.general import general_chunk as _general_chunk, general_tables
 from traceanalyze.load.times import decimal_ns, float_ns
 
 # written times (µs) → kernels; each one's float64 has lost its nanoseconds

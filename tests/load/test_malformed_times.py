@@ -10,7 +10,8 @@ from polars.testing import assert_frame_equal
 
 from traceanalyze.load import load_file
 from traceanalyze.load.chrome import decode_document, read_bytes
-from traceanalyze.load.tables import SKIP_NO_TS_OR_NAME, build_trace
+from traceanalyze.load.assemble import build_trace
+from traceanalyze.load.chunk import SKIP_NO_TS_OR_NAME
 from traceanalyze.analysis.health import trace_health
 
 KERNEL = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 2,

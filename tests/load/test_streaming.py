@@ -31,8 +31,13 @@ from traceanalyze.load import load_file, load_trace
 from traceanalyze.load.chrome import EventChunks, decode_document, read_bytes
 from traceanalyze import _native
 from traceanalyze.load.times import EXACT_FLOAT_US
-from traceanalyze.load.tables import (TraceTables, _Fallback, _nesting_native, _nesting_vectorised, _ns, _raw_times as _times,
-                                       _with_nesting, build_trace, decode_chunk, to_ns)
+from traceanalyze.load.assemble import TraceTables, build_trace
+from traceanalyze.load.convert import to_ns
+from traceanalyze.load.decode import decode_chunk
+from traceanalyze.load.fast import Fallback as _Fallback, raw_times as _times
+from traceanalyze.load.nesting import (nesting_native as _nesting_native, nesting_vectorised as _nesting_vectorised,
+                                       with_nesting as _with_nesting)
+from traceanalyze.load.raw import ns_expr as _ns
 
 TABLES = ("gpu", "runtime", "cpu_ops", "steps", "flows", "sync", "devices", "skipped")
 REPO = Path(__file__).resolve().parents[2]

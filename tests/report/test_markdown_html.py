@@ -316,4 +316,6 @@ def test_cli_multi_rank_folder(tmp_path):
     assert len(charts(tree, "timeline")) == 4 and len(charts(tree, "roofline")) == 4
     result = runner.invoke(app, ["report", str(folder), "-f", "markdown"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.count("<details open>") == 4 and result.stdout.count("</details>") == 4
+    # one open <details> per rank, all inside the closed Details block under the verdict (issue 14)
+    assert result.stdout.count("<details open>") == 4 and result.stdout.count("</details>") == 5
+    assert result.stdout.count("<details>\n<summary>Details</summary>") == 1

@@ -2,7 +2,7 @@
 
 Every instant of the window is counted once. At an instant where several GPU ops overlap (several
 streams), the instant goes to the first regime of `PRIORITY` that is running: compute, then
-bandwidth, then unmodeled kernels, then communication, then copies. An instant with no GPU op is
+bandwidth, then latency-bound kernels, then unmodeled kernels, then communication, then copies. An instant with no GPU op is
 `overhead`. So the fractions sum to 1 exactly. Definitions: docs/roofline.md.
 """
 
@@ -18,8 +18,8 @@ from traceanalyze.analysis.idle import DEVICE, Window, windows
 from traceanalyze.analysis.intervals import clip_to_windows, union_intervals
 from traceanalyze.model import Trace
 
-PRIORITY = ("compute", "bandwidth", "unmodeled", "communication", "memcpy")
-ATTRIBUTION_KEYS = ("overhead", "bandwidth", "compute", "communication", "memcpy", "unmodeled")
+PRIORITY = ("compute", "bandwidth", "latency", "unmodeled", "communication", "memcpy")
+ATTRIBUTION_KEYS = ("overhead", "bandwidth", "compute", "latency", "communication", "memcpy", "unmodeled")
 FUSIBLE_MODELS = tuple(f.name for f in FAMILIES if f.fusible)
 
 ADVICE = {
@@ -30,6 +30,9 @@ ADVICE = {
     "activations in lower precision, avoid needless copies and layout changes.",
     "compute": "use tensor cores (bf16/fp16, TF32 for fp32 matmuls), lower precision (fp8 where "
     "supported), or a bigger GPU.",
+    "latency": "Kernels too small to fill the GPU (far below both roofs): batch the work (bigger batches, "
+    "horizontal fusion of independent small ops, grouped GEMMs, torch.compile), since each kernel pays a fixed "
+    "start and drain cost whatever its size.",
     "communication": "Collectives not hidden behind compute: overlap them (bucketed all-reduce, FSDP "
     "prefetch), or reduce their size.",
     "memcpy": "Host/device copies: use pinned memory with non_blocking=True, and keep data on the GPU.",
@@ -48,8 +51,8 @@ def advice(regime: str, roof_share: float | None) -> str:
     if roof_share >= NEAR_ROOF:
         return f"{reach}, close to it: the gain is in doing less work per result: {ADVICE[regime]}"
     gap = ("small or skinny matmuls, non-tensor-core paths (fp32 without TF32), or shapes that are not "
-           "multiples of 8/16" if regime == "compute" else "kernels too small to saturate memory "
-           "(latency-bound), uncoalesced or strided access")
+           "multiples of 8/16" if regime == "compute" else "too few blocks in flight to saturate memory, "
+           "uncoalesced or strided access")
     return f"{reach}, well below it: look for {gap}; and {ADVICE[regime]}"
 
 
@@ -153,11 +156,11 @@ def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFram
 
 def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
     """Per regime of `ATTRIBUTION_KEYS` → `regime, recoverable_ns, roof_share, how`: overhead =
-    the idle time; bandwidth/compute = Σ per kernel max(0, actual − time at the roof), and
+    the idle time; bandwidth/compute/latency = Σ per kernel max(0, actual − time at the roof), and
     `roof_share` = Σ time at the roof / Σ actual time of their kernels (how close they get to it);
     null for the other regimes. `how` is `advice(regime, roof_share)`."""
     kernels = (
-        roofline.filter(pl.col("regime").is_in(["bandwidth", "compute"]))
+        roofline.filter(pl.col("regime").is_in(["bandwidth", "compute", "latency"]))
         .group_by("regime")
         .agg(pl.col("recoverable_ns").sum(), (pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("roof_share"))
         .with_columns(pl.col("regime").cast(pl.String))
@@ -188,22 +191,6 @@ def fusion_summary(runs: pl.DataFrame) -> pl.DataFrame:
         )
         .sort(["time_saved_ns", "ops"], descending=[True, False])
     )
-
-
-LATENCY_BOUND_MAX_NS = 5_000  # a kernel shorter than this …
-LATENCY_BOUND_ROOF_SHARE = 0.1  # … whose bytes at peak bandwidth take under this share of it
-
-
-def latency_bound(roofline: pl.DataFrame) -> pl.Expr:
-    """Bandwidth-bound kernels too small to be limited by bandwidth: shorter than
-    `LATENCY_BOUND_MAX_NS` and moving so few bytes that their time at the memory roof is under
-    `LATENCY_BOUND_ROOF_SHARE` of their duration. Launch and tail latency bound them; fusing them
-    saves launches (see the overhead section), not bytes."""
-    return (
-        (pl.col("regime") == "bandwidth")
-        & (pl.col("duration_ns") < LATENCY_BOUND_MAX_NS)
-        & (pl.col("bytes") / pl.col("peak_bytes_per_s") * 1e9 < LATENCY_BOUND_ROOF_SHARE * pl.col("duration_ns"))
-    ).fill_null(False)
 
 
 def _op_tensors(cpu_ops: pl.DataFrame, op_ids: pl.Series) -> pl.DataFrame:
@@ -242,13 +229,14 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     plausibly data-dependent, and the traffic a fused kernel would not move.
 
     Kernels of one op form a block. Two consecutive blocks are linked when both are fusible
-    (bandwidth-bound, not latency-bound, an elementwise/normalisation/softmax/reduction/copy/fill/
-    loss op, not launched inside `Optimizer.step`: per-parameter updates touch different tensors),
-    come from the same op name or the same annotation (module), and the first one's result (its
-    largest tensor, shape and dtype) is an input of the second (`cpu_ops` shapes); without shapes,
-    only blocks of the same op name are linked. A link saves the intermediate's write and re-read: 2 × its bytes
-    (without shapes: the smaller block's bytes). time saved = Σ duration × bytes saved / Σ bytes
-    (the run's achieved bandwidth). → `rank, device, stream, kernels, ops, annotation, start_ns,
+    (bandwidth-bound — a latency-bound kernel is not —, an elementwise/normalisation/softmax/
+    reduction/copy/fill/loss op, not launched inside `Optimizer.step`: per-parameter updates touch
+    different tensors), come from the same op name or the same annotation (module), the first
+    one's result (its largest tensor, shape and dtype) is an input of the second (`cpu_ops`
+    shapes: without them nothing is linked), and the second reads its inputs (a fill does not).
+    A link saves the intermediate's write and re-read: 2 × its bytes. time saved = Σ duration ×
+    bytes saved / Σ bytes (the run's achieved bandwidth). A run is kept when it has at least
+    `min_ops` blocks, bytes saved > 0 and time saved > 0. → `rank, device, stream, kernels, ops, annotation, start_ns,
     duration_ns, bytes, bytes_saved, time_saved_ns`, most time saved first."""
     stream = ["rank", "device", "stream"]
     read = (*stream, "kind", "start_ns", "duration_ns", "regime", "cost_model", "op_id", "op_name", "annotation", "bytes",
@@ -257,13 +245,13 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     fusible = (
         (pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)
         & ~pl.lit(_in_optimizer_step(kernels, cpu_ops))
-        & ~latency_bound(kernels)
     ).fill_null(False)
     new_block = (pl.col("op_id") != pl.col("op_id").shift(1).over(stream)).fill_null(True)
     blocks = (
         kernels.with_columns(fusible.alias("_fusible"), new_block.cast(pl.Int64).cum_sum().over(stream).alias("_block"))
         .group_by(*stream, "_block", maintain_order=True)
         .agg(pl.col("op_id").first(), pl.col("op_name").first(), pl.col("annotation").first(), pl.col("_fusible").all(),
+             pl.col("cost_model").cast(pl.String).first().alias("_family"),
              pl.len().alias("kernels"), pl.col("start_ns").min(), pl.col("duration_ns").sum(), pl.col("bytes").sum())
         .sort(*stream, "_block")
     )
@@ -276,8 +264,9 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     same_module = pl.col("annotation").is_not_null() & (pl.col("annotation") == prev("annotation"))
     has_shapes = pl.col("out_shape").is_not_null() & prev("out_shape").is_not_null()
     chained = pl.col("in_shapes").list.contains(prev("out_shape"))
-    linked = (pl.col("_fusible") & prev("_fusible") & pl.when(has_shapes).then((same_op | same_module) & chained).otherwise(same_op)).fill_null(False)
-    link_saved = pl.when(has_shapes).then(2 * prev("out_bytes")).otherwise(pl.min_horizontal(pl.col("bytes"), prev("bytes")))
+    reads = pl.col("_family") != "fill"  # a fill writes its tensor without reading it: it consumes nothing
+    linked = (pl.col("_fusible") & prev("_fusible") & has_shapes & (same_op | same_module) & chained & reads).fill_null(False)
+    link_saved = 2 * prev("out_bytes")
     runs = (
         blocks.with_columns(linked.alias("_linked"), link_saved.alias("_saved"))
         .with_columns((~pl.col("_linked")).cast(pl.Int64).cum_sum().over(stream).alias("_run"))
@@ -299,6 +288,7 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
         .filter(pl.col("_ops") >= min_ops)
         .with_columns(pl.min_horizontal("bytes_saved", pl.col("bytes") - pl.col("_largest")).alias("bytes_saved"))
         .with_columns((pl.col("duration_ns") * pl.col("bytes_saved") / pl.col("bytes")).alias("time_saved_ns"))
+        .filter((pl.col("bytes_saved") > 0) & (pl.col("time_saved_ns") > 0))
         .drop("_run", "_largest", "_ops")
         .sort("time_saved_ns", descending=True)
     )
@@ -306,7 +296,8 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
 
 # the roofline columns `_aggregate` reads (a filter copies every column it keeps)
 _AGGREGATED = ("name", "op_name", "kind", "regime", "duration_ns", "flops", "bytes", "recoverable_ns", "peak_flops_per_s",
-               "peak_bytes_per_s", "ridge", "roof", "compute_dtype", "tensor_core", "no_roof_reason", "unmodeled_reason")
+               "peak_bytes_per_s", "ridge", "roof", "compute_dtype", "tensor_core", "no_roof_reason", "unmodeled_reason",
+               "tf32_peak_flops_per_s")
 
 
 def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -315,8 +306,9 @@ def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     own roof (achieved ÷ peak when the group shares one roof); `roof` lists the group's roofs, and
     its peaks and ridge are null when there are several."""
     at_roof = (
-        pl.when(pl.col("regime") == "compute").then(pl.col("flops") / pl.col("peak_flops_per_s"))
-        .when(pl.col("regime").is_in(["bandwidth", "memcpy"])).then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
+        pl.when(pl.col("regime").is_in(["compute", "bandwidth", "latency"]))
+        .then(pl.max_horizontal(pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")))
+        .when(pl.col("regime") == "memcpy").then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
     ) * 1e9
     seconds = pl.col("total_ns") / 1e9
     single = lambda c: pl.when(pl.col(c).n_unique() == 1).then(pl.col(c).first())  # noqa: E731
@@ -330,7 +322,7 @@ def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             pl.col("bytes").sum(),
             pl.col("recoverable_ns").sum(),
             pl.when(pl.col("_at_roof_ns").is_not_null().all()).then(pl.col("_at_roof_ns").sum()).alias("_at_roof_ns"),
-            *[single(c).alias(c) for c in ("peak_flops_per_s", "peak_bytes_per_s", "ridge")],
+            *[single(c).alias(c) for c in ("peak_flops_per_s", "peak_bytes_per_s", "ridge", "tf32_peak_flops_per_s")],
             pl.col("roof").drop_nulls().unique().sort().str.join(" + ").alias("roof"),
             *[pl.col(c).first() for c in ("compute_dtype", "tensor_core", "no_roof_reason")],
             *[pl.col(c).drop_nulls().first() for c in ("op_name", "unmodeled_reason") if c not in by],
@@ -342,6 +334,7 @@ def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
             pl.when(pl.col("total_ns") > 0).then(pl.col("_at_roof_ns") / pl.col("total_ns")).alias("pct_of_peak"),
         )
+        .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("pct_of_tf32_peak"))
         .drop("_at_roof_ns")
         .sort(["total_ns", *by], descending=[True] + [False] * len(by), nulls_last=True)
     )
@@ -351,7 +344,9 @@ def kernels_by_name(roofline: pl.DataFrame) -> pl.DataFrame:
     """The roofline aggregated per kernel name and regime → `name, regime, count, total_ns, flops,
     bytes, intensity, achieved_flops_per_s, achieved_bytes_per_s, pct_of_peak, recoverable_ns`,
     `roof`, `peak_flops_per_s`, `peak_bytes_per_s`, `ridge` (see `_aggregate`), and the
-    `compute_dtype`, `tensor_core` and `no_roof_reason` of its first call; longest total first."""
+    `compute_dtype`, `tensor_core` and `no_roof_reason` of its first call, and for FP32
+    matmul-like kernels on the SIMT roof `tf32_peak_flops_per_s` and `pct_of_tf32_peak` (achieved
+    FLOP/s ÷ the TF32 tensor-core roof); longest total first."""
     return _aggregate(roofline, ["name", "regime"])
 
 

@@ -80,6 +80,11 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
     element counts times the element size (nccl-tests' S: the whole array), null when the trace
     does not record them (older traces)."""
     comm = trace.gpu.filter(pl.col("kind") == "communication")
+    # the collective's arguments, where the loader keeps them (msg_nelems, dtype, process_group)
+    comm = comm.with_columns(pl.lit(None, dtype=dtype).alias(name) for name, dtype in
+                             (("in_msg_nelems", pl.Int64), ("out_msg_nelems", pl.Int64), ("dtype", pl.String),
+                              ("process_group", pl.String))
+                             if name not in comm.columns)
     if comm.is_empty():
         return pl.DataFrame(schema=RANK_COLLECTIVE_SCHEMA)
     kinds = {n: collective_kind(n) for n in comm["collective"].drop_nulls().unique().to_list()}
@@ -96,7 +101,7 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
             _name_part(pl.col("name"), ("RING", "TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"))
             .alias("algorithm"),
             _name_part(pl.col("name"), ("LL128", "LL", "SIMPLE")).alias("protocol"),
-            (pl.col("msg_nelems") * element).alias("message_bytes"),
+            (pl.max_horizontal("in_msg_nelems", "out_msg_nelems") * element).alias("message_bytes"),
         )
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process_group").alias("seq"))
     )

@@ -23,7 +23,18 @@ from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
 
-REGIMES = ("compute", "bandwidth", "communication", "memcpy", "unmodeled")
+REGIMES = ("compute", "bandwidth", "latency", "communication", "memcpy", "unmodeled")
+ON_ROOFLINE = ("compute", "bandwidth", "latency")  # kernels with FLOPs, bytes and a roof
+# A kernel is latency-bound when its work at the roof would take under LATENCY_WORK_NS (too little
+# to fill the GPU: starting and draining a grid takes about that long) and it reaches under
+# LATENCY_ROOF_SHARE of the roof that binds it (far below both roofs). docs/roofline.md.
+LATENCY_WORK_NS = 2_000
+LATENCY_ROOF_SHARE = 0.25
+# Helper kernels of an op (layout changes, split-K reductions, fills, the sorts and scans of an
+# embedding backward) move data but do not do the op's FLOPs: they get their share of its bytes,
+# the other kernels all of its FLOPs.
+HELPER_KERNEL = (r"(?i)nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|transpose|convertTensor|convert_kernel|"
+                 r"splitKreduce|splitK_reduce|splitKReduction|FillFunctor|fill_kernel|memset|RadixSort|DeviceScan")
 Regime = pl.Enum(REGIMES)
 TENSOR_CORE_MODELS = tuple(f.name for f in FAMILIES if f.tensor_core)
 LOW_PRECISION = ("fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp4", "int8")
@@ -115,9 +126,10 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
         )
         .drop("op_kernels")
     )
+    frame = _with_helper_kernels(frame)
     is_kernel = pl.col("kind") == "kernel"
     frame = frame.with_columns(
-        pl.when(is_kernel).then(pl.col("op_flops") * pl.col("share"))
+        pl.when(is_kernel).then(pl.col("op_flops") * pl.col("flops_share"))
         .when(pl.col("kind").is_in(["memcpy", "memset"])).then(pl.lit(0.0))
         .alias("flops"),
         pl.when(is_kernel).then(pl.col("op_bytes") * pl.col("share"))
@@ -127,6 +139,29 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     frame = _with_tensor_core(frame)
     frame = _with_peaks(frame, choices)
     return _with_regime(frame)
+
+
+def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
+    """`helper_kernel` (a kernel of an op with FLOPs whose name is a layout change, split-K
+    reduction or fill, `HELPER_KERNEL`, while the op has other kernels) and `flops_share`: the
+    share of its op's FLOPs it carries: 0 for a helper; for the others their duration over the
+    op's non-helper kernel time (evenly when that is 0). Bytes keep `share` (all kernels)."""
+    kernel = (pl.col("kind") == "kernel") & pl.col("cost_op_id").is_not_null()
+    named = pl.col("name").str.contains(HELPER_KERNEL) & kernel & (pl.col("op_flops").fill_null(0) > 0)
+    main = kernel & ~named
+    frame = frame.with_columns(named.alias("helper_kernel"), main.alias("_main"))
+    per_op = frame.group_by("cost_op_id").agg(
+        pl.col("duration_ns").filter(pl.col("_main")).sum().alias("_main_ns"),
+        pl.col("_main").sum().alias("_mains"),
+    )
+    frame = frame.join(per_op, on="cost_op_id", how="left", nulls_equal=False)
+    helper = pl.col("helper_kernel") & (pl.col("_mains") > 0)
+    main_share = (pl.when(pl.col("_main_ns") > 0).then(pl.col("duration_ns") / pl.col("_main_ns"))
+                  .otherwise(1 / pl.col("_mains")))
+    return frame.with_columns(
+        helper.fill_null(False).alias("helper_kernel"),
+        pl.when(helper).then(0.0).when(pl.col("_mains") > 0).then(main_share).otherwise(pl.col("share")).alias("flops_share"),
+    ).drop("_main", "_main_ns", "_mains")
 
 
 LIFTABLE_REASONS = ("shape arguments incomplete", "no shapes recorded")
@@ -220,12 +255,13 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
             "memory_roof": peaks.memory_kind if peaks else None,
             "host_link": peaks.host_link if peaks else None,
             "host_link_bytes_per_s": peaks.host_link_bytes_per_s if peaks else None,
+            "tf32_peak_flops_per_s": _tf32_roof(peaks, dtype, tensor_core),
         })
     lookup = pl.DataFrame(rows, schema={"rank": pl.Int32, "device": pl.Int32, "compute_dtype": pl.String,
                                         "tensor_core": pl.Boolean, "peak_flops_per_s": pl.Float64,
                                         "flops_roof": pl.String, "peak_bytes_per_s": pl.Float64,
                                         "memory_roof": pl.String, "host_link": pl.String,
-                                        "host_link_bytes_per_s": pl.Float64})
+                                        "host_link_bytes_per_s": pl.Float64, "tf32_peak_flops_per_s": pl.Float64})
     seconds = pl.col("duration_ns") / 1e9
     return (
         frame.join(lookup, on=["rank", "device", "compute_dtype", "tensor_core"], how="left", nulls_equal=True)
@@ -235,7 +271,19 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
             pl.when(seconds > 0).then(pl.col("flops") / seconds).alias("achieved_flops_per_s"),
             pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
         )
+        .with_columns(  # the TF32 roof only for matmul-like work that can take it
+            pl.when(pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS)).then(pl.col("tf32_peak_flops_per_s"))
+            .alias("tf32_peak_flops_per_s"))
+        .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("pct_of_tf32_peak"))
     )
+
+
+def _tf32_roof(peaks: DevicePeaks | None, dtype: str | None, tensor_core: bool | None) -> float | None:
+    """The TF32 tensor-core peak for FP32 math judged against the FP32 SIMT roof, on a device that
+    has one (what `torch.backends.cuda.matmul.allow_tf32` would give); None otherwise."""
+    if peaks is None or not dtype or tensor_core or peaks.flops_roof(dtype, False) != ("fp32", "simt"):
+        return None
+    return peaks.flops_per_s.get(("tf32", "tensor"))
 
 
 HOST_COPY = r"HtoD|DtoH|HtoH"  # memcpy names of copies that cross the host link
@@ -252,10 +300,10 @@ def _roof(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         pl.when(host).then(pl.col("host_link_bytes_per_s")).when(peer).then(None)
         .otherwise(pl.col("peak_bytes_per_s")).alias("peak_bytes_per_s"),
-        pl.when(regime == "compute").then(pl.col("flops_roof"))
+        pl.when((regime == "compute") | ((regime == "latency") & (pl.col("binding_roof") == "compute"))).then(pl.col("flops_roof"))
         .when(host).then(pl.col("host_link"))
         .when(peer).then(None)
-        .when(regime.is_in(["bandwidth", "memcpy"])).then(pl.col("memory_roof"))
+        .when(regime.is_in(["bandwidth", "latency", "memcpy"])).then(pl.col("memory_roof"))
         .alias("roof"),
         pl.when(host & pl.col("host_link").is_null() & pl.col("memory_roof").is_not_null())
         .then(pl.lit("host↔device copy: this device's host-link bandwidth is not in the table"))
@@ -268,11 +316,16 @@ def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
     kind = pl.col("kind")
     modelled = pl.col("flops").is_not_null() & pl.col("bytes").is_not_null() & (pl.col("bytes") > 0)
     has_peaks = pl.col("peak_flops_per_s").is_not_null() & pl.col("peak_bytes_per_s").is_not_null()
+    ideal = pl.max_horizontal(
+        pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")
+    ) * 1e9
+    binding = pl.when(pl.col("intensity") >= pl.col("ridge")).then(pl.lit("compute")).otherwise(pl.lit("bandwidth"))
+    latency = (ideal < LATENCY_WORK_NS) & (ideal < LATENCY_ROOF_SHARE * pl.col("duration_ns"))
     regime = (
         pl.when(kind == "communication").then(pl.lit("communication"))
         .when(kind.is_in(["memcpy", "memset"])).then(pl.lit("memcpy"))
-        .when(modelled & has_peaks & (pl.col("intensity") >= pl.col("ridge"))).then(pl.lit("compute"))
-        .when(modelled & has_peaks).then(pl.lit("bandwidth"))
+        .when(modelled & has_peaks & latency).then(pl.lit("latency"))
+        .when(modelled & has_peaks).then(binding)
         .otherwise(pl.lit("unmodeled"))
         .cast(Regime)
     )
@@ -284,15 +337,15 @@ def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("peak_bytes_per_s").is_null()).then(pl.lit("device peaks unknown (give --peak-flops and --peak-bandwidth)"))
         .when(~has_peaks).then(pl.format("no peak for dtype {} on this device", pl.col("compute_dtype")))
     )
-    ideal = pl.max_horizontal(
-        pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")
-    ) * 1e9
     has_model = (kind.is_in(["memcpy", "memset"]) | ((kind == "kernel") & modelled)).fill_null(False)
-    return frame.with_columns(regime.alias("regime"), reason.alias("unmodeled_reason"), has_model.alias("modelled")).pipe(_roof).with_columns(
-        pl.when(pl.col("regime") == "compute").then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
-        .when(pl.col("regime").is_in(["bandwidth", "memcpy"])).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
+    roofed = pl.col("regime").is_in(ON_ROOFLINE)
+    return frame.with_columns(
+        regime.alias("regime"), binding.alias("binding_roof"), reason.alias("unmodeled_reason"), has_model.alias("modelled"),
+    ).pipe(_roof).with_columns(
+        pl.when(roofed & (pl.col("binding_roof") == "compute")).then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
+        .when(roofed | (pl.col("regime") == "memcpy")).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
         .alias("pct_of_peak"),
-        pl.when(pl.col("regime").is_in(["compute", "bandwidth"])).then(ideal).alias("ideal_ns"),
+        pl.when(roofed).then(ideal).alias("ideal_ns"),
     ).with_columns(
         pl.when(pl.col("ideal_ns").is_not_null()).then(pl.max_horizontal(pl.col("duration_ns") - pl.col("ideal_ns"), pl.lit(0.0))).alias("recoverable_ns")
-    )
+    ).drop("binding_roof")

@@ -1,5 +1,5 @@
 """Capture: run a user's script under `torch.profiler` without editing it (torch is imported
-only when a capture runs), and the micro-benchmarks behind `traceanalyze calibrate`."""
+only when a capture runs). `traceanalyze calibrate` lives in `traceanalyze.calibrate`."""
 
 from traceanalyze.capture.options import DEFAULT_OUT_DIR, CaptureOptions, Schedule
 from traceanalyze.capture.session import CaptureResult, run_capture

@@ -23,9 +23,11 @@ from traceanalyze.capture.environment import (
     versions,
 )
 from traceanalyze.capture.options import CaptureOptions
+from traceanalyze.capture.redact import redact_arguments
 from traceanalyze.capture.script import as_main, resolve_script, run_as_main, script_traceback, system_exit_code
 from traceanalyze.capture.steps import AlarmTimer, StepHooks
 from traceanalyze.errors import CaptureError
+from traceanalyze.output import atomic_path, write_atomically
 
 RUN_SCHEMA_VERSION = 1
 EXIT_INTERRUPTED = 130
@@ -96,7 +98,8 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
     except OSError as error:
         raise CaptureError(f"{out_dir}: cannot create the output folder ({error.strerror or error})") from None
     stem = "trace" if rank is None else f"trace_rank{rank}"
-    run_json = out_dir / ("run.json" if rank is None else f"run_rank{rank}.json")
+    run_name = "run" if rank is None else f"run_rank{rank}"
+    started_pid = os.getpid()  # a forked child of the script must not write or report (see _end_forked_child)
 
     recorder = _Recorder(torch, options, out_dir, stem, gpu=gpu_backend(torch) is not None)
     recorder.build()
@@ -144,6 +147,8 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
             timer.remove()
         recorder.finish()
     wall_s = time.perf_counter() - clock
+    if os.getpid() != started_pid:
+        _end_forked_child(exit_code, script_stderr)
 
     messages = list(recorder.errors)
     messages.extend(_explain(options, recorder, outcome))
@@ -155,9 +160,9 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
         "schema_version": RUN_SCHEMA_VERSION,
         "tool": "traceanalyze capture",
         "traceanalyze_version": traceanalyze_version(),
-        "command": shlex.join(options.command) if options.command else None,
+        "command": shlex.join(redact_arguments(options.command)) if options.command else None,
         "script": script,
-        "argv": [str(options.script), *options.args],
+        "argv": redact_arguments([str(options.script), *options.args]),
         "cwd": cwd,
         **versions(torch),
         "device": backend or "cpu",
@@ -190,8 +195,11 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
         },
         "messages": messages,
     }
+    # run.json describes the trace next to it: a run that wrote no trace leaves both as they were
+    # and records itself in run.failed.json
+    run_json = out_dir / (f"{run_name}.json" if recorder.traces else f"{run_name}.failed.json")
     try:
-        run_json.write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+        write_atomically(run_json, json.dumps(run_info, indent=2) + "\n")
     except OSError as error:
         messages.append(f"could not write {run_json}: {error.strerror or error}")
 
@@ -228,6 +236,8 @@ class _Recorder:
         self.captured_steps: list[int] = []
         self.cycles = 0
         self.traces: list[Path] = []
+        self.empty_windows = 0  # recordings that held no event, hence written nowhere
+        self.pid = os.getpid()
         self.errors: list[str] = []
         self.step_span: Any = None
         # Until the first step ends we record everything, so that a script whose steps never come
@@ -326,7 +336,7 @@ class _Recorder:
 
     def finish(self) -> None:
         """Stop the profiler; a window still recording is written (the trace of what ran)."""
-        if not self.started or self.finished:
+        if not self.started or self.finished or os.getpid() != self.pid:
             return
         self.finished = True
         self.busy = True
@@ -367,9 +377,45 @@ class _Recorder:
             path = self.out_dir / f"{self.stem}.json.gz"
         else:  # later windows of --repeat N, kept apart so the folder still reads as one run
             path = self.out_dir / "cycles" / f"{self.stem}_cycle{self.cycles}.json.gz"
+        if not _holds_events(prof):  # never replace a previous trace with an empty one
+            self.empty_windows += 1
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(path))
+        with atomic_path(path) as temporary:  # a failed or interrupted export leaves the previous trace
+            prof.export_chrome_trace(str(temporary))
         self.traces.append(path)
+
+
+def _holds_events(prof: Any) -> bool:
+    """Whether the profiler recorded at least one event (an op, a kernel, a region); True when
+    this torch cannot say."""
+    try:
+        return len(prof.profiler.kineto_results.events()) > 0
+    except Exception:
+        return True
+
+
+def _end_forked_child(exit_code: int, script_stderr: str | None) -> None:
+    """The script forked and this is the child, leaving the script (it returned, raised or called
+    `sys.exit`): end the process as the script would have, without writing a trace or run.json,
+    or printing a report (the profiler and the output belong to the process that started them).
+    The child runs its `atexit` handlers and flushes its output, then leaves with `os._exit`, as
+    `multiprocessing` children do: the C++ teardown of the profiler state it inherited would abort
+    (`std::system_error`) in a process whose profiler threads do not exist."""
+    import atexit
+    import sys
+
+    if script_stderr:
+        sys.stderr.write(script_stderr if script_stderr.endswith("\n") else script_stderr + "\n")
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(exit_code & 0xFF if exit_code >= 0 else 1)
 
 
 def _explain(options: CaptureOptions, recorder: _Recorder, outcome: Outcome) -> list[str]:
@@ -390,6 +436,9 @@ def _explain(options: CaptureOptions, recorder: _Recorder, outcome: Outcome) -> 
                 f"{options.schedule.active} active steps were recorded"
             )
         return notes
+    if recorder.empty_windows:
+        return ["nothing was recorded: no torch operation ran while the profiler was on; no trace written "
+                "(a trace already in the output folder is kept)"]
     if outcome in ("exception", "interrupted"):
         return [f"the script stopped at step {recorder.steps_seen}, before recording started; no trace written"]
     if options.duration_s is not None:

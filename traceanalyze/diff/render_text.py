@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from traceanalyze.diff.compare import Diff, KernelRow, MetricRow
-from traceanalyze.report.md import md_table
+from traceanalyze.report.escape import markdown_plain
+from traceanalyze.report.md import md_code, md_table
 from traceanalyze.report.text_table import text_table
 from traceanalyze.gate.verdict import format_value, steps_text
 
@@ -93,30 +94,33 @@ def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Plain text for Markdown: trace strings (file, device, kernel names) can hold markup."""
+    return markdown_plain(text.replace("\n", " "))
 
 
-def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
-    return md_table(headers, [[_md(cell) for cell in row] for row in rows]).splitlines()
+def _md_table(rows: list[list[str]], headers: list[str], *, code_first: bool = False) -> list[str]:
+    """A Markdown table of plain-text cells; with `code_first`, the first cell of each row is a
+    code span (a kernel name)."""
+    cells = [[md_code(row[0], in_table=True) if code_first else _md(row[0]), *map(_md, row[1:])] for row in rows]
+    return md_table(headers, cells).splitlines()
 
 
 def _md_kernel_row(k: KernelRow) -> list[str]:
-    row = kernel_cells(k, 90)
-    return [f"`{row[0]}`", *row[1:]]
+    return kernel_cells(k, 90)
 
 
 def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
-    lines = ["### traceanalyze diff", "", f"`{_md(diff.base_source)}` ({steps_text(diff.base_steps)}) → "
-             f"`{_md(diff.new_source)}` ({steps_text(diff.new_steps)})", ""]
+    lines = ["### traceanalyze diff", "", f"{md_code(diff.base_source)} ({steps_text(diff.base_steps)}) → "
+             f"{md_code(diff.new_source)} ({steps_text(diff.new_steps)})", ""]
     lines += [f"> ⚠️ **Warning:** {_md(warning)}" for warning in diff.warnings] + ([""] if diff.warnings else [])
     lines += _md_table(metric_cells(diff), METRIC_HEADERS) + [""]
     changed = diff.changed_kernels
     lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}", ""]
     if changed:
-        lines += _md_table([_md_kernel_row(k) for k in changed], KERNEL_HEADERS) + [""]
+        lines += _md_table([_md_kernel_row(k) for k in changed], KERNEL_HEADERS, code_first=True) + [""]
     lines += [f"**Top {top_kernels(diff, top)} by total time**", ""]
     if diff.kernels:
-        lines += _md_table([_md_kernel_row(k) for k in diff.kernels[:top]], KERNEL_HEADERS) + [""]
+        lines += _md_table([_md_kernel_row(k) for k in diff.kernels[:top]], KERNEL_HEADERS, code_first=True) + [""]
     if diff.notes:
         lines += ["Notes:", "", *(f"- {_md(note)}" for note in diff.notes), ""]
     return "\n".join(lines) + "\n"

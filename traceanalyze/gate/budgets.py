@@ -32,7 +32,7 @@ BUDGETS: tuple[BudgetSpec, ...] = (
     BudgetSpec("max_overhead", "overhead", "max", "fraction", "overhead share", "--max-overhead"),
     BudgetSpec("min_compute", "compute", "min", "fraction", "compute share", "--min-compute"),
     BudgetSpec("max_step_time_ms", "step_time_ms", "max", "ms", "step time", "--max-step-time-ms"),
-    BudgetSpec("max_launch_p99_us", "launch_p99_us", "max", "us", "launch → start p99", "--max-launch-p99-us"),
+    BudgetSpec("max_launch_p99_us", "launch_p99_us", "max", "us", "launch overhead p99", "--max-launch-p99-us"),
     BudgetSpec("max_wait_fraction", "wait_fraction", "max", "fraction", "collective wait fraction", "--max-wait-fraction"),
     BudgetSpec("max_exposed_comm", "exposed_comm", "max", "fraction", "exposed communication share", "--max-exposed-comm"),
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from traceanalyze.gate.verdict import Regression, Verdict
+from traceanalyze.report.escape import workflow_data, workflow_property, xml_document
 
 SUITE = "traceanalyze gate"
 
@@ -56,28 +57,22 @@ def render_junit(verdict: Verdict) -> str:
         ET.SubElement(properties, "property", name="warning", value=warning)
     suite.extend(cases)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    # trace strings may hold characters XML 1.0 forbids (ElementTree writes them as they are)
+    return xml_document('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def annotation_lines(verdict: Verdict) -> list[str]:
     """`::error title=…::message` per failed or unmeasured budget and regression, one per
     reliability problem when it stops the verdict, and `::warning` per warning (GitHub Actions
     workflow commands)."""
-    lines = [f"::warning title={_escape_property('traceanalyze gate')}::{_escape_data(w)}" for w in verdict.warnings]
+    lines = [f"::warning title={workflow_property('traceanalyze gate')}::{workflow_data(w)}" for w in verdict.warnings]
     for item in (*verdict.checks, *verdict.regressions):
         if item.status in ("fail", "unmeasured"):
             prefix = "regression " if isinstance(item, Regression) else ""
             title = f"traceanalyze gate: {prefix}{item.name}"
-            lines.append(f"::error title={_escape_property(title)}::{_escape_data(item.message)}")
+            lines.append(f"::error title={workflow_property(title)}::{workflow_data(item.message)}")
     if verdict.problems and not verdict.allow_unreliable:
         for problem in verdict.problems:
-            lines.append(f"::error title={_escape_property('traceanalyze gate: cannot judge')}::{_escape_data(problem)}")
+            lines.append(f"::error title={workflow_property('traceanalyze gate: cannot judge')}::{workflow_data(problem)}")
     return lines

@@ -17,6 +17,7 @@ from traceanalyze.report.model import Report
 from traceanalyze.report.schema import KNOWN_SCHEMA_VERSIONS, ReportV1, report_from_builtins
 
 _PEEK_BYTES = 1 << 20
+SAVED_REPORT_LIMIT = 256 << 20  # the largest saved report read (real ones: well under 10 MB)
 _WHOLE_DECODE_BYTES = 64 << 20  # a larger file without either key in its first MiB is left to the trace loader
 _REPORT_KEY = re.compile(rb'"schema_version"\s*:')
 _TRACE_KEY = re.compile(rb'"traceEvents"\s*:')
@@ -48,8 +49,12 @@ def is_saved_report(path: Path) -> bool:
 
 def read_saved_report(path: Path) -> ReportV1:
     """A saved JSON report, decoded against the report schema (`ReportV1`): a field of the wrong
-    type is refused with one line naming it (`$.ranks[0].devices`)."""
+    type is refused with one line naming it (`$.ranks[0].devices`). A report lists at most 50
+    kernels and ops per rank: one larger than `SAVED_REPORT_LIMIT` is refused before it is read."""
     try:
+        if path.stat().st_size > SAVED_REPORT_LIMIT:
+            raise TraceFormatError(f"{path}: over {SAVED_REPORT_LIMIT >> 20} MB: too large for a saved traceanalyze "
+                                   "JSON report")
         document = msgspec.json.decode(path.read_bytes())
     except msgspec.DecodeError as error:
         raise TraceFormatError(f"{path}: invalid JSON: {error}") from None

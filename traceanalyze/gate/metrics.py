@@ -13,7 +13,9 @@ Per step (one value per `ProfilerStep#N` seen, over all ranks and devices that r
   regimes' times add up to the step time).
 
 Whole window (the report's `summary`): `idle_fraction`, each regime share, and `launch_p99_us`
-(p99 of launch → start over kernels, memcpy and memset, collectives excluded; the report has no per-step latency).
+(p99 of the launch overhead — launch → start less the wait behind earlier work on the stream, which is
+healthy when the GPU is busy — over kernels, memcpy and memset, collectives excluded; the report has
+no per-step latency).
 
 Several ranks (`stragglers.rank_steps` of the report): per step and over the window,
 `wait_fraction` (collective wait ÷ step time) and `exposed_comm` (collective time with no other GPU
@@ -130,7 +132,7 @@ def _step_values(rows: list[Step]) -> dict[str, float | None]:
 
 
 def _launch_p99(summary: Summary) -> float | None:
-    stats = summary.launch_to_start_us
+    stats = summary.launch_overhead_us  # not launch → start: its queue wait is healthy (issue 14)
     return stats.p99 if stats.count else None
 
 

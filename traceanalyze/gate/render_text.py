@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from traceanalyze.report.md import md_table
+from traceanalyze.report.escape import markdown_plain
+from traceanalyze.report.md import md_code, md_table
 from traceanalyze.report.text_table import text_table
 from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value, steps_text
 
@@ -80,7 +81,8 @@ def render_verdict_terminal(verdict: Verdict) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Verdict text for Markdown: trace strings (file and device names) can hold markup."""
+    return markdown_plain(text.replace("\n", " "))
 
 
 def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
@@ -90,14 +92,14 @@ def _md_table(rows: list[list[str]], headers: list[str]) -> list[str]:
 def render_verdict_markdown(verdict: Verdict) -> str:
     """The verdict as GitHub-flavoured Markdown (for `$GITHUB_STEP_SUMMARY`)."""
     lines = [f"### {EMOJI[verdict.outcome]} traceanalyze gate: {HEADLINE[verdict.outcome]}", "",
-             f"`{_md_escape(verdict.source)}`: {_basis_line(verdict)}.", ""]
+             f"{md_code(verdict.source)}: {_basis_line(verdict)}.", ""]
     lines += [f"> ⚠️ **Warning:** {_md_escape(warning)}" for warning in verdict.warnings]
     lines += [""] if verdict.warnings else []
     if verdict.checks:
         lines += _md_table([_check_row(c) for c in verdict.checks],
                            ["budget", "threshold", "measured", "basis", "margin", "status"]) + [""]
     if verdict.baseline is not None:
-        lines += [f"Against the baseline `{_md_escape(verdict.baseline)}` ({steps_text(verdict.baseline_steps)}), "
+        lines += [f"Against the baseline {md_code(verdict.baseline)} ({steps_text(verdict.baseline_steps)}), "
                   f"max regression {_limit(verdict)}:", ""]
         lines += _md_table([_regression_row(r) for r in verdict.regressions], REGRESSION_HEADERS) + [""]
     if verdict.problems:

@@ -11,6 +11,9 @@ on the workers). `address` names the cluster: `ray://head:10001` (or `auto`) for
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +35,7 @@ def run_local(paths: list[str], options: ReportOptions, workers: int | None = No
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     if count == 1:
         return [analyse_file(p, options, limits) for p in paths]
-    from traceanalyze.load.parallel import spawn_pool
+    from traceanalyze.load.chunk_workers import spawn_pool
 
     with spawn_pool(count) as pool:
         futures = [pool.submit(analyse_file, p, options, limits) for p in paths]
@@ -82,10 +85,8 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
     if address is not None:
         with Client(address) as client:
             return client.gather(client.map(analyse_file, paths, options=options, limits=limits, pure=False))
-    from traceanalyze.load.parallel import main_script_hidden
-
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
-    with main_script_hidden():
+    with _main_script_hidden():
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
         return client.gather(client.map(analyse_file, paths, options=options, limits=limits, pure=False))
@@ -121,3 +122,19 @@ def _local_workers(files: list[Path]) -> int:
 
     size = sum(f.stat().st_size * (10 if f.name.lower().endswith(".gz") else 1) for f in files)
     return 1 if len(files) < 2 or size < PARALLEL_MIN_BYTES else min(len(files), os.cpu_count() or 1)
+
+
+@contextmanager
+def _main_script_hidden() -> Iterator[None]:
+    """While inside, `__main__` does not name the user's script: the Dask workers spawned now
+    import only modules, never run the script again."""
+    main = sys.modules.get("__main__")
+    saved = getattr(main, "__file__", None) if main is not None else None
+    if saved is not None and getattr(main, "__spec__", None) is None:
+        del main.__file__  # type: ignore[union-attr]
+        try:
+            yield
+        finally:
+            main.__file__ = saved  # type: ignore[union-attr]
+    else:
+        yield

@@ -1,7 +1,7 @@
 """Bytes on disk → typed Chrome-trace events (msgspec), with every way a file can be bad turned
 into a one-line `TraceFormatError` that names the file.
 
-Two readers share the same event types:
+Two readers share the same event types (`events`):
 
 - `EventChunks` streams a trace: a background thread reads (and gunzips) the file in blocks, the
   `traceEvents` array is cut at event boundaries into chunks of about `BLOCK_SIZE` bytes, and each
@@ -26,11 +26,12 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar, Union
+from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
+from traceanalyze.load.events import Args, Event, TraceDocument
 from traceanalyze.load.limits import INFLATION_FLOOR, LoadLimits, exceeded
 from traceanalyze.load.times import decode_hook, encode_hook
 
@@ -43,145 +44,9 @@ except ImportError:  # pragma: no cover - isal is a dependency; its wheels may b
     _gzip = gzip  # type: ignore[assignment]
     GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 
-Number = Union[int, float]
-IntOrStr = Union[int, str]
-
 BLOCK_SIZE = 16 << 20  # uncompressed bytes per read, and so roughly per decoded chunk
 WHOLE_DOCUMENT_LIMIT = 512 << 20  # largest document decoded at once when streaming cannot be used
 HEADER_LIMIT = 64 << 20  # how far into a document the start of `traceEvents` is looked for
-
-
-class Args(msgspec.Struct, omit_defaults=True, gc=False):
-    """The `args` keys any analysis reads; everything else in `args` is skipped by the decoder."""
-
-    external_id: IntOrStr | None = msgspec.field(default=None, name="External id")
-    external_id_old: IntOrStr | None = msgspec.field(default=None, name="external id")
-    correlation: IntOrStr | None = None
-    device: IntOrStr | None = None
-    stream: IntOrStr | None = None
-    grid: Any = None
-    block: Any = None
-    registers_per_thread: Number | None = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Number | None = msgspec.field(default=None, name="shared memory")
-    blocks_per_sm: Number | None = msgspec.field(default=None, name="blocks per SM")
-    warps_per_sm: Number | None = msgspec.field(default=None, name="warps per SM")
-    occupancy_pct: Number | None = msgspec.field(default=None, name="est. achieved occupancy %")
-    bytes: Number | str | None = None
-    graph_id: Number | None = msgspec.field(default=None, name="graph id")
-    graph_node_id: Number | None = msgspec.field(default=None, name="graph node id")
-    collective_name: str | None = msgspec.field(default=None, name="Collective name")
-    in_msg_nelems: IntOrStr | None = msgspec.field(default=None, name="In msg nelems")
-    out_msg_nelems: IntOrStr | None = msgspec.field(default=None, name="Out msg nelems")
-    dtype: str | None = None
-    process_group: IntOrStr | None = msgspec.field(default=None, name="Process Group Name")
-    # shape arguments stay raw JSON here; they are decoded column-wise (see tables.py)
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
-    input_strides: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Strides")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
-    sequence_number: IntOrStr | None = msgspec.field(default=None, name="Sequence number")
-    fwd_thread_id: IntOrStr | None = msgspec.field(default=None, name="Fwd thread id")
-    flops: Number | None = None
-    name: Any = None  # metadata events: process_name / thread_name
-
-
-class Event(msgspec.Struct, gc=False):
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    id: Any = None
-    args: Args | None = None
-
-
-class TraceDocument(msgspec.Struct, gc=False):
-    traceEvents: list[Event] | None = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    schemaVersion: Any = None
-    cuda_runtime_version: Any = None
-    cuda_driver_version: Any = None
-    hip_runtime_version: Any = None
-    cupti_version: Any = None
-    traceName: Any = None
-    record_shapes: Any = None
-    with_stack: Any = None
-    profile_memory: Any = None
-
-
-# The fast path's types: narrow, so that a value of an unusual type fails the decode of its chunk,
-# which then takes the general path above (`Event`/`Args`, per-event conversion) instead.
-# `gc=False`: decoded structs hold no cycles, and tracking millions of them makes the collector
-# walk them again and again while a trace loads (a 1 GB trace decodes 4x slower with it on).
-Int = Union[int, None]
-Float = Union[float, None]  # msgspec turns a JSON integer into the nearest float, as float() does
-
-
-class FastEvent(msgspec.Struct, gc=False):
-    ph: str | None = None
-    cat: str | None = None
-    name: str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: int | float | None = None
-    dur: int | float | None = None
-    id: int | str | None = None
-    args: msgspec.Raw = msgspec.Raw()  # decoded per table (below), only for the events kept
-
-
-class GpuArgs(msgspec.Struct, gc=False):
-    external_id: Int = msgspec.field(default=None, name="External id")
-    external_id_old: Int = msgspec.field(default=None, name="external id")
-    correlation: Int = None
-    device: Int = None
-    stream: Int = None
-    grid: list[int] | None = None
-    block: list[int] | None = None
-    registers_per_thread: Int = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Int = msgspec.field(default=None, name="shared memory")
-    blocks_per_sm: Float = msgspec.field(default=None, name="blocks per SM")
-    warps_per_sm: Float = msgspec.field(default=None, name="warps per SM")
-    occupancy_pct: Float = msgspec.field(default=None, name="est. achieved occupancy %")
-    bytes: Int = None
-    graph_id: Int = msgspec.field(default=None, name="graph id")
-    graph_node_id: Int = msgspec.field(default=None, name="graph node id")
-    collective_name: str | None = msgspec.field(default=None, name="Collective name")
-    in_msg_nelems: Int = msgspec.field(default=None, name="In msg nelems")
-    out_msg_nelems: Int = msgspec.field(default=None, name="Out msg nelems")
-    dtype: str | None = None
-    process_group: str | None = msgspec.field(default=None, name="Process Group Name")
-
-
-class RuntimeArgs(msgspec.Struct, gc=False):
-    external_id: Int = msgspec.field(default=None, name="External id")
-    external_id_old: Int = msgspec.field(default=None, name="external id")
-    correlation: Int = None
-
-
-class SyncArgs(msgspec.Struct, gc=False):
-    correlation: Int = None
-    device: Int = None
-    stream: Int = None
-
-
-class CpuOpArgs(msgspec.Struct, gc=False):
-    external_id: Int = msgspec.field(default=None, name="External id")
-    external_id_old: Int = msgspec.field(default=None, name="external id")
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
-    input_strides: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Strides")
-    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
-    sequence_number: Int = msgspec.field(default=None, name="Sequence number")
-    fwd_thread_id: Int = msgspec.field(default=None, name="Fwd thread id")
-    flops: Float = None
-
-
-class AnyObject(msgspec.Struct, gc=False):
-    """Any JSON object (its keys are skipped): checks that the `args` nobody reads are objects."""
-
 
 # floats keep their text (`times.decode_hook`): exact times beyond 2^53 ns
 _document_decoder = msgspec.json.Decoder(TraceDocument, float_hook=decode_hook)

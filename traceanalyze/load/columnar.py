@@ -2,7 +2,7 @@
 (`_native.c`) writes every event's fields and the `args` keys the tables read into typed columns,
 and polars expressions route, check and convert them: no Python object per event.
 
-It computes exactly the raw columns of `tables._fast_chunk` (the msgspec fast path) and hands
+It computes exactly the raw columns of `fast.fast_chunk` (the msgspec fast path) and hands
 them to the same finishing code, so the three paths give the same tables. `chunk_tables` returns
 None, and the caller takes the msgspec path, whenever the chunk holds anything that path would
 treat differently: a value of a type the typed decode rejects, an `args` that is not an object,
@@ -19,50 +19,34 @@ from typing import Any
 
 import polars as pl
 
-from traceanalyze.load import tables as _tables
+from traceanalyze import fields
+from traceanalyze.load import chunk
+from traceanalyze.load import convert as conversions
 from traceanalyze.load import times as time_rules
+from traceanalyze.load.raw import finish_chunk
 from traceanalyze.native import compiled, int64_array
 
 _native = compiled()
 
 # the scanner's tags (`_native.c`)
 ABSENT, NULL, INT, FLOAT, STR, BOOL, LIST3, OTHER, OBJECT = range(9)
-SCALAR, INTS3, RAW = range(3)
+SCALAR, INTS3, RAW = range(3)  # how the scanner keeps an `args` value
 
-_INT_ARGS = ("External id", "external id", "correlation", "device", "stream", "registers per thread",
-             "shared memory", "bytes", "graph id", "graph node id", "Sequence number", "Fwd thread id",
-             "In msg nelems", "Out msg nelems")
-_FLOAT_ARGS = ("blocks per SM", "warps per SM", "est. achieved occupancy %", "flops")
-_LIST_ARGS = ("grid", "block")
-_STRING_ARGS = ("Collective name", "dtype", "Process Group Name")
-_COLLECTIVE_ARGS = ("In msg nelems", "Out msg nelems", "dtype", "Process Group Name")
-_RAW_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
-ARG_KEYS: tuple[tuple[bytes, int], ...] = (
-    *((key.encode(), SCALAR) for key in (*_INT_ARGS, *_FLOAT_ARGS, *_STRING_ARGS)),
-    *((key.encode(), INTS3) for key in _LIST_ARGS),
-    *((key.encode(), RAW) for key in _RAW_ARGS),
-)
+# the `args` keys the scanner collects (`fields.ARG_FIELDS`), and how
+_SCANNED_AS = {fields.INT: SCALAR, fields.FLOAT: SCALAR, fields.STRING: SCALAR, fields.INTS3: INTS3, fields.TEXT: RAW}
+ARG_KEYS: tuple[tuple[bytes, int], ...] = tuple((f.key.encode(), _SCANNED_AS[f.kind]) for f in fields.ARG_FIELDS)
 
-# the args each table reads, by the type its msgspec struct gives them (chrome.GpuArgs, …)
-_TABLE_ARGS: dict[int, dict[str, tuple[str, ...]]] = {
-    _tables.GPU: {
-        "int": ("External id", "external id", "correlation", "device", "stream", "registers per thread",
-                "shared memory", "bytes", "graph id", "graph node id", "In msg nelems", "Out msg nelems"),
-        "float": ("blocks per SM", "warps per SM", "est. achieved occupancy %"),
-        "list": _LIST_ARGS,
-        "string": _STRING_ARGS,
-    },
-    _tables.RUNTIME: {"int": ("External id", "external id", "correlation")},
-    _tables.SYNC: {"int": ("correlation", "device", "stream")},
-    _tables.CPU_OP: {"int": ("External id", "external id", "Sequence number", "Fwd thread id"), "float": ("flops",)},
+# the args each table reads, by the type its msgspec struct gives them (events.GpuArgs, …)
+_TABLE_ARGS: dict[int, tuple[fields.ArgField, ...]] = {
+    code: fields.fields_of(chunk.TABLE_OF_CODE[code]) for code in (chunk.GPU, chunk.RUNTIME, chunk.SYNC, chunk.CPU_OP)
 }
-_ALLOWED = {"int": (ABSENT, NULL, INT), "float": (ABSENT, NULL, INT, FLOAT), "list": (ABSENT, NULL, LIST3),
-            "string": (ABSENT, NULL, STR)}
-# what the typed decode of the event itself accepts (chrome.FastEvent)
+_ALLOWED = {fields.INT: (ABSENT, NULL, INT), fields.FLOAT: (ABSENT, NULL, INT, FLOAT),
+            fields.INTS3: (ABSENT, NULL, LIST3), fields.STRING: (ABSENT, NULL, STR)}
+# what the typed decode of the event itself accepts (events.FastEvent)
 _TOP_ALLOWED = {"ph": (ABSENT, NULL, STR), "cat": (ABSENT, NULL, STR), "name": (ABSENT, NULL, STR),
                 "pid": (ABSENT, NULL, INT, STR), "tid": (ABSENT, NULL, INT, STR), "id": (ABSENT, NULL, INT, STR),
                 "ts": (ABSENT, NULL, INT, FLOAT), "dur": (ABSENT, NULL, INT, FLOAT)}
-_READ_TABLES = (_tables.GPU, _tables.RUNTIME, _tables.CPU_OP, _tables.SYNC)  # tables that decode their args
+_READ_TABLES = (chunk.GPU, chunk.RUNTIME, chunk.CPU_OP, chunk.SYNC)  # tables that decode their args
 
 
 class _NotVouched(Exception):
@@ -73,7 +57,7 @@ def available() -> bool:
     return _native is not None
 
 
-def chunk_tables(text: bytes | memoryview, include_python: bool) -> _tables.ChunkTables | None:
+def chunk_tables(text: bytes | memoryview, include_python: bool) -> chunk.ChunkTables | None:
     """A chunk's JSON text `[event, …]` → its tables, or None when the msgspec path must decide."""
     if _native is None:
         return None
@@ -137,7 +121,7 @@ def _check(frame: pl.DataFrame, rules: list[pl.Expr]) -> None:
         raise _NotVouched
 
 
-def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python: bool) -> _tables.ChunkTables:
+def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python: bool) -> chunk.ChunkTables:
     strings: list[str] = scanned["strings"]
     events = _events_frame(scanned)
     _check(events, [_tag(field).is_in(allowed) for field, allowed in _TOP_ALLOWED.items()])
@@ -152,35 +136,23 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     texts: tuple[pl.Series, ...] = ()
     rows = None
     for code in sorted(events["table"].unique().to_list()):
-        if code == _tables.DROP:
+        if code == chunk.DROP:
             continue
         # lazy: each select below filters only the columns it reads
         rows = events.lazy().filter(pl.col("table") == code)
-        name = _tables._TABLE_OF_CODE[code]
+        name = chunk.TABLE_OF_CODE[code]
         frames[name] = _raw_frame(code, rows, lookups)
-        if code == _tables.CPU_OP:
+        if code == chunk.CPU_OP:
             texts = _raw_texts(text, rows)
     events_count = scanned["n"]
     del events, rows
     scanned.clear()  # the scanned columns are not needed past here: freed before the tables are finished
-    finished: dict[str, pl.DataFrame] = {}
-    skipped: dict[str, tuple[int, int]] = {}
-    arguments = None
-    for name, frame in frames.items():
-        finished[name], dropped = _tables._finish_raw(name, [frame], [texts] if name == "cpu_ops" else [])
-        if name == "cpu_ops":
-            finished[name], arguments = _tables._decode_chunk_arguments(finished[name])
-        for reason, count, first in dropped:
-            before, earliest = skipped.get(reason, (0, first))
-            skipped[reason] = (before + count, min(earliest, first))
-    if no_phase is not None:
-        skipped[_tables.SKIP_NO_PHASE] = no_phase
-    return _tables.ChunkTables(frames=finished, events=events_count, skipped=skipped, arguments=arguments)
+    return finish_chunk(frames, texts, events_count, no_phase)
 
 
 def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> tuple[Any, tuple[int, int] | None]:
-    """The table of each event (`tables.DROP`, `GPU`, …): its category's route where its phase is
-    right (`X`; `s`/`f`/`t` for flows), as `tables._fast_chunk` routes them; and (count, first
+    """The table of each event (`chunk.DROP`, `GPU`, …): its category's route where its phase is
+    right (`X`; `s`/`f`/`t` for flows), as `fast.fast_chunk` routes them; and (count, first
     event) of the events of a routed category without `ph` (None when there are none)."""
     fields = scanned["fields"]
     np = _numpy()
@@ -189,16 +161,16 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
         tags, values = np.frombuffer(fields[field][0], dtype=np.uint8), np.frombuffer(fields[field][1], dtype=np.int64)
         return np.where(tags == STR, values, len(strings))
 
-    routes = np.array([_tables._route(s, include_python) for s in strings] + [_tables.DROP], dtype=np.uint8)
-    is_x = np.array([s in _tables._X for s in strings] + [False])
-    is_flow_phase = np.array([s in _tables._PHASES[_tables.FLOW] for s in strings] + [False])
+    routes = np.array([chunk.route(s, include_python) for s in strings] + [chunk.DROP], dtype=np.uint8)
+    is_x = np.array([s in chunk.X for s in strings] + [False])
+    is_flow_phase = np.array([s in chunk.PHASES[chunk.FLOW] for s in strings] + [False])
     route = routes[code_of("cat")]
     phase = code_of("ph")
-    phase_ok = np.where(route == _tables.FLOW, is_flow_phase[phase], is_x[phase])
+    phase_ok = np.where(route == chunk.FLOW, is_flow_phase[phase], is_x[phase])
     phase_tags = np.frombuffer(fields["ph"][0], dtype=np.uint8)
-    missing = np.flatnonzero((route != _tables.DROP) & ((phase_tags == ABSENT) | (phase_tags == NULL)))
+    missing = np.flatnonzero((route != chunk.DROP) & ((phase_tags == ABSENT) | (phase_tags == NULL)))
     no_phase = (int(missing.size), int(missing[0])) if missing.size else None
-    return np.where(phase_ok, route, _tables.DROP).astype(np.uint8), no_phase
+    return np.where(phase_ok, route, chunk.DROP).astype(np.uint8), no_phase
 
 
 class _Lookups:
@@ -221,7 +193,7 @@ class _Lookups:
             tags = np.frombuffer(fields[field][0], dtype=np.uint8)
             used.update(np.unique(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR]).tolist())
         integers = {}
-        for convert in (_tables.as_int, _tables.thread_id, _tables._stream_from_tid):
+        for convert in (conversions.as_int, conversions.thread_id, conversions.stream_from_tid):
             values: list[int | None] = [None] * (len(strings) + 1)
             for code in used:
                 value = convert(strings[code])
@@ -243,31 +215,30 @@ class _Lookups:
 
     def integer(self, field: str, convert) -> pl.Expr:
         """An `int | str` field as an integer: ints as written, strings by `convert` (what
-        `tables._mapped_ints` gives)."""
+        `fast.mapped_ints` gives)."""
         return pl.when(_tag(field) == INT).then(pl.col(f"{field}_int")).otherwise(
             pl.lit(self.integers[convert.__name__]).gather(self.code(field)))
 
 
 def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame:
-    """One table's rows → the raw columns `tables._raw_gpu` (…) build, in one select."""
-    rules = [_tag(key).is_in(_ALLOWED[kind]) for kind, keys in _TABLE_ARGS.get(code, {}).items() for key in keys]
-    times = ("ts",) if code == _tables.FLOW else ("ts", "dur")
+    """One table's rows → the raw columns `fast.raw_gpu` (…) build, in one select."""
+    rules = [_tag(f.key).is_in(_ALLOWED[f.kind]) for f in _TABLE_ARGS.get(code, ()) if f.kind in _ALLOWED]
+    times = ("ts",) if code == chunk.FLOW else ("ts", "dur")
     magnitudes = [
         expr.abs().max().alias(f"{field}_{suffix}")
         for field in times
         for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
     ]
-    present = [(_tag(key) != ABSENT).any().alias(key) for key in _COLLECTIVE_ARGS] if code == _tables.GPU else []
-    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes, *present).collect().row(0, named=True)
+    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).collect().row(0, named=True)
     if not checked["ok"]:
         raise _NotVouched
     largest = {}
-    for field in times:  # `tables._raw_times`' limits: larger values take the general path
+    for field in times:  # `fast.raw_times`' limits: larger values take the general path
         int_max, float_max = checked[f"{field}_i"] or 0, checked[f"{field}_f"] or 0.0
-        if int_max >= _tables._INT64_US_LIMIT:
+        if int_max >= conversions.INT64_US_LIMIT:
             raise _NotVouched
         largest[field] = (max(float(int_max), float_max), float_max)
-    if len(times) == 2 and largest["ts"][0] + largest["dur"][0] >= _tables._END_LIMIT_US:
+    if len(times) == 2 and largest["ts"][0] + largest["dur"][0] >= conversions.END_LIMIT_US:
         raise _NotVouched
     for field in times:  # the scanner's exact ns (`decimal_ns`) where the float has lost them; the
         if largest[field][1] >= _EXACT_FLOAT_US:  # Python paths decide a text it could not read (1.7e15)
@@ -283,46 +254,40 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
                        pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float")).alias(f"{field}_f"),
                        pl.when(_beyond_float(field)).then(pl.col(f"{field}_int")).alias(f"{field}_x"))
     ]
-    if code != _tables.FLOW:
+    if code != chunk.FLOW:
         timed = [pl.col("seq").cast(pl.Int64), lookups.string("name").alias("name"), *timed]
-    ints = lambda *pairs: [_int(key).alias(column) for key, column in pairs]  # noqa: E731
-    ids = ints(("External id", "external_id"), ("external id", "external_id_old"))
-    thread = [lookups.integer("pid", _tables.thread_id).alias("pid"), lookups.integer("tid", _tables.thread_id).alias("tid")]
-    if code == _tables.GPU:
-        columns = [
-            *timed, lookups.lower("cat").alias("category"), *ints(("device", "device_arg")),
-            lookups.integer("pid", _tables.as_int).alias("pid_int"), *ints(("stream", "stream_arg")),
-            lookups.integer("tid", _tables._stream_from_tid).alias("stream_tid"), *ints(("correlation", "correlation")),
-            *ids,
-            *(pl.when(_tag(key) == LIST3).then(pl.concat_list(f"{key}_0", f"{key}_1", f"{key}_2")).alias(key)
-              for key in _LIST_ARGS),
-            *ints(("registers per thread", "registers_per_thread"), ("shared memory", "shared_memory_bytes")),
-            _number("blocks per SM").alias("blocks_per_sm"), _number("warps per SM").alias("warps_per_sm"),
-            _number("est. achieved occupancy %").alias("occupancy_pct"),
-            *ints(("bytes", "bytes"), ("graph id", "graph_id"), ("graph node id", "graph_node_id")),
-            lookups.string("Collective name").alias("collective"),
-            # a collective's arguments: all-null columns (no memory) in the chunks that hold none
-            *(_int(key).alias(column) if checked[key] else pl.lit(None, dtype=pl.Int64).alias(column)
-              for key, column in (("In msg nelems", "in_msg_nelems"), ("Out msg nelems", "out_msg_nelems"))),
-            *(lookups.string(key).alias(column) if checked[key] else pl.lit(None, dtype=pl.String).alias(column)
-              for key, column in (("dtype", "dtype"), ("Process Group Name", "process_group"))),
-        ]
-    elif code == _tables.RUNTIME:
-        columns = [*timed, *thread, *ints(("correlation", "correlation")), *ids]
-    elif code == _tables.CPU_OP:
-        columns = [*timed, lookups.lower("cat").alias("category"), *thread, *ids,
-                   *ints(("Sequence number", "sequence_number"), ("Fwd thread id", "fwd_thread_id")),
-                   _number("flops").alias("flops")]
-    elif code == _tables.SYNC:
-        columns = [*timed, *ints(("device", "device_arg")), lookups.integer("pid", _tables.as_int).alias("pid_int"),
-                   *ints(("stream", "stream_arg")), lookups.integer("tid", _tables._stream_from_tid).alias("stream_tid"),
-                   *ints(("correlation", "correlation"))]
-    elif code == _tables.PYTHON:
+    thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
+    args = [_arg_column(f, lookups) for f in _TABLE_ARGS.get(code, ()) if f.kind != fields.TEXT]
+    if code == chunk.GPU:
+        columns = [*timed, lookups.lower("cat").alias("category"), lookups.integer("pid", conversions.as_int).alias("pid_int"),
+                   lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
+    elif code == chunk.RUNTIME:
+        columns = [*timed, *thread, *args]
+    elif code == chunk.CPU_OP:
+        columns = [*timed, lookups.lower("cat").alias("category"), *thread, *args]
+    elif code == chunk.SYNC:
+        columns = [*timed, lookups.integer("pid", conversions.as_int).alias("pid_int"),
+                   lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
+    elif code == chunk.PYTHON:
         columns = [*timed, *thread]
     else:  # flows
-        columns = [lookups.integer("id", _tables.as_int).alias("id"), lookups.string("ph").alias("phase"),
+        columns = [lookups.integer("id", conversions.as_int).alias("id"), lookups.string("ph").alias("phase"),
                    lookups.lower("cat").alias("category"), *thread, *timed]
     return rows.select(columns).collect()
+
+
+def _arg_column(field: fields.ArgField, lookups: _Lookups) -> pl.Expr:
+    """An `args` field's raw column (`fields.ArgField.raw_column`), as the msgspec struct reads it."""
+    key = field.key
+    if field.kind == fields.INT:
+        value = _int(key)
+    elif field.kind == fields.FLOAT:
+        value = _number(key)
+    elif field.kind == fields.STRING:
+        value = lookups.string(key)
+    else:  # a list of three integers
+        value = pl.when(_tag(key) == LIST3).then(pl.concat_list(f"{key}_0", f"{key}_1", f"{key}_2"))
+    return value.alias(field.raw_column)
 
 
 _EXACT_FLOAT_US, _LARGEST_US = time_rules.EXACT_FLOAT_US, time_rules.LARGEST_US
@@ -336,15 +301,18 @@ def _beyond_float(field: str) -> pl.Expr:
 
 
 def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[pl.Series, ...]:
-    """The shape arguments as `tables._joined_text` gives them: one NUL-joined string each."""
+    """The shape arguments as `fast.joined_text` gives them: one NUL-joined string each."""
     spans = rows.select(
         column
-        for key in _RAW_ARGS
+        for key in _TEXT_KEYS
         for column in (pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_offset")).alias(f"{key}_offset"),
                        pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
     ).collect()
     return tuple(
         pl.Series([_native.join_spans(text, int64_array(spans[f"{key}_offset"]),
                                       int64_array(spans[f"{key}_length"])).decode("utf-8", "replace")], dtype=pl.String)
-        for key in _RAW_ARGS
+        for key in _TEXT_KEYS
     )
+
+
+_TEXT_KEYS = tuple(f.key for f in fields.text_fields())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from traceanalyze.load.files import load_file
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
 
@@ -13,8 +14,6 @@ def load_with_progress(files: list[Path], *, include_python: bool, workers: int,
                        limits: LoadLimits = LoadLimits()) -> list[Trace]:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from traceanalyze.load import load_file
 
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bars:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze import __version__
 from traceanalyze.report.document_job import job_blocks
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
@@ -77,9 +78,10 @@ def _headline(report: Report) -> list[Block]:
         if biggest is not None:
             key, share, ns = biggest
             items.append(("biggest regime", key, f"{format_percent(share)} of the window ({format_duration_ns(ns)})"))
-        launch = report.summary.latency["launch_to_start_ns"]
-        if launch.count:
-            items.append(("launch → start p50", format_duration_ns(launch.p50), f"over {launch.count} launches"))
+        launch = report.summary.latency["launch_overhead_ns"]
+        if launch.count:  # launch overhead, not queue wait (healthy when the GPU is busy): issue 14
+            items.append(("launch overhead p50", format_duration_ns(launch.p50),
+                          f"over {launch.count} launches (queue wait excluded: see launch latency)"))
         gaps = sum(r.gaps.height for r in ranks)
         items.append(("idle gaps", str(gaps), f"GPU busy {format_duration_ns(window.busy_ns)}{per_window}"))
     else:
@@ -252,14 +254,14 @@ def _kernels(report: RankReport, level: int, anchor: str) -> list[Block]:
     shown = kernels.head(KERNEL_LIMIT)
     names = distinct_short_names(shown["name"].to_list(), 40)
     for i, (short, r) in enumerate(zip(names, shown.iter_rows(named=True)), 1):
-        modelled = r["regime"] in ("compute", "bandwidth")
+        modelled = r["regime"] in ON_ROOFLINE
         rows.append((
             _num(str(i)), Cell(short, full=r["name"] if r["name"] != short else None, code=True), _name(r["op_name"], 24), _num(str(r["count"])),
             _num(format_duration_ns(r["total_ns"])), _num(format_percent(r["total_ns"] / total)),
             _num(f"{r['intensity']:.3g}" if modelled and r["intensity"] is not None else "–"),
             _num(format_rate(r["achieved_flops_per_s"], "FLOP/s") if modelled else "–"),
             _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["regime"] == "memcpy" else "–"),
-            _num(roof_fraction_cell(r["pct_of_peak"])), Cell(r["roof"] or "–"), Cell(str(r["regime"]), key=str(r["regime"])),
+            _num(roof_fraction_cell(r["pct_of_peak"], str(r["regime"]))), Cell(r["roof"] or "–"), Cell(str(r["regime"]), key=str(r["regime"])),
         ))
     blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report)]
     blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"), tuple(rows)))

@@ -18,12 +18,14 @@ import polars as pl
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.html_job import CHARTS as JOB_CHARTS
+from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report import plots
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
 from traceanalyze.report.document import KERNEL_LIMIT, document
 from traceanalyze.report.html_text import esc, inline_html
-from traceanalyze.report.model import RankReport, Report
+from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.report.verdict import verdict_blocks
 
 MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest first)
 MAX_STEP_ROWS = 60
@@ -150,6 +152,18 @@ def _toc(blocks: list[Block]) -> str:
     return f'<nav class="toc">{"".join(links)}</nav>' if links else ""
 
 
+def verdict_html(report: Report) -> str:
+    """The verdict alone as an HTML fragment (Jupyter's `_repr_html_` of a `Report`)."""
+    return "\n".join(_block(b, report) for b in verdict_blocks(report))
+
+
+def rank_verdict_html(rank: RankReport) -> str:
+    """One rank's verdict as an HTML fragment (Jupyter's `_repr_html_` of a `RankReport`)."""
+    single = Report(source=rank.source, options=ReportOptions(), ranks=(rank,), latency_stats=rank.latency_stats,
+                    kernels=rank.kernels, ops=rank.ops, summary=rank.summary)
+    return verdict_html(single)
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document (a string), charts inline.
 
@@ -159,7 +173,7 @@ def render_html(report: Report) -> str:
     """
     blocks = document(report)
     # blocks[1] is the source line; the header shows it
-    body = "\n".join(_block(b, report) for b in blocks[2:])
+    body = "\n".join(_block(b, report) for b in [*verdict_blocks(report), *blocks[2:]])
     name = report.source.name or str(report.source)
     meta = inline_html(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
     return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?", f'<div class="meta">{meta}</div>\n{_toc(blocks)}', body)
@@ -346,7 +360,7 @@ def _steps_chart(rank: RankReport) -> str:
 
 
 def _roofs(rank: RankReport) -> tuple[list[plots.Roof], list[plots.Roof]]:
-    modelled = rank.roofline.filter(pl.col("regime").is_in(["compute", "bandwidth"]))
+    modelled = rank.roofline.filter(pl.col("regime").is_in(ON_ROOFLINE))
     combos = (
         modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
         .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
@@ -358,6 +372,9 @@ def _roofs(rank: RankReport) -> tuple[list[plots.Roof], list[plots.Roof]]:
             names.append(dtype or "any")
     compute = [plots.Roof(v, format_rate(v, "FLOP/s"), "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
                for v, units in by_value.items()]
+    present = set(by_value)
+    compute += [plots.Roof(v, format_rate(v, "FLOP/s"), "tf32 tensor (FP32 matmuls with TF32 allowed)")
+                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list() if v not in present]
     bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
                  for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
     return compute, bandwidth
@@ -372,7 +389,7 @@ def _roofline_chart(rank: RankReport) -> str:
     hidden_ns = 0
     total_ns = kernels["total_ns"].sum()
     for i, r in enumerate(kernels.iter_rows(named=True), 1):
-        plotted = (r["regime"] in ("compute", "bandwidth") and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
+        plotted = (r["regime"] in ON_ROOFLINE and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
         if not plotted:
             hidden_ns += r["total_ns"]
             continue

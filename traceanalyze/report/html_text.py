@@ -3,14 +3,14 @@ the `<details>` summary of the Markdown report): escaping, and inline parts as H
 
 from __future__ import annotations
 
-from html import escape
-
+from traceanalyze.report import escape
 from traceanalyze.report.blocks import Code, Inline, Strong
 
 
 def esc(text: object) -> str:
-    """`text` as HTML text or an attribute value: `& < > " '` escaped."""
-    return escape(str(text), quote=True)
+    """`text` as HTML text or an attribute value: control characters shown as escapes, `& < > " '`
+    escaped (`escape.html`)."""
+    return escape.html(text)
 
 
 def inline_html(parts: tuple[Inline, ...]) -> str:

@@ -11,12 +11,14 @@ import polars as pl
 
 from traceanalyze import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report import schema
 from traceanalyze.report.jsonjob import job_sections
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
+from traceanalyze.report.verdict import all_findings
 
 # JSON key of each launch-latency measure
 LATENCY_KEYS = {
@@ -144,8 +146,8 @@ def _peaks(report: RankReport) -> list[schema.Peak]:
 
 def _roofline_fields(r: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of `schema.RooflineFields` from a kernel or op row."""
-    modelled = r["regime"] in ("compute", "bandwidth", "memcpy")
-    on_roofline = r["regime"] in ("compute", "bandwidth")
+    modelled = r["regime"] in (*ON_ROOFLINE, "memcpy")
+    on_roofline = r["regime"] in ON_ROOFLINE
     return {
         "count": r["count"],
         "total_us": _us(r["total_ns"]),
@@ -166,6 +168,8 @@ def _roofline_fields(r: dict[str, Any]) -> dict[str, Any]:
         "no_roof_reason": r["no_roof_reason"] if modelled else None,
         "recoverable_us": _us(r["recoverable_ns"]) if r["recoverable_ns"] else 0.0,
         "unmodeled_reason": r["unmodeled_reason"] if r["regime"] == "unmodeled" else None,
+        "tf32_peak_flops_per_s": _number(r.get("tf32_peak_flops_per_s")) if on_roofline else None,
+        "tf32_roof_fraction": _number(r.get("pct_of_tf32_peak")) if on_roofline else None,
     }
 
 
@@ -258,6 +262,17 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
     )
 
 
+def _findings(report: Report) -> list[schema.Finding]:
+    found = all_findings(report)
+    return [
+        schema.Finding(rank=row["rank"], id=row["id"], regime=str(row["regime"]), title=row["title"],
+                       evidence=row["evidence"], action=row["action"],
+                       gain_us=None if row["gain_ns"] is None else row["gain_ns"] / 1000,
+                       confidence=str(row["confidence"]))
+        for row in (found.iter_rows(named=True) if found.height else ())
+    ]
+
+
 def report_v1(report: Report) -> schema.ReportV1:
     """The report model as the JSON schema's `ReportV1`."""
     ranks = list(report.ranks)
@@ -270,6 +285,7 @@ def report_v1(report: Report) -> schema.ReportV1:
         options=schema.Options(window=report.options.window, max_gaps=limit),
         notes=sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
         summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks)),
+        findings=_findings(report),
         idle_gaps=_gaps(ranks, limit),
         device=next((p for r in ranks for p in _peaks(r)), None),
         kernels=_kernels(report.kernels),

@@ -15,6 +15,7 @@ from traceanalyze.report.html_text import inline_html
 from traceanalyze.report.md import md_code, md_escape, md_table
 from traceanalyze.report.model import Report
 from traceanalyze.report.units import bar
+from traceanalyze.report.verdict import verdict_blocks
 
 
 def _md_inline(parts: tuple[Inline, ...]) -> str:
@@ -66,5 +67,10 @@ def render_markdown(report: Report) -> str:
     --------
     >>> Path("summary.md").write_text(render_markdown(report))  # doctest: +SKIP
     """
-    parts = [text for text in (_md_block(b) for b in document(report)) if text]
-    return "\n\n".join(parts).rstrip() + "\n"
+    blocks = document(report)
+    verdict = [text for text in (_md_block(b) for b in [*blocks[:2], *verdict_blocks(report)]) if text]
+    details = [text for text in (_md_block(b) for b in blocks[2:]) if text]
+    # the verdict alone fits a PR comment; the details stay closed (GitHub renders Markdown inside
+    # <details> when blank lines surround it)
+    body = "\n\n".join(details)
+    return "\n\n".join(verdict) + f"\n\n<details>\n<summary>Details</summary>\n\n{body}\n\n</details>\n"

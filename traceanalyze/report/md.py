@@ -7,16 +7,19 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-_MD_SPECIAL = set("\\`*_[]<>|~#!")
+from traceanalyze.report import escape
 
 
 def md_escape(text: str) -> str:
-    """Plain text for Markdown: punctuation that could start markup is backslash-escaped."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+    """Plain text for Markdown: control characters shown as escapes, punctuation that could start
+    markup backslash-escaped (`escape.markdown`)."""
+    return escape.markdown(text)
 
 
 def md_code(text: str, *, in_table: bool = False) -> str:
-    """A code span holding `text` verbatim (fences longer than any backtick run inside)."""
+    """A code span holding `text` verbatim (fences longer than any backtick run inside), on one
+    line: control characters, newlines included, shown as escapes (`escape.visible`)."""
+    text = escape.visible(text)
     if in_table:
         text = text.replace("|", "\\|")
     longest = run = 0

@@ -10,6 +10,7 @@ import polars as pl
 
 from traceanalyze.analysis import attribution, collectives, idle, launch, overlap, roofline, stragglers
 from traceanalyze.analysis.device_match import matched_devices
+from traceanalyze.analysis.findings import FindingInputs, findings
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.job import JobAnalysis, job_analysis
 from traceanalyze.analysis.idle import Window
@@ -69,8 +70,20 @@ class RankReport:
     collectives: pl.DataFrame  # analysis.collectives.rank_collectives
     step_split: pl.DataFrame  # analysis.stragglers.rank_steps
     overlap: pl.DataFrame  # analysis.overlap.comm_overlap
+    findings: pl.DataFrame  # diagnoses ranked by gain (analysis.findings, docs/findings.md)
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
+
+    def __repr__(self) -> str:
+        top = self.findings.head(1)
+        finding = f", top finding {top['id'][0]}" if top.height else ""
+        return f"RankReport(rank={self.rank}, source={str(self.source)!r}, findings={self.findings.height}{finding})"
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows this rank's findings as the HTML verdict."""
+        from traceanalyze.report.html import rank_verdict_html  # the renderer reads this model: imported on use
+
+        return rank_verdict_html(self)
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,21 @@ class Report:
     ops: pl.DataFrame  # per launching op, pooled over ranks
     summary: Summary  # the summary figures over every rank (report.summaries)
     job: JobAnalysis  # cross-rank analyses: collectives, clock offsets, stragglers, overlap (analysis.job)
+
+    def __repr__(self) -> str:
+        return short_repr(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the verdict (the HTML renderer's verdict section)."""
+        from traceanalyze.report.html import verdict_html  # the renderer reads this model: imported on use
+
+        return verdict_html(self)
+
+
+def short_repr(report: Report) -> str:
+    """`Report(source=…, ranks=N, findings=M, top finding …)`: a repr that fits a line."""
+    found = sum(rank.findings.height for rank in report.ranks)
+    return f"Report(source={str(report.source)!r}, ranks={len(report.ranks)}, findings={found})"
 
 
 def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
@@ -163,6 +191,15 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
                 f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
                 "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
             )
+    small_runs = launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small)
+    fusion = attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops))
+    health = trace_health(trace)
+    found = findings(FindingInputs(
+        rank=meta.rank, device_family=meta.device_family,
+        peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
+        roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=small_runs, fusion=fusion,
+        attribution=attributed, health=health, cpu_ops=trace.cpu_ops,
+    ))
     return RankReport(
         rank=meta.rank,
         source=meta.source,
@@ -181,9 +218,9 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         latency_by_kernel=launch.latency_by_kernel(per_op),
         latency_by_group=launch.latency_by_group(per_op),
         small_kernels=small,
-        small_kernel_runs=launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
+        small_kernel_runs=small_runs,
         queue=launch.queue_summary(trace),
-        health=trace_health(trace),
+        health=health,
         cpu_ops_top=_top_cpu_ops(trace),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=tuple(peaks),
@@ -192,7 +229,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         step_attribution=attribution.step_attribution(per_kernel, steps),
         kernels=attribution.kernels_by_name(per_kernel),
         ops=attribution.kernels_by_op(per_kernel),
-        fusion=attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
+        fusion=fusion,
         recoverable=attribution.recoverable(per_kernel, attributed),
         summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
         small_kernel_summary=small_kernel_summary(small),
@@ -200,6 +237,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         collectives=collectives.rank_collectives(trace),
         step_split=stragglers.rank_steps(trace, gaps),
         overlap=overlap.comm_overlap(trace),
+        findings=found,
     )
 
 

@@ -42,6 +42,7 @@ from traceanalyze.report.units import format_duration_ns, format_percent, format
 REGIME_COLOURS: dict[str, str] = {
     "overhead": "#CC3311",  # GPU idle, waiting on the CPU
     "bandwidth": "#EE7733",
+    "latency": "#EE3377",
     "compute": "#0077BB",
     "communication": "#009988",
     "memcpy": "#AA3377",
@@ -51,7 +52,7 @@ CAUSE_COLOURS: dict[str, str] = {
     "host": "#CC3311",  # the bulk of overhead: same red as the regime
     "sync": "#882255",
     "collective": "#009988",  # the communication regime's teal
-    "stream_wait": "#EE7733",
+    "stream_wait": "#33BBEE",
     "launch": "#EE99AA",
     "other": "#DDCC77",
 }

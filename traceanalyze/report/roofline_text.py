@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks
+from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.model import RankReport
 from traceanalyze.report.text_table import text_table
 from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
@@ -61,36 +62,62 @@ def regime_lines(report: RankReport) -> list[str]:
     return lines
 
 
-def roof_fraction_cell(fraction: float | None) -> str:
-    """A fraction of the roof as a cell: "43.1%"; above 100% marked "*" (footnoted by
-    `roof_footnotes`); "–" for none."""
+def roof_fraction_cell(fraction: float | None, regime: str | None = None) -> str:
+    """A fraction of the roof as a cell: "43.1%"; above 100% marked "*" for a kernel, "†" for a
+    copy (footnoted by `roof_footnotes`); "–" for none."""
     if fraction is None or fraction != fraction:
         return "–"
-    return format_percent(fraction) + ("*" if fraction > 1 else "")
+    return format_percent(fraction) + (("†" if regime == "memcpy" else "*") if fraction > 1 else "")
 
 
 def roof_footnotes(table: pl.DataFrame) -> list[str]:
-    """One line for the "*" of `roof_fraction_cell`, and one per reason a copy has no roof."""
+    """One line for each mark of `roof_fraction_cell` used in `table`, one for the TF32 roof of
+    FP32 matmul-like kernels, and one per reason a copy has no roof."""
     lines = []
-    if (table["pct_of_peak"].fill_null(0) > 1).any():
+    above = table["pct_of_peak"].fill_null(0) > 1
+    copy = table["regime"].cast(pl.String) == "memcpy"
+    if (above & ~copy).any():
         lines.append("  * above 100% of the roof: bytes are an ideal-cache lower bound (every input read once from "
                      "memory), so data served from L2 cache, or a Winograd/FFT convolution doing fewer FLOPs "
                      "than counted, beats the roof")
+    if (above & copy).any():
+        lines.append("  † a copy above 100% of its link's roof: the link peak in the table is wrong for this system "
+                     "(its link is faster than the datasheet's), or the copy never crossed that link (device-local)")
+    tf32 = tf32_sentence(table)
+    if tf32:
+        lines.append(f"  TF32: {tf32}")
     for reason in table["no_roof_reason"].drop_nulls().unique().sort().to_list():
         lines.append(f"  – % of roof left empty: {reason}")
     return lines
 
 
+def tf32_sentence(table: pl.DataFrame) -> str | None:
+    """FP32 matmul-like kernels judged against the FP32 SIMT roof, against the device's TF32
+    tensor-core roof as well (`tf32_peak_flops_per_s`, docs/roofline.md)."""
+    if "tf32_peak_flops_per_s" not in table.columns:
+        return None
+    fp32 = table.filter(pl.col("tf32_peak_flops_per_s").is_not_null() & (pl.col("total_ns") > 0))
+    if fp32.is_empty():
+        return None
+    at_tf32 = (fp32["flops"] / fp32["tf32_peak_flops_per_s"]).sum() * 1e9
+    share = at_tf32 / fp32["total_ns"].sum()
+    peak = fp32["tf32_peak_flops_per_s"].max()
+    return (f"FP32 matmul/convolution kernels ({format_duration_ns(fp32['total_ns'].sum())}) run on the FP32 SIMT roof; "
+            f"against the TF32 tensor-core roof ({format_rate(peak, 'FLOP/s')}) they reach {format_percent(share)}: "
+            "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True, or "
+            "torch.set_float32_matmul_precision(\"high\"))")
+
+
 def _roofline_rows(table: pl.DataFrame, names: list[str], total: int) -> list[list[object]]:
     rows = []
     for name, r in zip(names, table.iter_rows(named=True)):
-        on_roofline = r["regime"] in ("compute", "bandwidth")
+        on_roofline = r["regime"] in ON_ROOFLINE
         rows.append([
             name, r["count"], format_duration_ns(r["total_ns"]), format_percent(r["total_ns"] / total),
             f"{r['intensity']:.3g}" if on_roofline and r["intensity"] is not None else "–",
             format_rate(r["achieved_flops_per_s"], "FLOP/s") if on_roofline else "–",
             format_rate(r["achieved_bytes_per_s"], "B/s") if on_roofline or r["regime"] == "memcpy" else "–",
-            roof_fraction_cell(r["pct_of_peak"]), r["roof"] or "–", str(r["regime"]),
+            roof_fraction_cell(r["pct_of_peak"], str(r["regime"])), r["roof"] or "–", str(r["regime"]),
         ])
     return rows
 

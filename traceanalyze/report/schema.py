@@ -16,8 +16,8 @@ from typing import Optional
 
 import msgspec
 
-SCHEMA_VERSION = "1.0"
-KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
+SCHEMA_VERSION = "1.1"  # 1.1: the `findings` array
+KNOWN_SCHEMA_VERSIONS = ("1.0", SCHEMA_VERSION)
 KERNEL_LIMIT = 50  # kernels (and ops) listed per report and per rank, the longest in total first
 COLLECTIVE_LIMIT = 50  # collectives listed, the most waited on first (then in order)
 
@@ -156,6 +156,8 @@ class RooflineFields(Struct, kw_only=True):
     no_roof_reason: Optional[str] = None
     recoverable_us: Optional[Number] = None
     unmodeled_reason: Optional[str] = None
+    tf32_peak_flops_per_s: Optional[Number] = None  # FP32 matmul-like work on SIMT: the TF32 tensor-core roof
+    tf32_roof_fraction: Optional[Number] = None  # achieved FLOP/s ÷ that roof
 
 
 # A kernel names itself before the shared fields, an op entry is its op: the field lists are
@@ -349,6 +351,17 @@ class ClockOffset(Struct, kw_only=True):
     collectives: int
     residual_median_abs_us: Optional[Number] = None
     residual_max_abs_us: Optional[Number] = None
+class Finding(Struct, kw_only=True):
+    """One diagnosis (docs/findings.md): what to change and an upper bound on what it gains."""
+
+    rank: Optional[int] = None
+    id: str
+    regime: str
+    title: str
+    evidence: str
+    action: str
+    gain_us: Optional[Number] = None  # None: not estimated (a note, a change of recording)
+    confidence: str
 
 
 class ReportV1(Struct, kw_only=True):
@@ -360,6 +373,7 @@ class ReportV1(Struct, kw_only=True):
     options: Options = msgspec.field(default_factory=Options)
     notes: list[str] = msgspec.field(default_factory=list)
     summary: Summary
+    findings: list[Finding] = msgspec.field(default_factory=list)  # every rank's, largest gain first
     idle_gaps: list[Gap] = msgspec.field(default_factory=list)
     device: Optional[Peak] = None
     kernels: list[Kernel] = msgspec.field(default_factory=list)  # type: ignore[valid-type]

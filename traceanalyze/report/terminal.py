@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
+
 import polars as pl
 
 from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
@@ -11,6 +14,7 @@ from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
 from traceanalyze.report.text_table import text_table
 from traceanalyze.report.terminal_job import detail_ranks, job_section
+from traceanalyze.report.verdict import DEFAULT_WIDTH, all_findings, verdict_lines
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
 CAUSE_HINTS = {
@@ -59,7 +63,7 @@ def _cause_lines(causes: pl.DataFrame) -> list[str]:
         return ["  no idle gaps"]
     lines = ["  idle time by cause:"]
     for cause, duration, count, share in causes.select("cause", "duration_ns", "gaps", "share_of_idle").iter_rows():
-        lines.append(f"    {cause:<7}{format_duration_ns(duration):>10}  {format_percent(share):>6} of idle  "
+        lines.append(f"    {cause:<11}{format_duration_ns(duration):>10}  {format_percent(share):>6} of idle  "
                      f"{plural(count, 'gap'):>10}  — {CAUSE_HINTS[str(cause)]}")
     return lines
 
@@ -189,13 +193,38 @@ def _ranks_overview(report: Report) -> list[str]:
     for r in report.ranks:
         window = r.summary.window
         rows.append([r.rank, format_duration_ns(window.window_ns), format_percent(window.idle_fraction),
-                     format_duration_ns(r.summary.latency["launch_to_start_ns"].p50), r.gaps.height])
-    return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch→start p50", "gaps"])]
+                     format_duration_ns(r.summary.latency["launch_overhead_ns"].p50), r.gaps.height])
+    return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch overhead p50", "gaps"])]
 
 
-def render_terminal(report: Report) -> str:
+def terminal_width() -> int:
+    """The terminal's width in columns (DEFAULT_WIDTH when it is not a terminal)."""
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+
+
+def findings_section(report: Report, width: int) -> list[str]:
+    """Every finding in full, wrapped to `width`: the details behind the verdict."""
+    found = all_findings(report)
+    if not found.height:
+        return []
+    lines = ["FINDINGS (largest gain first; docs/findings.md)"]
+    for number, row in enumerate(found.iter_rows(named=True), 1):
+        gain = "no time estimate" if row["gain_ns"] is None else f"gain ≤ {format_duration_ns(row['gain_ns'])}"
+        where = f" rank {row['rank']}" if len(report.ranks) > 1 else ""
+        head = f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, confidence {row['confidence']}"
+        lines += textwrap.wrap(head, width, subsequent_indent="   ")
+        lines += textwrap.wrap(f"evidence: {row['evidence']}", width, initial_indent="   ", subsequent_indent="     ")
+        lines += textwrap.wrap(f"action: {row['action']}", width, initial_indent="   ", subsequent_indent="     ")
+    return lines + [""]
+
+
+def render_terminal(report: Report, *, width: int | None = None) -> str:
+    """The verdict (at most 15 lines), then every finding, then the details, for a terminal of
+    `width` columns (default: this terminal's width)."""
+    width = width or terminal_width()
     limit = report.options.max_gaps
-    lines = [f"traceanalyze report — {report.source}", ""]
+    lines = [*verdict_lines(report, width), "", f"traceanalyze report — {report.source}", ""]
+    lines += findings_section(report, width)
     missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
     if missing:
         lines.extend([f"note: {missing}", ""])

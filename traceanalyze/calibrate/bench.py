@@ -1,4 +1,4 @@
-"""Timed micro-benchmarks behind `traceanalyze calibrate` (torch is passed in, never imported here
+"""The torch half of `traceanalyze calibrate`: `measure`, and the timed micro-benchmarks behind it (torch is passed in, never imported here
 at module level).
 
 - the essay's sweep: `out = x * c` repeated r times in ONE kernel, so memory traffic stays 2·N
@@ -24,7 +24,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
+
+from traceanalyze.calibrate.fit import Calibration, SweepPoint
+from traceanalyze.errors import ConfigError
 
 SWEEP_REPEATS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CHAINS = 8  # independent multiply chains per element in the compiled sweep (see `chain_lengths`)
@@ -295,3 +299,87 @@ def matmul_rates(torch: Any, plan: BenchPlan, dtype: Any, *, progress: Callable[
     for key, value in rates.items():
         progress(f"matmul {key} n={n}: {value / 1e12:.3f} TFLOP/s")
     return rates
+
+
+def measure(
+    *,
+    device: str | None = None,
+    size: int | None = None,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Calibration:
+    """Run the sweep, the copies and the matmuls on `device` ("cuda" or "cpu"; default: the GPU
+    when torch sees one). `size` is the swept tensor's element count; `quick` shrinks everything
+    to seconds (for CI).
+
+    Examples
+    --------
+    >>> calibration = measure(device="cpu", quick=True)  # doctest: +SKIP
+    >>> fit_roofs(calibration).bandwidth_bytes_per_s > 0  # doctest: +SKIP
+    True
+    """
+    from traceanalyze.capture.environment import cpu_name, gpu_backend, gpu_name, import_torch
+
+    torch = import_torch()
+    say = progress or (lambda line: None)
+    backend = gpu_backend(torch)
+    if device is None:
+        device = "cuda" if backend else "cpu"
+    if device not in ("cuda", "cpu"):
+        raise ConfigError(f"--device must be 'cuda' or 'cpu', not {device!r}")
+    if device == "cuda" and backend is None:
+        raise ConfigError("--device cuda: torch sees no GPU here")
+    if size is not None and size < 1024:
+        raise ConfigError(f"--size must be at least 1024 elements (got {size})")
+
+    plan = plan_for(torch, device, size=size, quick=quick)
+    notes: list[str] = []
+    if plan.threads == 1 and torch.get_num_threads() > 1:
+        notes.append("--quick on a CPU measures one thread")
+    points: list[SweepPoint] = []
+    copies: dict[str, float] = {}
+    matmuls: dict[str, float] = {}
+    with cpu_threads(torch, plan):
+        try:
+            results, method = sweep(torch, plan, progress=say)
+            points = [SweepPoint(repeat, seconds, plan.sweep_size) for repeat, seconds in results]
+            if device == "cpu" and "blocks" in method:
+                notes.append(
+                    "CPU: the sweep runs eager ops over cache-sized blocks, so its compute roof is the in-cache "
+                    "pointwise rate; its bandwidth is DRAM only when --size is well above the last-level cache"
+                )
+        except Exception as error:  # e.g. no Triton for torch.compile: keep the copy and matmul roofs
+            first_line = str(error).splitlines()[0] if str(error) else ""
+            method = f"not measured ({type(error).__name__}: {first_line})"
+            notes.append(f"the x * c sweep failed: {method}")
+        for dtype in dtypes(torch, device):
+            name = dtype_name(dtype)
+            copies[name] = copy_rate(torch, plan, dtype)
+            say(f"copy {name}: {copies[name] / 1e9:.1f} GB/s")
+            matmuls.update(matmul_rates(torch, plan, dtype, progress=say))
+    name = (gpu_name(torch, None) or "GPU") if device == "cuda" else cpu_name()
+    return Calibration(
+        device_kind=backend if device == "cuda" and backend else "cpu",
+        device_name=name,
+        base_key=_datasheet_key(torch, name) if device == "cuda" else None,
+        torch_version=str(torch.__version__),
+        sweep_method=method,
+        sweep=tuple(points),
+        copy_bytes_per_s=copies,
+        matmul_size=plan.matmul_size,
+        matmul_flops_per_s=matmuls,
+        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        notes=tuple(notes),
+    )
+
+
+def _datasheet_key(torch: Any, name: str) -> str | None:
+    """The built-in table's key for this GPU (`analysis.devices.device_peaks`), or None."""
+    from traceanalyze.analysis.devices import device_peaks
+
+    try:
+        properties = torch.cuda.get_device_properties(torch.cuda.current_device())
+        entry = device_peaks(name, properties.multi_processor_count, properties.total_memory)
+    except Exception:
+        return None
+    return entry.key if entry is not None else None

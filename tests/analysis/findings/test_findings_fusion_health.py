@@ -1,0 +1,66 @@
+"""The fusion rule reads the fusion table; trace health downgrades or removes findings; ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from builder import TraceBuilder
+from findings_cases import A100, BF16, BF16_GEMM, findings_of, mm
+
+import traceanalyze
+from traceanalyze.analysis.findings.finding import Finding, findings_frame
+from traceanalyze.analysis.findings.rules_trace import apply_health
+from traceanalyze.report.model import build_report
+
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "synthetic_training.json.gz"
+
+
+def test_fusion_gain_is_the_time_the_fusion_table_saves():
+    rank = build_report(traceanalyze.load_trace(FIXTURE)).ranks[0]
+    row = rank.findings.filter(pl.col("id") == "fuse-bandwidth-chain").row(0, named=True)
+    chain = rank.fusion.row(0, named=True)  # the fixture's one chain, 4× relu → gelu → add → layer_norm → softmax
+    assert rank.fusion.height == 1 and chain["occurrences"] == 4
+    assert row["gain_ns"] == pytest.approx(chain["time_saved_ns"])
+    assert row["evidence"].startswith("1 chain; top aten::relu → aten::gelu → aten::add → aten::native_layer_norm → "
+                                      "aten::_softmax under `## forward ##`, 4× (20 kernels, 522 µs): 537 MB")
+    assert "torch.compile" in row["action"]
+
+
+def test_a_lone_gemm_has_nothing_to_fuse(tmp_path):
+    b = TraceBuilder(**A100)
+    mm(b, 0, 2048, 2048, 2048, BF16, BF16_GEMM, 60)
+    assert "fuse-bandwidth-chain" not in findings_of(b, tmp_path)
+
+
+def finding(id_: str, gain: float | None, confidence="high") -> Finding:
+    return Finding(id=id_, regime="overhead", title="t", evidence="e", action="a", gain_ns=gain, confidence=confidence)
+
+
+def health(*rows: tuple[str, int]) -> pl.DataFrame:
+    return pl.DataFrame({"rank": [0] * len(rows), "finding": [r[0] for r in rows], "count": [r[1] for r in rows],
+                         "affects": [""] * len(rows), "detail": [""] * len(rows)},
+                        schema_overrides={"rank": pl.Int32})
+
+
+def test_clock_skew_downgrades_gap_findings_and_says_so():
+    out = apply_health([finding("sync-in-step", 5.0), finding("fp32-simt-gemm", 3.0)], health(("clock_skew", 7)))
+    assert [(f.id, f.confidence, f.evidence) for f in out] == [
+        ("sync-in-step", "medium", "e; trace health: clock_skew (7)"), ("fp32-simt-gemm", "high", "e")]
+
+
+def test_cuda_graphs_in_the_trace_suppress_the_launch_bound_advice():
+    out = apply_health([finding("launch-bound", 5.0), finding("cpu-bound-gaps", 3.0)], health(("cuda_graph_launches", 4)))
+    assert [f.id for f in out] == ["cpu-bound-gaps"]
+
+
+def test_healthy_counts_of_zero_change_nothing():
+    found = [finding("launch-bound", 5.0, "low")]
+    assert apply_health(found, health(("cuda_graph_launches", 0), ("clock_skew", 0))) == found
+
+
+def test_ranked_by_gain_with_notes_last():
+    frame = findings_frame(0, [finding("b", None), finding("a", 1.0), finding("c", 9.0), finding("a2", None)])
+    assert frame["id"].to_list() == ["c", "a", "a2", "b"]

@@ -1,0 +1,118 @@
+"""Idle-gap rules fire with exact evidence and gain, and stay silent without their evidence."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from builder import TraceBuilder
+from findings_cases import findings_of
+
+from traceanalyze.analysis.findings.gap_buckets import outlier_first_steps
+
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def two_kernels_with_a_gap(context: str | None) -> TraceBuilder:
+    """Kernel 1 [20, 70] µs; the CPU is busy in `context` from 40 to 305 µs; kernel 2 is launched at
+    310 and runs [320, 330]: one host gap of 250 µs (70 → 320) that starts inside `context`."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=20, dur_us=50)
+    if context:
+        b.annotation(context, 40, 265)
+    b.launch_kernel(launch_us=310, start_us=320, dur_us=10)
+    return b
+
+
+def test_dataloader_wait_fires_with_the_gap_and_the_dataloader_op(tmp_path):
+    found = findings_of(two_kernels_with_a_gap(DATALOADER), tmp_path)
+    row = found["dataloader-wait"]
+    assert row["gain_ns"] == 250_000
+    assert row["evidence"] == f"1 idle gap, 250 µs, inside `{DATALOADER}`"
+    assert "num_workers" in row["action"] and "pin_memory=True" in row["action"]
+    assert row["spans"] == [{"start_ns": row["spans"][0]["start_ns"], "end_ns": row["spans"][0]["start_ns"] + 250_000}]
+    assert "cpu-bound-gaps" not in found  # the gap is counted once
+
+
+def test_without_a_dataloader_the_same_gap_is_cpu_bound(tmp_path):
+    found = findings_of(two_kernels_with_a_gap("## forward ##"), tmp_path)
+    assert "dataloader-wait" not in found
+    row = found["cpu-bound-gaps"]
+    assert row["gain_ns"] == 250_000
+    assert row["evidence"] == ("1 gap where the next launch came late, 250 µs; longest 250 µs in `## forward ##` before "
+                               "`at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at…`")
+
+
+def test_warmup_gaps_are_left_out_of_every_gain(tmp_path):
+    found = findings_of(two_kernels_with_a_gap("warmup"), tmp_path)
+    assert "cpu-bound-gaps" not in found
+    row = found["warmup-excluded"]
+    assert row["gain_ns"] is None
+    assert row["evidence"] == "1 idle gap, 250 µs in warm-up/autotune: `warmup` (250 µs longest)"
+    assert "torch.profiler.schedule(wait=1, warmup=1, active=3)" in row["action"]
+
+
+def sync_trace(with_sync: bool) -> TraceBuilder:
+    """Kernel 1 [20, 120] µs; `aten::_local_scalar_dense` from 10 to 210 µs waits in
+    cudaStreamSynchronize [12, 200]; kernel 2 launched at 205 runs [215, 225]: a 95 µs gap (120 → 215)."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=20, dur_us=100)
+    b.cpu_op("aten::_local_scalar_dense", 10, 200)
+    if with_sync:
+        b.sync_call(12, 188)
+    b.launch_kernel(launch_us=205, start_us=215, dur_us=10)
+    return b
+
+
+def test_sync_gap_names_the_op_and_the_call(tmp_path):
+    row = findings_of(sync_trace(True), tmp_path)["sync-in-step"]
+    assert row["gain_ns"] == 95_000
+    assert row["evidence"] == ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
+                               "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs")
+    assert "torch.cuda.set_sync_debug_mode" in row["action"]
+
+
+def test_no_sync_call_no_sync_finding(tmp_path):
+    found = findings_of(sync_trace(False), tmp_path)
+    assert "sync-in-step" not in found
+    assert found["cpu-bound-gaps"]["gain_ns"] == 95_000
+
+
+def launch_run(kernel_us: float) -> TraceBuilder:
+    """10 launch calls of 5 µs back to back (at 0, 5, … 45 µs); kernel i starts 3 µs after its launch
+    began. With 2 µs kernels (shorter than the 5 µs launch) the GPU idles 3 µs between each pair:
+    9 gaps, 27 µs, inside one run of 10 small kernels."""
+    b = TraceBuilder()
+    for i in range(10):
+        b.launch_kernel(launch_us=5 * i, start_us=5 * i + 3, dur_us=kernel_us, launch_dur_us=5)
+    return b
+
+
+def test_launch_bound_run_gains_the_idle_between_its_kernels(tmp_path):
+    found = findings_of(launch_run(2), tmp_path)
+    row = found["launch-bound"]
+    assert row["gain_ns"] == 27_000
+    assert row["evidence"] == ("1 run of 10 kernels shorter than their launch calls, 27 µs idle between them; "
+                               "longest run: 10 kernels from "
+                               "`at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at…`")
+    assert 'mode="reduce-overhead"' in row["action"]
+    assert len(row["spans"]) == 9
+    assert "cpu-bound-gaps" not in found
+
+
+def test_kernels_longer_than_their_launch_make_no_launch_bound_finding(tmp_path):
+    assert "launch-bound" not in findings_of(launch_run(6), tmp_path)
+
+
+def steps(idle_us: list[float]) -> pl.DataFrame:
+    return pl.DataFrame({"rank": [0] * len(idle_us), "device": [0] * len(idle_us), "step": list(range(1, len(idle_us) + 1)),
+                         "idle_ns": [int(v * 1000) for v in idle_us]}, schema_overrides={"rank": pl.Int32, "device": pl.Int32})
+
+
+@pytest.mark.parametrize("idle_us, outlier", [
+    ([500, 150, 200, 100], True),   # 500 µs > 2 × 150 µs (median of 150, 200, 100) + 100 µs
+    ([400, 150, 200, 100], False),  # 400 µs = 2 × 150 + 100: not above
+    ([5000, 100], False),           # two steps: too few to call the first an outlier
+])
+def test_an_outlying_first_step_needs_three_steps_and_twice_the_median(idle_us, outlier):
+    assert outlier_first_steps(steps(idle_us))["step"].to_list() == ([1] if outlier else [])

@@ -1,0 +1,117 @@
+"""Kernel rules: exact gains from the datasheet peaks, and silence on devices that lack the format."""
+
+from __future__ import annotations
+
+import pytest
+
+from builder import TraceBuilder
+from findings_cases import A100, BF16, BF16_GEMM, F32, H100, H100_GEMM, SGEMM, V100, findings_of, mm
+
+from traceanalyze.analysis.devices import device_peaks
+
+A100_PEAKS = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
+H100_PEAKS = device_peaks("NVIDIA H100 80GB HBM3", 132, 85899345920)
+
+
+def test_fp32_gemm_on_cuda_cores_gains_the_tf32_roof(tmp_path):
+    b = TraceBuilder(**A100)
+    mm(b, 0, 2048, 2048, 2048, F32, SGEMM, 1000)  # 17.2 GFLOP in 1 ms: 17.2 TFLOP/s of 19.5
+    row = findings_of(b, tmp_path)["fp32-simt-gemm"]
+    flops, bytes_ = 2 * 2048 ** 3, 3 * 2048 ** 2 * 4
+    at_tf32 = max(flops / 156e12, bytes_ / A100_PEAKS.memory_bandwidth_bytes_per_s) * 1e9  # 110.1 µs
+    assert row["gain_ns"] == pytest.approx(1_000_000 - at_tf32)
+    assert row["evidence"] == ("1 FP32 GEMM/conv kernel, 1 ms = 100% of GPU busy (top `ampere_sgemm_128x64_nn`) at "
+                               "17.2 TFLOP/s against the FP32 roof 19.5 TFLOP/s; TF32 roof 156 TFLOP/s")
+    assert "torch.backends.cuda.matmul.allow_tf32 = True" in row["action"]
+    assert "torch.bfloat16" in row["action"]
+    assert row["confidence"] == "high"
+
+
+@pytest.mark.parametrize("device, dtype, kernel", [(V100, F32, "volta_sgemm_128x64_nn"), (A100, BF16, BF16_GEMM)])
+def test_no_tf32_advice_on_a_v100_nor_for_bf16(tmp_path, device, dtype, kernel):
+    b = TraceBuilder(**device)
+    mm(b, 0, 2048, 2048, 2048, dtype, kernel, 1000)
+    found = findings_of(b, tmp_path)
+    assert "fp32-simt-gemm" not in found
+    assert not any("tf32" in row["action"].lower() for row in found.values())
+
+
+def test_bf16_gemm_at_the_roof_on_hopper_is_told_fp8(tmp_path):
+    b = TraceBuilder(**H100)
+    mm(b, 0, 8192, 8192, 8192, BF16, H100_GEMM, 1200)  # 1.1 TFLOP in 1.2 ms: 92.6% of 989 TFLOP/s
+    row = findings_of(b, tmp_path)["lower-precision-bf16"]
+    flops = 2 * 8192 ** 3
+    fp8 = H100_PEAKS.peak_flops("fp8", True)
+    assert row["gain_ns"] == pytest.approx(1_200_000 - flops / fp8 * 1e9)
+    assert row["title"] == "BF16 matmuls near the roof: FP8 raises it 2×"
+    assert "convert_to_float8_training" in row["action"]
+    assert row["evidence"].endswith(f"at 93% of the BF16 roof; FP8 roof {fp8 / 1e12:.3g} TFLOP/s")
+
+
+def test_no_fp8_before_hopper(tmp_path):
+    b = TraceBuilder(**A100)
+    mm(b, 0, 8192, 8192, 8192, BF16, BF16_GEMM, 3800)  # 1.1 TFLOP at 290 of 312 TFLOP/s
+    found = findings_of(b, tmp_path)
+    assert not [key for key in found if key.startswith("lower-precision")]
+    assert not any("fp8" in (row["action"] + row["title"]).lower() for row in found.values())
+
+
+@pytest.mark.parametrize("m, fires", [(141, True), (144, False)])
+def test_gemm_dimension_not_a_multiple_of_8(tmp_path, m, fires):
+    b = TraceBuilder(**A100)
+    mm(b, 0, m, 512, 2048, BF16, BF16_GEMM, 20)
+    found = findings_of(b, tmp_path)
+    assert ("gemm-shape-alignment" in found) == fires
+    if fires:
+        row = found["gemm-shape-alignment"]
+        flops, bytes_ = 2 * m * 512 * 2048, (m * 512 + 512 * 2048 + m * 2048) * 2
+        ideal_ns = max(flops / 312e12, bytes_ / A100_PEAKS.memory_bandwidth_bytes_per_s) * 1e9
+        assert row["gain_ns"] == pytest.approx(20_000 - ideal_ns)
+        assert row["evidence"] == (f"1 GEMM op, 20 µs (top `{BF16_GEMM}`); e.g. [141, 512] × [512, 2048]: "
+                                   "141 not a multiple of 8")
+
+
+@pytest.mark.parametrize("size, dur, fires", [(64, 5, True), (2048, 60, False)])
+def test_latency_bound_kernels(tmp_path, size, dur, fires):
+    b = TraceBuilder(**A100)
+    mm(b, 0, size, size, size, BF16, BF16_GEMM, dur)
+    found = findings_of(b, tmp_path)
+    assert ("latency-bound-kernels" in found) == fires
+    if fires:
+        ideal_ns = 3 * 64 * 64 * 2 / A100_PEAKS.memory_bandwidth_bytes_per_s * 1e9
+        assert found["latency-bound-kernels"]["gain_ns"] == pytest.approx(5_000 - ideal_ns)
+
+
+def copies(kind: str) -> tuple[TraceBuilder, dict[str, str]]:
+    """Two 1 MiB host-to-device copies of 40 µs and 60 µs, named pageable or pinned."""
+    b = TraceBuilder(**A100)
+    for start, dur in ((0, 40), (100, 60)):
+        op = b.cpu_op("aten::copy_", start, 10)
+        corr = b.launch(start + 1, 5, name="cudaMemcpyAsync", external_id=op)
+        b.memcpy(corr, start + 10, dur)
+    return b, {"Memcpy HtoD (Pinned -> Device)": f"Memcpy HtoD ({kind} -> Device)"}
+
+
+@pytest.mark.parametrize("kind, fires", [("Pageable", True), ("Pinned", False)])
+def test_pageable_host_to_device_copies(tmp_path, kind, fires):
+    b, rename = copies(kind)
+    found = findings_of(b, tmp_path, rename)
+    assert ("pageable-h2d" in found) == fires
+    if fires:
+        row = found["pageable-h2d"]
+        assert row["gain_ns"] == 100_000
+        assert row["evidence"] == "2 pageable HtoD copies, 100 µs on the GPU (top op `aten::copy_`)"
+        assert "non_blocking=True" in row["action"]
+
+
+@pytest.mark.parametrize("shapes, fires", [(False, True), (True, False)])
+def test_unrecorded_shapes_ask_for_record_shapes(tmp_path, shapes, fires):
+    b = TraceBuilder(**A100)
+    mm(b, 0, 2048, 2048, 2048, BF16, BF16_GEMM, 100, shapes=shapes)
+    found = findings_of(b, tmp_path)
+    assert ("record-shapes" in found) == fires
+    if fires:
+        row = found["record-shapes"]
+        assert row["gain_ns"] is None
+        assert row["evidence"] == "100 µs = 100% of GPU busy has no FLOP/byte model (no shapes recorded)"
+        assert "record_shapes=True" in row["action"]

@@ -1,0 +1,107 @@
+"""The verdict every report opens with: exact for a synthetic trace (the expected text below is
+derived by hand from the builder's times and the A100 datasheet, not copied from our output), and
+within 15 lines of 100 columns on every shared trace."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from builder import TraceBuilder
+from shared_traces import real_trace_params
+
+import traceanalyze
+from traceanalyze.report.jsonout import render_json
+from traceanalyze.report.markdown import render_markdown
+from traceanalyze.report.model import build_report
+from traceanalyze.report.terminal import render_terminal
+from traceanalyze.report.verdict import VERDICT_MAX_LINES, verdict_lines
+
+GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
+
+
+def golden_report(tmp_path):
+    """A 2048³ bf16 GEMM on an A100 [20, 120] µs (17.2 GFLOP: 55.1 µs at 312 TFLOP/s, 55% of the roof:
+    compute-bound), `.item()` [10, 200] µs syncing from 12 to 200 µs, then a fill kernel (no op: unmodeled)
+    [215, 225] µs. Window 20 → 225 = 205 µs: compute 100 µs (48.8%), overhead = the 95 µs sync gap
+    (46.3%), unmodeled 10 µs (4.9%). The bar (30 marks): 14 O, 15 C, 1 U."""
+    b = TraceBuilder()
+    op = b.cpu_op("aten::mm", 0, 10, input_dims=[[2048, 2048], [2048, 2048]], input_types=["c10::BFloat16"] * 2,
+                  input_strides=[[2048, 1], [2048, 1]], concrete_inputs=["", ""])
+    b.launch_kernel(launch_us=2, start_us=20, dur_us=100, external_id=op, name=GEMM)
+    b.cpu_op("aten::_local_scalar_dense", 10, 190)  # ends at 200, before the fill kernel's launch
+    b.sync_call(12, 188)
+    b.launch_kernel(launch_us=205, start_us=215, dur_us=10)
+    return build_report(traceanalyze.load_trace(b.write(tmp_path / "t.json")))
+
+
+EVIDENCE = ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
+            "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs")
+ACTION = ("remove the sync from the step: keep the value on the GPU, or read it every N steps / after the step; "
+          "find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`")
+GOLDEN_TERMINAL = [
+    "VERDICT  compute-bound: compute 49% of the GPU window",
+    "[OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU] C compute 49% · O overhead 46% · U unmodeled 5%",
+    "1. The CPU waits for the GPU inside the step (sync) — gain ≤ 95 µs (46% of the window) [high]",
+    ("   " + EVIDENCE)[:99] + "…",  # cut to 100 columns; the FINDINGS section below has it whole
+    ("   → " + ACTION)[:99] + "…",
+]
+
+
+def test_terminal_verdict_golden(tmp_path):
+    report = golden_report(tmp_path)
+    assert verdict_lines(report, 100) == GOLDEN_TERMINAL
+    assert render_terminal(report, width=100).splitlines()[:5] == GOLDEN_TERMINAL
+
+
+def test_markdown_verdict_golden_and_details_closed(tmp_path):
+    text = render_markdown(golden_report(tmp_path))
+    verdict, details = text.split("<details>\n<summary>Details</summary>", 1)
+    assert verdict.split("\n\n")[2:] == [
+        "## Verdict: compute-bound: compute 49% of the GPU window",  # md_escape leaves - ( ) . = alone
+        "`OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU` C compute 49% · O overhead 46% · U unmodeled 5%",
+        "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
+        "confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION,
+        "",
+    ]
+    assert details.rstrip().endswith("</details>")
+
+
+def test_json_findings_array(tmp_path):
+    doc = json.loads(render_json(golden_report(tmp_path)))
+    assert doc["schema_version"] == "1.1"
+    assert [(f["id"], f["gain_us"], f["confidence"], f["regime"]) for f in doc["findings"]] == [
+        ("sync-in-step", 95.0, "high", "overhead")]
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+def test_verdict_fits_15_lines_of_100_columns(path):
+    report = build_report(traceanalyze.load_trace(path))
+    lines = verdict_lines(report, 100)
+    assert 1 <= len(lines) <= VERDICT_MAX_LINES
+    assert max(len(line) for line in lines) <= 100
+    assert render_terminal(report, width=100).splitlines()[: len(lines)] == lines
+
+
+def test_render_version_and_reprs(tmp_path):
+    from typer.testing import CliRunner
+
+    from traceanalyze.cli import app
+
+    report = golden_report(tmp_path)
+    assert traceanalyze.render(report, format="terminal") == render_terminal(report)
+    assert traceanalyze.render(report, format="json") == render_json(report)
+    assert report._repr_html_().startswith('<h2 id="verdict">Verdict: compute-bound')
+    assert repr(report.ranks[0]).endswith("findings=1, top finding sync-in-step)")
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"traceanalyze {traceanalyze.__version__}\n"
+    with pytest.raises(traceanalyze.TraceAnalyzeError):
+        traceanalyze.render(report, format="pdf")
+
+
+def test_headline_latency_is_launch_overhead(tmp_path):
+    """The golden trace's GEMM is launched at 2 µs and starts at 20 on an idle stream: launch → start
+    18 µs, all launch overhead; the fill kernel: launched at 205, starts at 215 (10 µs)."""
+    text = render_markdown(golden_report(tmp_path))
+    assert "- launch overhead p50: **" in text and "launch → start p50" not in text

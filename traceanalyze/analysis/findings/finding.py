@@ -1,0 +1,81 @@
+"""What a finding is: one diagnosis with its evidence, the change to make and what it would gain.
+
+A rule (the `rules_*` modules) returns `Finding`s; `table.findings` ranks them into the `findings`
+frame (`FINDINGS_SCHEMA`). docs/findings.md defines every rule, its trigger, its gain estimate and
+when it stays silent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import polars as pl
+
+Confidence = Literal["high", "medium", "low"]
+CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
+# The regime a finding belongs to: the attribution regimes, plus `trace` for findings about the
+# recording itself (what could not be measured, what was left out).
+FINDING_REGIMES = ("overhead", "bandwidth", "compute", "latency", "communication", "memcpy", "unmodeled", "trace")
+MAX_SPANS = 100  # evidence intervals kept per finding (the longest), for the annotated trace
+
+FINDINGS_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "id": pl.String,
+        "regime": pl.Enum(FINDING_REGIMES),
+        "title": pl.String,
+        "evidence": pl.String,
+        "action": pl.String,
+        "gain_ns": pl.Float64,  # an upper bound on the time the action recovers; null: not estimated
+        "confidence": pl.Enum(CONFIDENCES),
+        "spans": pl.List(pl.Struct({"start_ns": pl.Int64, "end_ns": pl.Int64})),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis. `gain_ns` is None when the rule cannot bound what the action recovers (a
+    note, or a change of recording). `spans` are the evidence intervals (gaps, kernels) on the
+    trace's clock, in ns."""
+
+    id: str
+    regime: str
+    title: str
+    evidence: str
+    action: str
+    gain_ns: float | None
+    confidence: Confidence
+    spans: tuple[tuple[int, int], ...] = ()
+
+    def downgraded(self, reason: str) -> Finding:
+        """The same finding one confidence level lower, saying why."""
+        level = CONFIDENCES[min(CONFIDENCES.index(self.confidence) + 1, len(CONFIDENCES) - 1)]
+        return replace(self, confidence=level, evidence=f"{self.evidence}; {reason}")
+
+
+def spans_of(frame: pl.DataFrame) -> tuple[tuple[int, int], ...]:
+    """The `start_ns, end_ns` intervals of `frame`, the MAX_SPANS longest, in time order."""
+    if frame.is_empty():
+        return ()
+    kept = (
+        frame.select("start_ns", "end_ns")
+        .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("length"))
+        .sort(["length", "start_ns"], descending=[True, False])
+        .head(MAX_SPANS)
+        .sort("start_ns")
+    )
+    return tuple((int(start), int(end)) for start, end in kept.select("start_ns", "end_ns").iter_rows())
+
+
+def findings_frame(rank: int, found: list[Finding]) -> pl.DataFrame:
+    """The findings of one rank as a frame, ranked by gain (largest first; no estimate last), then id."""
+    rows = [
+        {"rank": rank, "id": f.id, "regime": f.regime, "title": f.title, "evidence": f.evidence,
+         "action": f.action, "gain_ns": f.gain_ns, "confidence": f.confidence,
+         "spans": [{"start_ns": s, "end_ns": e} for s, e in f.spans]}
+        for f in found
+    ]
+    frame = pl.DataFrame(rows, schema=FINDINGS_SCHEMA)
+    return frame.sort(["gain_ns", "id"], descending=[True, False], nulls_last=True)

@@ -1,0 +1,71 @@
+"""Each idle gap goes to exactly one finding, so their gains never count a nanosecond twice:
+excluded (warm-up, autotune, an outlying first step) → DataLoader → sync → inside a run of
+launch-bound kernels → host (the CPU was late). Collective and stream-wait gaps belong to the
+communication findings; `other` gaps (orphans, clock skew) to none."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceanalyze.analysis.findings.inputs import FindingInputs
+from traceanalyze.analysis.intervals import union_intervals
+
+WARMUP_CONTEXT = r"(?i)warm[_ -]?up|autotun"  # annotations/ops of warm-up and autotuning
+DATALOADER_CONTEXT = r"(?i)dataloader"  # enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__
+FIRST_STEP_FACTOR = 2.0  # a first step idle more than this many times the median of the others ...
+FIRST_STEP_MARGIN_NS = 100_000  # ... plus this much is a warm-up outlier
+MIN_STEPS_FOR_OUTLIER = 3
+BUCKETS = ("excluded", "dataloader", "sync", "launch_run", "host", "none")
+
+
+def outlier_first_steps(steps: pl.DataFrame) -> pl.DataFrame:
+    """`rank, device, step` of each device's first step when it is an idle-time outlier: at least
+    MIN_STEPS_FOR_OUTLIER steps and idle > FIRST_STEP_FACTOR × median(other steps) + margin."""
+    if steps.is_empty():
+        return pl.DataFrame(schema={"rank": pl.Int32, "device": pl.Int32, "step": pl.Int64})
+    ordered = steps.sort("step")
+    per_device = ordered.group_by(["rank", "device"], maintain_order=True).agg(
+        pl.col("step").first().alias("step"),
+        pl.col("idle_ns").first().alias("first_idle_ns"),
+        pl.col("idle_ns").slice(1).median().alias("other_idle_ns"),
+        pl.len().alias("steps"),
+    )
+    return per_device.filter(
+        (pl.col("steps") >= MIN_STEPS_FOR_OUTLIER)
+        & (pl.col("first_idle_ns") > FIRST_STEP_FACTOR * pl.col("other_idle_ns") + FIRST_STEP_MARGIN_NS)
+    ).select("rank", "device", "step")
+
+
+def bucketed_gaps(inputs: FindingInputs) -> pl.DataFrame:
+    """`inputs.gaps` plus `bucket` (one of BUCKETS) and `in_outlier_step` (bool)."""
+    gaps = inputs.gaps
+    if gaps.is_empty():
+        return gaps.with_columns(pl.lit(None, pl.String).alias("bucket"), pl.lit(False).alias("in_outlier_step"))
+    outliers = outlier_first_steps(inputs.steps).with_columns(pl.lit(True).alias("in_outlier_step"))
+    gaps = gaps.join(outliers, on=["rank", "device", "step"], how="left").with_columns(
+        pl.col("in_outlier_step").fill_null(False))
+    runs = _run_spans(inputs.small_kernel_runs)
+    gaps = gaps.sort("start_ns").join_asof(runs, left_on="start_ns", right_on="run_start_ns", by=["rank", "device"],
+                                           strategy="backward", check_sortedness=False)
+    context = pl.concat_str([pl.col("cpu_op").fill_null(""), pl.col("annotation").fill_null("")], separator=" ")
+    in_run = pl.col("run_end_ns").is_not_null() & (pl.col("end_ns") <= pl.col("run_end_ns"))
+    bucket = (
+        pl.when(context.str.contains(WARMUP_CONTEXT) | pl.col("in_outlier_step")).then(pl.lit("excluded"))
+        .when(context.str.contains(DATALOADER_CONTEXT)).then(pl.lit("dataloader"))
+        .when(pl.col("cause") == "sync").then(pl.lit("sync"))
+        .when(pl.col("cause").is_in(["host", "launch"]) & in_run).then(pl.lit("launch_run"))
+        .when(pl.col("cause").is_in(["host", "launch"])).then(pl.lit("host"))
+        .otherwise(pl.lit("none"))
+    )
+    return gaps.with_columns(bucket.alias("bucket")).drop("run_start_ns", "run_end_ns").sort("start_ns")
+
+
+def _run_spans(runs: pl.DataFrame) -> pl.DataFrame:
+    """Runs of launch-bound kernels merged per device: `rank, device, run_start_ns, run_end_ns`."""
+    schema = {"rank": pl.Int32, "device": pl.Int32, "run_start_ns": pl.Int64, "run_end_ns": pl.Int64}
+    if runs.is_empty():
+        return pl.DataFrame(schema=schema)
+    spans = runs.select("rank", "device", pl.col("first_start_ns").alias("start_ns"), pl.col("last_end_ns").alias("end_ns"))
+    merged = union_intervals(spans, ["rank", "device"])
+    return merged.select("rank", "device", pl.col("start_ns").alias("run_start_ns"),
+                         pl.col("end_ns").alias("run_end_ns")).cast(schema).sort("run_start_ns")

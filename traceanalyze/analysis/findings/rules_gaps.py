@@ -1,0 +1,139 @@
+"""Rules over idle gaps (the overhead regime): DataLoader waits, syncs, launch-bound runs, a late
+CPU, and the warm-up time left out of every gain. Each reads the gaps `gap_buckets` assigned it."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceanalyze.analysis.findings.finding import Finding, spans_of
+from traceanalyze.analysis.findings.inputs import FindingInputs, format_ns, short_kernel_name
+
+# What a synchronising op is in Python, for the sync finding's evidence.
+SYNC_SOURCES = {
+    "aten::_local_scalar_dense": "`.item()` / `float(t)` / `bool(t)` / `if t:`",
+    "aten::item": "`.item()`",
+    "aten::nonzero": "`torch.nonzero` / boolean-mask indexing (the output size depends on the data)",
+    "aten::masked_select": "boolean-mask indexing (the output size depends on the data)",
+    "aten::unique": "`torch.unique` (the output size depends on the data)",
+    "aten::_unique2": "`torch.unique` (the output size depends on the data)",
+    "aten::to": "`.cpu()` / `.to('cpu')` / `.numpy()` (a blocking copy)",
+    "aten::_to_copy": "`.cpu()` / `.to('cpu')` / `.numpy()` (a blocking copy)",
+    "aten::copy_": "a blocking copy (`.copy_()` to or from the host)",
+}
+
+
+def _steps(gaps: pl.DataFrame) -> str:
+    steps = gaps["step"].drop_nulls().unique().sort()
+    if steps.is_empty():
+        return ""
+    if steps.len() == 1:
+        return f" in step {steps[0]}"
+    return f" in {steps.len()} steps ({steps[0]}–{steps[-1]})"
+
+
+def _gaps_of(bucketed: pl.DataFrame, bucket: str) -> pl.DataFrame:
+    return bucketed.filter(pl.col("bucket") == bucket)
+
+
+def dataloader(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+    """GPU idle while the step waited for its next batch."""
+    gaps = _gaps_of(bucketed, "dataloader")
+    if gaps.is_empty():
+        return []
+    total = int(gaps["duration_ns"].sum())
+    context = gaps.sort("duration_ns", descending=True).row(0, named=True)
+    where = context["annotation"] if context["annotation"] and "ataLoader" in context["annotation"] else context["cpu_op"]
+    return [Finding(
+        id="dataloader-wait", regime="overhead", title="GPU waits for the DataLoader",
+        evidence=f"{gaps.height} idle gap{'s' if gaps.height != 1 else ''}, {format_ns(total)}{_steps(gaps)}, "
+                 f"inside `{where}`",
+        action="load batches ahead: `DataLoader(..., num_workers=N, pin_memory=True, persistent_workers=True, "
+               "prefetch_factor=2)`; move CPU-heavy transforms to the workers or the GPU",
+        gain_ns=float(total), confidence="high", spans=spans_of(gaps))]
+
+
+def sync(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+    """GPU idle while the CPU sat in a blocking call: name the op and its context."""
+    gaps = _gaps_of(bucketed, "sync")
+    if gaps.is_empty():
+        return []
+    total = int(gaps["duration_ns"].sum())
+    by_site = (
+        gaps.group_by(["cpu_op", "sync_call", "annotation"])
+        .agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("total_ns"))
+        .sort(["total_ns", "cpu_op"], descending=[True, False], nulls_last=True)
+    )
+    top = by_site.row(0, named=True)
+    op = top["cpu_op"] or "(no op)"
+    source = SYNC_SOURCES.get(top["cpu_op"] or "", "")
+    site = f"`{top['sync_call'] or 'a blocking call'}` in `{op}`" + (f" = {source}" if source else "")
+    site += f" under `{top['annotation']}`" if top["annotation"] else ""
+    others = f" (+{by_site.height - 1} other site{'s' if by_site.height > 2 else ''})" if by_site.height > 1 else ""
+    return [Finding(
+        id="sync-in-step", regime="overhead", title="The CPU waits for the GPU inside the step (sync)",
+        evidence=f"{gaps.height} sync gap{'s' if gaps.height != 1 else ''}, {format_ns(total)}{_steps(gaps)}; "
+                 f"{top['gaps']}× {site}, {format_ns(top['total_ns'])}{others}",
+        action="remove the sync from the step: keep the value on the GPU, or read it every N steps / after the "
+               "step; find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`",
+        gain_ns=float(total), confidence="high", spans=spans_of(gaps))]
+
+
+def launch_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+    """Runs of kernels shorter than their launch calls: the GPU drains faster than the CPU fills it."""
+    gaps = _gaps_of(bucketed, "launch_run")
+    runs = inputs.small_kernel_runs
+    if gaps.is_empty() or runs.is_empty():
+        return []
+    total = int(gaps["duration_ns"].sum())
+    kernels = int(runs["kernels"].sum())
+    top = runs.sort("kernels", descending=True).row(0, named=True)
+    action = ("capture the step in a CUDA graph: `torch.compile(model, mode=\"reduce-overhead\")`, or "
+              "`torch.cuda.graphs.make_graphed_callables` / `torch.cuda.CUDAGraph`; fewer, larger kernels "
+              "(`torch.compile` fusion) also help")
+    return [Finding(
+        id="launch-bound", regime="overhead", title="Kernels finish faster than the CPU launches them",
+        evidence=f"{runs.height} run{'s' if runs.height != 1 else ''} of {kernels} kernels shorter than their "
+                 f"launch calls, {format_ns(total)} idle between them{_steps(gaps)}; longest run: {top['kernels']} "
+                 f"kernels from `{short_kernel_name(top['first_kernel'])}`",
+        action=action, gain_ns=float(total), confidence="high", spans=spans_of(gaps))]
+
+
+def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+    """The GPU idle because the next launch came late (CPU work between kernels)."""
+    gaps = _gaps_of(bucketed, "host")
+    if gaps.is_empty():
+        return []
+    total = int(gaps["duration_ns"].sum())
+    top = gaps.sort("duration_ns", descending=True).row(0, named=True)
+    where = " / ".join(f"`{part}`" for part in (top["annotation"], top["cpu_op"]) if part) or "no recorded op"
+    return [Finding(
+        id="cpu-bound-gaps", regime="overhead", title="The GPU waits for the CPU to launch the next kernel",
+        evidence=f"{gaps.height} gap{'s' if gaps.height != 1 else ''} where the next launch came late, "
+                 f"{format_ns(total)}{_steps(gaps)}; longest {format_ns(top['duration_ns'])} in {where} before "
+                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`",
+        action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or capture the "
+               "step with `torch.compile(model, mode=\"reduce-overhead\")` / CUDA graphs",
+        gain_ns=float(total), confidence="medium", spans=spans_of(gaps))]
+
+
+def warmup(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+    """Warm-up, autotune and an outlying first step: left out of every gain, with a note."""
+    gaps = _gaps_of(bucketed, "excluded")
+    if gaps.is_empty():
+        return []
+    total = int(gaps["duration_ns"].sum())
+    outlier_steps = gaps.filter(pl.col("in_outlier_step"))["step"].unique().sort().to_list()
+    parts = []
+    if outlier_steps:
+        parts.append(f"first step {outlier_steps[0]} is an outlier")
+    named = gaps.filter(~pl.col("in_outlier_step"))
+    if named.height:
+        top = named.sort("duration_ns", descending=True).row(0, named=True)
+        parts.append(f"`{top['annotation'] or top['cpu_op']}` ({format_ns(top['duration_ns'])} longest)")
+    return [Finding(
+        id="warmup-excluded", regime="trace", title="Warm-up time left out of the gains",
+        evidence=f"{gaps.height} idle gap{'s' if gaps.height != 1 else ''}, {format_ns(total)} in warm-up/autotune: "
+                 + "; ".join(parts),
+        action="profile steady-state steps only: `torch.profiler.schedule(wait=1, warmup=1, active=3)` "
+               "(what `traceanalyze capture` records)",
+        gain_ns=None, confidence="high", spans=spans_of(gaps))]

@@ -1,0 +1,204 @@
+"""Rules over kernels on the roofline: FP32 GEMMs on CUDA cores, lower precision near the roof,
+GEMM shapes the tensor cores pad, latency-bound kernels, fusible bandwidth-bound chains and
+pageable host-to-device copies. Every number format advised is one the device has a peak for
+(`capabilities`)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceanalyze.analysis.findings.capabilities import capabilities
+from traceanalyze.analysis.findings.finding import Finding, spans_of
+from traceanalyze.analysis.findings.inputs import (
+    FindingInputs,
+    busy_ns,
+    column,
+    format_ns,
+    format_share,
+    short_kernel_name,
+)
+
+NEAR_ROOF_FRACTION = 0.5  # compute-bound kernels at or above this fraction of their roof are "near the roof"
+ALIGNMENT = {"fp16": 8, "bf16": 8, "fp8": 16}  # elements a tensor-core GEMM dimension should be a multiple of
+# The next lower format on tensor cores, and how to switch to it.
+LOWER_PRECISION = {
+    "tf32": ("bf16", "bf16 autocast: `with torch.autocast(\"cuda\", dtype=torch.bfloat16):`"),
+    "fp32": ("bf16", "bf16 autocast: `with torch.autocast(\"cuda\", dtype=torch.bfloat16):`"),
+    "bf16": ("fp8", "FP8 matmuls: `torchao.float8.convert_to_float8_training(model)` or Transformer Engine "
+                    "`te.fp8_autocast()`"),
+    "fp16": ("fp8", "FP8 matmuls: `torchao.float8.convert_to_float8_training(model)` or Transformer Engine "
+                    "`te.fp8_autocast()`"),
+}
+
+
+def _rate(value: float) -> str:
+    return f"{value / 1e12:.3g} TFLOP/s"
+
+
+def _top_kernel(rows: pl.DataFrame) -> str:
+    names = rows.group_by("name").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "name"], descending=[True, False])
+    return short_kernel_name(names["name"][0])
+
+
+def _time_at(rows: pl.DataFrame, peak_flops: pl.Expr | float) -> pl.Expr:
+    """Per row: the time the work would take at `peak_flops` and the memory roof (the larger)."""
+    flops_time = pl.col("flops") / peak_flops * 1e9
+    bytes_time = pl.col("bytes") / pl.col("peak_bytes_per_s") * 1e9
+    return pl.max_horizontal(flops_time, bytes_time.fill_null(0))
+
+
+def _gain(rows: pl.DataFrame, ideal: pl.Expr) -> float:
+    return float(rows.select((pl.col("duration_ns") - ideal).clip(lower_bound=0).sum()).item())
+
+
+def fp32_simt_gemm(inputs: FindingInputs) -> list[Finding]:
+    """FP32 matmul/conv work on the SIMT roof of a device with TF32 tensor cores."""
+    if "tf32_peak_flops_per_s" not in inputs.roofline.columns or not capabilities(inputs.peaks).tf32:
+        return []
+    rows = inputs.roofline.filter(pl.col("tf32_peak_flops_per_s").is_not_null() & (pl.col("flops") > 0)
+                                  & (pl.col("regime") != "latency"))  # too small for any roof to matter
+    if rows.is_empty():
+        return []
+    total = int(rows["duration_ns"].sum())
+    gain = _gain(rows, _time_at(rows, pl.col("tf32_peak_flops_per_s")))
+    achieved = float(rows["flops"].sum()) / total * 1e9
+    simt, tf32 = float(rows["peak_flops_per_s"].max()), float(rows["tf32_peak_flops_per_s"].max())
+    bf16 = inputs.peaks.peak_flops("bf16", True) if capabilities(inputs.peaks).bf16 else None
+    action = ("enable TF32: `torch.backends.cuda.matmul.allow_tf32 = True` (or "
+              "`torch.set_float32_matmul_precision(\"high\")`) and `torch.backends.cudnn.allow_tf32 = True`")
+    if bf16:
+        action += f"; or bf16 autocast (roof {_rate(bf16)}): `with torch.autocast(\"cuda\", dtype=torch.bfloat16):`"
+    return [Finding(
+        id="fp32-simt-gemm", regime="compute", title="FP32 matmuls run on CUDA cores, not tensor cores",
+        evidence=f"{rows.height} FP32 GEMM/conv kernel{'s' if rows.height != 1 else ''}, {format_ns(total)} = "
+                 f"{format_share(total, busy_ns(inputs))} of GPU busy (top `{_top_kernel(rows)}`) at {_rate(achieved)}"
+                 f" against the FP32 roof {_rate(simt)}; TF32 roof {_rate(tf32)}",
+        action=action, gain_ns=gain, confidence="high", spans=spans_of(rows))]
+
+
+def lower_precision(inputs: FindingInputs) -> list[Finding]:
+    """Compute-bound tensor-core kernels near their roof: the next lower format this device has."""
+    caps = capabilities(inputs.peaks)
+    roof_fraction = column(inputs.roofline, "roof_fraction", "pct_of_peak")
+    rows = inputs.roofline.filter((pl.col("regime") == "compute") & pl.col("tensor_core")
+                                  & (pl.col(roof_fraction) >= NEAR_ROOF_FRACTION) & (pl.col("flops") > 0))
+    if "tf32_peak_flops_per_s" in rows.columns:
+        rows = rows.filter(pl.col("tf32_peak_flops_per_s").is_null())  # fp32-simt-gemm covers those
+    if rows.is_empty() or inputs.peaks is None:
+        return []
+    found = []
+    for dtype, group in rows.group_by("compute_dtype", maintain_order=True):
+        current = dtype[0] or ""
+        current = "tf32" if current == "fp32" else current
+        if current not in LOWER_PRECISION:
+            continue
+        lower, how = LOWER_PRECISION[current]
+        if not getattr(caps, lower):
+            continue  # this device has no faster format: say nothing rather than advise what it lacks
+        lower_peak = inputs.peaks.peak_flops(lower, True)
+        if lower_peak is None:
+            continue
+        total = int(group["duration_ns"].sum())
+        gain = _gain(group, _time_at(group, lower_peak))
+        if gain <= 0:
+            continue
+        mean_fraction = float((group[roof_fraction] * group["duration_ns"]).sum()) / total
+        found.append(Finding(
+            id=f"lower-precision-{current}", regime="compute",
+            title=f"{current.upper()} matmuls near the roof: {lower.upper()} raises it "
+                  f"{lower_peak / float(group['peak_flops_per_s'].max()):.3g}×",
+            evidence=f"{group.height} compute-bound {current.upper()} kernel{'s' if group.height != 1 else ''}, "
+                     f"{format_ns(total)} = {format_share(total, busy_ns(inputs))} of GPU busy (top "
+                     f"`{_top_kernel(group)}`) at {mean_fraction:.0%} of the {current.upper()} roof; "
+                     f"{lower.upper()} roof {_rate(lower_peak)}",
+            action=f"{how} (check accuracy)", gain_ns=gain, confidence="medium", spans=spans_of(group)))
+    return found
+
+
+def gemm_alignment(inputs: FindingInputs) -> list[Finding]:
+    """fp16/bf16 (fp8) GEMMs whose recorded dimensions are not multiples of 8 (16)."""
+    caps = capabilities(inputs.peaks)
+    rows = inputs.roofline.filter((pl.col("cost_model") == "matmul") & pl.col("compute_dtype").is_in(list(ALIGNMENT))
+                                  & pl.col("op_id").is_not_null())
+    if rows.is_empty() or not caps.tensor_cores:
+        return []
+    shapes = inputs.cpu_ops.select("op_id", "input_dims")
+    rows = rows.join(shapes, on="op_id", how="left")
+    misaligned = []
+    for row in rows.select("op_id", "compute_dtype", "input_dims").unique("op_id").iter_rows(named=True):
+        dims = [shape for shape in (row["input_dims"] or []) if shape is not None and len(shape) >= 2]
+        multiple = ALIGNMENT[row["compute_dtype"]]
+        sizes = sorted({size for shape in dims for size in shape[-2:]})
+        bad = [size for size in sizes if size % multiple]
+        if bad:
+            misaligned.append((row["op_id"], multiple, dims, bad))
+    if not misaligned:
+        return []
+    ids = [op_id for op_id, *_ in misaligned]
+    hit = rows.filter(pl.col("op_id").is_in(ids))
+    total = int(hit["duration_ns"].sum())
+    gain = float(hit["recoverable_ns"].fill_null(0).sum())
+    _, multiple, dims, bad = misaligned[0]
+    shape_text = " × ".join(str(list(shape)) for shape in dims)
+    return [Finding(
+        id="gemm-shape-alignment", regime="compute", title="GEMM dimensions the tensor cores must pad",
+        evidence=f"{len(ids)} GEMM op{'s' if len(ids) != 1 else ''}, {format_ns(total)} (top `{_top_kernel(hit)}`); "
+                 f"e.g. {shape_text}: {', '.join(map(str, bad))} not a multiple of {multiple}",
+        action=f"pad the dimension to a multiple of {multiple} (vocabulary, hidden size, batch × sequence): e.g. "
+               "`torch.nn.functional.pad` or choose sizes that are multiples of 64",
+        gain_ns=gain, confidence="low", spans=spans_of(hit))]
+
+
+def latency_bound(inputs: FindingInputs) -> list[Finding]:
+    """Kernels far below both roofs with little work: too small to fill the GPU."""
+    rows = inputs.roofline.filter(pl.col("regime") == "latency")
+    if rows.is_empty():
+        return []
+    total = int(rows["duration_ns"].sum())
+    gain = float(rows["recoverable_ns"].fill_null(0).sum())
+    return [Finding(
+        id="latency-bound-kernels", regime="latency", title="Kernels too small to fill the GPU",
+        evidence=f"{rows.height} latency-bound kernel{'s' if rows.height != 1 else ''}, {format_ns(total)} = "
+                 f"{format_share(total, busy_ns(inputs))} of GPU busy (top `{_top_kernel(rows)}`), each under "
+                 "2 µs of work at the roof",
+        action="give each kernel more work: a bigger batch, batched ops (`torch.bmm`, `torch._foreach_*`), or fuse "
+               "them with `torch.compile(model)`",
+        gain_ns=gain, confidence="medium", spans=spans_of(rows))]
+
+
+def fusion(inputs: FindingInputs) -> list[Finding]:
+    """Chains of bandwidth-bound ops whose intermediates a fused kernel would keep on chip."""
+    chains = inputs.fusion
+    if chains.is_empty():
+        return []
+    chains = chains.filter(pl.col("time_saved_ns") > 0)
+    if chains.is_empty():
+        return []
+    gain = float(chains["time_saved_ns"].sum())
+    top = chains.sort("time_saved_ns", descending=True).row(0, named=True)
+    where = f" under `{top['annotation']}`" if top["annotation"] else ""
+    bandwidth = inputs.roofline.filter(pl.col("regime") == "bandwidth")
+    return [Finding(
+        id="fuse-bandwidth-chain", regime="bandwidth", title="Memory-bound op chains a fused kernel would merge",
+        evidence=f"{chains.height} chain{'s' if chains.height != 1 else ''}; top {top['ops']}{where}, "
+                 f"{top['occurrences']}× ({top['kernels']} kernels, {format_ns(top['duration_ns'])}): "
+                 f"{top['bytes_saved'] / 1e6:.3g} MB of intermediates, {format_ns(top['time_saved_ns'])} saved",
+        action="fuse them: `model = torch.compile(model)` (Inductor fuses pointwise/reduction chains), or a "
+               "hand-written Triton kernel",
+        gain_ns=gain, confidence="medium", spans=spans_of(bandwidth))]
+
+
+def pageable_copies(inputs: FindingInputs) -> list[Finding]:
+    """Host-to-device copies from pageable memory: they block the CPU and cannot overlap."""
+    rows = inputs.roofline.filter((pl.col("kind") == "memcpy") & pl.col("name").str.contains("(?i)HtoD")
+                                  & pl.col("name").str.contains("(?i)Pageable"))
+    if rows.is_empty():
+        return []
+    total = int(rows["duration_ns"].sum())
+    return [Finding(
+        id="pageable-h2d", regime="memcpy", title="Host-to-device copies from pageable memory",
+        evidence=f"{rows.height} pageable HtoD cop{'ies' if rows.height != 1 else 'y'}, {format_ns(total)} on the GPU "
+                 f"(top op `{rows.sort('duration_ns', descending=True)['op_name'][0] or 'unknown'}`)",
+        action="pin the host memory and copy asynchronously: `DataLoader(..., pin_memory=True)` or "
+               "`tensor.pin_memory()`, then `.to(device, non_blocking=True)`",
+        gain_ns=float(total), confidence="medium", spans=spans_of(rows))]

@@ -1,0 +1,172 @@
+"""The chunks of one large file decoded on every core. The main process reads, gunzips and cuts
+the event array into chunks; threads decode them (`decode_in_threads`: the compiled scanner and
+polars release the GIL). Without the compiled scanner (msgspec holds the GIL) worker processes
+decode them instead (`ChunkPool`): a chunk reaches its worker through shared memory (a pipe would
+copy a gigabyte of JSON three times); its tables come back pickled.
+
+Workers are spawned, not forked: polars' thread pool does not survive a fork (`spawn_pool`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+
+def spawn_pool(workers: int, *, initializer: Callable[..., None] | None = None,
+               initargs: tuple[Any, ...] = ()) -> ProcessPoolExecutor:
+    """A pool of `workers` spawned processes, all started now.
+
+    A spawned process runs the parent's main script again unless it sits under
+    `if __name__ == "__main__":`; a user's script that calls `load_trace` at top level does not, so
+    the workers are started while `__main__` does not name its file: they import only our modules.
+    """
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=initializer, initargs=initargs)
+    with _main_hidden():
+        started = [pool.submit(_warm) for _ in range(workers)]
+    for future in started:
+        future.result()
+    return pool
+
+
+@contextmanager
+def _main_hidden() -> Iterator[None]:
+    main = sys.modules.get("__main__")
+    saved = getattr(main, "__file__", None) if main is not None else None
+    if saved is not None and getattr(main, "__spec__", None) is None:
+        del main.__file__  # type: ignore[union-attr]
+        try:
+            yield
+        finally:
+            main.__file__ = saved  # type: ignore[union-attr]
+    else:
+        yield
+
+
+def _warm() -> None:
+    import traceanalyze.load.decode  # noqa: F401  (polars, msgspec: the slow imports)
+
+
+
+def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers: int, *,
+                      include_python: bool) -> Iterator[Any]:
+    """Each piece (the parts of a chunk's events text, without brackets) → its tables, in order,
+    decoded by `workers` threads of this process. The compiled scanner and polars release the
+    GIL, so threads use every core without a process's start-up, pickling or second copy of
+    the chunk; a few chunks are in flight at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from traceanalyze.load.decode import decode_chunk
+
+    def decode(parts: tuple[bytes | memoryview, ...]) -> Any:
+        return decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python)
+
+    in_flight: deque[Future] = deque()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-decode") as pool:
+        try:
+            for parts in pieces:
+                if len(in_flight) >= workers:
+                    yield in_flight.popleft().result()
+                in_flight.append(pool.submit(decode, parts))
+            while in_flight:
+                yield in_flight.popleft().result()
+        finally:
+            for future in in_flight:
+                future.cancel()
+
+
+class ChunkPool:
+    """Worker processes that decode chunks of events (`decode.decode_chunk`), fed through slots
+    of shared memory. Use as a context manager; `map(pieces)` yields the chunks' tables in order."""
+
+    def __init__(self, workers: int, *, include_python: bool, slot_size: int):
+        from multiprocessing.shared_memory import SharedMemory
+
+        self.include_python = include_python
+        self.workers = workers
+        self.slot_size = slot_size
+        self._slots: list[Any] = []
+        self._pool = spawn_pool(workers)
+        try:
+            for _ in range(2 * workers):
+                self._slots.append(SharedMemory(create=True, size=slot_size))
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> ChunkPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def map(self, pieces: Iterable[tuple[bytes | memoryview, ...]]) -> Iterator[Any]:
+        """Each piece (the parts of a chunk's events text, without brackets) → its tables."""
+        free = list(range(len(self._slots)))
+        in_flight: deque[tuple[Future, int | None]] = deque()
+        for parts in pieces:
+            if not free or len(in_flight) >= len(self._slots):
+                future, slot = in_flight.popleft()
+                yield future.result()
+                if slot is not None:
+                    free.append(slot)
+            length = sum(len(part) for part in parts) + 2
+            if length <= self.slot_size:
+                slot = free.pop()
+                buffer = self._slots[slot].buf
+                buffer[0:1] = b"["
+                position = 1
+                for part in parts:
+                    buffer[position:position + len(part)] = part
+                    position += len(part)
+                buffer[position:position + 1] = b"]"
+                future = self._pool.submit(_decode_slot, self._slots[slot].name, length, self.include_python)
+                in_flight.append((future, slot))
+            else:  # larger than a slot (rare): through the pipe
+                future = self._pool.submit(_decode_bytes, b"".join((b"[", *parts, b"]")), self.include_python)
+                in_flight.append((future, None))
+        while in_flight:
+            future, _ = in_flight.popleft()
+            yield future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for slot in self._slots:
+            slot.close()
+            slot.unlink()
+        self._slots = []
+
+
+_attached: dict[str, Any] = {}
+
+
+def _decode_slot(name: str, length: int, include_python: bool) -> Any:
+    from traceanalyze.load.decode import decode_chunk
+
+    slot = _attached.get(name)
+    if slot is None:
+        from multiprocessing.shared_memory import SharedMemory
+
+        # registers it again with the parent's resource tracker (a set: no harm); the parent unlinks it
+        slot = _attached[name] = SharedMemory(name=name)
+    view = slot.buf[:length]
+    try:
+        return decode_chunk(view, include_python=include_python)
+    finally:
+        try:
+            view.release()
+        except BufferError:
+            pass
+
+
+def _decode_bytes(text: bytes, include_python: bool) -> Any:
+    from traceanalyze.load.decode import decode_chunk
+
+    return decode_chunk(text, include_python=include_python)
+

@@ -1,0 +1,35 @@
+"""A chunk's JSON text `[event, …]` → its tables (`decode_chunk`), by the fastest path that
+vouches for it: the compiled columnar scanner (`columnar`), else the msgspec fast path (`fast`),
+else the general path (`general`). All three give the same tables for the same events
+(tests/load/test_streaming.py and test_columnar.py check it on every real trace and on mutated
+ones).
+
+Times: `ts`/`dur` are microseconds, integers (older traces) or floats with a nanosecond fraction
+(PyTorch ≥ 2.3). They become int64 nanoseconds exactly (see `convert.to_ns` and docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+from traceanalyze.load.chunk import ChunkTables
+from traceanalyze.load.fast import msgspec_chunk
+
+def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
+    """The JSON text of a list of events → its tables. Raises `msgspec.DecodeError` if the text is
+    not valid JSON (the caller may have cut it at a wrong place).
+
+    The compiled columnar scanner (`columnar`) takes every chunk of at least
+    `COLUMNAR_MIN_BYTES` it can vouch for; the msgspec fast path takes the rest, and the general
+    path what that cannot convert exactly."""
+    if len(text) >= COLUMNAR_MIN_BYTES:
+        from traceanalyze.load import columnar  # the compiled module (and numpy, when it scans)
+
+        scanned = columnar.chunk_tables(text, include_python)
+        if scanned is not None:
+            return scanned
+    return msgspec_chunk(text, include_python=include_python)
+
+
+# Below this, a chunk decodes with msgspec: the scanner saves less than importing numpy costs,
+# and a small trace's report stays instant.
+COLUMNAR_MIN_BYTES = 8 << 20
+

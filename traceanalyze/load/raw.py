@@ -1,0 +1,171 @@
+"""Raw columns → a chunk's table: the finishing step both fast paths share (the msgspec fast
+path in `fast`, the compiled scanner in `columnar`). A raw frame holds the values as written
+(`ts_i`/`ts_f`/`ts_x`, `device_arg`, `pid_int`, …); `finish_chunk` converts times to exact ns,
+skips what the general path skips (counting why), and computes the table's columns."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceanalyze.fields import plain_fields
+from traceanalyze.load import classify
+from traceanalyze.load.chunk import (
+    CHUNK_SCHEMAS,
+    CPU_TEXT_SCHEMA,
+    SKIP_BAD_DUR,
+    SKIP_NO_DUR,
+    SKIP_NO_PHASE,
+    SKIP_NO_TS_OR_NAME,
+    ChunkTables,
+    merge_skipped,
+)
+from traceanalyze.load.convert import EXACT_FLOAT_US
+from traceanalyze.load.shapes import TEXT_COLUMNS, decode_chunk_arguments
+from traceanalyze.model import CPU_OPS_SCHEMA, GPU_SCHEMA, RUNTIME_SCHEMA
+
+
+def finish_chunk(frames: dict[str, pl.DataFrame], texts: tuple[pl.Series, ...], events: int,
+                 no_phase: tuple[int, int] | None) -> ChunkTables:
+    """A chunk's raw frames (one per table; `texts`: the cpu_ops shape arguments, NUL-joined)
+    → its `ChunkTables`; `no_phase`: (count, first event) of the events without `ph` that a
+    table would read."""
+    finished: dict[str, pl.DataFrame] = {}
+    skipped: dict[str, tuple[int, int]] = {}
+    arguments = None
+    for name, frame in frames.items():
+        finished[name], dropped = finish_raw(name, [frame], [texts] if name == "cpu_ops" else [])
+        if name == "cpu_ops":
+            finished[name], arguments = decode_chunk_arguments(finished[name])
+        for reason, count, first in dropped:
+            merge_skipped(skipped, reason, count, first)
+    if no_phase is not None:
+        merge_skipped(skipped, SKIP_NO_PHASE, *no_phase)
+    return ChunkTables(frames=finished, events=events, skipped=skipped, arguments=arguments)
+
+
+def ns_expr(prefix: str) -> pl.Expr:
+    """`to_ns` of the times `raw_times` kept, vectorised: integers × 1000; for a float, the k
+    among round(µs × 1000) and its neighbours for which k / 1000 == µs (exactly `to_ns`'s order
+    and rounding). The divisor is a column: polars divides by a scalar as a product with its
+    reciprocal, which is not the correctly rounded quotient that Python's k / 1000 is."""
+    ints, floats, exact = pl.col(f"{prefix}_i"), pl.col(f"{prefix}_f"), pl.col(f"{prefix}_x")
+    nearest = (floats * 1000).round(0, mode="half_to_even").cast(pl.Int64, strict=False)
+    thousand = floats * 0 + 1000.0
+
+    def same(k: pl.Expr) -> pl.Expr:
+        return k.cast(pl.Float64) / thousand == floats
+
+    from_float = (
+        pl.when(floats.abs() >= EXACT_FLOAT_US).then(None)
+        .when(same(nearest)).then(nearest)
+        .when(same(nearest - 1)).then(nearest - 1)
+        .when(same(nearest + 1)).then(nearest + 1)
+        .otherwise(nearest)
+    )
+    return pl.coalesce(exact, ints * 1000, from_float)
+
+
+_SKIP_REASONS = {1: SKIP_NO_TS_OR_NAME, 2: SKIP_NO_DUR, 3: SKIP_BAD_DUR}
+
+
+def finish_raw(name: str, frames: list[pl.DataFrame], texts: list[tuple[pl.Series, ...]]) -> tuple[pl.DataFrame, list[tuple[str, int, int]]]:
+    """A table's raw columns (of one or more chunks) → its frame in the chunk schema, and what
+    was skipped: (reason, count, first event)."""
+    raw = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0]
+    schema = CHUNK_SCHEMAS[name]
+    if name == "flows":
+        flows = raw.with_columns(ns_expr("ts").alias("ts_ns"))
+        return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(schema.names()), []
+    start, duration = pl.col("start_ns"), pl.col("duration_ns")
+    written = (pl.col("dur_i") > classify.MAX_DURATION_US).fill_null(False) | (
+        pl.col("dur_f") > classify.MAX_DURATION_US
+    ).fill_null(False)
+    frame = raw.with_columns(ns_expr("ts").alias("start_ns"), ns_expr("dur").alias("duration_ns"))
+    frame = frame.with_columns(
+        pl.when(start.is_null() | pl.col("name").is_null()).then(1)
+        .when(duration.is_null()).then(2)
+        .when((duration < 0) | written).then(3)
+        .otherwise(0)
+        .cast(pl.UInt8)
+        .alias("_skip")
+    )
+    skipped: list[tuple[str, int, int]] = []
+    if (frame["_skip"] > 0).any():
+        counts = frame.filter(pl.col("_skip") > 0).group_by("_skip").agg(pl.len(), pl.col("seq").min())
+        skipped = [(_SKIP_REASONS[code], count, first) for code, count, first in counts.iter_rows()]
+    if name == "cpu_ops":
+        frame = frame.with_columns(
+            _split_texts([t[k] for t in texts]).alias(column) for k, column in enumerate(TEXT_COLUMNS)
+        )
+    if skipped:
+        frame = frame.filter(pl.col("_skip") == 0)
+    if name == "cpu_ops":
+        schema = CPU_TEXT_SCHEMA
+    return frame.select(_final_columns(name, frame)).select(schema.names()), skipped
+
+
+def _split_texts(joined: list[pl.Series]) -> pl.Series:
+    texts = pl.concat(joined).str.split("\x00").explode()
+    return pl.select(pl.when(texts.str.len_bytes() > 0).then(texts)).to_series()
+
+
+def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
+    """The chunk-schema columns of a table, from its raw columns (and `start_ns`/`duration_ns`)."""
+    times = [pl.col("start_ns"), (pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"), pl.col("duration_ns")]
+    external_id = pl.coalesce("external_id", "external_id_old").alias("external_id")
+    if name == "gpu":
+        communication = _names_where(frame["name"], lambda n: classify.gpu_kind("kernel", n) == "communication")
+        kinds = {c: classify.gpu_category_kind(c) for c in frame["category"].unique().drop_nulls().to_list()}
+        return [
+            pl.coalesce(_int32("device_arg"), _int32("pid_int"), 0).alias("device"),
+            pl.coalesce("stream_arg", "stream_tid", 0).alias("stream"),
+            pl.when((pl.col("category").replace_strict(kinds) == "kernel") & pl.col("name").is_in(communication))
+            .then(pl.lit("communication"))
+            .otherwise(pl.col("category").replace_strict(kinds))
+            .cast(GPU_SCHEMA["kind"])
+            .alias("kind"),
+            "name", *times, external_id, *_plain("gpu"),
+        ]
+    if name == "runtime":
+        return [
+            "pid", "tid", "name",
+            _by_name(frame["name"], classify.runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
+            *times, external_id, *_plain("runtime"),
+            _by_name(frame["name"], lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean).alias("blocking"),
+        ]
+    if name == "cpu_ops":
+        return [
+            "pid", "tid",
+            pl.col("category").replace_strict(classify.CPU_OP_CATEGORIES).cast(CPU_OPS_SCHEMA["category"]).alias("category"),
+            "name", *times, external_id, *_plain("cpu_ops"), *TEXT_COLUMNS,
+        ]
+    if name == "sync":
+        return [
+            pl.coalesce(_int32("device_arg"), _int32("pid_int")).alias("device"),
+            pl.coalesce("stream_arg", "stream_tid").alias("stream"),
+            "name", *times, *_plain("sync"),
+        ]
+    return ["pid", "tid", "name", *times]  # python
+
+
+def _plain(table: str) -> list[pl.Expr]:
+    """The columns a table takes from its `args` fields as they are (`fields.plain_fields`), in
+    their column's type (an Int64 beyond an Int32 column: null)."""
+    return [pl.col(f.raw_column).cast(f.column_dtype, strict=False).alias(f.column) for f in plain_fields(table)]
+
+
+def _int32(column: str) -> pl.Expr:
+    """An Int64 column as Int32, null where it does not fit (then the next source is used)."""
+    return pl.col(column).cast(pl.Int32, strict=False)
+
+
+def _names_where(names: pl.Series, rule) -> list[str]:
+    return [name for name in names.unique().drop_nulls().to_list() if rule(name)]
+
+
+def _by_name(names: pl.Series, rule, dtype: pl.DataType) -> pl.Expr:
+    """A value computed from each distinct name with the general path's rule."""
+    mapping = {name: rule(name) for name in names.unique().drop_nulls().to_list()}
+    return pl.col("name").replace_strict(mapping, default=None, return_dtype=dtype)
+
+

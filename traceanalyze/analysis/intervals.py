@@ -67,6 +67,34 @@ def clip_to_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[str
     )
 
 
+def covered_in_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[str]) -> pl.Series:
+    """For each row of `windows` (`by + [window_start_ns, window_end_ns]`, in its order), how long
+    the union of `intervals` (`by + [start_ns, end_ns]`) of its group lies inside the window.
+    Linear in both sizes whatever they overlap: coverage up to a point is the covered length of the
+    merged intervals that start before it (a running sum, found by an as-of join), and a window's
+    coverage is that at its end minus that at its start. Windows may overlap one another."""
+    if windows.is_empty() or intervals.is_empty():
+        return pl.Series("ns", [0] * windows.height, dtype=pl.Int64)
+    merged = (
+        union_intervals(intervals, by)
+        .sort("start_ns")
+        .with_columns((pl.col("end_ns") - pl.col("start_ns")).cum_sum().over(by, order_by="start_ns").alias("_through_end"))
+    )
+    points = pl.concat([
+        windows.select(*by, pl.col("window_start_ns").alias("_at")).with_row_index("_row").with_columns(pl.lit(-1).alias("_sign")),
+        windows.select(*by, pl.col("window_end_ns").alias("_at")).with_row_index("_row").with_columns(pl.lit(1).alias("_sign")),
+    ])
+    before = (
+        points.sort("_at")
+        .join_asof(merged, left_on="_at", right_on="start_ns", by=by, strategy="backward", check_sortedness=False)
+        .select("_row", (pl.col("_sign") * (pl.col("_through_end") - (pl.col("end_ns") - pl.col("_at")).clip(lower_bound=0))
+                         .fill_null(0)).alias("ns"))
+        .group_by("_row").agg(pl.col("ns").sum().clip(lower_bound=0))
+        .sort("_row")
+    )
+    return before["ns"].cast(pl.Int64)
+
+
 def complement_in_windows(union: pl.DataFrame, windows: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """The maximal sub-intervals of each window not covered by `union` (already merged and
     clipped to the windows) → `by + [start_ns, end_ns]`. Windows with no interval at all are

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.intervals import union_intervals
+from traceanalyze.analysis.intervals import covered_in_windows
 from traceanalyze.model import Trace
 
 DEVICE = ["rank", "device"]
@@ -25,19 +25,6 @@ RANK_STEP_SCHEMA = pl.Schema({
     "step_ns": pl.Int64, "compute_ns": pl.Int64, "comm_ns": pl.Int64, "idle_ns": pl.Int64,
     "idle_by_cause": pl.List(pl.Struct({"cause": pl.String, "ns": pl.Int64})),
 })
-
-
-def _covered(intervals: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """Per window (`_window`), the length of `intervals` (merged) inside it."""
-    if intervals.is_empty():
-        return pl.DataFrame(schema={"_window": pl.Int64, "ns": pl.Int64})
-    merged = union_intervals(intervals, DEVICE)
-    return (
-        merged.join(windows.select("_window", *DEVICE, "window_start_ns", "window_end_ns"), on=DEVICE, how="inner")
-        .with_columns((pl.min_horizontal("end_ns", "window_end_ns") - pl.max_horizontal("start_ns", "window_start_ns"))
-                      .clip(lower_bound=0).alias("ns"))
-        .group_by("_window").agg(pl.col("ns").sum())
-    )
 
 
 def rank_steps(trace: Trace, gaps: pl.DataFrame) -> pl.DataFrame:
@@ -56,22 +43,25 @@ def rank_steps(trace: Trace, gaps: pl.DataFrame) -> pl.DataFrame:
         .sort(*DEVICE, "step")
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_window"))
     )
-    busy = _covered(trace.gpu.select(*DEVICE, "start_ns", "end_ns"), windows).rename({"ns": "busy_ns"})
-    windows = windows.join(busy, on="_window", how="left")
-    compute = _covered(trace.gpu.filter(pl.col("kind") != "communication").select(*DEVICE, "start_ns", "end_ns"), windows)
+    gpu = trace.gpu.select(*DEVICE, "start_ns", "end_ns", "kind")
+    windows = windows.with_columns(
+        covered_in_windows(gpu, windows, DEVICE).alias("busy_ns"),
+        covered_in_windows(gpu.filter(pl.col("kind") != "communication"), windows, DEVICE).alias("compute_ns"),
+    )
+    gaps = gaps.select(*DEVICE, "start_ns", "end_ns", pl.col("cause").cast(pl.String))
+    per_cause = [
+        windows.select("_window", pl.lit(cause).alias("cause"),
+                       covered_in_windows(gaps.filter(pl.col("cause") == cause), windows, DEVICE).alias("ns"))
+        for cause in gaps["cause"].drop_nulls().unique().sort()
+    ]
     by_cause = (
-        gaps.select(*DEVICE, "start_ns", "end_ns", pl.col("cause").cast(pl.String))
-        .join(windows.select("_window", *DEVICE, "window_start_ns", "window_end_ns"), on=DEVICE, how="inner")
-        .with_columns((pl.min_horizontal("end_ns", "window_end_ns") - pl.max_horizontal("start_ns", "window_start_ns"))
-                      .alias("ns"))
-        .filter(pl.col("ns") > 0)
-        .group_by("_window", "cause").agg(pl.col("ns").sum())
+        pl.concat(per_cause).filter(pl.col("ns") > 0)
         .sort("ns", "cause", descending=[True, False])
         .group_by("_window", maintain_order=True).agg(pl.struct("cause", "ns").alias("idle_by_cause"))
+        if per_cause else pl.DataFrame(schema={"_window": pl.Int64, "idle_by_cause": RANK_STEP_SCHEMA["idle_by_cause"]})
     )
     return (
-        windows.join(compute.rename({"ns": "compute_ns"}), on="_window", how="left")
-        .join(by_cause, on="_window", how="left")
+        windows.join(by_cause, on="_window", how="left")
         .with_columns(
             (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("step_ns"),
             pl.col("compute_ns").fill_null(0),

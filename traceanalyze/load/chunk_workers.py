@@ -62,7 +62,10 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
     the chunk; a few chunks are in flight at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from traceanalyze.load.columnar import prepare_for_threads
     from traceanalyze.load.decode import decode_chunk
+
+    prepare_for_threads()
 
     def decode(parts: tuple[bytes | memoryview, ...]) -> Any:
         return decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python)

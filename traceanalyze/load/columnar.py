@@ -77,6 +77,14 @@ def _numpy():
     return numpy
 
 
+def prepare_for_threads() -> None:
+    """Import numpy and polars' bridge to it here, before decoding threads start: polars imports
+    its numpy support lazily on first use, and two threads doing that first use at once fail
+    ("'module' object does not support item assignment", seen on a 1 GB trace)."""
+    if _native is not None:
+        pl.Series(_numpy().empty(0, dtype=_numpy().uint8))
+
+
 def _events_frame(scanned: dict[str, Any]) -> pl.DataFrame:
     """One row per event: `<field>_tag`, and its values (`<field>_int`, `<field>_float`;
     `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text)."""

@@ -21,6 +21,10 @@ are stated in; `--json FILE` also writes every measurement.
     python scripts/bench.py --no-real --sizes 1G --repeat 3
     python scripts/bench.py --sizes 100M,1G --hta-max 2G --repeat-ours 3   # what docs/performance.md shows
     python scripts/bench.py --ranks 4,8,16 --rank-size 20M   # memory of a folder as the ranks grow
+    python scripts/bench.py --no-real --sizes 1G --families a100-nccl   # one family
+
+Every generated trace also gets one in-process run of scripts/bench_stages.py: where the time goes
+(load, each analysis, render), printed after the table.
 
 Generated traces go to --work (default /tmp/traceanalyze-bench), never into the repository.
 """
@@ -44,6 +48,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 DEFAULT_BASE = SHARED_TRACES / "hta_a100_80gb_record_shapes_cudagraph.json.gz"
+# the families of generated traces: three real traces of different shapes, each replicated to the
+# asked sizes (a speed measured on one shape says little about another)
+FAMILIES = {
+    "a100-cudagraph": DEFAULT_BASE,  # CUDA-graph replays, recorded shapes, few streams
+    "a100-nccl": SHARED_TRACES / "hta_a100_nccl_rank0.json.gz",  # multi-stream training, NCCL kernels, idle gaps
+    "b200-vllm-decode": SHARED_TRACES / "tracelens_b200_vllm_decode_tp8_rank0.json.gz",  # inference, many small kernels
+}
 SMALL_BASE = SHARED_TRACES / "hta_a100_alexnet.json.gz"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -195,7 +206,7 @@ def uncompressed_size(path: Path) -> int:
 
 
 def generate(size: int, work: Path, base: Path, label: str) -> Path:
-    path = work / f"generated_{label}.json.gz"
+    path = work / f"generated_{label}_{base.name.split('.')[0]}.json.gz"
     if not path.exists():
         template = Template(_read(base))
         with _open(path, 6) as out:
@@ -248,6 +259,30 @@ def table(results: list[Result]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def stage_breakdown(trace: Path, env: dict[str, str], timeout: float) -> dict | None:
+    """scripts/bench_stages.py on `trace`, in its own process: load, each analysis, render (s)."""
+    command = [sys.executable, str(Path(__file__).resolve().parent / "bench_stages.py"), "--json", str(trace)]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(done.stdout) if done.returncode == 0 else None
+
+
+def stages_table(breakdowns: dict[str, dict | None]) -> str:
+    """Per generated trace: load, analyses (and their ratio to the load: target ≤ 0.5), render,
+    and the analyses that took longest."""
+    lines = ["| trace | load | analyses | analyses/load | render | slowest analyses |", "|---|---|---|---|---|---|"]
+    for label, figures in breakdowns.items():
+        if figures is None:
+            lines.append(f"| {label} | failed | | | | |")
+            continue
+        slowest = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in list(figures["each_s"].items())[:4])
+        lines.append(f"| {label} | {figures['load_s']:.2f} s | {figures['analyses_s']:.2f} s | "
+                     f"{figures['analyses_s'] / figures['load_s']:.2f}× | {figures['render_s']:.2f} s | {slowest} |")
     return "\n".join(lines)
 
 
@@ -306,7 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank-base", type=Path, default=SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",
                         help="real rank trace each rank replicates")
     parser.add_argument("--sizes", default="100M,1G", help="generated trace sizes, comma-separated ('' for none; default 100M,1G)")
-    parser.add_argument("--base", type=Path, default=DEFAULT_BASE, help="real trace the generated ones replicate")
+    parser.add_argument("--families", default=",".join(FAMILIES),
+                        help=f"families of generated traces, comma-separated (default: all: {', '.join(FAMILIES)})")
+    parser.add_argument("--base", type=Path, help="instead of --families: one real trace the generated ones replicate")
+    parser.add_argument("--no-stages", action="store_true", help="skip the per-stage breakdown of generated traces")
     parser.add_argument("--no-real", action="store_true", help="skip the real traces of ../shared/traces")
     parser.add_argument("--hta-max", type=parse_size, default=parse_size("600M"), help="skip HTA above this uncompressed size (default 600M)")
     parser.add_argument("--no-hta", action="store_true", help="never run HTA")
@@ -338,8 +376,18 @@ def main(argv: list[str] | None = None) -> int:
         inputs += [(p.relative_to(SHARED_TRACES).as_posix(), p) for p in sorted(SHARED_TRACES.rglob("*.json.gz"))]
     small = generate(parse_size("1M"), args.work, SMALL_BASE, "1M")
     inputs.append(("generated 1M (start-up check)", small))
+    if args.base is not None:
+        families = {args.base.name.split(".")[0]: args.base}
+    else:
+        unknown = [name for name in args.families.split(",") if name.strip() and name.strip() not in FAMILIES]
+        if unknown:
+            parser.error(f"unknown families {unknown}: choose among {', '.join(FAMILIES)}")
+        families = {name.strip(): FAMILIES[name.strip()] for name in args.families.split(",") if name.strip()}
+    generated: list[tuple[str, Path]] = []
     for label in filter(None, (s.strip() for s in args.sizes.split(","))):
-        inputs.append((f"generated {label}", generate(parse_size(label), args.work, args.base, label)))
+        for family, base in families.items():
+            generated.append((f"generated {label} {family}", generate(parse_size(label), args.work, base, label)))
+    inputs += generated
 
     interactive = sys.stderr.isatty()
     progress = None
@@ -387,11 +435,15 @@ def main(argv: list[str] | None = None) -> int:
         if times:
             print(f"\nstart-up check, report on a 1 MB trace ({len(times)} runs): best {times[0]:.2f} s, "
                   f"median {statistics.median(times):.2f} s (target < 0.5 s)")
+    breakdowns = {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout) for label, path in generated}
+    if breakdowns:
+        print("\n" + stages_table(breakdowns))
     notes = [(r.trace, who, run.note) for r in results for who, runs in r.runs.items() for run in runs[:1] if run.note]
     for trace, who, note in notes:
         print(f"note: {who} on {trace}: {note}")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "results": [asdict(r) for r in results]}, indent=1))
+        args.json.write_text(json.dumps({"machine": machine, "results": [asdict(r) for r in results],
+                                         "stages": breakdowns}, indent=1))
     return 0
 
 

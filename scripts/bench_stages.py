@@ -1,0 +1,112 @@
+"""Where the time of one `report --format json` goes: load, each analysis, render.
+
+    python scripts/bench_stages.py TRACE [--json]
+
+Runs in one process what the command runs (`load_trace`, `report.model.build_report`, the JSON
+renderer), with a stopwatch around the load, around each analysis that `report.model.rank_report`
+calls (the functions of the analysis modules it uses, timed only at their outermost call so that
+an analysis calling another is not counted twice) and around the render. The sum of the analyses
+plus their glue in `rank_report` is `analyses`; `other` is what `rank_report` spends outside the
+timed functions. Timings come from this script only: the package itself carries no stopwatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def timed_analyses() -> tuple[dict[str, float], list]:
+    """Wrap the analysis functions `rank_report` calls; returns the running totals and the undo list."""
+    import traceanalyze.report.model as report_model
+
+    totals: dict[str, float] = defaultdict(float)
+    depth = [0]
+    undo = []
+
+    def wrap(owner, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def timed(*args, **kwargs):
+            if depth[0]:
+                return original(*args, **kwargs)
+            depth[0] += 1
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                totals[label] += time.perf_counter() - start
+                depth[0] -= 1
+
+        setattr(owner, name, timed)
+        undo.append((owner, name, original))
+
+    modules = ("attribution", "collectives", "idle", "launch", "overlap", "roofline", "stragglers")
+    for module_name in modules:
+        module = getattr(report_model, module_name)
+        for name in dir(module):
+            value = getattr(module, name)
+            if callable(value) and not name.startswith("_") and getattr(value, "__module__", None) == module.__name__ \
+                    and not isinstance(value, type):
+                wrap(module, name, f"{module_name}.{name}")
+    for name in ("findings", "trace_health", "matched_devices", "summarise", "small_kernel_summary", "idle_causes"):
+        wrap(report_model, name, name)
+    return totals, undo
+
+
+def stages(path: Path) -> dict[str, object]:
+    from traceanalyze.load import load_trace
+    from traceanalyze.report.formats import RENDERERS
+    from traceanalyze.report.model import build_report
+
+    start = time.perf_counter()
+    trace = load_trace(path)
+    loaded = time.perf_counter()
+    totals, undo = timed_analyses()
+    try:
+        report = build_report(trace)
+    finally:
+        for owner, name, original in undo:
+            setattr(owner, name, original)
+    analysed = time.perf_counter()
+    RENDERERS["json"](report)
+    rendered = time.perf_counter()
+    analyses = analysed - loaded
+    return {
+        "load_s": loaded - start,
+        "analyses_s": analyses,
+        "render_s": rendered - analysed,
+        "each_s": dict(sorted(totals.items(), key=lambda item: -item[1])),
+        "other_s": analyses - sum(totals.values()),
+        "events": {"gpu": trace.gpu.height, "cpu_ops": trace.cpu_ops.height, "runtime": trace.runtime.height},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace", type=Path)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    figures = stages(args.trace)
+    if args.json:
+        print(json.dumps(figures))
+        return 0
+    print(f"load {figures['load_s']:.2f} s, analyses {figures['analyses_s']:.2f} s "
+          f"({figures['analyses_s'] / figures['load_s']:.2f}x the load), render {figures['render_s']:.2f} s")
+    for label, seconds in figures["each_s"].items():  # type: ignore[union-attr]
+        if seconds >= 0.01:
+            print(f"  {seconds:7.2f} s  {label}")
+    print(f"  {figures['other_s']:7.2f} s  (rank_report outside the timed functions)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

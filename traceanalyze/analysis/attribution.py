@@ -15,7 +15,7 @@ import polars as pl
 from traceanalyze.analysis.costs.registry import FAMILIES
 from traceanalyze.analysis.costs.tensors import element_size
 from traceanalyze.analysis.idle import DEVICE, Window, windows
-from traceanalyze.analysis.intervals import clip_to_windows, union_intervals
+from traceanalyze.analysis.intervals import covered_in_windows
 from traceanalyze.model import Trace
 
 PRIORITY = ("compute", "bandwidth", "latency", "unmodeled", "communication", "memcpy")
@@ -56,24 +56,18 @@ def advice(regime: str, roof_share: float | None) -> str:
     return f"{reach}, well below it: look for {gap}; and {ADVICE[regime]}"
 
 
-def _regime_time_in(intervals: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Exclusive time per regime in each window → `by + regime columns (ns)`: time(k) =
-    |union of regimes ≤ k| − |union of regimes < k| (priority order)."""
-    covered_before = pl.lit(0)
-    exprs = []
-    totals = bounds.select(by)
-    for k in range(len(PRIORITY)):
-        upto = intervals.filter(pl.col("regime").cast(pl.String).is_in(PRIORITY[: k + 1]))
-        merged = union_intervals(upto, by)
-        length = (
-            clip_to_windows(merged, bounds, by)
-            .group_by(by)
-            .agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias(f"_upto_{k}"))
-        )
-        totals = totals.join(length, on=by, how="left").with_columns(pl.col(f"_upto_{k}").fill_null(0))
-        exprs.append((pl.col(f"_upto_{k}") - covered_before).alias(PRIORITY[k] + "_ns"))
-        covered_before = pl.col(f"_upto_{k}")
-    return totals.with_columns(exprs).select(*by, *[p + "_ns" for p in PRIORITY])
+def _regime_time_in(intervals: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
+    """Exclusive time per regime in each window of `bounds` (`rank, device, window_start_ns,
+    window_end_ns`, any other key columns; windows may overlap) → `bounds` plus a `<regime>_ns`
+    column per regime: time(k) = |union of regimes ≤ k| − |union of regimes < k| (priority order)."""
+    regime = pl.col("regime").cast(pl.String)
+    columns = []
+    before = pl.Series([0] * bounds.height, dtype=pl.Int64)
+    for k, name in enumerate(PRIORITY):
+        upto = covered_in_windows(intervals.filter(regime.is_in(PRIORITY[: k + 1])), bounds, DEVICE)
+        columns.append((upto - before).alias(name + "_ns"))
+        before = upto
+    return bounds.with_columns(columns)
 
 
 def attribution(roofline: pl.DataFrame, trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
@@ -82,15 +76,12 @@ def attribution(roofline: pl.DataFrame, trace: Trace, *, window: Window = "activ
     `model_coverage`."""
     bounds = windows(trace, window=window)
     intervals = roofline.select(*DEVICE, "start_ns", "end_ns", "regime")
-    times = _regime_time_in(intervals, bounds, DEVICE)
-    return _fractions(bounds.join(times, on=DEVICE, how="left")).join(model_coverage(roofline, bounds, DEVICE), on=DEVICE, how="left")
+    return _fractions(_regime_time_in(intervals, bounds)).join(model_coverage(roofline, bounds, DEVICE), on=DEVICE, how="left")
 
 
 def _busy_ns(ops: pl.DataFrame, bounds: pl.DataFrame, by: list[str], name: str) -> pl.DataFrame:
     """|union of `ops` ∩ window| per group → `by + [name]` (0 where a window has no op)."""
-    merged = clip_to_windows(union_intervals(ops.select(*by, "start_ns", "end_ns"), by), bounds, by)
-    length = merged.group_by(by).agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias(name))
-    return bounds.select(by).join(length, on=by, how="left").with_columns(pl.col(name).fill_null(0))
+    return bounds.select(by).with_columns(covered_in_windows(ops.select(*by, "start_ns", "end_ns"), bounds, by).alias(name))
 
 
 def model_coverage(roofline: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -136,22 +127,8 @@ def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFram
     step, window_ns, …` as in `attribution`."""
     if steps.is_empty():
         return pl.DataFrame()
-    by = ["rank", "device", "step"]
-    bounds = steps.select(*by, "window_start_ns", "window_end_ns")
-    # every op against every step window of its device that it overlaps: an interval join (two
-    # inequalities); pairs from other devices are dropped afterwards
-    intervals = (
-        roofline.select(*DEVICE, "start_ns", "end_ns", "regime")
-        .join_where(
-            bounds.rename({"rank": "_rank", "device": "_device"}),
-            pl.col("start_ns") < pl.col("window_end_ns"),
-            pl.col("end_ns") > pl.col("window_start_ns"),
-        )
-        .filter((pl.col("rank") == pl.col("_rank")) & (pl.col("device") == pl.col("_device")))
-        .select(*by, "start_ns", "end_ns", "regime")
-    )
-    times = _regime_time_in(intervals, bounds, by)
-    return _fractions(bounds.join(times, on=by, how="left"))
+    bounds = steps.select("rank", "device", "step", "window_start_ns", "window_end_ns")
+    return _fractions(_regime_time_in(roofline.select(*DEVICE, "start_ns", "end_ns", "regime"), bounds))
 
 
 def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:

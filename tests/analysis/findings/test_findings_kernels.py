@@ -71,6 +71,16 @@ def test_gemm_dimension_not_a_multiple_of_8(tmp_path, m, fires):
                                    "141 not a multiple of 8")
 
 
+def test_gemm_alignment_example_is_the_costliest_misaligned_op(tmp_path):
+    """Several misaligned GEMMs: the evidence shows the one whose kernels took longest, on every run."""
+    b = TraceBuilder(**A100)
+    for start, (m, n, dur) in enumerate([(141, 512, 20), (141, 30522, 90), (100, 512, 30)]):
+        mm(b, start * 200, m, 512, n, BF16, BF16_GEMM, dur)
+    row = findings_of(b, tmp_path)["gemm-shape-alignment"]
+    assert row["evidence"] == (f"3 GEMM ops, 140 µs (top `{BF16_GEMM}`); e.g. [141, 512] × [512, 30522]: "
+                               "141, 30522 not a multiple of 8")
+
+
 @pytest.mark.parametrize("size, dur, fires", [(64, 5, True), (2048, 60, False)])
 def test_latency_bound_kernels(tmp_path, size, dur, fires):
     b = TraceBuilder(**A100)

@@ -27,3 +27,59 @@ def test_analyze_accepts_a_loaded_trace_and_overrides():
     report = traceanalyze.analyze(trace, peak_flops=1e12, peak_bandwidth=1e11)
     assert report.ranks[0].peaks[0].source.startswith("command line")
     assert report.ranks[0].roofline.filter(pl.col("regime") == "compute").height > 0
+
+
+# JSON fields that are not the column of the same name in the matching table, and what they are
+# (the JSON gives times from the start of their window, and trace times as `…_ts_us`)
+NOT_COLUMNS = {
+    "kernels": {"math_unit": "tensor_core as text", "pct_of_peak": "pct_of_roof under its schema-1.0 name"},
+    "devices": {"name": "joined from ranks[i].devices"},
+    "steps": {"attribution": "ranks[i].step_attribution"},
+    "idle_gaps": {"start_us": "start_ns − the device window's start", "trace_ts_us": "start_ns"},
+    "collectives": {"first_arrival_ts_us": "first_arrival_ns", "last_arrival_us": "last_arrival_ns − first_arrival_ns",
+                    "per_rank": "job.matched"},
+}
+
+
+def _json_names(struct) -> set[str]:
+    import msgspec
+
+    return {field.encode_name for field in msgspec.structs.fields(struct)}
+
+
+def _as_column(name: str) -> str:
+    return name[: -len("_us")] + "_ns" if name.endswith("_us") else name
+
+
+def test_the_tables_use_the_json_reports_names(tmp_path):
+    """Every table the API returns that the JSON report lists calls each of its numbers by the
+    JSON's name (times in ns where the JSON has µs: `total_ns` ↔ `total_us`)."""
+    import multirank
+
+    from traceanalyze.report import schema
+
+    job = traceanalyze.analyze(multirank.write_job(tmp_path / "job"))
+    rank = job.ranks[0]
+    tables = {  # JSON list → (its struct, the API's table)
+        "kernels": (schema.Kernel, rank.kernels), "ops": (schema.Op, rank.ops),
+        "devices": (schema.Device, rank.idle), "streams": (schema.Stream, rank.streams),
+        "steps": (schema.Step, rank.steps), "cpu_steps": (schema.CpuStep, rank.cpu_steps),
+        "idle_gaps": (schema.Gap, rank.gaps), "launch_latency_by_kernel": (schema.KernelLatency, rank.latency_by_kernel),
+        "fusion_opportunities": (schema.Fusion, rank.fusion), "queue": (schema.Queue, rank.queue),
+        "health": (schema.Health, rank.health), "findings": (schema.Finding, rank.findings),
+        "small_kernels.runs": (schema.SmallKernelRun, rank.small_kernel_runs),
+        "collectives": (schema.Collective, job.job.collectives),
+        "stragglers.steps": (schema.StragglerStep, job.job.stragglers),
+        "stragglers.waits_caused": (schema.WaitCaused, job.job.waits_caused),
+        "stragglers.rank_steps": (schema.RankStep, job.job.steps), "overlap": (schema.Overlap, job.job.overlap),
+        "clock_offsets": (schema.ClockOffset, job.job.clock_offsets),
+    }
+    exempt = {**NOT_COLUMNS, "ops": NOT_COLUMNS["kernels"]}
+    missing = {listed: sorted(name for name in _json_names(struct) - set(exempt.get(listed, ()))
+                              if _as_column(name) not in table.columns)
+               for listed, (struct, table) in tables.items()}
+    assert {listed: names for listed, names in missing.items() if names} == {}
+    assert all(set(names) <= _json_names(tables[listed][0]) for listed, names in exempt.items())  # none stale
+    # the names that differed before (issue 14): the roofline tables now read as the JSON does
+    assert {"bound", "op", "pct_of_roof", "ridge_flops_per_byte", "tf32_roof_fraction"} <= set(rank.kernels.columns)
+    assert {"gpu_busy_ns", "gpu_idle_ns"} <= set(rank.steps.columns) & set(rank.idle.columns)

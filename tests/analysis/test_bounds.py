@@ -44,7 +44,7 @@ def test_a_small_gemm_far_below_both_roofs_is_latency_bound(tmp_path):
     bytes_ = 3 * 64 * 64 * 2
     assert row["regime"] == "latency"
     assert row["roof"] == "HBM"  # the roof that binds it: 21 FLOP/B is left of the BF16 ridge
-    assert row["pct_of_peak"] == pytest.approx(bytes_ / 5e-6 / A100.memory_bandwidth_bytes_per_s)
+    assert row["pct_of_roof"] == pytest.approx(bytes_ / 5e-6 / A100.memory_bandwidth_bytes_per_s)
     assert row["ideal_ns"] == pytest.approx(bytes_ / A100.memory_bandwidth_bytes_per_s * 1e9)
     window = attribution.attribution(table, trace).row(0, named=True)
     assert (window["latency_ns"], window["bandwidth_ns"], window["compute_ns"]) == (5_000, 0, 0)
@@ -98,8 +98,8 @@ def test_a_copy_above_its_link_roof_gets_its_own_footnote(tmp_path):
     b.memcpy(corr, 10, 10, kind="HtoD", bytes=1 << 20)  # 105 GB/s over a 32 GB/s PCIe Gen4 link
     report = traceanalyze.analyze(b.write(tmp_path / "t.json")).ranks[0]
     row = report.kernels.row(0, named=True)
-    assert row["pct_of_peak"] == pytest.approx((1 << 20) / 10e-6 / 32e9)
-    assert roof_fraction_cell(row["pct_of_peak"], "memcpy") == "327.7%†"
+    assert row["pct_of_roof"] == pytest.approx((1 << 20) / 10e-6 / 32e9)
+    assert roof_fraction_cell(row["pct_of_roof"], "memcpy") == "327.7%†"
     text = "\n".join(kernel_table(report))
     assert ("  † a copy above 100% of its link's roof: the link peak in the table is wrong for this system "
             "(its link is faster than the datasheet's), or the copy never crossed that link (device-local)") in text
@@ -124,13 +124,13 @@ def test_fp32_matmul_on_simt_is_also_judged_against_the_tf32_roof(tmp_path):
     report = traceanalyze.analyze(b.write(tmp_path / "t.json")).ranks[0]
     fp32 = report.roofline.filter(report.roofline["name"] == "ampere_sgemm_128x64_nn").row(0, named=True)
     achieved = 2 * m * n * k / 10e-3
-    assert (fp32["roof"], fp32["pct_of_peak"]) == ("FP32 SIMT", pytest.approx(achieved / 19.5e12))
+    assert (fp32["roof"], fp32["pct_of_roof"]) == ("FP32 SIMT", pytest.approx(achieved / 19.5e12))
     assert fp32["tf32_peak_flops_per_s"] == 156e12
-    assert fp32["pct_of_tf32_peak"] == pytest.approx(achieved / 156e12)
+    assert fp32["tf32_roof_fraction"] == pytest.approx(achieved / 156e12)
     bf16 = report.roofline.filter(report.roofline["name"] == GEMM).row(0, named=True)
-    assert bf16["tf32_peak_flops_per_s"] is None and bf16["pct_of_tf32_peak"] is None
+    assert bf16["tf32_peak_flops_per_s"] is None and bf16["tf32_roof_fraction"] is None
     kernel = report.kernels.filter(report.kernels["name"] == "ampere_sgemm_128x64_nn").row(0, named=True)
-    assert kernel["pct_of_tf32_peak"] == pytest.approx(achieved / 156e12)
+    assert kernel["tf32_roof_fraction"] == pytest.approx(achieved / 156e12)
     text = "\n".join(kernel_table(report))
     assert ("  TF32: FP32 matmul/convolution kernels (10 ms) run on the FP32 SIMT roof; against the TF32 "
             "tensor-core roof (156 TFLOP/s) they reach 8.8%") in text

@@ -40,8 +40,8 @@ def relative(frame: pl.DataFrame, column: str, base_ns: int) -> list[int]:
 def test_idle_summary(trace, truth):
     row = idle.idle_summary(trace).row(0, named=True)
     assert row["window_ns"] == truth["window_dur"]
-    assert row["busy_ns"] == truth["busy"]
-    assert row["idle_ns"] == truth["idle"]
+    assert row["gpu_busy_ns"] == truth["busy"]
+    assert row["gpu_idle_ns"] == truth["idle"]
     streams = dict(idle.stream_summary(trace).select("stream", "busy_ns").iter_rows())
     assert streams == truth["stream_busy"]
 
@@ -63,5 +63,5 @@ def test_per_step(trace, truth):
     assert [f"ProfilerStep#{s}" for s in ours["step"]] == [s["step"] for s in expected]
     assert relative(ours, "window_start_ns", base) == [s["start"] for s in expected]
     assert ours["window_ns"].to_list() == [s["dur"] for s in expected]
-    assert ours["busy_ns"].to_list() == [s["busy"] for s in expected]
+    assert ours["gpu_busy_ns"].to_list() == [s["busy"] for s in expected]
     assert ours["gpu_ops"].to_list() == [s["gpu_ops"] for s in expected]

@@ -42,8 +42,8 @@ def test_known_host_gap(tmp_path):
     trace = load(host_gap_trace(), tmp_path)
     summary = idle.idle_summary(trace).row(0, named=True)
     assert summary["window_ns"] == 1_020_000
-    assert summary["busy_ns"] == 20_000
-    assert summary["idle_ns"] == 1_000_000
+    assert summary["gpu_busy_ns"] == 20_000
+    assert summary["gpu_idle_ns"] == 1_000_000
     assert summary["idle_fraction"] == pytest.approx(1000 / 1020)
     gaps = idle.idle_gaps(trace)
     assert gaps.height == 1
@@ -61,9 +61,9 @@ def test_window_from_steps(tmp_path):
     trace = load(host_gap_trace(), tmp_path)
     summary = idle.idle_summary(trace, window="steps").row(0, named=True)
     assert summary["window_ns"] == 1_040_000  # ProfilerStep#1 spans [-10, 1030)
-    assert summary["idle_ns"] == 1_020_000
+    assert summary["gpu_idle_ns"] == 1_020_000
     gaps = idle.idle_gaps(trace, window="steps")
-    assert gaps["duration_ns"].sum() == summary["idle_ns"]
+    assert gaps["duration_ns"].sum() == summary["gpu_idle_ns"]
     assert sorted(gaps["duration_ns"].to_list()) == [10_000, 10_000, 1_000_000]
 
 
@@ -74,7 +74,7 @@ def test_two_overlapping_streams_count_once(tmp_path):
     b.launch_kernel(launch_us=-8, start_us=200, dur_us=10, stream=7)
     trace = load(b, tmp_path)
     summary = idle.idle_summary(trace).row(0, named=True)
-    assert (summary["window_ns"], summary["busy_ns"], summary["idle_ns"]) == (210_000, 160_000, 50_000)
+    assert (summary["window_ns"], summary["gpu_busy_ns"], summary["gpu_idle_ns"]) == (210_000, 160_000, 50_000)
     gaps = idle.idle_gaps(trace)
     assert gaps.select("start_ns", "end_ns").rows() == [(us(150), us(200))]
     assert gaps["cause"].to_list() == ["launch"]  # launched at −8, before the gap
@@ -93,8 +93,8 @@ def test_gaps_sum_exactly_to_idle_time(tmp_path):
         t_ns += dur_ns + gap_ns
     trace = load(b, tmp_path)
     summary = idle.idle_summary(trace).row(0, named=True)
-    assert idle.idle_gaps(trace)["duration_ns"].sum() == summary["idle_ns"]
-    assert summary["busy_ns"] + summary["idle_ns"] == summary["window_ns"]
+    assert idle.idle_gaps(trace)["duration_ns"].sum() == summary["gpu_idle_ns"]
+    assert summary["gpu_busy_ns"] + summary["gpu_idle_ns"] == summary["window_ns"]
 
 
 def test_sync_caused_gap(tmp_path):
@@ -282,11 +282,11 @@ def test_per_step_breakdown_tiles_the_timeline(tmp_path):
     b.launch_kernel(launch_us=110, start_us=150, dur_us=40)
     trace = load(b, tmp_path)
     steps = idle.step_breakdown(trace)
-    assert steps.select("step", "gpu_ops", "window_ns", "busy_ns", "idle_ns").rows() == [
+    assert steps.select("step", "gpu_ops", "window_ns", "gpu_busy_ns", "gpu_idle_ns").rows() == [
         (1, 2, 130_000, 40_000, 90_000),
         (2, 1, 40_000, 40_000, 0),
     ]
-    assert steps["idle_ns"].sum() == idle.idle_summary(trace)["idle_ns"].sum()
+    assert steps["gpu_idle_ns"].sum() == idle.idle_summary(trace)["gpu_idle_ns"].sum()
 
 
 def test_nanosecond_times_survive_loading(tmp_path):

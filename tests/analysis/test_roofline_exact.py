@@ -45,11 +45,11 @@ def test_bf16_mm_flops_bytes_and_bound(tmp_path):
     assert row["peak_flops_per_s"] == A100.peak_flops("bf16", True)
     assert row["peak_bytes_per_s"] == A100.memory_bandwidth_bytes_per_s
     assert row["intensity"] == pytest.approx(2 * m * n * k / ((m * k + k * n + m * n) * 2))
-    assert row["ridge"] == pytest.approx(A100.peak_flops("bf16", True) / A100.memory_bandwidth_bytes_per_s)
+    assert row["ridge_flops_per_byte"] == pytest.approx(A100.peak_flops("bf16", True) / A100.memory_bandwidth_bytes_per_s)
     assert row["regime"] == "compute"
     achieved = 2 * m * n * k / 1e-3
     assert row["achieved_flops_per_s"] == pytest.approx(achieved)
-    assert row["pct_of_peak"] == pytest.approx(achieved / A100.peak_flops("bf16", True))
+    assert row["pct_of_roof"] == pytest.approx(achieved / A100.peak_flops("bf16", True))
     ideal_ns = 2 * m * n * k / A100.peak_flops("bf16", True) * 1e9
     assert row["recoverable_ns"] == pytest.approx(1_000_000 - ideal_ns)
 
@@ -100,7 +100,7 @@ def test_unknown_device_is_unmodeled_with_a_reason_and_overrides_fix_it(tmp_path
     assert row["regime"] == "unmodeled" and "peak" in row["unmodeled_reason"]
     assert row["flops"] == 2 * 1024**3  # the model still holds
     fixed = roofline.kernel_roofline(trace, roofline.PeakOverrides(peak_flops=100e12, peak_bandwidth=1e12)).row(0, named=True)
-    assert fixed["ridge"] == pytest.approx(100.0)
+    assert fixed["ridge_flops_per_byte"] == pytest.approx(100.0)
     assert fixed["regime"] == "compute"  # intensity 2·1024³ / (3·1024²·2) ≈ 341 ≥ 100
 
 
@@ -218,7 +218,7 @@ def test_an_op_whose_kernels_use_different_roofs_is_judged_kernel_by_kernel(tmp_
     assert table["roof"].to_list() == ["TF32 TC", "HBM"]
     compute, bandwidth = attribution.kernels_by_op(table).iter_rows(named=True)  # one row per (op, bound)
     flops, op_bytes = 2 * m * n * k, 4 * (m * k + k * n + m * n)
-    assert (compute["regime"], compute["roof"], compute["flops"]) == ("compute", "TF32 TC", pytest.approx(flops))
-    assert compute["pct_of_peak"] == pytest.approx(flops / A100.peak_flops("tf32", True) / 300e-6)
-    assert (bandwidth["regime"], bandwidth["roof"], bandwidth["flops"]) == ("bandwidth", "HBM", 0.0)
-    assert bandwidth["pct_of_peak"] == pytest.approx(0.25 * op_bytes / A100.memory_bandwidth_bytes_per_s / 100e-6)
+    assert (compute["bound"], compute["roof"], compute["flops"]) == ("compute", "TF32 TC", pytest.approx(flops))
+    assert compute["pct_of_roof"] == pytest.approx(flops / A100.peak_flops("tf32", True) / 300e-6)
+    assert (bandwidth["bound"], bandwidth["roof"], bandwidth["flops"]) == ("bandwidth", "HBM", 0.0)
+    assert bandwidth["pct_of_roof"] == pytest.approx(0.25 * op_bytes / A100.memory_bandwidth_bytes_per_s / 100e-6)

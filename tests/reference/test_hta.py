@@ -303,7 +303,7 @@ def our_idle(trace: Trace, busy: pl.DataFrame) -> tuple[int, int, int]:
     merged = union_intervals(gpu, ["rank"])
     negative = merged.filter(pl.col("end_ns") < pl.col("start_ns"))
     assert (negative["start_ns"] - negative["end_ns"] == 1000).all()
-    return summary["idle_ns"].item(), summary["window_ns"].item(), negative.height
+    return summary["gpu_idle_ns"].item(), summary["window_ns"].item(), negative.height
 
 
 def hta_style_idle(trace: Trace, busy: pl.DataFrame) -> int:
@@ -358,7 +358,7 @@ def test_difference_to_our_idle_is_explained_by_hta_rules(cases, path):
     gpu_only = idle(rounding=False, non_gpu=False)
     all_gpu = idle(rounding=False, non_gpu=False, last_step=False)
     assert with_hta_rules == case.hta.idle_ns
-    assert all_gpu == default["idle_ns"].item()
+    assert all_gpu == default["gpu_idle_ns"].item()
 
     frames = (trace.gpu, trace.sync, trace.steps, trace.runtime)
     times = pl.concat([frame.select("start_ns", "end_ns") for frame in frames])
@@ -502,7 +502,7 @@ def test_hta_counts_a_sub_microsecond_op_as_minus_one_microsecond(tmp_path):
 
     trace = traceanalyze.load_trace(path)
     assert hta_style_idle(trace, hta_busy_from_ours(trace, pl.DataFrame(schema=BUSY_SCHEMA), True)) == 2_000
-    assert idle_summary(trace).select("idle_ns", "window_ns").row(0) == (1_200, 4_800)
+    assert idle_summary(trace).select("gpu_idle_ns", "window_ns").row(0) == (1_200, 4_800)
 
 
 def test_hta_counts_step_names_across_ranks(tmp_path):

@@ -46,7 +46,7 @@ def test_json_report_on_real_trace(path):
     assert summary["gpu_busy_us"] + summary["gpu_idle_us"] == pytest.approx(summary["window_us"], abs=1e-3)
     # every gap of the device adds up to its idle time
     gaps = idle.idle_gaps(trace)
-    assert gaps["duration_ns"].sum() == idle.idle_summary(trace)["idle_ns"].sum()
+    assert gaps["duration_ns"].sum() == idle.idle_summary(trace)["gpu_idle_ns"].sum()
     by_cause = summary["idle_by_cause_us"]
     assert sum(by_cause.values()) == pytest.approx(summary["gpu_idle_us"], abs=1e-3 * max(1, gaps.height))
     durations = [g["duration_us"] for g in doc["idle_gaps"]]

@@ -34,7 +34,7 @@ def test_idle_causes_of_no_gaps_is_empty():
 
 
 def test_window_summary_means_over_device_windows():
-    idle = pl.DataFrame({"window_ns": [40, 100], "busy_ns": [20, 100], "idle_ns": [20, 0]})
+    idle = pl.DataFrame({"window_ns": [40, 100], "gpu_busy_ns": [20, 100], "gpu_idle_ns": [20, 0]})
     summary = window_summary([idle, idle.clear()])
     assert (summary.window_ns, summary.busy_ns, summary.idle_ns, summary.device_windows) == (70.0, 60.0, 10.0, 2)
     assert summary.idle_fraction == 20 / 140

@@ -273,13 +273,14 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
 
 # the roofline columns `_aggregate` reads (a filter copies every column it keeps)
 _AGGREGATED = ("name", "op_name", "kind", "regime", "duration_ns", "flops", "bytes", "recoverable_ns", "peak_flops_per_s",
-               "peak_bytes_per_s", "ridge", "roof", "compute_dtype", "tensor_core", "no_roof_reason", "unmodeled_reason",
+               "peak_bytes_per_s", "ridge_flops_per_byte", "roof", "compute_dtype", "tensor_core", "no_roof_reason", "unmodeled_reason",
                "tf32_peak_flops_per_s")
 
 
 def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Sums of time, FLOPs, bytes and recoverable time per group, and the ratios recomputed from
-    the sums; longest total first. `pct_of_peak` = Σ time at the roof / Σ time, each kernel at its
+    the sums; longest total first; `regime` is called `bound` and `op_name` `op` there, as in
+    the JSON report. `pct_of_roof` = Σ time at the roof / Σ time, each kernel at its
     own roof (achieved ÷ peak when the group shares one roof); `roof` lists the group's roofs, and
     its peaks and ridge are null when there are several."""
     at_roof = (
@@ -299,7 +300,7 @@ def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             pl.col("bytes").sum(),
             pl.col("recoverable_ns").sum(),
             pl.when(pl.col("_at_roof_ns").is_not_null().all()).then(pl.col("_at_roof_ns").sum()).alias("_at_roof_ns"),
-            *[single(c).alias(c) for c in ("peak_flops_per_s", "peak_bytes_per_s", "ridge", "tf32_peak_flops_per_s")],
+            *[single(c).alias(c) for c in ("peak_flops_per_s", "peak_bytes_per_s", "ridge_flops_per_byte", "tf32_peak_flops_per_s")],
             pl.col("roof").drop_nulls().unique().sort().str.join(" + ").alias("roof"),
             *[pl.col(c).first() for c in ("compute_dtype", "tensor_core", "no_roof_reason")],
             *[pl.col(c).drop_nulls().first() for c in ("op_name", "unmodeled_reason") if c not in by],
@@ -309,25 +310,27 @@ def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
             pl.when(seconds > 0).then(pl.col("flops") / seconds).alias("achieved_flops_per_s"),
             pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
-            pl.when(pl.col("total_ns") > 0).then(pl.col("_at_roof_ns") / pl.col("total_ns")).alias("pct_of_peak"),
+            pl.when(pl.col("total_ns") > 0).then(pl.col("_at_roof_ns") / pl.col("total_ns")).alias("pct_of_roof"),
         )
-        .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("pct_of_tf32_peak"))
+        .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("tf32_roof_fraction"))
         .drop("_at_roof_ns")
         .sort(["total_ns", *by], descending=[True] + [False] * len(by), nulls_last=True)
+        .rename({"regime": "bound", "op_name": "op"})  # the JSON report's names (docs/report-json.md)
     )
 
 
 def kernels_by_name(roofline: pl.DataFrame) -> pl.DataFrame:
-    """The roofline aggregated per kernel name and regime → `name, regime, count, total_ns, flops,
-    bytes, intensity, achieved_flops_per_s, achieved_bytes_per_s, pct_of_peak, recoverable_ns`,
-    `roof`, `peak_flops_per_s`, `peak_bytes_per_s`, `ridge` (see `_aggregate`), and the
-    `compute_dtype`, `tensor_core` and `no_roof_reason` of its first call, and for FP32
-    matmul-like kernels on the SIMT roof `tf32_peak_flops_per_s` and `pct_of_tf32_peak` (achieved
-    FLOP/s ÷ the TF32 tensor-core roof); longest total first."""
+    """The roofline aggregated per kernel name and bound → `name, bound, count, total_ns, flops,
+    bytes, intensity, achieved_flops_per_s, achieved_bytes_per_s, pct_of_roof, recoverable_ns`,
+    `roof`, `peak_flops_per_s`, `peak_bytes_per_s`, `ridge_flops_per_byte` (see `_aggregate`),
+    `op` (the launching op of its first call that has one), and the `compute_dtype`, `tensor_core`
+    and `no_roof_reason` of its first call, and for FP32 matmul-like kernels on the SIMT roof
+    `tf32_peak_flops_per_s` and `tf32_roof_fraction` (achieved FLOP/s ÷ the TF32 tensor-core roof);
+    longest total first. The column names are the JSON report's (`kernels[]`)."""
     return _aggregate(roofline, ["name", "regime"])
 
 
 def kernels_by_op(roofline: pl.DataFrame) -> pl.DataFrame:
     """The roofline's kernels aggregated per launching op and regime → the columns of
-    `kernels_by_name` with `op_name` instead of `name`; longest total first."""
+    `kernels_by_name` with `op` instead of `name`; longest total first."""
     return _aggregate(roofline.select(_AGGREGATED).filter(pl.col("kind") == "kernel"), ["op_name", "regime"])

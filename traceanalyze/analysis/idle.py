@@ -67,8 +67,8 @@ def with_idle(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def idle_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
-    """Per device → `rank, device, window_start_ns, window_end_ns, window_ns, busy_ns, idle_ns,
-    idle_fraction, gpu_ops`."""
+    """Per device → `rank, device, window_start_ns, window_end_ns, window_ns, gpu_busy_ns,
+    gpu_idle_ns, idle_fraction, gpu_ops` (the names of the JSON report's `devices[]`)."""
     bounds = windows(trace, window=window)
     busy = (
         clip_to_windows(gpu_activity(trace), bounds, DEVICE)
@@ -78,7 +78,8 @@ def idle_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     ops = trace.gpu.group_by(DEVICE).agg(pl.len().cast(pl.Int64).alias("gpu_ops"))
     return (
         with_idle(bounds.join(busy, on=DEVICE, how="left").join(ops, on=DEVICE, how="left"))
-        .select(*DEVICE, "window_start_ns", "window_end_ns", "window_ns", "busy_ns", "idle_ns", "idle_fraction", "gpu_ops")
+        .select(*DEVICE, "window_start_ns", "window_end_ns", "window_ns", pl.col("busy_ns").alias("gpu_busy_ns"),
+                pl.col("idle_ns").alias("gpu_idle_ns"), "idle_fraction", "gpu_ops")
         .sort(DEVICE)
     )
 
@@ -298,12 +299,13 @@ def step_breakdown(trace: Trace) -> pl.DataFrame:
     last step's window ends at its last GPU op's end), so the windows of consecutive steps tile
     the device timeline and their idle times add up. Busy time is all activity (launched or not)
     inside the window. → `rank, device, step, cpu_duration_ns, gpu_ops, window_start_ns,
-    window_end_ns, window_ns, busy_ns, idle_ns, idle_fraction`.
+    window_end_ns, window_ns, gpu_busy_ns, gpu_idle_ns, idle_fraction` (the names of the JSON
+    report's `steps[]`).
     """
     schema = {
         "rank": pl.Int32, "device": pl.Int32, "step": pl.Int64, "cpu_duration_ns": pl.Int64,
         "gpu_ops": pl.Int64, "window_start_ns": pl.Int64, "window_end_ns": pl.Int64, "window_ns": pl.Int64,
-        "busy_ns": pl.Int64, "idle_ns": pl.Int64, "idle_fraction": pl.Float64,
+        "gpu_busy_ns": pl.Int64, "gpu_idle_ns": pl.Int64, "idle_fraction": pl.Float64,
     }
     if trace.steps.is_empty() or trace.gpu.is_empty():
         return pl.DataFrame(schema=schema)
@@ -352,6 +354,7 @@ def step_breakdown(trace: Trace) -> pl.DataFrame:
             keyed.join(busy, on="_window", how="left")
             .join(steps.select("rank", "step", "cpu_duration_ns"), on=["rank", "step"], how="left")
         )
+        .rename({"busy_ns": "gpu_busy_ns", "idle_ns": "gpu_idle_ns"})
         .select(list(schema))
         .cast(schema)  # type: ignore[arg-type]
         .sort(*DEVICE, "step")

@@ -102,8 +102,8 @@ def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
 def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.DataFrame:
     """One row per GPU op → the `kernel_ops` columns plus `flops`, `bytes`, `cost_model`,
     `compute_dtype`, `tensor_core`, `peak_flops_per_s`, `peak_bytes_per_s`, `intensity`
-    (FLOP/byte), `ridge` (FLOP/byte), `achieved_flops_per_s`, `achieved_bytes_per_s`,
-    `pct_of_peak`, `ideal_ns`, `recoverable_ns`, `regime` and `unmodeled_reason`."""
+    (FLOP/byte), `ridge_flops_per_byte`, `achieved_flops_per_s`, `achieved_bytes_per_s`,
+    `pct_of_roof` (a fraction of the roof that binds it), `tf32_peak_flops_per_s`, `tf32_roof_fraction`, `ideal_ns`, `recoverable_ns`, `regime` and `unmodeled_reason`."""
     ops = kernel_ops(trace).rename({"bytes": "copy_bytes"})
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
     costs = recover_costs(costs, trace.cpu_ops)
@@ -267,14 +267,14 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
         frame.join(lookup, on=["rank", "device", "compute_dtype", "tensor_core"], how="left", nulls_equal=True)
         .with_columns(
             pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
-            (pl.col("peak_flops_per_s") / pl.col("peak_bytes_per_s")).alias("ridge"),
+            (pl.col("peak_flops_per_s") / pl.col("peak_bytes_per_s")).alias("ridge_flops_per_byte"),
             pl.when(seconds > 0).then(pl.col("flops") / seconds).alias("achieved_flops_per_s"),
             pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
         )
         .with_columns(  # the TF32 roof only for matmul-like work that can take it
             pl.when(pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS)).then(pl.col("tf32_peak_flops_per_s"))
             .alias("tf32_peak_flops_per_s"))
-        .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("pct_of_tf32_peak"))
+        .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("tf32_roof_fraction"))
     )
 
 
@@ -291,7 +291,7 @@ PEER_COPY = r"PtoP"
 
 
 def _roof(frame: pl.DataFrame) -> pl.DataFrame:
-    """Which roof each GPU op's `pct_of_peak` is against → `roof` ("BF16 TC", "HBM", "PCIe Gen4
+    """Which roof each GPU op's `pct_of_roof` is against → `roof` ("BF16 TC", "HBM", "PCIe Gen4
     x16") and `no_roof_reason` where there is none. Host↔device copies are judged against the
     host link, not device memory: `peak_bytes_per_s` is the link's for them."""
     regime, name = pl.col("regime"), pl.col("name")
@@ -319,7 +319,7 @@ def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
     ideal = pl.max_horizontal(
         pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")
     ) * 1e9
-    binding = pl.when(pl.col("intensity") >= pl.col("ridge")).then(pl.lit("compute")).otherwise(pl.lit("bandwidth"))
+    binding = pl.when(pl.col("intensity") >= pl.col("ridge_flops_per_byte")).then(pl.lit("compute")).otherwise(pl.lit("bandwidth"))
     latency = (ideal < LATENCY_WORK_NS) & (ideal < LATENCY_ROOF_SHARE * pl.col("duration_ns"))
     regime = (
         pl.when(kind == "communication").then(pl.lit("communication"))
@@ -344,7 +344,7 @@ def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
     ).pipe(_roof).with_columns(
         pl.when(roofed & (pl.col("binding_roof") == "compute")).then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
         .when(roofed | (pl.col("regime") == "memcpy")).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
-        .alias("pct_of_peak"),
+        .alias("pct_of_roof"),
         pl.when(roofed).then(ideal).alias("ideal_ns"),
     ).with_columns(
         pl.when(pl.col("ideal_ns").is_not_null()).then(pl.max_horizontal(pl.col("duration_ns") - pl.col("ideal_ns"), pl.lit(0.0))).alias("recoverable_ns")

@@ -73,11 +73,9 @@ def _kernel_args(report: Report) -> dict[tuple[int, str], list[dict[str, Any]]]:
         frame = rank.roofline
         if frame.is_empty():
             continue
-        fraction = "roof_fraction" if "roof_fraction" in frame.columns else "pct_of_peak"
-        intensity = "intensity_flop_per_byte" if "intensity_flop_per_byte" in frame.columns else "intensity"
         rows = frame.filter(pl.col("correlation").is_not_null()).sort("start_ns").select(
             "correlation", "name", pl.col("regime").cast(pl.String).alias("bound"), "roof",
-            pl.col(intensity).alias("intensity_flop_per_byte"), pl.col(fraction).alias("roof_fraction"))
+            pl.col("intensity").alias("intensity_flop_per_byte"), pl.col("pct_of_roof").alias("roof_fraction"))
         for row in rows.iter_rows(named=True):
             key = (row.pop("correlation"), row.pop("name"))
             by_key[key].append({name: value for name, value in row.items() if value is not None})

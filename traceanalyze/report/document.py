@@ -104,8 +104,8 @@ def _device_lines(report: RankReport) -> list[Block]:
     return [
         Paragraph((
             f"device {row['device']} ({row['name'] or 'unnamed'}): GPU idle ", Strong(format_percent(row["idle_fraction"])),
-            f" of a {format_duration_ns(row['window_ns'])} window (busy {format_duration_ns(row['busy_ns'])}, "
-            f"idle {format_duration_ns(row['idle_ns'])}, {row['gpu_ops']} GPU ops)",
+            f" of a {format_duration_ns(row['window_ns'])} window (busy {format_duration_ns(row['gpu_busy_ns'])}, "
+            f"idle {format_duration_ns(row['gpu_idle_ns'])}, {row['gpu_ops']} GPU ops)",
         ))
         for row in joined.iter_rows(named=True)
     ]
@@ -185,7 +185,7 @@ def _step_table(steps: pl.DataFrame) -> Table:
     return Table(
         ("step", "device", "CPU step", "GPU window", "GPU busy", "idle", "GPU ops"),
         tuple((_num(str(r["step"])), _num(str(r["device"])), _num(format_duration_ns(r["cpu_duration_ns"])),
-               _num(format_duration_ns(r["window_ns"])), _num(format_duration_ns(r["busy_ns"])),
+               _num(format_duration_ns(r["window_ns"])), _num(format_duration_ns(r["gpu_busy_ns"])),
                _num(format_percent(r["idle_fraction"])), _num(str(r["gpu_ops"])))
               for r in steps.iter_rows(named=True)),
     )
@@ -254,14 +254,14 @@ def _kernels(report: RankReport, level: int, anchor: str) -> list[Block]:
     shown = kernels.head(KERNEL_LIMIT)
     names = distinct_short_names(shown["name"].to_list(), 40)
     for i, (short, r) in enumerate(zip(names, shown.iter_rows(named=True)), 1):
-        modelled = r["regime"] in ON_ROOFLINE
+        modelled = r["bound"] in ON_ROOFLINE
         rows.append((
-            _num(str(i)), Cell(short, full=r["name"] if r["name"] != short else None, code=True), _name(r["op_name"], 24), _num(str(r["count"])),
+            _num(str(i)), Cell(short, full=r["name"] if r["name"] != short else None, code=True), _name(r["op"], 24), _num(str(r["count"])),
             _num(format_duration_ns(r["total_ns"])), _num(format_percent(r["total_ns"] / total)),
             _num(f"{r['intensity']:.3g}" if modelled and r["intensity"] is not None else "–"),
             _num(format_rate(r["achieved_flops_per_s"], "FLOP/s") if modelled else "–"),
-            _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["regime"] == "memcpy" else "–"),
-            _num(roof_fraction_cell(r["pct_of_peak"], str(r["regime"]))), Cell(r["roof"] or "–"), Cell(str(r["regime"]), key=str(r["regime"])),
+            _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["bound"] == "memcpy" else "–"),
+            _num(roof_fraction_cell(r["pct_of_roof"], str(r["bound"]))), Cell(r["roof"] or "–"), Cell(str(r["bound"]), key=str(r["bound"])),
         ))
     blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report)]
     blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"), tuple(rows)))

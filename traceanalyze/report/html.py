@@ -354,7 +354,7 @@ def _steps_chart(rank: RankReport) -> str:
     if steps.is_empty():
         return ""
     multi = steps["device"].n_unique() > 1
-    bars = [plots.StepBar(f"{r['step']}" + (f"·d{r['device']}" if multi else ""), r["busy_ns"], r["idle_ns"], r["idle_fraction"])
+    bars = [plots.StepBar(f"{r['step']}" + (f"·d{r['device']}" if multi else ""), r["gpu_busy_ns"], r["gpu_idle_ns"], r["idle_fraction"])
             for r in steps.iter_rows(named=True)]
     return _figure(plots.step_bars(bars, title="GPU busy and idle per step"))
 
@@ -389,14 +389,14 @@ def _roofline_chart(rank: RankReport) -> str:
     hidden_ns = 0
     total_ns = kernels["total_ns"].sum()
     for i, r in enumerate(kernels.iter_rows(named=True), 1):
-        plotted = (r["regime"] in ON_ROOFLINE and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
+        plotted = (r["bound"] in ON_ROOFLINE and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
         if not plotted:
             hidden_ns += r["total_ns"]
             continue
-        tip = (f"{r['name']}\n{r['op_name'] or 'no op'} · {r['count']} calls · {format_duration_ns(r['total_ns'])}\n"
+        tip = (f"{r['name']}\n{r['op'] or 'no op'} · {r['count']} calls · {format_duration_ns(r['total_ns'])}\n"
                f"{r['intensity']:.3g} FLOP/B · {format_rate(r['achieved_flops_per_s'], 'FLOP/s')} · "
-               f"{format_rate(r['achieved_bytes_per_s'], 'B/s')} · {format_percent(r['pct_of_peak'])} of roof ({r['roof'] or '–'}) · {r['regime']}-bound")
-        points.append(plots.RooflinePoint(r["name"], r["intensity"], r["achieved_flops_per_s"], r["total_ns"], str(r["regime"]),
+               f"{format_rate(r['achieved_bytes_per_s'], 'B/s')} · {format_percent(r['pct_of_roof'])} of roof ({r['roof'] or '–'}) · {r['bound']}-bound")
+        points.append(plots.RooflinePoint(r["name"], r["intensity"], r["achieved_flops_per_s"], r["total_ns"], str(r["bound"]),
                                           tip, i if i <= KERNEL_LIMIT else None))
     if not points and not compute:
         return _figure(plots.empty_chart("roofline", "roofline: nothing to plot — no kernel has both a FLOP/byte model and "

@@ -146,8 +146,8 @@ def _peaks(report: RankReport) -> list[schema.Peak]:
 
 def _roofline_fields(r: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of `schema.RooflineFields` from a kernel or op row."""
-    modelled = r["regime"] in (*ON_ROOFLINE, "memcpy")
-    on_roofline = r["regime"] in ON_ROOFLINE
+    modelled = r["bound"] in (*ON_ROOFLINE, "memcpy")
+    on_roofline = r["bound"] in ON_ROOFLINE
     return {
         "count": r["count"],
         "total_us": _us(r["total_ns"]),
@@ -156,30 +156,30 @@ def _roofline_fields(r: dict[str, Any]) -> dict[str, Any]:
         "intensity": _number(r["intensity"]) if modelled else None,
         "achieved_flops_per_s": _number(r["achieved_flops_per_s"]) if modelled else None,
         "achieved_bytes_per_s": _number(r["achieved_bytes_per_s"]) if modelled else None,
-        "bound": str(r["regime"]),
+        "bound": str(r["bound"]),
         "roof": r["roof"] if modelled else None,
         "compute_dtype": r["compute_dtype"] if on_roofline else None,
         "math_unit": ("tensor" if r["tensor_core"] else "simt") if on_roofline else None,
         "peak_flops_per_s": _number(r["peak_flops_per_s"]) if on_roofline else None,
         "peak_bytes_per_s": _number(r["peak_bytes_per_s"]) if modelled else None,
-        "ridge_flops_per_byte": _number(r["ridge"]) if on_roofline else None,
-        "pct_of_roof": _number(r["pct_of_peak"]),
-        "pct_of_peak": _number(r["pct_of_peak"]),
+        "ridge_flops_per_byte": _number(r["ridge_flops_per_byte"]) if on_roofline else None,
+        "pct_of_roof": _number(r["pct_of_roof"]),
+        "pct_of_peak": _number(r["pct_of_roof"]),
         "no_roof_reason": r["no_roof_reason"] if modelled else None,
         "recoverable_us": _us(r["recoverable_ns"]) if r["recoverable_ns"] else 0.0,
-        "unmodeled_reason": r["unmodeled_reason"] if r["regime"] == "unmodeled" else None,
+        "unmodeled_reason": r["unmodeled_reason"] if r["bound"] == "unmodeled" else None,
         "tf32_peak_flops_per_s": _number(r.get("tf32_peak_flops_per_s")) if on_roofline else None,
-        "tf32_roof_fraction": _number(r.get("pct_of_tf32_peak")) if on_roofline else None,
+        "tf32_roof_fraction": _number(r.get("tf32_roof_fraction")) if on_roofline else None,
     }
 
 
 def _kernels(kernels: pl.DataFrame) -> list[Any]:
-    return [schema.Kernel(name=r["name"], op=r["op_name"], **_roofline_fields(r))
+    return [schema.Kernel(name=r["name"], op=r["op"], **_roofline_fields(r))
             for r in kernels.head(KERNEL_LIMIT).iter_rows(named=True)]
 
 
 def _ops(ops: pl.DataFrame) -> list[Any]:
-    return [schema.Op(op=r["op_name"], **_roofline_fields(r)) for r in ops.head(KERNEL_LIMIT).iter_rows(named=True)]
+    return [schema.Op(op=r["op"], **_roofline_fields(r)) for r in ops.head(KERNEL_LIMIT).iter_rows(named=True)]
 
 
 def _fusion(report: RankReport, limit: int) -> list[schema.Fusion]:
@@ -198,7 +198,7 @@ def _steps(report: RankReport) -> list[schema.Step]:
             attributed[(r["device"], r["step"])] = {key: r[key] for key in ATTRIBUTION_KEYS}
     return [
         schema.Step(device=r["device"], step=r["step"], cpu_duration_us=_us(r["cpu_duration_ns"]),
-                    window_us=_us(r["window_ns"]), gpu_busy_us=_us(r["busy_ns"]), gpu_idle_us=_us(r["idle_ns"]),
+                    window_us=_us(r["window_ns"]), gpu_busy_us=_us(r["gpu_busy_ns"]), gpu_idle_us=_us(r["gpu_idle_ns"]),
                     idle_fraction=r["idle_fraction"], gpu_ops=r["gpu_ops"],
                     attribution=attributed.get((r["device"], r["step"])))
         for r in report.steps.iter_rows(named=True)
@@ -208,8 +208,8 @@ def _steps(report: RankReport) -> list[schema.Step]:
 def _devices(report: RankReport) -> list[schema.Device]:
     named = report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left")
     return [
-        schema.Device(device=r["device"], name=r["name"], window_us=_us(r["window_ns"]), gpu_busy_us=_us(r["busy_ns"]),
-                      gpu_idle_us=_us(r["idle_ns"]), idle_fraction=r["idle_fraction"], gpu_ops=r["gpu_ops"])
+        schema.Device(device=r["device"], name=r["name"], window_us=_us(r["window_ns"]), gpu_busy_us=_us(r["gpu_busy_ns"]),
+                      gpu_idle_us=_us(r["gpu_idle_ns"]), idle_fraction=r["idle_fraction"], gpu_ops=r["gpu_ops"])
         for r in named.iter_rows(named=True)
     ]
 

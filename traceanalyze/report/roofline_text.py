@@ -74,8 +74,8 @@ def roof_footnotes(table: pl.DataFrame) -> list[str]:
     """One line for each mark of `roof_fraction_cell` used in `table`, one for the TF32 roof of
     FP32 matmul-like kernels, and one per reason a copy has no roof."""
     lines = []
-    above = table["pct_of_peak"].fill_null(0) > 1
-    copy = table["regime"].cast(pl.String) == "memcpy"
+    above = table["pct_of_roof"].fill_null(0) > 1
+    copy = table["bound"].cast(pl.String) == "memcpy"
     if (above & ~copy).any():
         lines.append("  * above 100% of the roof: bytes are an ideal-cache lower bound (every input read once from "
                      "memory), so data served from L2 cache, or a Winograd/FFT convolution doing fewer FLOPs "
@@ -111,13 +111,13 @@ def tf32_sentence(table: pl.DataFrame) -> str | None:
 def _roofline_rows(table: pl.DataFrame, names: list[str], total: int) -> list[list[object]]:
     rows = []
     for name, r in zip(names, table.iter_rows(named=True)):
-        on_roofline = r["regime"] in ON_ROOFLINE
+        on_roofline = r["bound"] in ON_ROOFLINE
         rows.append([
             name, r["count"], format_duration_ns(r["total_ns"]), format_percent(r["total_ns"] / total),
             f"{r['intensity']:.3g}" if on_roofline and r["intensity"] is not None else "–",
             format_rate(r["achieved_flops_per_s"], "FLOP/s") if on_roofline else "–",
-            format_rate(r["achieved_bytes_per_s"], "B/s") if on_roofline or r["regime"] == "memcpy" else "–",
-            roof_fraction_cell(r["pct_of_peak"], str(r["regime"])), r["roof"] or "–", str(r["regime"]),
+            format_rate(r["achieved_bytes_per_s"], "B/s") if on_roofline or r["bound"] == "memcpy" else "–",
+            roof_fraction_cell(r["pct_of_roof"], str(r["bound"])), r["roof"] or "–", str(r["bound"]),
         ])
     return rows
 
@@ -131,7 +131,7 @@ def kernel_table(report: RankReport, limit: int = 12) -> list[str]:
         return []
     shown = kernels.head(limit)
     names = distinct_short_names(shown["name"].to_list(), 40)
-    ops = [short_name(op, 24) for op in shown["op_name"].to_list()]
+    ops = [short_name(op, 24) for op in shown["op"].to_list()]
     rows = [[name, op, *rest[1:]] for name, op, rest in zip(names, ops, _roofline_rows(shown, names, kernels["total_ns"].sum()))]
     return ["ROOFLINE — kernels by total time", text_table(rows, ["kernel", "op", *COLUMNS]), *roof_footnotes(shown)]
 
@@ -141,7 +141,7 @@ def op_table(report: RankReport, limit: int = 8) -> list[str]:
     if ops.is_empty():
         return []
     shown = ops.head(limit)
-    names = [short_name(op or "(no op)", 40) for op in shown["op_name"].to_list()]
+    names = [short_name(op or "(no op)", 40) for op in shown["op"].to_list()]
     rows = _roofline_rows(shown, names, ops["total_ns"].sum())
     return ["  top ops by kernel time (their kernels together):", text_table(rows, ["op", *COLUMNS])]
 

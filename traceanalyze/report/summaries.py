@@ -88,11 +88,11 @@ def window_summary(idle_frames: Sequence[pl.DataFrame]) -> WindowSummary:
     if not frames:
         return WindowSummary(None, None, None, None, 0)
     idle = pl.concat(frames)
-    window, idle_ns = idle["window_ns"].sum(), idle["idle_ns"].sum()
+    window, idle_ns = idle["window_ns"].sum(), idle["gpu_idle_ns"].sum()
     return WindowSummary(
         window_ns=idle["window_ns"].mean(),  # type: ignore[arg-type]
-        busy_ns=idle["busy_ns"].mean(),  # type: ignore[arg-type]
-        idle_ns=idle["idle_ns"].mean(),  # type: ignore[arg-type]
+        busy_ns=idle["gpu_busy_ns"].mean(),  # type: ignore[arg-type]
+        idle_ns=idle["gpu_idle_ns"].mean(),  # type: ignore[arg-type]
         idle_fraction=idle_ns / window if window else 0.0,
         device_windows=idle.height,
     )

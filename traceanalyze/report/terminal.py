@@ -52,7 +52,7 @@ def _idle_line(report: RankReport, window: str) -> list[str]:
         lines.append(
             f"  device {row['device']} ({row['name'] or 'unnamed'}): GPU idle {format_percent(row['idle_fraction'])} "
             f"of a {format_duration_ns(row['window_ns'])} window ({label}) "
-            f"(busy {format_duration_ns(row['busy_ns'])}, idle {format_duration_ns(row['idle_ns'])}, "
+            f"(busy {format_duration_ns(row['gpu_busy_ns'])}, idle {format_duration_ns(row['gpu_idle_ns'])}, "
             f"{plural(row['gpu_ops'], 'GPU op')})"
         )
     return lines
@@ -136,7 +136,7 @@ def _small_kernel_lines(report: RankReport, min_run: int) -> list[str]:
 
 def _step_table(steps: pl.DataFrame) -> str:
     rows = [[r["step"], r["device"], format_duration_ns(r["cpu_duration_ns"]), format_duration_ns(r["window_ns"]),
-             format_duration_ns(r["busy_ns"]), format_percent(r["idle_fraction"]), r["gpu_ops"]]
+             format_duration_ns(r["gpu_busy_ns"]), format_percent(r["idle_fraction"]), r["gpu_ops"]]
             for r in steps.iter_rows(named=True)]
     return text_table(rows, ["step", "device", "CPU step", "GPU window", "GPU busy", "idle", "GPU ops"])
 

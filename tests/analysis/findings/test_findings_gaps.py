@@ -106,7 +106,7 @@ def test_kernels_longer_than_their_launch_make_no_launch_bound_finding(tmp_path)
 
 def steps(idle_us: list[float]) -> pl.DataFrame:
     return pl.DataFrame({"rank": [0] * len(idle_us), "device": [0] * len(idle_us), "step": list(range(1, len(idle_us) + 1)),
-                         "idle_ns": [int(v * 1000) for v in idle_us]}, schema_overrides={"rank": pl.Int32, "device": pl.Int32})
+                         "gpu_idle_ns": [int(v * 1000) for v in idle_us]}, schema_overrides={"rank": pl.Int32, "device": pl.Int32})
 
 
 @pytest.mark.parametrize("idle_us, outlier", [

@@ -26,8 +26,8 @@ def outlier_first_steps(steps: pl.DataFrame) -> pl.DataFrame:
     ordered = steps.sort("step")
     per_device = ordered.group_by(["rank", "device"], maintain_order=True).agg(
         pl.col("step").first().alias("step"),
-        pl.col("idle_ns").first().alias("first_idle_ns"),
-        pl.col("idle_ns").slice(1).median().alias("other_idle_ns"),
+        pl.col("gpu_idle_ns").first().alias("first_idle_ns"),
+        pl.col("gpu_idle_ns").slice(1).median().alias("other_idle_ns"),
         pl.len().alias("steps"),
     )
     return per_device.filter(

@@ -12,7 +12,6 @@ from traceanalyze.analysis.findings.finding import Finding, spans_of
 from traceanalyze.analysis.findings.inputs import (
     FindingInputs,
     busy_ns,
-    column,
     format_ns,
     format_share,
     short_kernel_name,
@@ -79,7 +78,7 @@ def fp32_simt_gemm(inputs: FindingInputs) -> list[Finding]:
 def lower_precision(inputs: FindingInputs) -> list[Finding]:
     """Compute-bound tensor-core kernels near their roof: the next lower format this device has."""
     caps = capabilities(inputs.peaks)
-    roof_fraction = column(inputs.roofline, "roof_fraction", "pct_of_peak")
+    roof_fraction = "pct_of_roof"
     rows = inputs.roofline.filter((pl.col("regime") == "compute") & pl.col("tensor_core")
                                   & (pl.col(roof_fraction) >= NEAR_ROOF_FRACTION) & (pl.col("flops") > 0))
     if "tf32_peak_flops_per_s" in rows.columns:

@@ -24,10 +24,16 @@ def enclosing_op(
 
 
 def enclosing_ops(
-    points: pl.DataFrame, cpu_ops: pl.DataFrame, selections: list[tuple[str | None, str | None]]
+    points: pl.DataFrame, cpu_ops: pl.DataFrame, selections: list[tuple[str | None, ...]]
 ) -> list[pl.DataFrame]:
-    """`enclosing_op` for several (category, exclude_name_pattern) selections of the same ops at
-    the same points: the as-of join that finds each point's innermost op runs once."""
+    """`enclosing_op` for several selections of the same ops at the same points: the as-of join
+    that finds each point's innermost op runs once. A selection is `(category,
+    exclude_name_pattern)` or `(category, exclude_name_pattern, name_prefix)`: the deepest op of
+    that category, whose name does not match the pattern and starts with the prefix (None: any).
+
+    Ops nest (the loader's `parent_id`), so every op enclosing a point is an ancestor of the op
+    that started last before it on its thread: the walk from that op up its parents meets the
+    deepest accepted op enclosing the point first, whatever the selection."""
     ops = cpu_ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
     located = (
         points.select("point_id", "rank", "pid", "tid", "time_ns")
@@ -45,8 +51,8 @@ def enclosing_ops(
     )
     _native = compiled()
     found = []
-    for category, exclude_name_pattern in selections:
-        matches = ops.with_columns(ok=_accepts(category, exclude_name_pattern)).select("op_id", "end_ns", "parent_id", "ok")
+    for category, exclude_name_pattern, *prefix in selections:
+        matches = ops.with_columns(ok=_accepts(category, exclude_name_pattern, *prefix)).select("op_id", "end_ns", "parent_id", "ok")
         if _native is not None and located.height >= NATIVE_MIN_POINTS:
             found_all = _walk_native(_native, located, matches)
         else:
@@ -130,8 +136,10 @@ def by_op_id(table: pl.DataFrame, key: str):
     return lookup
 
 
-def _accepts(category: str | None, exclude_name_pattern: str | None) -> pl.Expr:
+def _accepts(category: str | None, exclude_name_pattern: str | None, name_prefix: str | None = None) -> pl.Expr:
     condition = pl.lit(True)
+    if name_prefix is not None:
+        condition = condition & pl.col("name").str.starts_with(name_prefix)
     if category is not None:
         condition = condition & (pl.col("category") == category)
     if exclude_name_pattern is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.cpu_context import by_op_id, enclosing_op, enclosing_ops
+from traceanalyze.analysis.cpu_context import enclosing_ops
 from traceanalyze.model import Trace, linked_gpu
 
 
@@ -26,14 +26,22 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
         pl.col("launch_start_ns").alias("time_ns"),
     )
     ops = trace.cpu_ops
-    # the columns `enclosing_op` reads: the shape columns are heavy to filter and gather
-    tree = ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
-    aten = enclosing_op(points, tree.filter(pl.col("name").str.starts_with("aten::")).pipe(_reparent, tree), category="cpu_op")
-    any_op, annotation = enclosing_ops(points, ops, [("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
+    aten, any_op, annotation = enclosing_ops(
+        points, ops, [("cpu_op", None, "aten::"), ("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
+    # the op whose External id the launch carries, only for launches that no op encloses
+    unenclosed = (
+        aten.join(any_op, on="point_id", how="left", suffix="_any")
+        .filter(pl.col("op_id").is_null() & pl.col("op_id_any").is_null())
+        .select(pl.col("point_id").alias("gpu_op_id"))
+        .join(linked.select("gpu_op_id", "rank", "launch_external_id"), on="gpu_op_id", how="inner")
+        .drop_nulls("launch_external_id")
+    )
     by_external = (
-        linked.filter(pl.col("launch_external_id").is_not_null())
-        .join(
-            ops.filter(pl.col("category") == "cpu_op").select("rank", pl.col("external_id").alias("launch_external_id"), pl.col("op_id").alias("external_op_id")).unique(["rank", "launch_external_id"]),
+        unenclosed.join(
+            ops.filter((pl.col("category") == "cpu_op")
+                       & pl.col("external_id").is_in(unenclosed["launch_external_id"].unique().implode()))
+            .select("rank", pl.col("external_id").alias("launch_external_id"), pl.col("op_id").alias("external_op_id"))
+            .unique(["rank", "launch_external_id"], keep="first", maintain_order=True),
             on=["rank", "launch_external_id"],
             how="inner",
         )
@@ -66,25 +74,3 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
         .when(pl.col("op_id").is_null()).then(pl.lit("launched outside any CPU op (e.g. Triton or a custom launcher)"))
         .alias("no_op_reason")
     )
-
-
-def _reparent(aten_ops: pl.DataFrame, all_ops: pl.DataFrame) -> pl.DataFrame:
-    """`aten::` ops with `parent_id` pointing at their nearest `aten::` ancestor, so that the
-    parent walk of `enclosing_op` stays among `aten::` ops."""
-    # the walk runs on (row, candidate) only; the ops' other columns are gathered once at the end
-    parents = all_ops.select(
-        pl.col("op_id").alias("_candidate"), pl.col("parent_id").alias("_next"),
-        pl.col("name").str.starts_with("aten::").alias("_aten"),
-    )
-    lookup = by_op_id(parents, "_candidate")
-    pending = aten_ops.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), pl.col("parent_id").alias("_candidate"))
-    resolved = []
-    while pending.height:
-        step = lookup(pending)
-        resolved.append(step.filter(pl.col("_candidate").is_null() | pl.col("_aten")).select("_row", "_candidate"))
-        pending = step.filter(pl.col("_candidate").is_not_null() & ~pl.col("_aten")).select("_row", pl.col("_next").alias("_candidate"))
-    if not resolved:
-        return aten_ops
-    order = pl.concat(resolved)
-    return aten_ops[order["_row"]].with_columns(order["_candidate"].alias("parent_id")).select(aten_ops.columns)
-

@@ -15,6 +15,7 @@ import polars as pl
 from traceanalyze.analysis.costs.registry import FAMILIES
 from traceanalyze.analysis.costs.tensors import element_size
 from traceanalyze.analysis.idle import DEVICE, Window, windows
+from traceanalyze.analysis.names import starts_with
 from traceanalyze.analysis.intervals import covered_in_windows
 from traceanalyze.model import Trace
 
@@ -193,7 +194,7 @@ def _op_tensors(cpu_ops: pl.DataFrame, op_ids: pl.Series) -> pl.DataFrame:
 def _in_optimizer_step(kernels: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Series:
     """Whether each kernel was launched inside an `Optimizer.step…` span (a user annotation, or a
     `cpu_op` in 2021 traces, which record regions as operators)."""
-    steps = cpu_ops.filter(pl.col("name").str.starts_with("Optimizer.step")).select(
+    steps = cpu_ops.filter(starts_with(cpu_ops["name"], "Optimizer.step")).select(
         pl.col("rank").alias("_rank"), pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"))
     rows = kernels.select(pl.int_range(pl.len()).alias("_row"), "rank", "launch_start_ns")
     inside = rows.join_where(steps, pl.col("launch_start_ns") >= pl.col("_s"), pl.col("launch_start_ns") <= pl.col("_e"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.analysis.names import contains, starts_with
 from traceanalyze.model import Trace
 from traceanalyze.native import compiled, int64_array
 
@@ -33,10 +34,13 @@ def enclosing_ops(
 
     Ops nest (the loader's `parent_id`), so every op enclosing a point is an ancestor of the op
     that started last before it on its thread: the walk from that op up its parents meets the
-    deepest accepted op enclosing the point first, whatever the selection."""
+    deepest accepted op enclosing the point first, whatever the selection.
+
+    Each frame is `point_id, op_id` in the order of `points` (row for row)."""
     ops = cpu_ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
+    # the walk runs on row positions of `points` (as `point_id`): its hits scatter back in place
     located = (
-        points.select("point_id", "rank", "pid", "tid", "time_ns")
+        points.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("point_id"), "rank", "pid", "tid", "time_ns")
         .drop_nulls(["pid", "tid", "time_ns"])
         .sort("time_ns")
         .join_asof(
@@ -50,15 +54,20 @@ def enclosing_ops(
         .select("point_id", "time_ns", pl.col("op_id").alias("candidate"))
     )
     _native = compiled()
+    walk = (_native_walk(_native, located, ops) if _native is not None and located.height >= NATIVE_MIN_POINTS
+            else lambda matches: _walk_vectorised(located, matches))
     found = []
     for category, exclude_name_pattern, *prefix in selections:
-        matches = ops.with_columns(ok=_accepts(category, exclude_name_pattern, *prefix)).select("op_id", "end_ns", "parent_id", "ok")
-        if _native is not None and located.height >= NATIVE_MIN_POINTS:
-            found_all = _walk_native(_native, located, matches)
-        else:
-            found_all = _walk_vectorised(located, matches)
-        found.append(points.select("point_id").join(found_all, on="point_id", how="left"))
+        matches = ops.select("op_id", "end_ns", "parent_id", _accepts(ops, category, exclude_name_pattern, *prefix).alias("ok"))
+        hits = walk(matches)
+        found.append(points.select("point_id").with_columns(in_place(points.height, hits["point_id"], hits["op_id"], "op_id")))
     return found
+
+
+def in_place(length: int, rows: pl.Series, values: pl.Series, name: str) -> pl.Series:
+    """A column of `length` nulls with `values` at positions `rows`."""
+    column = pl.repeat(None, length, dtype=values.dtype, eager=True).alias(name)
+    return column.scatter(rows, values) if rows.len() else column
 
 
 NATIVE_MIN_POINTS = 20_000  # fewer points walk as fast in polars, without importing numpy
@@ -82,12 +91,13 @@ def _walk_vectorised(located: pl.DataFrame, matches: pl.DataFrame) -> pl.DataFra
     return pl.concat(resolved) if resolved else pl.DataFrame(schema={"point_id": pl.Int64, "op_id": pl.Int64})
 
 
-def _walk_native(native, located: pl.DataFrame, matches: pl.DataFrame) -> pl.DataFrame:
+def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame):
     """The same walk, each point up its own chain in one pass of C (`_native.enclose`), over op
-    positions instead of ids."""
+    positions instead of ids → `walk(matches)`: the positions of the candidates and parents are
+    computed once for every selection of the same ops."""
     import numpy as np
 
-    op_ids = matches["op_id"]
+    op_ids = ops["op_id"]
     first = op_ids.min() if op_ids.len() else 0
     dense = op_ids.null_count() == 0 and bool((op_ids.diff().drop_nulls() == 1).all())  # a rank's cpu_ops
     position = None if dense else op_ids.to_frame().with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"))
@@ -99,21 +109,22 @@ def _walk_native(native, located: pl.DataFrame, matches: pl.DataFrame) -> pl.Dat
             found = ids.to_frame("op_id").join(position, on="op_id", how="left", maintain_order="left")["_position"]
         return int64_array(found.fill_null(-1))
 
-    parents = to_position(matches["parent_id"])
+    parents = to_position(ops["parent_id"])
     candidates = to_position(located["candidate"])
-    # accepted: 1, not: 0, unknown: 2; plus 4 where the end is unknown (see `_native.enclose`)
-    ok = matches.select(
-        (pl.col("ok").cast(pl.UInt8).fill_null(2) + pl.col("end_ns").is_null().cast(pl.UInt8) * 4).cast(pl.UInt8)
-    ).to_series()
-    found = np.frombuffer(native.enclose(
-        candidates, int64_array(located["time_ns"]), int64_array(matches["end_ns"].fill_null(0)),
-        parents, np.ascontiguousarray(ok.to_numpy(), dtype=np.uint8),
-    ), dtype=np.int64)
-    hits = pl.Series(found) >= 0
-    return pl.DataFrame({
-        "point_id": located["point_id"].filter(hits),
-        "op_id": matches["op_id"].gather(pl.Series(found).filter(hits)),
-    })
+    times = int64_array(located["time_ns"])
+    ends = int64_array(ops["end_ns"].fill_null(0))
+    end_unknown = ops["end_ns"].is_null().cast(pl.UInt8) * 4
+
+    def walk(matches: pl.DataFrame) -> pl.DataFrame:
+        # accepted: 1, not: 0, unknown: 2; plus 4 where the end is unknown (see `_native.enclose`)
+        ok = (matches["ok"].cast(pl.UInt8).fill_null(2) + end_unknown).cast(pl.UInt8)
+        found = pl.Series(np.frombuffer(native.enclose(
+            candidates, times, ends, parents, np.ascontiguousarray(ok.to_numpy(), dtype=np.uint8),
+        ), dtype=np.int64))
+        hits = found >= 0
+        return pl.DataFrame({"point_id": located["point_id"].filter(hits), "op_id": op_ids.gather(found.filter(hits))})
+
+    return walk
 
 
 def by_op_id(table: pl.DataFrame, key: str):
@@ -127,7 +138,7 @@ def by_op_id(table: pl.DataFrame, key: str):
 
     def lookup(frame: pl.DataFrame) -> pl.DataFrame:
         if not dense:
-            return frame.join(table, on=key, how="left")
+            return frame.join(table, on=key, how="left", maintain_order="left")
         position = frame[key] - first
         inside = (position >= 0) & (position < ids.len())
         index = pl.select(pl.when(inside).then(position)).to_series()
@@ -136,43 +147,42 @@ def by_op_id(table: pl.DataFrame, key: str):
     return lookup
 
 
-def _accepts(category: str | None, exclude_name_pattern: str | None, name_prefix: str | None = None) -> pl.Expr:
+def _accepts(ops: pl.DataFrame, category: str | None, exclude_name_pattern: str | None,
+             name_prefix: str | None = None) -> pl.Expr:
     condition = pl.lit(True)
     if name_prefix is not None:
-        condition = condition & pl.col("name").str.starts_with(name_prefix)
+        condition = condition & pl.lit(starts_with(ops["name"], name_prefix))
     if category is not None:
         condition = condition & (pl.col("category") == category)
     if exclude_name_pattern is not None:
-        condition = condition & ~pl.col("name").str.contains(exclude_name_pattern)
+        condition = condition & ~pl.lit(contains(ops["name"], exclude_name_pattern))
     return condition
 
 
 def step_at(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     """The ProfilerStep number whose CPU span holds each point's time (any thread) →
-    `point_id, step`."""
+    `point_id, step`, in the order of `points`."""
     steps = trace.steps.select("rank", "step", "start_ns", "end_ns").sort("start_ns")
-    return (
-        points.select("point_id", "rank", "time_ns")
+    found = (
+        points.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "rank", "time_ns")
         .drop_nulls("time_ns")
         .sort("time_ns")
         .join_asof(steps, left_on="time_ns", right_on="start_ns", by="rank", strategy="backward", check_sortedness=False)
-        .select("point_id", pl.when(pl.col("end_ns") > pl.col("time_ns")).then(pl.col("step")).alias("step"))
-        .pipe(lambda found: points.select("point_id").join(found, on="point_id", how="left"))
+        .filter(pl.col("end_ns") > pl.col("time_ns"))
     )
+    return points.select("point_id").with_columns(in_place(points.height, found["_row"], found["step"], "step"))
 
 
 def cpu_context(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     """For each point (`point_id, rank, pid, tid, time_ns`): the deepest `cpu_op` running on that
     thread, the innermost user annotation other than a ProfilerStep, and the step →
     `point_id, cpu_op, cpu_op_id, annotation, step`."""
-    names = trace.cpu_ops.select("op_id", "name")
+    with_name = by_op_id(trace.cpu_ops.select("op_id", "name"), "op_id")
     op, annotation = (
-        found.join(names, on="op_id", how="left")
+        with_name(found)
         for found in enclosing_ops(points, trace.cpu_ops, [("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
     )
-    return (
-        points.select("point_id")
-        .join(op.select("point_id", pl.col("name").alias("cpu_op"), pl.col("op_id").alias("cpu_op_id")), on="point_id", how="left")
-        .join(annotation.select("point_id", pl.col("name").alias("annotation")), on="point_id", how="left")
-        .join(step_at(points, trace), on="point_id", how="left")
-    )
+    return pl.DataFrame({  # every part is in the order of `points`
+        "point_id": points["point_id"], "cpu_op": op["name"], "cpu_op_id": op["op_id"],
+        "annotation": annotation["name"], "step": step_at(points, trace)["step"],
+    })

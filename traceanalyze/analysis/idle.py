@@ -12,7 +12,8 @@ from typing import Literal
 import polars as pl
 
 from traceanalyze.analysis.cpu_context import cpu_context
-from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, union_intervals
+from traceanalyze.analysis.names import contains
+from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, covered_in_windows, union_intervals
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace, linked_gpu
 
@@ -179,9 +180,9 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         .otherwise(pl.col("start_ns"))
         .alias("time_ns"),
     )
-    context = cpu_context(points, trace).rename({"point_id": "gap_id"})
+    context = cpu_context(points, trace).drop("point_id")  # in the order of `gaps`
     return (
-        gaps.join(context, on="gap_id", how="left")
+        gaps.hstack(context)
         .with_columns(
             ((pl.col("duration_ns") / (pl.col("window_end_ns") - pl.col("window_start_ns")))).alias("share_of_window")
         )
@@ -201,7 +202,7 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
       host thread: one launched after that thread's previous launch.
 
     False for orphans (no launch)."""
-    calls = trace.runtime.filter(pl.col("name").str.contains(STREAM_WAIT)).select("rank", "pid", "tid", "correlation", "start_ns")
+    calls = trace.runtime.filter(contains(trace.runtime["name"], STREAM_WAIT)).select("rank", "pid", "tid", "correlation", "start_ns")
     records = trace.sync.filter(pl.col("name") == STREAM_WAIT_SYNC).select(
         "rank", "device", "stream", "correlation", pl.col("start_ns").alias("record_ns"))
     if calls.is_empty() and records.is_empty():
@@ -332,27 +333,10 @@ def step_breakdown(trace: Trace) -> pl.DataFrame:
         )
         .with_columns(pl.max_horizontal("window_end_ns", "window_start_ns").alias("window_end_ns"))
     )
-    keyed = per_step.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_window"))
-    bounds = keyed.select("_window", *DEVICE, "window_start_ns", "window_end_ns")
-    busy = (
-        gpu_activity(trace)
-        .join_where(
-            bounds.rename({"rank": "_rank", "device": "_device"}),
-            pl.col("start_ns") < pl.col("window_end_ns"),
-            pl.col("end_ns") > pl.col("window_start_ns"),
-        )
-        .filter((pl.col("rank") == pl.col("_rank")) & (pl.col("device") == pl.col("_device")))
-        .group_by("_window")
-        .agg(
-            (pl.min_horizontal("end_ns", "window_end_ns") - pl.max_horizontal("start_ns", "window_start_ns"))
-            .sum()
-            .alias("busy_ns")
-        )
-    )
+    keyed = per_step.with_columns(covered_in_windows(trace.gpu, per_step, DEVICE).alias("busy_ns"))
     return (
         with_idle(
-            keyed.join(busy, on="_window", how="left")
-            .join(steps.select("rank", "step", "cpu_duration_ns"), on=["rank", "step"], how="left")
+            keyed.join(steps.select("rank", "step", "cpu_duration_ns"), on=["rank", "step"], how="left")
         )
         .rename({"busy_ns": "gpu_busy_ns", "idle_ns": "gpu_idle_ns"})
         .select(list(schema))

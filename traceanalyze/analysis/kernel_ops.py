@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.cpu_context import enclosing_ops
+from traceanalyze.analysis.cpu_context import by_op_id, enclosing_ops
 from traceanalyze.model import Trace, linked_gpu
 
 
@@ -47,13 +47,13 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
         )
         .select(pl.col("gpu_op_id").alias("point_id"), "external_op_id")
     )
-    names = ops.select("op_id", "name")
+    with_name = by_op_id(ops.select("op_id", "name"), "op_id")
     chosen = (
         points.select("point_id")
         .join(aten.rename({"op_id": "aten_op_id"}), on="point_id", how="left")
         .join(any_op.rename({"op_id": "any_op_id"}), on="point_id", how="left")
         .join(by_external, on="point_id", how="left")
-        .join(annotation.join(names, on="op_id", how="left").select("point_id", pl.col("name").alias("annotation")), on="point_id", how="left")
+        .join(with_name(annotation).select("point_id", pl.col("name").alias("annotation")), on="point_id", how="left")
         .with_columns(
             pl.coalesce("aten_op_id", "any_op_id", "external_op_id").alias("op_id"),
             pl.when(pl.col("aten_op_id").is_not_null()).then(pl.lit("aten"))
@@ -61,7 +61,7 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
             .when(pl.col("external_op_id").is_not_null()).then(pl.lit("external_id"))
             .alias("op_source"),
         )
-        .join(names, on="op_id", how="left")
+        .pipe(with_name)
         .select(pl.col("point_id").alias("gpu_op_id"), "op_id", pl.col("name").alias("op_name"), "op_source", "annotation")
     )
     graph_replay = pl.col("launch_kind") == "graph_launch"

@@ -20,6 +20,7 @@ from traceanalyze.analysis.costs.table import op_costs
 from traceanalyze.analysis.cpu_context import by_op_id
 from traceanalyze.analysis.device_match import device_file_mismatches, matched_devices
 from traceanalyze.analysis.kernel_ops import kernel_ops
+from traceanalyze.analysis.names import contains, starts_with
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
 
@@ -147,7 +148,7 @@ def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
     share of its op's FLOPs it carries: 0 for a helper; for the others their duration over the
     op's non-helper kernel time (evenly when that is 0). Bytes keep `share` (all kernels)."""
     kernel = (pl.col("kind") == "kernel") & pl.col("cost_op_id").is_not_null()
-    named = pl.col("name").str.contains(HELPER_KERNEL) & kernel & (pl.col("op_flops").fill_null(0) > 0)
+    named = pl.lit(contains(frame["name"], HELPER_KERNEL)) & kernel & (pl.col("op_flops").fill_null(0) > 0)
     main = kernel & ~named
     frame = frame.with_columns(named.alias("helper_kernel"), main.alias("_main"))
     per_op = frame.group_by("cost_op_id").agg(
@@ -184,7 +185,7 @@ def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -
         return pl.DataFrame(schema=schema), costs
     # walks up the op tree, a step for all ops at once (a gather by op id, not a dict per op)
     tree = cpu_ops.select(pl.col("op_id").alias("_node"), "parent_id",
-                          pl.col("name").str.starts_with("aten::").fill_null(False).alias("_aten"))
+                          pl.lit(starts_with(cpu_ops["name"], "aten::")).fill_null(False).alias("_aten"))
     up = by_op_id(tree, "_node")
 
     def parents(frame: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -294,9 +295,9 @@ def _roof(frame: pl.DataFrame) -> pl.DataFrame:
     """Which roof each GPU op's `pct_of_roof` is against → `roof` ("BF16 TC", "HBM", "PCIe Gen4
     x16") and `no_roof_reason` where there is none. Host↔device copies are judged against the
     host link, not device memory: `peak_bytes_per_s` is the link's for them."""
-    regime, name = pl.col("regime"), pl.col("name")
-    host = (pl.col("kind") == "memcpy") & name.str.contains(HOST_COPY)
-    peer = (pl.col("kind") == "memcpy") & name.str.contains(PEER_COPY)
+    regime = pl.col("regime")
+    host = (pl.col("kind") == "memcpy") & pl.lit(contains(frame["name"], HOST_COPY))
+    peer = (pl.col("kind") == "memcpy") & pl.lit(contains(frame["name"], PEER_COPY))
     return frame.with_columns(
         pl.when(host).then(pl.col("host_link_bytes_per_s")).when(peer).then(None)
         .otherwise(pl.col("peak_bytes_per_s")).alias("peak_bytes_per_s"),

@@ -1,55 +1,167 @@
-"""Imports go one way (cli → report → analysis → model ← load), and the report path never imports
-torch or HTA."""
+"""Imports go one way, down the layer table below (lazy imports inside functions included,
+relative imports resolved); no circle between modules; no private (`_name`) name used across
+modules; and the report path never imports torch or HTA. The rules are plain functions
+(tests/import_rules.py), checked here on the real package and on tiny made-up packages that break
+each rule once. docs/architecture.md draws the same picture."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from import_rules import check_package, import_graph, package_modules
+
 PACKAGE = Path(__file__).resolve().parents[1] / "traceanalyze"
+EXTENSIONS = ("traceanalyze._native",)  # compiled (setup.py): no .py source
 
-# module prefix → package prefixes it must not import
-FORBIDDEN = {
-    "traceanalyze.load": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli"),
-    "traceanalyze.analysis": ("traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
-    "traceanalyze.report": ("traceanalyze.cli", "traceanalyze.gate", "traceanalyze.diff", "traceanalyze.jobs",
-                            "traceanalyze.api"),
-    "traceanalyze.gate": ("traceanalyze.cli", "traceanalyze.diff"),
-    "traceanalyze.diff": ("traceanalyze.cli",),
-    "traceanalyze.jobs": ("traceanalyze.cli", "traceanalyze.api", "traceanalyze.gate", "traceanalyze.diff"),
-    "traceanalyze.model": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.cli", "traceanalyze.load"),
-    "traceanalyze.errors": ("traceanalyze.",),
-    # leaves that every layer may use: they import no other module of the package
-    "traceanalyze.native": ("traceanalyze.",),
-    "traceanalyze.allocator": ("traceanalyze.",),
-    "traceanalyze.report.escape": ("traceanalyze.",),
-    "traceanalyze.output": ("traceanalyze.analysis", "traceanalyze.report", "traceanalyze.load", "traceanalyze.cli"),
-    "traceanalyze.calibrate": ("traceanalyze.cli",),
-    "traceanalyze.calibrate.fit": ("traceanalyze.capture", "traceanalyze.report", "traceanalyze.cli"),
-}
+# Lowest first. A module belongs to the group of its longest prefix; it may import its own group and
+# any group of a lower tier; the groups of one tier are independent (none imports another).
+LAYERS = [
+    # leaves: import nothing of the package
+    ("traceanalyze._native", "traceanalyze.errors", "traceanalyze.allocator", "traceanalyze.version"),
+    # what every stage may use: the compiled helpers' wrapper, the trace field table, atomic writes
+    ("traceanalyze.native", "traceanalyze.fields", "traceanalyze.output"),
+    ("traceanalyze.model",),  # the Trace: frozen polars frames, their schemas, the launch join
+    ("traceanalyze.analysis.costs",),  # FLOP/byte models by op name: no trace, no other analysis
+    # the stages that make or read a Trace, independent of each other: capture writes a trace file,
+    # load decodes one, the analyses compute frames from a Trace (none loads a file)
+    ("traceanalyze.capture", "traceanalyze.load", "traceanalyze.analysis"),
+    ("traceanalyze.analysis.findings",),  # diagnoses from the analyses' frames
+    # the report: formatting pieces that know no report; summaries and the verdict; the report
+    # model; the renderers (every other report module); the format table
+    (("traceanalyze.report.schema", "traceanalyze.report.units", "traceanalyze.report.escape",
+      "traceanalyze.report.text_table", "traceanalyze.report.md", "traceanalyze.report.notes",
+      "traceanalyze.report.blocks", "traceanalyze.report.html_text", "traceanalyze.report.svg",
+      "traceanalyze.report.plots"),),
+    (("traceanalyze.report.summaries", "traceanalyze.report.verdict"),),
+    ("traceanalyze.report.model",),
+    ("traceanalyze.report",),
+    ("traceanalyze.report.formats",),
+    # commands built on reports, independent of each other: the multi-rank map/reduce, the CI gate,
+    # the roofline calibration
+    ("traceanalyze.jobs", "traceanalyze.gate", "traceanalyze.calibrate"),
+    ("traceanalyze.diff",),  # compares two saved reports with the gate's metrics
+    ("traceanalyze.api",),  # analyze(): load, analyse, report, rank files mapped by jobs
+    ("traceanalyze",),  # the public facade (traceanalyze/__init__.py)
+    ("traceanalyze.cli",),
+    ("traceanalyze.__main__",),
+]
 
 
-def imports_of(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
+def test_every_module_is_in_the_layer_table_and_imports_only_downward():
+    problems = check_package(PACKAGE, LAYERS, EXTENSIONS)["layers"]
+    assert not problems, "\n".join(problems)
 
 
-def test_imports_flow_one_way():
-    problems = []
-    for path in PACKAGE.rglob("*.py"):
-        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-        for prefix, forbidden in FORBIDDEN.items():
-            if module == prefix or module.startswith(prefix + "."):
-                problems += [f"{module} imports {name}" for name in imports_of(path) if name.startswith(forbidden)]
-    assert not problems
+def test_no_import_circle_between_modules():
+    circles = check_package(PACKAGE, LAYERS, EXTENSIONS)["circles"]
+    assert not circles, circles
+
+
+def test_no_private_name_is_used_across_modules():
+    problems = check_package(PACKAGE, LAYERS, EXTENSIONS)["private"]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_layer_table_names_only_real_modules():
+    modules = package_modules(PACKAGE, EXTENSIONS)
+    named = [prefix for tier in LAYERS for group in tier for prefix in ((group,) if isinstance(group, str) else group)]
+    assert len(named) == len(set(named))
+    assert [prefix for prefix in named if prefix not in modules] == []
+
+
+def test_the_checker_sees_every_package_and_lazy_imports():
+    """gate, diff, capture, calibrate, jobs, health, findings... are all scanned, and an import
+    inside a function (api.analyze's jobs import, the facade's lazy imports) is an edge."""
+    modules = package_modules(PACKAGE, EXTENSIONS)
+    for package in ("gate", "diff", "capture", "calibrate", "jobs", "analysis.health", "analysis.findings",
+                    "report", "load", "output", "api", "cli", "model", "errors"):
+        assert f"traceanalyze.{package}" in modules
+    graph, _ = import_graph(modules)
+    assert "traceanalyze.api" in {edge.target for edge in graph["traceanalyze"]}  # `analyze`: a lazy import
+
+
+MAX_MODULE_LINES = 600  # small modules with one job (the C sources aside)
+
+
+def test_no_module_is_over_600_lines():
+    long = {str(path.relative_to(PACKAGE.parent)): lines for path in PACKAGE.rglob("*.py")
+            if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+# -- the checker on made-up packages: each rule broken once is reported --------------------------
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "pkg"
+    for name, text in {"__init__.py": "", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+FAKE_LAYERS = [("pkg.low",), ("pkg.mid", "pkg.side"), ("pkg.high",), ("pkg",)]
+
+
+def test_checker_reports_a_clean_package_as_clean(tmp_path):
+    root = _package(tmp_path, {"low.py": "X = 1\n", "mid.py": "from pkg.low import X\n",
+                               "side.py": "import pkg.low\n", "high.py": "from pkg import mid, side\n"})
+    assert check_package(root, FAKE_LAYERS) == {"layers": [], "circles": [], "private": []}
+
+
+def test_checker_reports_a_circle_even_through_a_lazy_import(tmp_path):
+    root = _package(tmp_path, {"low.py": "", "side.py": "", "high.py": "",
+                               "mid/__init__.py": "from pkg.mid import a\n",
+                               "mid/a.py": "from pkg.mid import b\n",
+                               "mid/b.py": "def f():\n    from pkg.mid.a import g\n    return g\n"})
+    assert check_package(root, FAKE_LAYERS)["circles"] == [["pkg.mid.a", "pkg.mid.b"]]
+
+
+def test_checker_reports_an_upward_import_relative_and_lazy(tmp_path):
+    root = _package(tmp_path, {"low.py": "def f():\n    from .high import H\n    return H\n",
+                               "mid.py": "", "side.py": "", "high.py": "H = 1\n"})
+    problems = check_package(root, FAKE_LAYERS)["layers"]
+    assert len(problems) == 1 and problems[0].startswith("pkg.low:2 imports pkg.high (upward")
+
+
+def test_checker_reports_a_sideways_import_and_an_unlisted_module(tmp_path):
+    root = _package(tmp_path, {"low.py": "", "high.py": "", "side.py": "", "mid.py": "from . import side\n",
+                               "extra.py": ""})
+    problems = check_package(root, FAKE_LAYERS)["layers"]
+    assert sorted(problems) == ["pkg.extra is in no layer of the table",
+                                "pkg.mid:1 imports pkg.side (sideways: pkg.mid and pkg.side are independent)"]
+
+
+@pytest.mark.parametrize("code", [
+    "from pkg.low import _helper\n",
+    "from pkg import low\nlow._helper()\n",
+    "import pkg.low as low_module\nlow_module._helper()\n",
+    "import pkg.low\npkg.low._helper()\n",
+    "from pkg.low import Thing\nThing._private()\n",
+    "def f():\n    from ..low import _helper\n",  # resolved against the importer's package
+    "from .._low_private import X\n",  # a private module of another package
+    "from pkg import _low_private\n",
+])
+def test_checker_reports_a_private_name_used_across_modules(tmp_path, code):
+    root = _package(tmp_path, {"low.py": "def _helper():\n    pass\nclass Thing:\n    pass\n",
+                               "_low_private.py": "X = 1\n", "mid.py": "", "side.py": "",
+                               "high.py": "", "sub/__init__.py": "", "sub/user.py": code})
+    layers = [("pkg.low", "pkg._low_private"), ("pkg.mid", "pkg.side"), ("pkg.high", "pkg.sub"), ("pkg",)]
+    private = check_package(root, layers)["private"]
+    assert len(private) == 1 and private[0].startswith("pkg.sub.user:"), private
+
+
+def test_checker_allows_private_names_inside_a_module_and_a_private_module_in_its_package(tmp_path):
+    root = _package(tmp_path, {"low.py": "from pkg import _ext\ndef _helper():\n    return _ext.run()\n_helper()\n",
+                               "mid.py": "from collections import namedtuple\nfrom pkg.low import P\nP._replace\n",
+                               "side.py": "", "high.py": ""})
+    (root / "low.py").write_text((root / "low.py").read_text() + "from collections import namedtuple\nP = namedtuple('P', 'a')\n")
+    layers = [("pkg._ext",), *FAKE_LAYERS]
+    assert check_package(root, layers, extension_modules=("pkg._ext",)) == {"layers": [], "circles": [], "private": []}
 
 
 def test_report_path_imports_neither_torch_nor_hta(tmp_path):
@@ -65,66 +177,9 @@ def test_report_path_imports_neither_torch_nor_hta(tmp_path):
 
 
 def test_op_costs_are_a_leaf_of_the_analysis_layer():
-    """analysis/costs imports no other analysis module: the roofline and the attribution read it."""
-    costs = PACKAGE / "analysis" / "costs"
-    problems = [f"{path.name} imports {name}" for path in costs.glob("*.py") for name in imports_of(path)
-                if name.startswith("traceanalyze.") and not name.startswith("traceanalyze.analysis.costs")]
+    """analysis/costs imports no other module of the package: the roofline and the attribution read it."""
+    graph, _ = import_graph(package_modules(PACKAGE, EXTENSIONS))
+    problems = [f"{module} imports {edge.target}" for module, edges in graph.items()
+                if module.startswith("traceanalyze.analysis.costs") for edge in edges
+                if not edge.target.startswith("traceanalyze.analysis.costs")]
     assert not problems
-
-
-def _is_module(name: str) -> bool:
-    path = PACKAGE.parent.joinpath(*name.split("."))
-    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
-
-
-def _module_imports(module_prefix: str) -> dict[str, set[str]]:
-    """module → the modules of the package it imports (top-level and lazy imports alike; `from
-    package import name` imports `package.name` when that is a module, else `package`)."""
-    graph: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-        if not module.startswith(module_prefix):
-            continue
-        targets = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                names = [f"{node.module}.{alias.name}" for alias in node.names]
-                submodules = [n for n in names if _is_module(n)]
-                targets.update(submodules)
-                if len(submodules) < len(names):  # a name defined in the module itself
-                    targets.add(node.module)
-            elif isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
-        graph[module] = targets
-    return {module: {t for t in targets if t in graph and t != module} for module, targets in graph.items()}
-
-
-def test_the_loader_has_no_import_circle():
-    """load/__init__ → files → decode → columnar/fast → raw → chunk → shapes → convert: each
-    module imports only downward (lazy imports included), so any module can be read alone."""
-    graph = _module_imports("traceanalyze.load")
-    assert "traceanalyze.load.files" in graph
-    circles = []
-
-    def visit(module: str, path: list[str]) -> None:
-        for target in graph[module]:
-            if target in path:
-                circles.append(" -> ".join(path[path.index(target):] + [target]))
-            elif len(path) < len(graph):
-                visit(target, path + [target])
-
-    for module in graph:
-        visit(module, [module])
-    assert not circles, circles[:5]
-
-
-def test_the_loader_imports_no_private_name_of_another_module():
-    problems = []
-    for path in (PACKAGE / "load").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("traceanalyze"):
-                problems += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-                if isinstance(node.value, ast.Name) and node.value.id in ("chunk", "conversions", "convert", "fast", "raw", "shapes"):
-                    problems.append(f"{path.name}: {node.value.id}.{node.attr}")
-    assert not problems, problems

@@ -5,8 +5,7 @@ Importing the package changes nothing in the process (no allocator setting: the 
 its own, `traceanalyze.allocator`); `load_trace` and `Trace` are imported when first used."""
 
 from traceanalyze.errors import TraceAnalyzeError, TraceFormatError
-
-__version__ = "0.1.0"
+from traceanalyze.version import __version__  # noqa: F401  (re-exported: traceanalyze.__version__)
 
 __all__ = ["analyze", "load_trace", "render", "Trace", "TraceAnalyzeError", "TraceFormatError"]
 

@@ -38,7 +38,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from traceanalyze import __version__
+        from traceanalyze.version import __version__
 
         typer.echo(f"traceanalyze {__version__}")
         raise typer.Exit()

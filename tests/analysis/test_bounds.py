@@ -12,7 +12,8 @@ import traceanalyze
 from traceanalyze.analysis import attribution, roofline
 from traceanalyze.analysis.devices import device_peaks
 from traceanalyze.report.jsonout import report_to_dict
-from traceanalyze.report.roofline_text import kernel_table, roof_fraction_cell
+from traceanalyze.report.roofline_text import kernel_table
+from traceanalyze.report.wording import roof_fraction_cell
 
 A100 = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
 BF16, F32 = "c10::BFloat16", "float"

@@ -4,10 +4,7 @@ and `report.html` write them). Plain data: no rendering, no computing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
-
-if TYPE_CHECKING:
-    from traceanalyze.report.model import RankReport
+from typing import Any, Union
 
 
 @dataclass(frozen=True)
@@ -76,7 +73,7 @@ class Chart:
     `job-timeline`, `job-collectives` (report.html_job)."""
 
     kind: str
-    rank: RankReport | None = None
+    rank: Any = None  # a report.model.RankReport (not imported: the blocks sit below the report model)
 
 
 @dataclass(frozen=True, eq=False)

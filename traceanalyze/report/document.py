@@ -12,14 +12,13 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
-from traceanalyze import __version__
+from traceanalyze.version import __version__
 from traceanalyze.report.document_job import job_blocks
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.terminal import CAUSE_HINTS, cpu_name
-from traceanalyze.report.roofline_text import coverage_sentence, peak_figures, roof_fraction_cell, roof_footnotes
+from traceanalyze.report.wording import CAUSE_HINTS, coverage_sentence, cpu_name, peak_figures, roof_fraction_cell, roof_footnotes
 from traceanalyze.report.summaries import Summary
-from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.report.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
 
 LATENCY_LABELS = {
     "launch_to_start_ns": "launch → start",

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze import __version__
+from traceanalyze.version import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.html_job import CHARTS as JOB_CHARTS
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report import plots
-from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
+from traceanalyze.report.blocks import Block, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
 from traceanalyze.report.document import KERNEL_LIMIT, document
-from traceanalyze.report.html_text import esc, inline_html
-from traceanalyze.report.model import RankReport, Report, ReportOptions
+from traceanalyze.report.html_text import esc, inline_html, text_block_html
+from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, short_name
 from traceanalyze.report.verdict import verdict_blocks
 
@@ -121,14 +121,9 @@ def _figures(block: Figures) -> str:
 
 
 def _block(block: Block, report: Report) -> str:
-    if isinstance(block, Heading):
-        if block.level == 1:
-            return ""  # the page header holds the title
-        return f'<h{block.level} id="{esc(block.anchor)}">{esc(block.text)}</h{block.level}>'
-    if isinstance(block, Paragraph):
-        return f'<p class="note">{inline_html(block.parts)}</p>' if block.note else f"<p>{inline_html(block.parts)}</p>"
-    if isinstance(block, BulletList):
-        return "<ul>" + "".join(f"<li>{inline_html(item)}</li>" for item in block.items) + "</ul>"
+    text = text_block_html(block)
+    if text is not None:
+        return text
     if isinstance(block, Table):
         return _table(block)
     if isinstance(block, Figures):
@@ -152,18 +147,6 @@ def _toc(blocks: list[Block]) -> str:
     return f'<nav class="toc">{"".join(links)}</nav>' if links else ""
 
 
-def verdict_html(report: Report) -> str:
-    """The verdict alone as an HTML fragment (Jupyter's `_repr_html_` of a `Report`)."""
-    return "\n".join(_block(b, report) for b in verdict_blocks(report))
-
-
-def rank_verdict_html(rank: RankReport) -> str:
-    """One rank's verdict as an HTML fragment (Jupyter's `_repr_html_` of a `RankReport`)."""
-    single = Report(source=rank.source, options=ReportOptions(), ranks=(rank,), latency_stats=rank.latency_stats,
-                    kernels=rank.kernels, ops=rank.ops, summary=rank.summary)
-    return verdict_html(single)
-
-
 def render_html(report: Report) -> str:
     """The whole report as one HTML document (a string), charts inline.
 
@@ -173,7 +156,7 @@ def render_html(report: Report) -> str:
     """
     blocks = document(report)
     # blocks[1] is the source line; the header shows it
-    body = "\n".join(_block(b, report) for b in [*verdict_blocks(report), *blocks[2:]])
+    body = "\n".join(_block(b, report) for b in [*verdict_blocks(report.verdict()), *blocks[2:]])
     name = report.source.name or str(report.source)
     meta = inline_html(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
     return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?", f'<div class="meta">{meta}</div>\n{_toc(blocks)}', body)

@@ -9,7 +9,7 @@ import polars as pl
 from traceanalyze.report import plots
 from traceanalyze.report.jsonjob import listed_collectives
 from traceanalyze.report.model import Report
-from traceanalyze.report.svg import GRID, INK, MUTED, WIDTH, contrast_ink, svg_document, text_element, tooltip, coord
+from traceanalyze.report.svg import GRID, MUTED, WIDTH, contrast_ink, svg_document, text_element, tooltip, coord
 from traceanalyze.report.units import format_duration_ns, format_percent
 
 JOB_COLOURS = {"wait": "#CC3311", "transfer": "#009988"}

@@ -1,10 +1,11 @@
 """HTML text every HTML writer of the package uses (the HTML report, the HTML diff, the SVG charts,
-the `<details>` summary of the Markdown report): escaping, and inline parts as HTML."""
+the `<details>` summary of the Markdown report, Jupyter's verdict): escaping, inline parts and the
+text blocks (headings, paragraphs, bullet lists) as HTML."""
 
 from __future__ import annotations
 
 from traceanalyze.report import escape
-from traceanalyze.report.blocks import Code, Inline, Strong
+from traceanalyze.report.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
 
 
 def esc(text: object) -> str:
@@ -24,3 +25,17 @@ def inline_html(parts: tuple[Inline, ...]) -> str:
         else:
             out.append(esc(part))
     return "".join(out)
+
+
+def text_block_html(block: Block) -> str | None:
+    """A heading, paragraph or bullet list as HTML (a level-1 heading as nothing: the page header
+    holds the title); None for the other blocks (tables, figures, charts, groups: `report.html`)."""
+    if isinstance(block, Heading):
+        if block.level == 1:
+            return ""
+        return f'<h{block.level} id="{esc(block.anchor)}">{esc(block.text)}</h{block.level}>'
+    if isinstance(block, Paragraph):
+        return f'<p class="note">{inline_html(block.parts)}</p>' if block.note else f"<p>{inline_html(block.parts)}</p>"
+    if isinstance(block, BulletList):
+        return "<ul>" + "".join(f"<li>{inline_html(item)}</li>" for item in block.items) + "</ul>"
+    return None

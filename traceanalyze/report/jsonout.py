@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from traceanalyze import __version__
+from traceanalyze.version import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.notes import missing_ranks_note
@@ -18,7 +18,6 @@ from traceanalyze.report.jsonjob import job_sections
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
-from traceanalyze.report.verdict import all_findings
 
 # JSON key of each launch-latency measure
 LATENCY_KEYS = {
@@ -263,7 +262,7 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
 
 
 def _findings(report: Report) -> list[schema.Finding]:
-    found = all_findings(report)
+    found = report.all_findings()
     return [
         schema.Finding(rank=row["rank"], id=row["id"], regime=str(row["regime"]), title=row["title"],
                        evidence=row["evidence"], action=row["action"],

@@ -68,7 +68,7 @@ def render_markdown(report: Report) -> str:
     >>> Path("summary.md").write_text(render_markdown(report))  # doctest: +SKIP
     """
     blocks = document(report)
-    verdict = [text for text in (_md_block(b) for b in [*blocks[:2], *verdict_blocks(report)]) if text]
+    verdict = [text for text in (_md_block(b) for b in [*blocks[:2], *verdict_blocks(report.verdict())]) if text]
     details = [text for text in (_md_block(b) for b in blocks[2:]) if text]
     # the verdict alone fits a PR comment; the details stay closed (GitHub renders Markdown inside
     # <details> when blank lines surround it)

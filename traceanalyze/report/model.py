@@ -18,6 +18,7 @@ from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.model import Trace
 from traceanalyze.report.summaries import SmallKernelSummary, Summary, idle_causes, small_kernel_summary, summarise
 from traceanalyze.report.units import format_duration_ns
+from traceanalyze.report.verdict import Verdict, ranked_findings, verdict, verdict_html
 
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
 
@@ -79,11 +80,13 @@ class RankReport:
         finding = f", top finding {top['id'][0]}" if top.height else ""
         return f"RankReport(rank={self.rank}, source={str(self.source)!r}, findings={self.findings.height}{finding})"
 
+    def verdict(self) -> Verdict:
+        """This rank's verdict: its regime split and top findings (report.verdict)."""
+        return verdict(self.summary, ranked_findings([self.findings]), 1)
+
     def _repr_html_(self) -> str:
         """Jupyter shows this rank's findings as the HTML verdict."""
-        from traceanalyze.report.html import rank_verdict_html  # the renderer reads this model: imported on use
-
-        return rank_verdict_html(self)
+        return verdict_html(self.verdict())
 
 
 @dataclass(frozen=True)
@@ -100,11 +103,17 @@ class Report:
     def __repr__(self) -> str:
         return short_repr(self)
 
-    def _repr_html_(self) -> str:
-        """Jupyter shows the verdict (the HTML renderer's verdict section)."""
-        from traceanalyze.report.html import verdict_html  # the renderer reads this model: imported on use
+    def all_findings(self) -> pl.DataFrame:
+        """Every rank's findings, ranked by gain (largest first, no estimate last), then rank and id."""
+        return ranked_findings([rank.findings for rank in self.ranks])
 
-        return verdict_html(self)
+    def verdict(self) -> Verdict:
+        """The verdict every format opens with: the regime split and the top findings (report.verdict)."""
+        return verdict(self.summary, self.all_findings(), len(self.ranks))
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the verdict (the HTML report's verdict section)."""
+        return verdict_html(self.verdict())
 
 
 def short_repr(report: Report) -> str:

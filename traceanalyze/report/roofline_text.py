@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.devices import DevicePeaks
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.model import RankReport
 from traceanalyze.report.text_table import text_table
+from traceanalyze.report.wording import coverage_sentence, peak_figures, roof_fraction_cell, roof_footnotes
 from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
-
-
-def peak_figures(peaks: DevicePeaks) -> str:
-    """"bf16 tensor 312 TFLOP/s, …; 1.55 TB/s memory": the three highest FLOP/s and the bandwidth."""
-    best = sorted(peaks.flops_per_s.items(), key=lambda kv: -kv[1])[:3]
-    figures = ", ".join(f"{dtype} {unit} {format_rate(v, 'FLOP/s')}" for (dtype, unit), v in best)
-    if peaks.default_flops_per_s is not None:
-        figures = ", ".join(filter(None, [figures, f"{format_rate(peaks.default_flops_per_s, 'FLOP/s')} for any other math"]))
-    return f"{figures}; {format_rate(peaks.memory_bandwidth_bytes_per_s, 'B/s')} memory"
 
 
 def peaks_line(report: RankReport) -> list[str]:
@@ -29,20 +20,6 @@ def peaks_line(report: RankReport) -> list[str]:
             continue
         lines.append(f"  device {choice.device}: {peaks.display_name} ({choice.source}) — {peak_figures(peaks)}")
     return lines
-
-
-def coverage_sentence(report: RankReport) -> str | None:
-    """"model coverage: …" from the attribution's busy-time columns (docs/roofline.md)."""
-    attribution = report.summary.attribution
-    share, communication = attribution.model_coverage, attribution.communication_busy_ns
-    if not attribution.modelable_busy_ns or share is None:
-        return None
-    comm = f"; collectives ({format_duration_ns(communication)} busy) are outside the roofline and not counted" if communication else ""
-    unroofed = attribution.unroofed_busy_ns
-    no_roof = (f"; {format_percent(unroofed / attribution.modelable_busy_ns)} of it has a model but no roof (device or dtype peak unknown) "
-               "and is counted as unmodeled" if unroofed else "")
-    return (f"model coverage: {format_percent(share)} of GPU busy time has a FLOP/byte model (copies included{comm}){no_roof}; "
-            "the shares above are of the window")
 
 
 def regime_lines(report: RankReport) -> list[str]:
@@ -60,52 +37,6 @@ def regime_lines(report: RankReport) -> list[str]:
         lines.append(f"  {sentence}")
     lines.extend(peaks_line(report))
     return lines
-
-
-def roof_fraction_cell(fraction: float | None, regime: str | None = None) -> str:
-    """A fraction of the roof as a cell: "43.1%"; above 100% marked "*" for a kernel, "†" for a
-    copy (footnoted by `roof_footnotes`); "–" for none."""
-    if fraction is None or fraction != fraction:
-        return "–"
-    return format_percent(fraction) + (("†" if regime == "memcpy" else "*") if fraction > 1 else "")
-
-
-def roof_footnotes(table: pl.DataFrame) -> list[str]:
-    """One line for each mark of `roof_fraction_cell` used in `table`, one for the TF32 roof of
-    FP32 matmul-like kernels, and one per reason a copy has no roof."""
-    lines = []
-    above = table["pct_of_roof"].fill_null(0) > 1
-    copy = table["bound"].cast(pl.String) == "memcpy"
-    if (above & ~copy).any():
-        lines.append("  * above 100% of the roof: bytes are an ideal-cache lower bound (every input read once from "
-                     "memory), so data served from L2 cache, or a Winograd/FFT convolution doing fewer FLOPs "
-                     "than counted, beats the roof")
-    if (above & copy).any():
-        lines.append("  † a copy above 100% of its link's roof: the link peak in the table is wrong for this system "
-                     "(its link is faster than the datasheet's), or the copy never crossed that link (device-local)")
-    tf32 = tf32_sentence(table)
-    if tf32:
-        lines.append(f"  TF32: {tf32}")
-    for reason in table["no_roof_reason"].drop_nulls().unique().sort().to_list():
-        lines.append(f"  – % of roof left empty: {reason}")
-    return lines
-
-
-def tf32_sentence(table: pl.DataFrame) -> str | None:
-    """FP32 matmul-like kernels judged against the FP32 SIMT roof, against the device's TF32
-    tensor-core roof as well (`tf32_peak_flops_per_s`, docs/roofline.md)."""
-    if "tf32_peak_flops_per_s" not in table.columns:
-        return None
-    fp32 = table.filter(pl.col("tf32_peak_flops_per_s").is_not_null() & (pl.col("total_ns") > 0))
-    if fp32.is_empty():
-        return None
-    at_tf32 = (fp32["flops"] / fp32["tf32_peak_flops_per_s"]).sum() * 1e9
-    share = at_tf32 / fp32["total_ns"].sum()
-    peak = fp32["tf32_peak_flops_per_s"].max()
-    return (f"FP32 matmul/convolution kernels ({format_duration_ns(fp32['total_ns'].sum())}) run on the FP32 SIMT roof; "
-            f"against the TF32 tensor-core roof ({format_rate(peak, 'FLOP/s')}) they reach {format_percent(share)}: "
-            "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True, or "
-            "torch.set_float32_matmul_precision(\"high\"))")
 
 
 def _roofline_rows(table: pl.DataFrame, names: list[str], total: int) -> list[list[object]]:

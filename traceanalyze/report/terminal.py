@@ -13,30 +13,12 @@ from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_section
 from traceanalyze.report.text_table import text_table
+from traceanalyze.report.wording import CAUSE_HINTS, cpu_name
 from traceanalyze.report.terminal_job import detail_ranks, job_section
-from traceanalyze.report.verdict import DEFAULT_WIDTH, all_findings, verdict_lines
+from traceanalyze.report.verdict import DEFAULT_WIDTH, verdict_lines
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
-CAUSE_HINTS = {
-    "host": "the CPU was late to launch the next work (Python / framework overhead)",
-    "sync": "the CPU waited on the GPU (synchronize, .item(), blocking copy) and the queue drained",
-    "collective": "a collective was queued but started late: it waited on its peers (other ranks)",
-    "stream_wait": "work was queued behind a wait on another stream's event (cudaStreamWaitEvent): it waited on work elsewhere",
-    "launch": "work was queued but started late (launch latency between kernels)",
-    "other": "no next GPU work in the window, no launch recorded for it, or it started before its launch (clock skew)",
-}
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
-
-
-def cpu_name(name: str | None, width: int) -> str:
-    """A CPU op or annotation name cut in the middle, keeping both ends
-    (`enumerate(DataLoader)#…LoaderIter.__next__`): they are not kernel signatures."""
-    if not name:
-        return "–"
-    if len(name) <= width:
-        return name
-    head = (width - 1) // 2
-    return name[:head] + "…" + name[-(width - 1 - head):]
 
 
 def window_kind(report: RankReport, window: str) -> str:
@@ -204,7 +186,7 @@ def terminal_width() -> int:
 
 def findings_section(report: Report, width: int) -> list[str]:
     """Every finding in full, wrapped to `width`: the details behind the verdict."""
-    found = all_findings(report)
+    found = report.all_findings()
     if not found.height:
         return []
     lines = ["FINDINGS (largest gain first; docs/findings.md)"]
@@ -223,7 +205,7 @@ def render_terminal(report: Report, *, width: int | None = None) -> str:
     `width` columns (default: this terminal's width)."""
     width = width or terminal_width()
     limit = report.options.max_gaps
-    lines = [*verdict_lines(report, width), "", f"traceanalyze report — {report.source}", ""]
+    lines = [*verdict_lines(report.verdict(), width), "", f"traceanalyze report — {report.source}", ""]
     lines += findings_section(report, width)
     missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
     if missing:

@@ -1,17 +1,22 @@
 """The verdict every report opens with: the regime split as one bar, then the top findings (title,
-evidence, action, gain). One model (`verdict`) for every format: `verdict_lines` for the terminal
-(at most VERDICT_MAX_LINES lines, each at most `width` columns), `verdict_blocks` for Markdown and
-HTML (docs/report-formats.md)."""
+evidence, action, gain). One model (`verdict`, which `Report.verdict()` calls) for every format:
+`verdict_lines` for the terminal (at most VERDICT_MAX_LINES lines, each at most `width` columns),
+`verdict_blocks` for Markdown and HTML, `verdict_html` for Jupyter (docs/report-formats.md).
+
+It sits below the report model (`report.model` calls it for `Report.verdict()` and `_repr_html_`):
+it reads a summary and a findings frame, never a `Report`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.report.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
-from traceanalyze.report.model import Report
+from traceanalyze.report.html_text import text_block_html
+from traceanalyze.report.summaries import Summary
 from traceanalyze.report.units import format_duration_ns
 
 TOP_FINDINGS = 3
@@ -48,19 +53,20 @@ class Verdict:
     excluded: str | None = None  # the warm-up finding's evidence: time left out of every gain
 
 
-def all_findings(report: Report) -> pl.DataFrame:
+def ranked_findings(per_rank: Sequence[pl.DataFrame]) -> pl.DataFrame:
     """Every rank's findings, ranked by gain (largest first, no estimate last), then rank and id."""
-    frames = [rank.findings for rank in report.ranks if rank.findings.height]
+    frames = [found for found in per_rank if found.height]
     if not frames:
-        return report.ranks[0].findings if report.ranks else pl.DataFrame()
+        return per_rank[0] if per_rank else pl.DataFrame()
     return pl.concat(frames).sort(["gain_ns", "rank", "id"], descending=[True, False, False], nulls_last=True)
 
 
-def verdict(report: Report, top: int = TOP_FINDINGS) -> Verdict:
-    shares = report.summary.attribution.shares
-    window = report.summary.attribution.window_ns
+def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FINDINGS) -> Verdict:
+    """The verdict of a report (or of one rank) from its summary figures, its `ranked_findings`
+    and its number of ranks."""
+    shares = summary.attribution.shares
+    window = summary.attribution.window_ns
     dominant = max(shares, key=lambda key: shares[key]) if shares and any(shares.values()) else None
-    found = all_findings(report)
     chosen = []
     for row in found.head(top).iter_rows(named=True) if found.height else ():
         gain = row["gain_ns"]
@@ -71,7 +77,7 @@ def verdict(report: Report, top: int = TOP_FINDINGS) -> Verdict:
     warmup = found.filter(pl.col("id") == "warmup-excluded") if found.height else found
     excluded = warmup["evidence"][0] if warmup.height and not any(f.id == "warmup-excluded" for f in chosen) else None
     return Verdict(shares=shares, dominant=dominant, top=tuple(chosen), more=max(found.height - top, 0),
-                   ranks=len(report.ranks), excluded=excluded)
+                   ranks=ranks, excluded=excluded)
 
 
 def regime_bar(shares: dict[str, float], width: int = BAR_WIDTH) -> str:
@@ -106,9 +112,8 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
-def verdict_lines(report: Report, width: int = DEFAULT_WIDTH) -> list[str]:
+def verdict_lines(v: Verdict, width: int = DEFAULT_WIDTH) -> list[str]:
     """The terminal verdict: at most VERDICT_MAX_LINES lines of at most `width` columns."""
-    v = verdict(report)
     lines = [f"VERDICT  {headline(v)}"]
     if v.shares is not None and v.dominant is not None:
         lines.append(f"[{regime_bar(v.shares)}] {regime_legend(v.shares)}")
@@ -126,9 +131,8 @@ def verdict_lines(report: Report, width: int = DEFAULT_WIDTH) -> list[str]:
     return [_fit(line, width) for line in lines[:VERDICT_MAX_LINES]]
 
 
-def verdict_blocks(report: Report) -> list[Block]:
+def verdict_blocks(v: Verdict) -> list[Block]:
     """The verdict as document blocks (Markdown, HTML): full evidence and action, no truncation."""
-    v = verdict(report)
     blocks: list[Block] = [Heading(2, f"Verdict: {headline(v)}", "verdict")]
     if v.shares is not None and v.dominant is not None:
         blocks.append(Paragraph((Code(regime_bar(v.shares)), " ", regime_legend(v.shares))))
@@ -146,6 +150,11 @@ def verdict_blocks(report: Report) -> list[Block]:
     if v.more:
         blocks.append(Paragraph((f"{v.more} more finding{'s' if v.more != 1 else ''} in the details.",)))
     return blocks
+
+
+def verdict_html(v: Verdict) -> str:
+    """The verdict alone as an HTML fragment (Jupyter's `_repr_html_` of a report)."""
+    return "\n".join(text_block_html(block) or "" for block in verdict_blocks(v))
 
 
 def _with_code(text: str) -> tuple[Inline, ...]:

@@ -1,4 +1,4 @@
-"""What a device can do, from its entry in the peak table (analysis/devices.py): a finding never
+"""What a device can do, from its entry in the peak table (analysis/device_table.py): a finding never
 advises a number format the device has no peak for (TF32 on a V100, FP8 before Hopper/Ada)."""
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.analysis.intervals import covered_in_windows
 from traceanalyze.model import Trace
 
 DEFAULT_GROUP = "default"  # process group of kernels that do not name one (older traces)
@@ -48,7 +49,7 @@ DTYPE_BYTES = {
 RANK_COLLECTIVE_SCHEMA = pl.Schema({
     "rank": pl.Int32, "process_group": pl.String, "seq": pl.Int64, "collective": pl.String, "name": pl.String,
     "algorithm": pl.String, "protocol": pl.String, "dtype": pl.String, "message_bytes": pl.Int64, "stream": pl.Int64, "start_ns": pl.Int64,
-    "end_ns": pl.Int64, "duration_ns": pl.Int64,
+    "end_ns": pl.Int64, "duration_ns": pl.Int64, "overlapped_ns": pl.Int64,
 })
 
 
@@ -78,7 +79,8 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
     """One rank's communication kernels, ordered by start, numbered per process group (`seq`,
     from 0) → `RANK_COLLECTIVE_SCHEMA`. `message_bytes` is the larger of the input and output
     element counts times the element size (nccl-tests' S: the whole array), null when the trace
-    does not record them (older traces)."""
+    does not record them (older traces). `overlapped_ns`: how long a compute kernel (kind
+    `kernel`) ran on the same device during the collective (`overlap` defines it per rank)."""
     comm = trace.gpu.filter(pl.col("kind") == "communication")
     # the collective's arguments, where the loader keeps them (msg_nelems, dtype, process_group)
     comm = comm.with_columns(pl.lit(None, dtype=dtype).alias(name) for name, dtype in
@@ -105,6 +107,9 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
         )
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process_group").alias("seq"))
     )
+    compute = trace.gpu.filter(pl.col("kind") == "kernel").select("rank", "device", "start_ns", "end_ns")
+    kernels = frame.select("rank", "device", pl.col("start_ns").alias("window_start_ns"), pl.col("end_ns").alias("window_end_ns"))
+    frame = frame.with_columns(covered_in_windows(compute, kernels, ["rank", "device"]).alias("overlapped_ns"))
     return frame.select(list(RANK_COLLECTIVE_SCHEMA)).cast(RANK_COLLECTIVE_SCHEMA)  # type: ignore[arg-type]
 
 
@@ -123,7 +128,7 @@ MATCHED_SCHEMA = pl.Schema({
     "process_group": pl.String, "seq": pl.Int64, "rank": pl.Int32, "collective": pl.String, "algorithm": pl.String,
     "protocol": pl.String, "ranks": pl.Int64, "message_bytes": pl.Int64, "arrival_ns": pl.Int64, "end_ns": pl.Int64,
     "duration_ns": pl.Int64, "last_arrival_ns": pl.Int64, "last_rank": pl.Int32, "wait_ns": pl.Int64,
-    "transfer_ns": pl.Int64, "consistent": pl.Boolean,
+    "transfer_ns": pl.Int64, "overlapped_ns": pl.Int64, "consistent": pl.Boolean,
 })
 
 

@@ -12,7 +12,7 @@ To add a job-level analysis: a per-rank table computed in `report.model.rank_rep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -30,8 +30,11 @@ class JobAnalysis:
     steps: pl.DataFrame  # stragglers.step_waits: per rank and step, with wait_ns and work_ns
     stragglers: pl.DataFrame  # stragglers.STRAGGLER_SCHEMA: per step
     waits_caused: pl.DataFrame  # collectives.waits_caused: per rank
-    overlap: pl.DataFrame  # overlap.OVERLAP_SCHEMA: per rank
+    overlap: pl.DataFrame  # overlap.JOB_OVERLAP_SCHEMA: per rank, with its waits and what overlap could hide
     health: pl.DataFrame  # model.HEALTH_SCHEMA: clock residuals, unmatched collectives
+    # findings.FINDINGS_SCHEMA: the straggler, exposed communication (findings.rules_job, a layer
+    # above this one: set by `report.model.combine_ranks` with `findings.table.job_findings`)
+    findings: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def slowest_rank(self) -> int | None:
@@ -67,7 +70,7 @@ def job_analysis(rank_collectives: list[pl.DataFrame], rank_steps: list[pl.DataF
                        for g, r, c, m in unmatched.select("process_group", "rank", "count", "matched").iter_rows()],
         }, schema=HEALTH_SCHEMA),
     ])
-    from traceanalyze.analysis.overlap import OVERLAP_SCHEMA
+    from traceanalyze.analysis.overlap import OVERLAP_SCHEMA, hideable
 
     return JobAnalysis(
         matched=matched,
@@ -77,7 +80,7 @@ def job_analysis(rank_collectives: list[pl.DataFrame], rank_steps: list[pl.DataF
         steps=steps,
         stragglers=stragglers.stragglers(steps, matched),
         waits_caused=collectives.waits_caused(matched),
-        overlap=_concat(rank_overlap, OVERLAP_SCHEMA).sort("rank"),
+        overlap=hideable(_concat(rank_overlap, OVERLAP_SCHEMA).sort("rank"), per_rank, matched),
         health=health,
     )
 

@@ -56,7 +56,8 @@ def added_events(report: Report, pid: int) -> list[dict[str, Any]]:
                 events.append(_metadata("thread_name", pid, tid, f"idle gaps: rank {rank.rank} device {gap['device']}"))
             args = {key: gap[key] for key in ("cause", "cpu_op", "annotation", "step", "sync_call") if gap[key] is not None}
             events.append(_complete(f"idle: {gap['cause']}", pid, tid, gap["start_ns"], gap["end_ns"], args))
-        for finding in rank.findings.iter_rows(named=True):
+        job_found = report.job.findings.filter(pl.col("rank") == rank.rank)  # the straggler etc., on its own clock
+        for finding in pl.concat([rank.findings, job_found]).iter_rows(named=True):
             tid = FINDING_TRACK_TID + finding_index
             finding_index += 1
             events.append(_metadata("thread_name", pid, tid, f"finding: {finding['id']} (rank {rank.rank})"))

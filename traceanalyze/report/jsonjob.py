@@ -28,7 +28,8 @@ def job_sections(job: JobAnalysis) -> dict[str, Any]:
         "stragglers": stragglers(job),
         "overlap": [
             schema.Overlap(rank=r["rank"], communication_us=_us(r["communication_ns"]), overlapped_us=_us(r["overlapped_ns"]),  # type: ignore[arg-type]
-                           exposed_us=_us(r["exposed_ns"]), overlap_fraction=_number(r["overlap_fraction"]))
+                           exposed_us=_us(r["exposed_ns"]), overlap_fraction=_number(r["overlap_fraction"]),
+                           wait_us=_us(r["wait_ns"]), hideable_us=_us(r["hideable_ns"]))
             for r in job.overlap.iter_rows(named=True)
         ],
         "clock_offsets": [

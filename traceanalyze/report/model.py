@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
 
 from traceanalyze.analysis import attribution, collectives, idle, launch, overlap, roofline, stragglers
 from traceanalyze.analysis.device_match import matched_devices
-from traceanalyze.analysis.findings import FindingInputs, findings
+from traceanalyze.analysis.findings import FindingInputs, findings, job_findings
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.job import JobAnalysis, job_analysis
 from traceanalyze.analysis.idle import Window
@@ -104,8 +104,9 @@ class Report:
         return short_repr(self)
 
     def all_findings(self) -> pl.DataFrame:
-        """Every rank's findings, ranked by gain (largest first, no estimate last), then rank and id."""
-        return ranked_findings([rank.findings for rank in self.ranks])
+        """Every rank's findings and the job's (the straggler, exposed communication: filed under
+        the rank they name), ranked by gain (largest first, no estimate last), then rank and id."""
+        return ranked_findings([*(rank.findings for rank in self.ranks), self.job.findings])
 
     def verdict(self) -> Verdict:
         """The verdict every format opens with: the regime split and the top findings (report.verdict)."""
@@ -118,7 +119,7 @@ class Report:
 
 def short_repr(report: Report) -> str:
     """`Report(source=…, ranks=N, findings=M, top finding …)`: a repr that fits a line."""
-    found = sum(rank.findings.height for rank in report.ranks)
+    found = sum(rank.findings.height for rank in report.ranks) + report.job.findings.height
     return f"Report(source={str(report.source)!r}, ranks={len(report.ranks)}, findings={found})"
 
 
@@ -147,6 +148,7 @@ def combine_ranks(ranks: list[RankReport], options: ReportOptions, source: Path)
     summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.gaps for r in ranks], pooled)
     job = job_analysis([r.collectives for r in ranks], [r.step_split for r in ranks], [r.overlap for r in ranks],
                        _collective_link(ranks))
+    job = replace(job, findings=job_findings(job))
     return Report(source=source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels, ops=ops,
                   summary=summary, job=job)
 

@@ -342,6 +342,8 @@ class Overlap(Struct, kw_only=True):
     overlapped_us: Number
     exposed_us: Number
     overlap_fraction: Optional[Number] = None
+    wait_us: Optional[Number] = None  # its collective waits (null: none of its collectives matched)
+    hideable_us: Optional[Number] = None  # at most this much of exposed_us is transfer that overlap could hide
 
 
 class ClockOffset(Struct, kw_only=True):

@@ -1,18 +1,24 @@
-"""Run every rule on one rank's analyses and rank what they find (RULES: add a rule here)."""
+"""Run every rule on one rank's analyses, or on a job's cross-rank tables, and rank what they find
+(RULES, GAP_RULES, JOB_RULES: add a rule here)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from traceanalyze.analysis.findings import rules_gaps, rules_kernels, rules_trace
-from traceanalyze.analysis.findings.finding import Finding, findings_frame
+from traceanalyze.analysis.findings import rules_gaps, rules_job, rules_kernels, rules_trace
+from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding, findings_frame
 from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps
 from traceanalyze.analysis.findings.inputs import FindingInputs
 
+if TYPE_CHECKING:
+    from traceanalyze.analysis.job import JobAnalysis
+
 GapRule = Callable[[FindingInputs, pl.DataFrame], list[Finding]]
 Rule = Callable[[FindingInputs], list[Finding]]
+JobRule = Callable[["JobAnalysis"], list[tuple[int, Finding]]]  # (the rank it names, the finding)
 
 # Rules over idle gaps get the gaps with their bucket (each gap counted by one rule only).
 GAP_RULES: tuple[GapRule, ...] = (
@@ -22,6 +28,8 @@ RULES: tuple[Rule, ...] = (
     rules_kernels.fp32_simt_gemm, rules_kernels.lower_precision, rules_kernels.gemm_alignment,
     rules_kernels.latency_bound, rules_kernels.fusion, rules_kernels.pageable_copies, rules_trace.record_shapes,
 )
+# Rules over the cross-rank tables of a job (several ranks); each finding names its rank.
+JOB_RULES: tuple[JobRule, ...] = (rules_job.straggler, rules_job.exposed_communication)
 
 
 def findings(inputs: FindingInputs) -> pl.DataFrame:
@@ -36,3 +44,17 @@ def findings(inputs: FindingInputs) -> pl.DataFrame:
         for rule in RULES:
             found.extend(rule(inputs))
     return findings_frame(inputs.rank, rules_trace.apply_health(found, inputs.health))
+
+
+def job_findings(job: JobAnalysis) -> pl.DataFrame:
+    """The job-level findings (FINDINGS_SCHEMA, each filed under the rank it names), largest gain
+    first; the job's health findings (clock residuals, unmatched collectives) downgrade them: the
+    waits they rest on are less certain."""
+    found: list[tuple[int, Finding]] = [pair for rule in JOB_RULES for pair in rule(job)]
+    for name, ranks in job.health.group_by("finding", maintain_order=True).agg(pl.len()).iter_rows():
+        reason = f"trace health: {name} ({ranks} rank{'s' if ranks != 1 else ''})"
+        found = [(rank, f.downgraded(reason)) for rank, f in found]
+    frames = [findings_frame(rank, [f]) for rank, f in found]
+    if not frames:
+        return pl.DataFrame(schema=FINDINGS_SCHEMA)
+    return pl.concat(frames).sort(["gain_ns", "rank", "id"], descending=[True, False, False], nulls_last=True)

@@ -215,25 +215,29 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     A link saves the intermediate's write and re-read: 2 × its bytes. time saved = Σ duration ×
     bytes saved / Σ bytes (the run's achieved bandwidth). A run is kept when it has at least
     `min_ops` blocks, bytes saved > 0 and time saved > 0. → `rank, device, stream, kernels, ops, annotation, start_ns,
-    duration_ns, bytes, bytes_saved, time_saved_ns`, most time saved first."""
+    duration_ns, bytes, bytes_saved, time_saved_ns`, most time saved first (then by stream and time)."""
     stream = ["rank", "device", "stream"]
-    read = (*stream, "kind", "start_ns", "duration_ns", "regime", "cost_model", "op_id", "op_name", "annotation", "bytes",
-            "peak_bytes_per_s", "launch_start_ns")
-    kernels = roofline.select(read).filter(pl.col("kind") == "kernel").sort(*stream, "start_ns")  # only what it reads
-    fusible = (
-        (pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)
-        & ~pl.lit(_in_optimizer_step(kernels, cpu_ops))
-    ).fill_null(False)
+    # blocks and their order from the numeric columns; names are gathered for fusible blocks only
+    read = (*stream, "kind", "start_ns", "duration_ns", "regime", "cost_model", "op_id", "bytes", "launch_start_ns")
+    kernels = (roofline.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), *read)
+               .filter(pl.col("kind") == "kernel").sort(*stream, "start_ns"))
+    candidate = ((pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)).fill_null(False)
+    candidates = kernels.filter(candidate)
+    fusible_rows = candidates.filter(~_in_optimizer_step(candidates, cpu_ops))["_row"]
     new_block = (pl.col("op_id") != pl.col("op_id").shift(1).over(stream)).fill_null(True)
     blocks = (
-        kernels.with_columns(fusible.alias("_fusible"), new_block.cast(pl.Int64).cum_sum().over(stream).alias("_block"))
+        kernels.with_columns(pl.col("_row").is_in(fusible_rows.implode()).alias("_fusible"),
+                             new_block.cast(pl.Int64).cum_sum().over(stream).alias("_block"))
         .group_by(*stream, "_block", maintain_order=True)
-        .agg(pl.col("op_id").first(), pl.col("op_name").first(), pl.col("annotation").first(), pl.col("_fusible").all(),
+        .agg(pl.col("op_id").first(), pl.col("_row").first(), pl.col("_fusible").all(),
              pl.col("cost_model").cast(pl.String).first().alias("_family"),
              pl.len().alias("kernels"), pl.col("start_ns").min(), pl.col("duration_ns").sum(), pl.col("bytes").sum())
         .sort(*stream, "_block")
+        .with_columns(pl.col("_fusible").shift(1).over(stream).alias("_previous_fusible"))
+        .filter(pl.col("_fusible"))  # a run holds fusible blocks only; `_previous_fusible` keeps what broke it
     )
-    blocks = blocks.join(_op_tensors(cpu_ops, blocks.filter(pl.col("_fusible"))["op_id"]), on="op_id", how="left")
+    blocks = blocks.with_columns(roofline.select("op_name", "annotation")[blocks["_row"]]).drop("_row")
+    blocks = blocks.join(_op_tensors(cpu_ops, blocks["op_id"]), on="op_id", how="left", maintain_order="left")
 
     def prev(column: str) -> pl.Expr:
         return pl.col(column).shift(1).over(stream)
@@ -243,12 +247,11 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     has_shapes = pl.col("out_shape").is_not_null() & prev("out_shape").is_not_null()
     chained = pl.col("in_shapes").list.contains(prev("out_shape"))
     reads = pl.col("_family") != "fill"  # a fill writes its tensor without reading it: it consumes nothing
-    linked = (pl.col("_fusible") & prev("_fusible") & has_shapes & (same_op | same_module) & chained & reads).fill_null(False)
+    linked = (pl.col("_previous_fusible") & has_shapes & (same_op | same_module) & chained & reads).fill_null(False)
     link_saved = 2 * prev("out_bytes")
     runs = (
         blocks.with_columns(linked.alias("_linked"), link_saved.alias("_saved"))
         .with_columns((~pl.col("_linked")).cast(pl.Int64).cum_sum().over(stream).alias("_run"))
-        .filter(pl.col("_fusible"))
     )
     return (
         runs.group_by(*stream, "_run")
@@ -268,7 +271,7 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
         .with_columns((pl.col("duration_ns") * pl.col("bytes_saved") / pl.col("bytes")).alias("time_saved_ns"))
         .filter((pl.col("bytes_saved") > 0) & (pl.col("time_saved_ns") > 0))
         .drop("_run", "_largest", "_ops")
-        .sort("time_saved_ns", descending=True)
+        .sort("time_saved_ns", "rank", "device", "stream", "start_ns", descending=[True, False, False, False, False])
     )
 
 

@@ -31,13 +31,21 @@ def launch_latency(trace: Trace) -> pl.DataFrame:
     kind, name, correlation, start_ns, end_ns, duration_ns, launch_name, launch_kind,
     launch_start_ns, launch_end_ns, launch_cpu_ns, launch_to_start_ns, queue_wait_ns,
     launch_overhead_ns, launch_delay_ns, skewed`."""
-    linked = (
-        linked_gpu(trace, (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns"))
-        .sort(*STREAM, "start_ns", "end_ns")
-        .with_columns(pl.col("end_ns").cum_max().shift(1).over(STREAM).alias("stream_busy_until_ns"))
+    linked = linked_gpu(trace, (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns"))
+    # sorts and picks on the time columns and row numbers; the other columns are gathered once
+    times = linked.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), *STREAM, "correlation",
+                          "start_ns", "end_ns", "launch_start_ns")
+    busy_until = (
+        times.sort(*STREAM, "start_ns", "end_ns", "_row")
+        .select("_row", pl.col("end_ns").cum_max().shift(1).over(STREAM).alias("stream_busy_until_ns"))
+        .sort("_row")["stream_busy_until_ns"]
     )
-    launched = linked.filter(pl.col("launch_start_ns").is_not_null())
-    first_of_launch = launched.sort("start_ns").group_by("rank", "correlation", maintain_order=True).first()
+    first_rows = (
+        times.filter(pl.col("launch_start_ns").is_not_null())
+        .sort("start_ns", "_row")
+        .unique(["rank", "correlation"], keep="first", maintain_order=True)["_row"]
+    )
+    first_of_launch = linked.with_columns(busy_until)[first_rows]
     launch_to_start = pl.col("start_ns") - pl.col("launch_start_ns")
     return (
         first_of_launch.with_columns(

@@ -46,12 +46,13 @@ COPY_NODES = {
 SPLIT_BACKWARD_NODES = ("SplitBackward0", "SplitWithSizesBackward0", "SplitBackward", "SplitWithSizesBackward")
 
 
-def node_sequence_numbers(cpu_ops: pl.DataFrame, op_ids: Sequence[int]) -> pl.DataFrame:
+def node_sequence_numbers(cpu_ops: pl.DataFrame, op_ids: Sequence[int] | pl.Series) -> pl.DataFrame:
     """`op_id, sequence_number` for the ops `op_ids`: the number of the autograd node each would have
     created — its own recorded number, else that of the latest op before it on its thread."""
-    wanted = cpu_ops.filter(pl.col("op_id").is_in(list(op_ids))).select(
+    ids = pl.Series(op_ids, dtype=pl.Int64).unique().implode()
+    wanted = cpu_ops.filter(pl.col("op_id").is_in(ids)).select(
         "op_id", "rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("own"))
-    recorded = (cpu_ops.filter(pl.col("sequence_number").is_not_null() & ~pl.col("op_id").is_in(list(op_ids)))
+    recorded = (cpu_ops.filter(pl.col("sequence_number").is_not_null() & ~pl.col("op_id").is_in(ids))
                 .select("rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("before"))
                 .sort("start_ns"))
     found = wanted.sort("start_ns").join_asof(recorded, on="start_ns", by=["rank", "pid", "tid"], strategy="backward",
@@ -65,7 +66,7 @@ def paired_nodes(cpu_ops: pl.DataFrame, forward: pl.DataFrame) -> pl.DataFrame:
     if forward.is_empty():
         return pl.DataFrame(schema={"op_id": pl.Int64, "node_op_id": pl.Int64,
                                     "grad_dims": pl.List(pl.Int64), "grad_type": pl.String})
-    numbered = node_sequence_numbers(cpu_ops, forward["op_id"].to_list()).join(forward, on="op_id")
+    numbered = node_sequence_numbers(cpu_ops, forward["op_id"]).join(forward, on="op_id")
     nodes = cpu_ops.filter(pl.col("name").is_in(forward["node_name"].unique().to_list())
                            & pl.col("sequence_number").is_not_null()).select(
         "rank", "sequence_number", pl.col("name").alias("node_name"), pl.col("op_id").alias("node_op_id"),
@@ -160,17 +161,15 @@ def _cat_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -
         return []
     rows = []
     done = set()
-    for name, (node_names, note) in COPY_NODES.items():
-        ops = copies.filter(pl.col("name") == name)
-        if ops.is_empty():
-            continue
-        pairs = pl.concat([paired_nodes(cpu_ops, ops.select("op_id", pl.lit(node).alias("node_name")))
-                           for node in node_names])
-        for op_id, dims, type_name in pairs.select("op_id", "grad_dims", "grad_type").iter_rows():
-            cost = _cat_cost([], (dims, type_name))
-            if cost is not None:
-                done.add(op_id)
-                rows.append(_cost_row(op_id, cost, schema, note))
+    # every copy op with each node name it may have created: one pairing for all of them
+    candidates = pl.concat([copies.filter(pl.col("name") == name).select("op_id", pl.lit(node).alias("node_name"))
+                            for name, (node_names, _) in COPY_NODES.items() for node in node_names])
+    pairs = paired_nodes(cpu_ops, candidates).join(copies.select("op_id", "name"), on="op_id")
+    for op_id, name, dims, type_name in pairs.select("op_id", "name", "grad_dims", "grad_type").sort("op_id").iter_rows():
+        cost = _cat_cost([], (dims, type_name))
+        if cost is not None:
+            done.add(op_id)
+            rows.append(_cost_row(op_id, cost, schema, COPY_NODES[name][1]))
     parents = cpu_ops.select(pl.col("op_id").alias("parent_id"), pl.col("name").alias("parent_name"),
                              pl.col("input_dims").alias("parent_dims"), pl.col("input_types").alias("parent_types"))
     inside_split = copies.filter((pl.col("name") == "aten::cat") & ~pl.col("op_id").is_in(list(done))).join(

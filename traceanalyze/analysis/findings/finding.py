@@ -62,8 +62,7 @@ def spans_of(frame: pl.DataFrame) -> tuple[tuple[int, int], ...]:
     kept = (
         frame.select("start_ns", "end_ns")
         .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("length"))
-        .sort(["length", "start_ns"], descending=[True, False])
-        .head(MAX_SPANS)
+        .top_k(MAX_SPANS, by=["length", "start_ns"], reverse=[False, True])  # longest, earliest first on ties
         .sort("start_ns")
     )
     return tuple((int(start), int(end)) for start, end in kept.select("start_ns", "end_ns").iter_rows())

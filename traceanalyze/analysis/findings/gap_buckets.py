@@ -9,6 +9,7 @@ import polars as pl
 
 from traceanalyze.analysis.findings.inputs import FindingInputs
 from traceanalyze.analysis.intervals import union_intervals
+from traceanalyze.analysis.names import contains
 
 WARMUP_CONTEXT = r"(?i)warm[_ -]?up|autotun"  # annotations/ops of warm-up and autotuning
 DATALOADER_CONTEXT = r"(?i)dataloader"  # enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__
@@ -47,17 +48,21 @@ def bucketed_gaps(inputs: FindingInputs) -> pl.DataFrame:
     runs = _run_spans(inputs.small_kernel_runs)
     gaps = gaps.sort("start_ns").join_asof(runs, left_on="start_ns", right_on="run_start_ns", by=["rank", "device"],
                                            strategy="backward", check_sortedness=False)
-    context = pl.concat_str([pl.col("cpu_op").fill_null(""), pl.col("annotation").fill_null("")], separator=" ")
     in_run = pl.col("run_end_ns").is_not_null() & (pl.col("end_ns") <= pl.col("run_end_ns"))
     bucket = (
-        pl.when(context.str.contains(WARMUP_CONTEXT) | pl.col("in_outlier_step")).then(pl.lit("excluded"))
-        .when(context.str.contains(DATALOADER_CONTEXT)).then(pl.lit("dataloader"))
+        pl.when(_in_context(gaps, WARMUP_CONTEXT) | pl.col("in_outlier_step")).then(pl.lit("excluded"))
+        .when(_in_context(gaps, DATALOADER_CONTEXT)).then(pl.lit("dataloader"))
         .when(pl.col("cause") == "sync").then(pl.lit("sync"))
         .when(pl.col("cause").is_in(["host", "launch"]) & in_run).then(pl.lit("launch_run"))
         .when(pl.col("cause").is_in(["host", "launch"])).then(pl.lit("host"))
         .otherwise(pl.lit("none"))
     )
     return gaps.with_columns(bucket.alias("bucket")).drop("run_start_ns", "run_end_ns").sort("start_ns")
+
+
+def _in_context(gaps: pl.DataFrame, pattern: str) -> pl.Expr:
+    """Whether the gap's CPU op or annotation matches `pattern` (tested once per distinct name)."""
+    return pl.lit(contains(gaps["cpu_op"], pattern).fill_null(False) | contains(gaps["annotation"], pattern).fill_null(False))
 
 
 def _run_spans(runs: pl.DataFrame) -> pl.DataFrame:

@@ -104,7 +104,7 @@ def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
     if gaps.is_empty():
         return []
     total = int(gaps["duration_ns"].sum())
-    top = gaps.sort("duration_ns", descending=True).row(0, named=True)
+    top = gaps.row(gaps["duration_ns"].arg_max(), named=True)  # the longest (the earliest of equals)
     where = " / ".join(f"`{part}`" for part in (top["annotation"], top["cpu_op"]) if part) or "no recorded op"
     return [Finding(
         id="cpu-bound-gaps", regime="overhead", title="The GPU waits for the CPU to launch the next kernel",

@@ -16,6 +16,7 @@ from traceanalyze.analysis.findings.inputs import (
     format_share,
     short_kernel_name,
 )
+from traceanalyze.analysis.names import matching
 
 NEAR_ROOF_FRACTION = 0.5  # compute-bound kernels at or above this fraction of their roof are "near the roof"
 ALIGNMENT = {"fp16": 8, "bf16": 8, "fp8": 16}  # elements a tensor-core GEMM dimension should be a multiple of
@@ -191,8 +192,9 @@ def fusion(inputs: FindingInputs) -> list[Finding]:
 
 def pageable_copies(inputs: FindingInputs) -> list[Finding]:
     """Host-to-device copies from pageable memory: they block the CPU and cannot overlap."""
-    rows = inputs.roofline.filter((pl.col("kind") == "memcpy") & pl.col("name").str.contains("(?i)HtoD")
-                                  & pl.col("name").str.contains("(?i)Pageable"))
+    copies = inputs.roofline.select("kind", "name", "op_name", "start_ns", "end_ns", "duration_ns")
+    rows = copies.filter((pl.col("kind") == "memcpy")
+                         & pl.lit(matching(copies["name"], lambda name: name.str.contains("(?i)HtoD") & name.str.contains("(?i)Pageable"))))
     if rows.is_empty():
         return []
     total = int(rows["duration_ns"].sum())

@@ -7,6 +7,7 @@ import polars as pl
 
 from traceanalyze.analysis.findings.finding import Finding, spans_of
 from traceanalyze.analysis.findings.inputs import FindingInputs, busy_ns, format_ns, format_share
+from traceanalyze.analysis.names import matching
 
 UNRECORDED_SHAPES = ("no shapes recorded", "shape arguments incomplete")  # unmodeled_reason prefixes
 MIN_UNRECORDED_SHARE = 0.05  # of GPU busy time
@@ -28,9 +29,10 @@ HEALTH_EFFECTS = {
 
 def record_shapes(inputs: FindingInputs) -> list[Finding]:
     """GPU time with no cost model because the trace has no (or incomplete) input shapes."""
-    reasons = pl.col("unmodeled_reason").fill_null("")
-    unrecorded = pl.any_horizontal([reasons.str.starts_with(prefix) for prefix in UNRECORDED_SHAPES])
-    rows = inputs.roofline.filter((pl.col("regime") == "unmodeled") & unrecorded)
+    unrecorded = matching(inputs.roofline["unmodeled_reason"],
+                          lambda reason: pl.any_horizontal([reason.str.starts_with(prefix) for prefix in UNRECORDED_SHAPES]))
+    rows = inputs.roofline.select("regime", "unmodeled_reason", "start_ns", "end_ns", "duration_ns").filter(
+        (pl.col("regime") == "unmodeled") & pl.lit(unrecorded.fill_null(False)))
     busy = busy_ns(inputs)
     total = int(rows["duration_ns"].sum()) if rows.height else 0
     if not total or total < MIN_UNRECORDED_SHARE * busy:

@@ -217,7 +217,9 @@ def generate(size: int, work: Path, base: Path, label: str) -> Path:
 def contender_commands(trace: Path) -> dict[str, list[str]]:
     python = sys.executable
     return {
-        "traceanalyze": [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull, str(trace)],
+        # --no-cache: every run parses (a second run would read the cache of loaded traces, docs/cache.md)
+        "traceanalyze": [python, "-m", "traceanalyze", "report", "--format", "json", "--no-cache", "-o", os.devnull,
+                         str(trace)],
         "hta": [python, "-c", HTA_SCRIPT, str(trace)],
         "floor": [python, "-c", FLOOR_SCRIPT, str(trace)],
     }
@@ -290,7 +292,7 @@ ALL_AT_ONCE_SCRIPT = """
 import sys, traceanalyze
 from traceanalyze.report.jsonout import render_json
 from traceanalyze.report.model import build_report
-render_json(build_report(traceanalyze.load_trace(sys.argv[1], workers=1)))
+render_json(build_report(traceanalyze.load_trace(sys.argv[1], workers=1, cache=False)))
 """
 
 
@@ -315,9 +317,9 @@ def rank_memory(counts: list[int], rank_size: int, base: Path, work: Path, env: 
     python = sys.executable
     commands = {
         "map/reduce, 1 worker": lambda f: [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull,
-                                           "--workers", "1", str(f)],
+                                           "--workers", "1", "--no-cache", str(f)],
         "map/reduce, 2 workers": lambda f: [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull,
-                                            "--workers", "2", str(f)],
+                                            "--workers", "2", "--no-cache", str(f)],
         "all ranks at once": lambda f: [python, "-c", ALL_AT_ONCE_SCRIPT, str(f)],
     }
     size = uncompressed_size(rank_file)

@@ -68,7 +68,7 @@ def stages(path: Path) -> dict[str, object]:
     from traceanalyze.report.model import build_report
 
     start = time.perf_counter()
-    trace = load_trace(path)
+    trace = load_trace(path, cache=False)  # the parse, never the cache of loaded traces
     loaded = time.perf_counter()
     totals, undo = timed_analyses()
     try:

@@ -1,4 +1,4 @@
-"""Shared test helpers: the real traces in ``../shared/traces``.
+"""Shared test helpers: the real traces in ``../shared/traces``, and a cache of loaded traces of the session's own.
 
 Test modules can import the plain helpers (``from shared_traces import real_trace_paths,
 real_trace_params, shared_trace``) and the synthetic builder (``from builder import TraceBuilder``):
@@ -7,6 +7,7 @@ pytest puts this folder on ``sys.path`` because it holds this conftest.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,37 @@ def shared_traces() -> list[Path]:
     if not paths:
         pytest.skip(MISSING_REASON)
     return paths
+
+
+@pytest.fixture(scope="session", autouse=True)
+def trace_cache_directory(tmp_path_factory) -> Iterator[Path]:
+    """The cache of loaded traces (docs/cache.md) of every test, and of every command a test runs
+    (the variable is inherited): a folder of this session's, never the user's own cache."""
+    folder = tmp_path_factory.mktemp("trace-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRACEANALYZE_CACHE_DIR", str(folder))
+        yield folder
+
+
+@pytest.fixture
+def cache_everything(monkeypatch) -> None:
+    """Small traces cached too (by default only those of `load.cache.MIN_TRACE_BYTES` or more are)."""
+    from traceanalyze.load import cache
+
+    monkeypatch.setattr(cache, "MIN_TRACE_BYTES", 0)
+
+
+@pytest.fixture
+def parses(monkeypatch) -> list[Path]:
+    """The trace files the loader parses (rather than reads from the cache of loaded traces), in order."""
+    from traceanalyze import load
+
+    calls: list[Path] = []
+    real = load.load_file
+
+    def counting(path, **options):
+        calls.append(Path(path))
+        return real(path, **options)
+
+    monkeypatch.setattr(load, "load_file", counting)
+    return calls

@@ -8,6 +8,7 @@ from pathlib import Path
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakOverrides
 from traceanalyze.errors import ConfigError
+from traceanalyze.load.cache import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
 from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report
@@ -28,6 +29,7 @@ def analyze(
     executor: str = "local",
     workers: int | None = None,
     executor_address: str | None = None,
+    cache: CacheSetting = True,
 ) -> Report:
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
     returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
@@ -35,7 +37,9 @@ def analyze(
     `report.summary` and `report.ranks[0].summary`. `max_gaps` is how many idle gaps the rendered
     report lists (the frames hold every gap); `limits` bounds what loading a path may read and hold
     (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option, and for a device file that
-    describes another device than the trace's (unless `force_device_file`).
+    describes another device than the trace's (unless `force_device_file`). `cache` is the cache of
+    loaded traces (`load_trace`'s: True the default folder, a path that folder, False none;
+    docs/cache.md): a path analysed before has its tables read back instead of parsed.
 
     A folder of rank traces is a map over its files (each rank file → its analyses, on `executor`:
     "local" processes, "ray" tasks or "dask" futures; `workers` of them; the cluster at
@@ -68,8 +72,8 @@ def analyze(
         from traceanalyze.jobs import analyse_folder
 
         return analyse_folder(trace, options, executor=executor, workers=workers, address=executor_address,
-                              limits=limits)
+                              limits=limits, cache=cache)
     if executor != "local" or executor_address is not None:
         raise ConfigError("--executor and --executor-address apply to a folder of rank traces")
-    loaded = trace if isinstance(trace, Trace) else load_trace(trace, limits=limits)
+    loaded = trace if isinstance(trace, Trace) else load_trace(trace, limits=limits, cache=cache)
     return build_report(loaded, options)

@@ -62,6 +62,10 @@ MaxInflation = Annotated[float, typer.Option("--max-inflation", metavar="RATIO",
     "Loader limit: uncompressed bytes per byte of a .json.gz (gzip bombs)."))]
 
 
+NoCache = Annotated[bool, typer.Option("--no-cache", help=(
+    "Parse the trace even when the cache of loaded traces holds its tables, and cache nothing (docs/cache.md)."))]
+
+
 def _limits(max_event_mb: int, max_events: int, max_inflation: float) -> LoadLimits:
     return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation)
 
@@ -77,13 +81,14 @@ def info(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    no_cache: NoCache = False,
 ) -> None:
     """One screen about a trace: devices, ranks, time span, event counts, steps, streams, health."""
     from traceanalyze.load import load_trace
     from traceanalyze.report.info import render_info
 
     try:
-        loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation))
+        loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
     except TraceAnalyzeError as error:
         fail(error)
     typer.echo(shown(render_info(loaded)))
@@ -146,7 +151,7 @@ def _refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: P
 def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
              peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
              limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
-             executor_address: str | None = None):
+             executor_address: str | None = None, cache: bool = True):
     """`api.analyze` with the command's options (its defaults where an option is not given)."""
     from traceanalyze.api import analyze
 
@@ -154,7 +159,7 @@ def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = No
     return analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
                    device_file=device_file, force_device_file=force_device_file, limits=limits,
                    executor=executor, workers=workers,
-                   executor_address=executor_address, **extra)
+                   executor_address=executor_address, cache=cache, **extra)
 
 
 ExecutorOption = Annotated[str, typer.Option(
@@ -181,6 +186,7 @@ def report(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    no_cache: NoCache = False,
     details: Annotated[bool, typer.Option("--details", help="A folder of ranks: every rank's full section (default: the job screen and the slowest rank's).")] = False,
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
@@ -194,7 +200,7 @@ def report(
         built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation), executor=executor,
-                         workers=workers, executor_address=executor_address)
+                         workers=workers, executor_address=executor_address, cache=not no_cache)
     except TraceAnalyzeError as error:
         fail(error)
     if details:
@@ -214,6 +220,7 @@ def annotate(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    no_cache: NoCache = False,
 ) -> None:
     """Write the trace with the diagnosis on its timeline (idle gaps by cause, each kernel's bound,
     each finding over its evidence), for Perfetto UI or chrome://tracing."""
@@ -226,7 +233,7 @@ def annotate(
             raise ConfigError(f"{trace}: annotate reads one trace file, not a folder: annotate each rank's file")
         built = _analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                          device_file=device_file, force_device_file=force_device_file,
-                         limits=_limits(max_event_mb, max_events, max_inflation))
+                         limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
         write_output(output, annotated_trace(trace, built, compress=output.name.endswith(".gz")))
     except TraceAnalyzeError as error:
         fail(error)
@@ -375,6 +382,7 @@ def gate(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    no_cache: NoCache = False,
 ) -> None:
     """Fail a CI build when a trace breaks a budget (GPU idle fraction, regime shares, step time,
     launch latency) or regresses against a baseline. Exit 0: every budget holds; 1: a budget is
@@ -390,7 +398,8 @@ def gate(
 
     def build(path: Path):
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
-                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
+                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation),
+                        cache=not no_cache)
 
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
@@ -446,6 +455,7 @@ def diff(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    no_cache: NoCache = False,
 ) -> None:
     """Two runs side by side: step time, idle fraction, attribution, launch latency, and kernels
     added, removed, faster and slower (matched by name)."""
@@ -455,7 +465,8 @@ def diff(
 
     def build(path: Path):
         return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
-                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation))
+                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation),
+                        cache=not no_cache)
 
     _refuse_overwriting_inputs({"--output": output}, base, new, device_file)
     try:

@@ -19,14 +19,16 @@ from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
 from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+from traceanalyze.load.cache import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 
-Executor = Callable[[list[str], ReportOptions, int | None, str | None, LoadLimits], list[RankReport]]
+Executor = Callable[[list[str], ReportOptions, int | None, str | None, LoadLimits, CacheSetting], list[RankReport]]
 
 
 def run_local(paths: list[str], options: ReportOptions, workers: int | None = None,
-              address: str | None = None, limits: LoadLimits = LoadLimits()) -> list[RankReport]:
+              address: str | None = None, limits: LoadLimits = LoadLimits(),
+              cache: CacheSetting = False) -> list[RankReport]:
     """One spawned process per core (or `workers`), one rank file at a time each; one worker:
     every rank in this process, one after another (the parent then holds one rank's tables at a
     time)."""
@@ -34,16 +36,17 @@ def run_local(paths: list[str], options: ReportOptions, workers: int | None = No
         raise ConfigError("--executor-address is for ray and dask; the local executor runs on this machine")
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     if count == 1:
-        return [analyse_file(p, options, limits) for p in paths]
+        return [analyse_file(p, options, limits, cache) for p in paths]
     from traceanalyze.load.chunk_workers import spawn_pool
 
     with spawn_pool(count) as pool:
-        futures = [pool.submit(analyse_file, p, options, limits) for p in paths]
+        futures = [pool.submit(analyse_file, p, options, limits, cache) for p in paths]
         return [f.result() for f in futures]
 
 
 def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,
-            address: str | None = None, limits: LoadLimits = LoadLimits()) -> list[RankReport]:
+            address: str | None = None, limits: LoadLimits = LoadLimits(),
+            cache: CacheSetting = False) -> list[RankReport]:
     """Ray tasks, one per rank file, on the cluster at `address` (or a local Ray started with
     `workers` CPUs). Ray stays up afterwards if it was already initialised by the caller."""
     try:
@@ -57,7 +60,7 @@ def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None
         started = True
     try:
         task = ray.remote(analyse_file)
-        refs = [task.remote(p, options, limits) for p in paths]
+        refs = [task.remote(p, options, limits, cache) for p in paths]
         return [_unwrap_ray(ray, ref) for ref in refs]
     finally:
         if started:
@@ -75,7 +78,8 @@ def _unwrap_ray(ray, ref) -> RankReport:
 
 
 def run_dask(paths: list[str], options: ReportOptions, workers: int | None = None,
-             address: str | None = None, limits: LoadLimits = LoadLimits()) -> list[RankReport]:
+             address: str | None = None, limits: LoadLimits = LoadLimits(),
+             cache: CacheSetting = False) -> list[RankReport]:
     """Dask futures, one per rank file, on the scheduler at `address` (or a `LocalCluster` of
     `workers` single-threaded worker processes)."""
     try:
@@ -84,12 +88,12 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
         raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
     if address is not None:
         with Client(address) as client:
-            return client.gather(client.map(analyse_file, paths, options=options, limits=limits, pure=False))
+            return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     with _main_script_hidden():
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
-        return client.gather(client.map(analyse_file, paths, options=options, limits=limits, pure=False))
+        return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
 
 
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": run_dask}
@@ -97,9 +101,10 @@ EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": ru
 
 def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str = "local",
                    workers: int | None = None, address: str | None = None,
-                   limits: LoadLimits = LoadLimits()) -> Report:
+                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False) -> Report:
     """A folder of rank traces (or a list of fsspec URLs' parent folder) → the `Report`: the map
-    on `executor`, the reduce here."""
+    on `executor`, the reduce here. Each worker reads and writes the cache of loaded traces
+    (`load.cache`, the folder `cache` names where it runs)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     from traceanalyze.load import trace_files
@@ -111,7 +116,7 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
     paths = [str(f) for f in files]
     if executor == "local" and workers is None:
         workers = _local_workers(files)
-    results = EXECUTORS[executor](paths, options, workers, address, limits)
+    results = EXECUTORS[executor](paths, options, workers, address, limits, cache)
     return reduce_ranks(results, [f.name for f in files], options, folder)
 
 

@@ -10,21 +10,24 @@ from pathlib import Path
 
 import polars as pl
 
+from traceanalyze.load.cache import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions, combine_ranks
 
 
-def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits()) -> RankReport:
+def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
+                 cache: CacheSetting = False) -> RankReport:
     """One rank's trace file (a local path, or an fsspec URL such as `s3://bucket/rank3.json.gz`,
     read where this runs) → its `RankReport`. The rank comes from `distributedInfo.rank`, else
-    the file name, else 0 (the reduce settles it for the whole folder)."""
+    the file name, else 0 (the reduce settles it for the whole folder). A local file's tables
+    come from the cache of loaded traces when it holds them (`cache`, see `load.load_trace`)."""
     from traceanalyze.load import load_rank
     from traceanalyze.report.model import rank_report
 
     if "://" in path and not path.startswith("file://"):
         return _analyse_remote(path, options, limits)
     local = path.removeprefix("file://")
-    return rank_report(load_rank(local, limits=limits), options)
+    return rank_report(load_rank(local, limits=limits, cache=cache), options)
 
 
 def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> RankReport:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from traceanalyze.errors import TraceFormatError
+from traceanalyze.load.cache import CacheSetting, cache_directory, load_cached, lookup, store
 from traceanalyze.load.chrome import os_problem
 from traceanalyze.load.files import declared_rank, load_file, uncompressed_estimate
 from traceanalyze.load.limits import LoadLimits
@@ -32,7 +33,7 @@ def trace_files(folder: Path) -> list[Path]:
 
 def load_trace(path: str | Path, *, include_python: bool = False, include_flows: bool = False,
                workers: int | None = None, progress: bool | None = None,
-               limits: LoadLimits = LoadLimits()) -> Trace:
+               limits: LoadLimits = LoadLimits(), cache: CacheSetting = True) -> Trace:
     """Load a `.json`/`.json.gz` Kineto trace, or a folder of per-rank traces, into a `Trace`.
 
     Parameters
@@ -56,6 +57,11 @@ def load_trace(path: str | Path, *, include_python: bool = False, include_flows:
     limits
         How much a file may make the loader read, inflate and hold (`limits.LoadLimits`); a file
         beyond them is refused with a `LimitError`.
+    cache
+        Read a file's tables from the cache of loaded traces when it holds them, and put them
+        there after parsing (docs/cache.md): True uses the default folder
+        (`$TRACEANALYZE_CACHE_DIR`, else the platform's cache folder), a path that folder, False
+        no cache. The tables are the same either way.
 
     Examples
     --------
@@ -72,22 +78,32 @@ def load_trace(path: str | Path, *, include_python: bool = False, include_flows:
         if not files:
             raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace files")
         return _load_ranks(files, include_python=include_python, include_flows=include_flows, workers=workers,
-                           progress=progress, limits=limits)
+                           progress=progress, limits=limits, cache=cache)
     if not os.path.lexists(path):
         raise TraceFormatError(f"{path}: no such file or folder")
-    if _show_progress(progress, [path]):
-        from traceanalyze.load.progress import load_with_progress
 
-        return load_with_progress([path], include_python=include_python, include_flows=include_flows, workers=1,
-                                  limits=limits)[0]
-    return load_file(path, include_python=include_python, include_flows=include_flows, limits=limits)
+    def parse() -> Trace:
+        if _show_progress(progress, [path]):
+            from traceanalyze.load.progress import load_with_progress
+
+            return load_with_progress([path], include_python=include_python, include_flows=include_flows, workers=1,
+                                      limits=limits)[0]
+        return load_file(path, include_python=include_python, include_flows=include_flows, limits=limits)
+
+    return load_cached(path, cache_directory(cache), parse, include_python=include_python,
+                       include_flows=include_flows, max_events=limits.events)
 
 
 def load_rank(path: str | Path, include_python: bool = False, include_flows: bool = False,
-              limits: LoadLimits = LoadLimits()) -> Trace:
+              limits: LoadLimits = LoadLimits(), cache: CacheSetting = False) -> Trace:
     """One rank's file → its `Trace`: a pure function of the file, what each worker process of a
-    folder runs (and what a Ray or Dask task would run: `Trace` pickles, its tables as Arrow)."""
-    return load_file(Path(path), include_python=include_python, include_flows=include_flows, workers=1, limits=limits)
+    folder runs (and what a Ray or Dask task would run: `Trace` pickles, its tables as Arrow).
+    `cache` as for `load_trace`: the cache folder is the one where this runs."""
+    path = Path(path)
+    return load_cached(path, cache_directory(cache),
+                       lambda: load_file(path, include_python=include_python, include_flows=include_flows, workers=1,
+                                         limits=limits),
+                       include_python=include_python, include_flows=include_flows, max_events=limits.events)
 
 
 
@@ -117,23 +133,21 @@ def _worker_count(files: list[Path], workers: int | None) -> int:
 
 
 def _load_ranks(files: list[Path], *, include_python: bool, include_flows: bool = False, workers: int | None = None,
-                progress: bool | None = None, limits: LoadLimits = LoadLimits()) -> Trace:
+                progress: bool | None = None, limits: LoadLimits = LoadLimits(), cache: CacheSetting = False) -> Trace:
     """Ranks from `distributedInfo.rank`, else from file names, else from file order; the first
-    source that gives every file a distinct rank wins."""
-    count = _worker_count(files, workers)
-    if _show_progress(progress, files):
-        from traceanalyze.load.progress import load_with_progress
-
-        traces = load_with_progress(files, include_python=include_python, include_flows=include_flows, workers=count,
-                                    limits=limits)
-    elif count > 1:
-        from traceanalyze.load.parallel import load_parallel
-
-        traces = load_parallel(files, include_python=include_python, include_flows=include_flows, workers=count,
-                               limits=limits)
-    else:
-        traces = [load_file(f, include_python=include_python, include_flows=include_flows, workers=workers,
-                            limits=limits) for f in files]
+    source that gives every file a distinct rank wins. Files the cache holds are read from it;
+    the others are parsed (in parallel when it pays) and cached."""
+    directory = cache_directory(cache)
+    looked_up = {f: lookup(f, directory, include_python=include_python, include_flows=include_flows,
+                           max_events=limits.events) for f in files}
+    loaded = {f: trace for f, (trace, _) in looked_up.items() if trace is not None}
+    missing = [f for f in files if f not in loaded]
+    if missing:
+        for f, trace in zip(missing, _parse_ranks(missing, include_python=include_python, include_flows=include_flows,
+                                                  workers=workers, progress=progress, limits=limits)):
+            store(f, directory, looked_up[f][1], trace)
+            loaded[f] = trace
+    traces = [loaded[f] for f in files]
     from_info = [t.meta[0].rank if t.meta[0].rank_source == "distributedInfo" else None for t in traces]
     from_names = [declared_rank(f) for f in files]
     for ranks, source in ((from_info, "distributedInfo"), (from_names, "file name")):
@@ -145,6 +159,24 @@ def _load_ranks(files: list[Path], *, include_python: bool, include_flows: bool 
         traces = [_relabel(t, r, source) for t, r in zip(traces, ranks)]
     order = sorted(range(len(traces)), key=lambda i: ranks[i])
     return concat_traces([traces[i] for i in order])
+
+
+def _parse_ranks(files: list[Path], *, include_python: bool, include_flows: bool, workers: int | None,
+                 progress: bool | None, limits: LoadLimits) -> list[Trace]:
+    """Every file's `Trace`, parsed: with progress bars, by several processes, or one by one here."""
+    count = _worker_count(files, workers)
+    if _show_progress(progress, files):
+        from traceanalyze.load.progress import load_with_progress
+
+        return load_with_progress(files, include_python=include_python, include_flows=include_flows, workers=count,
+                                  limits=limits)
+    if count > 1:
+        from traceanalyze.load.parallel import load_parallel
+
+        return load_parallel(files, include_python=include_python, include_flows=include_flows, workers=count,
+                             limits=limits)
+    return [load_file(f, include_python=include_python, include_flows=include_flows, workers=workers, limits=limits)
+            for f in files]
 
 
 def _relabel(trace: Trace, rank: int, source: str) -> Trace:

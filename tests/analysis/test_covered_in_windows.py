@@ -36,3 +36,19 @@ def test_windows_keep_their_order_and_an_empty_input_covers_nothing():
     intervals = frame([(0, 5, 55), (0, 8, 9)], ("start_ns", "end_ns"))
     assert covered_in_windows(intervals, windows, ["device"]).to_list() == [5, 5, 0]
     assert covered_in_windows(intervals.clear(), windows, ["device"]).to_list() == [0, 0, 0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 8), st.integers(1, 8)), max_size=20),
+       st.lists(spans, min_size=1, max_size=12))
+def test_disjoint_intervals_skip_the_union_and_cover_the_same(steps, window_spans):
+    ends = {0: 0, 1: 0}
+    intervals = []
+    for device, pause, length in steps:  # each device's intervals one after another, never overlapping
+        start = ends[device] + pause
+        intervals.append((device, start, start + length))
+        ends[device] = start + length
+    windows = [(device, start, start + length) for device, start, length in window_spans]
+    got = covered_in_windows(frame(intervals, ("start_ns", "end_ns")), frame(windows, ("window_start_ns", "window_end_ns")),
+                             ["device"], disjoint=True)
+    assert got.to_list() == covered_by_counting(intervals, windows)

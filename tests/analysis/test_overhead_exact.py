@@ -193,6 +193,21 @@ def test_queue_depth(tmp_path):
     assert summary["max_depth"] == 3 and summary["time_at_full_ns"] == 8_000
 
 
+@pytest.mark.parametrize("far_us", [None, 2.4e15])  # a time range beyond 2^61 ns sorts on (time, delta) instead of one key
+def test_queue_depth_applies_starts_before_launches_at_equal_times(tmp_path, far_us):
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, launch_dur_us=0.5, start_us=5, dur_us=1)
+    b.launch_kernel(launch_us=5, launch_dur_us=0.5, start_us=8, dur_us=1)  # launched when the first starts
+    b.launch_kernel(launch_us=6, launch_dur_us=0.5, start_us=9, dur_us=1, stream=8)
+    if far_us is not None:
+        b.launch_kernel(launch_us=far_us, launch_dur_us=0.5, start_us=far_us + 3, dur_us=1)
+    depth = launch.queue_depth(load(b, tmp_path))
+    first = depth.filter(pl.col("stream") == 7).head(4)
+    assert first["depth"].to_list() == [1, 0, 1, 0]  # never 2: the start at t=5 goes before the launch at t=5
+    assert depth.filter(pl.col("stream") == 8)["depth"].to_list() == [1, 0]
+    assert depth.select("rank", "device", "stream").equals(depth.select("rank", "device", "stream").sort("rank", "device", "stream"))
+
+
 def test_queue_full_time_at_the_default_depth(tmp_path):
     """1100 launches 1 µs apart from t=0; kernel i runs [2000 + i, 2001 + i). After launch i the
     depth is i + 1, so it reaches 1024 at t=1023; from t=2000 + k it is 1100 − (k + 1), below 1024

@@ -11,7 +11,7 @@ from typing import Literal
 
 import polars as pl
 
-from traceanalyze.analysis.cpu_context import cpu_context
+from traceanalyze.analysis.cpu_context import in_place, cpu_context
 from traceanalyze.analysis.names import contains
 from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, covered_in_windows, union_intervals
 from traceanalyze.errors import ConfigError
@@ -238,7 +238,7 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
            & (pl.col("previous_on_thread_ns").is_null() | (pl.col("thread_wait_ns") >= pl.col("previous_on_thread_ns"))))
     )
     flags = launched.select("row", waited.alias("waited"))
-    return rows.select("row").join(flags, on="row", how="left", maintain_order="left")["waited"].fill_null(False)
+    return in_place(rows.height, flags["row"], flags["waited"], "waited").fill_null(False)
 
 
 _GAP_COLUMNS = [
@@ -274,20 +274,20 @@ def _blocking_calls_during(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     schema = {"gap_id": pl.Int64, "sync_call": pl.String, "sync_pid": pl.Int64, "sync_tid": pl.Int64, "sync_start_ns": pl.Int64}
     if blocking.is_empty():
         return pl.DataFrame(schema=schema)
-    # two inequalities only (an IEJoin); pairs from other ranks are dropped afterwards
-    overlapping = (
-        gaps.select("gap_id", "rank", "start_ns", "end_ns")
-        .join_where(
-            blocking.rename({"rank": "sync_rank"}),
-            pl.col("sync_start_ns") < pl.col("end_ns"),
-            pl.col("sync_end_ns") > pl.col("start_ns"),
-        )
-        .filter(pl.col("rank") == pl.col("sync_rank"))
+    # Calls in start order with the running maximum of their ends (per rank): the first call whose
+    # running maximum passes the gap start is the earliest-starting call still running after it,
+    # and every call before it ended by then. It overlaps the gap when it starts before the gap
+    # ends. One as-of join on the (sorted) running maximum: linear, however the calls overlap.
+    reach = (
+        blocking.with_row_index("_order").sort("rank", "sync_start_ns", "_order")
+        .with_columns(pl.col("sync_end_ns").cum_max().over("rank").alias("_reach_ns"))
     )
     return (
-        overlapping.sort("sync_start_ns")
-        .group_by("gap_id", maintain_order=True)
-        .first()
+        gaps.select("gap_id", "rank", "start_ns", "end_ns", (pl.col("start_ns") + 1).alias("_after_start_ns"))
+        .sort("_after_start_ns")
+        .join_asof(reach, left_on="_after_start_ns", right_on="_reach_ns", by="rank", strategy="forward",
+                   check_sortedness=False)
+        .filter(pl.col("sync_start_ns") < pl.col("end_ns"))
         .select(list(schema))
     )
 

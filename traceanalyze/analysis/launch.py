@@ -174,11 +174,19 @@ def queue_depth(trace: Trace) -> pl.DataFrame:
             ops.select(*STREAM, pl.col("start_ns").alias("time_ns"), pl.lit(-1, pl.Int64).alias("delta")),
         ]
     )
-    # at equal times, starts (−1) are applied before launches (+1)
-    return (
-        events.sort(*STREAM, "time_ns", "delta")
-        .with_columns(pl.col("delta").cum_sum().over(STREAM).alias("depth"))
-        .select(*STREAM, "time_ns", "depth")
+    # at equal times, starts (−1) are applied before launches (+1); each stream sorted on its own
+    # (a few streams of many events: faster than one sort on five keys)
+    order = ["time_ns", "delta"]
+    if events.height:
+        low, high = events["time_ns"].min(), events["time_ns"].max()
+        if high - low < 2**61:  # one integer key: time, then starts before launches
+            events = events.with_columns(((pl.col("time_ns") - low) * 2 + (pl.col("delta") > 0).cast(pl.Int64)).alias("_key"))
+            order = ["_key"]
+    parts = events.partition_by(STREAM, as_dict=True)
+    streams = events.select(STREAM).unique().sort(STREAM).rows()
+    return pl.concat(
+        [parts[stream].sort(order).select(*STREAM, "time_ns", pl.col("delta").cum_sum().alias("depth")) for stream in streams]
+        or [events.select(*STREAM, "time_ns", pl.col("delta").alias("depth"))]
     )
 
 

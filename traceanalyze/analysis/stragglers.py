@@ -51,7 +51,7 @@ def rank_steps(trace: Trace, gaps: pl.DataFrame) -> pl.DataFrame:
     gaps = gaps.select(*DEVICE, "start_ns", "end_ns", pl.col("cause").cast(pl.String))
     per_cause = [
         windows.select("_window", pl.lit(cause).alias("cause"),
-                       covered_in_windows(gaps.filter(pl.col("cause") == cause), windows, DEVICE).alias("ns"))
+                       covered_in_windows(gaps.filter(pl.col("cause") == cause), windows, DEVICE, disjoint=True).alias("ns"))
         for cause in gaps["cause"].drop_nulls().unique().sort()
     ]
     by_cause = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.cpu_context import by_op_id, enclosing_ops
+from traceanalyze.analysis.cpu_context import by_op_id, enclosing_ops, in_place
 from traceanalyze.model import Trace, linked_gpu
 
 
@@ -28,10 +28,10 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
     ops = trace.cpu_ops
     aten, any_op, annotation = enclosing_ops(
         points, ops, [("cpu_op", None, "aten::"), ("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
+    # each of them is in the order of `points`
     # the op whose External id the launch carries, only for launches that no op encloses
     unenclosed = (
-        aten.join(any_op, on="point_id", how="left", suffix="_any")
-        .filter(pl.col("op_id").is_null() & pl.col("op_id_any").is_null())
+        points.filter(aten["op_id"].is_null() & any_op["op_id"].is_null())
         .select(pl.col("point_id").alias("gpu_op_id"))
         .join(linked.select("gpu_op_id", "rank", "launch_external_id"), on="gpu_op_id", how="inner")
         .drop_nulls("launch_external_id")
@@ -49,11 +49,9 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
     )
     with_name = by_op_id(ops.select("op_id", "name"), "op_id")
     chosen = (
-        points.select("point_id")
-        .join(aten.rename({"op_id": "aten_op_id"}), on="point_id", how="left")
-        .join(any_op.rename({"op_id": "any_op_id"}), on="point_id", how="left")
-        .join(by_external, on="point_id", how="left")
-        .join(with_name(annotation).select("point_id", pl.col("name").alias("annotation")), on="point_id", how="left")
+        points.select("point_id", aten["op_id"].alias("aten_op_id"), any_op["op_id"].alias("any_op_id"),
+                      with_name(annotation)["name"].alias("annotation"))
+        .join(by_external, on="point_id", how="left", maintain_order="left")
         .with_columns(
             pl.coalesce("aten_op_id", "any_op_id", "external_op_id").alias("op_id"),
             pl.when(pl.col("aten_op_id").is_not_null()).then(pl.lit("aten"))
@@ -62,10 +60,13 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
             .alias("op_source"),
         )
         .pipe(with_name)
-        .select(pl.col("point_id").alias("gpu_op_id"), "op_id", pl.col("name").alias("op_name"), "op_source", "annotation")
+        .select("point_id", "op_id", pl.col("name").alias("op_name"), "op_source", "annotation")
     )
+    # the points are the launched GPU ops: their columns scatter back to those rows
+    linked = linked.with_columns(in_place(linked.height, chosen["point_id"], chosen[c], c)
+                                 for c in ("op_id", "op_name", "op_source", "annotation"))
     graph_replay = pl.col("launch_kind") == "graph_launch"
-    return linked.join(chosen, on="gpu_op_id", how="left").with_columns(
+    return linked.with_columns(
         # a graph launch replays kernels recorded earlier: the op around the launch did not make them
         *[pl.when(graph_replay).then(None).otherwise(pl.col(c)).alias(c) for c in ("op_id", "op_name", "op_source")]
     ).with_columns(

@@ -184,17 +184,17 @@ def test_an_entry_of_another_version_is_a_miss(tmp_path, cache_everything):
 
 
 def test_the_version_follows_the_table_schemas_and_the_loader_code(tmp_path, monkeypatch):
-    before = cache._fingerprint()
-    assert before == cache.TABLES_FINGERPRINT
+    before = cache.fingerprint()
+    assert cache.cache_version().endswith("+" + before)
     monkeypatch.setitem(cache.TABLE_SCHEMAS, "gpu", pl.Schema({**cache.TABLE_SCHEMAS["gpu"], "extra": pl.Int8}))
-    assert cache._fingerprint() != before
+    assert cache.fingerprint() != before
     monkeypatch.undo()
     code = cache._loader_code()
     assert Path(load_package.__file__) in code and Path(cache.__file__) in code
     changed = tmp_path / "model.py"
     changed.write_text(Path(cache.model.__file__).read_text() + "\n# changed\n")
     monkeypatch.setattr(cache, "_loader_code", lambda: [changed if p.name == "model.py" else p for p in code])
-    assert cache._fingerprint() != before
+    assert cache.fingerprint() != before
 
 
 # --- damaged entries -----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ the same file reads its tables instead of parsing its JSON again (docs/cache.md)
 One entry per trace file and load options: the file's `Trace` (every polars frame as Arrow IPC,
 its `RankMeta` as JSON) in one file of the cache folder (`cache_directory`). An entry is used only
 when everything it was made from still holds (`EntryKey`: the file's absolute path, size,
-modification and change times, device and inode; our version, whose `TABLES_FINGERPRINT` changes
+modification and change times, device and inode; our version, whose `fingerprint` changes
 with any table schema; the load options that change the tables). Nothing read back is trusted: a
 wrong magic, length, checksum (CRC-32 of the header and of every table), key, schema or row count
 makes the entry a miss, and the trace is parsed and the entry written again. Entries are written
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
@@ -75,7 +76,7 @@ TABLE_SCHEMAS: dict[str, pl.Schema] = {
 _META_FIELDS = tuple(f.name for f in dataclasses.fields(RankMeta) if f.name != "source")
 
 
-def _fingerprint() -> str:
+def fingerprint() -> str:
     """A digest of everything an entry's content depends on besides the file: every table's
     column names and types (enum categories included), `RankMeta`'s fields, `FORMAT`, the polars
     version that writes and reads the Arrow, and the code that makes the tables (`_loader_code`),
@@ -99,12 +100,12 @@ def _loader_code() -> list[Path]:
     return sorted(path for path in found if path.is_file())
 
 
-TABLES_FINGERPRINT = _fingerprint()  # on import: a millisecond or two
-
-
+@functools.cache
 def cache_version() -> str:
-    """Our version as the cache sees it: the package version and `TABLES_FINGERPRINT`."""
-    return f"{__version__}+{TABLES_FINGERPRINT}"
+    """Our version as the cache sees it: the package version and the `fingerprint`, computed once
+    per process when the first trace worth caching is loaded (a millisecond or two: a command
+    that caches nothing never pays it)."""
+    return f"{__version__}+{fingerprint()}"
 
 
 class EntryKey(msgspec.Struct, frozen=True):

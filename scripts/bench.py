@@ -112,6 +112,7 @@ class Run:
     peak_bytes: int
     ok: bool
     note: str = ""
+    cpu_seconds: float | None = None  # user + system time of the process tree (steadier than wall time on a shared machine)
 
 
 @dataclass
@@ -142,6 +143,9 @@ def measure(command: list[str], env: dict[str, str], timeout: float) -> Run:
     members every 0.5 s: the sampler must not take CPU from what it measures)."""
     import psutil
 
+    import resource
+
+    used_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     peak = 0
@@ -186,11 +190,13 @@ def measure(command: list[str], env: dict[str, str], timeout: float) -> Run:
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the children waited for so far: this one's tree since `before`
+    cpu = (used.ru_utime - used_before.ru_utime) + (used.ru_stime - used_before.ru_stime)
     text = out.decode(errors="replace").strip()
     if process.returncode != 0:
-        return Run(seconds, peak, False, (err.decode(errors="replace").strip().splitlines() or ["failed"])[-1][:200])
+        return Run(seconds, peak, False, (err.decode(errors="replace").strip().splitlines() or ["failed"])[-1][:200], cpu)
     note = text if text.startswith("FAILED") else ""
-    return Run(seconds, peak, True, note)
+    return Run(seconds, peak, True, note, cpu)
 
 
 def uncompressed_size(path: Path) -> int:
@@ -240,6 +246,10 @@ def fmt_time(run: Run | None) -> str:
     return f"{run.seconds:.2f} s" if run.seconds < 100 else f"{run.seconds:.0f} s"
 
 
+def fmt_cpu(run: Run | None) -> str:
+    return "—" if run is None or run.cpu_seconds is None else f"{run.cpu_seconds:.2f} s"
+
+
 def fmt_mem(run: Run | None) -> str:
     return "—" if run is None else f"{run.peak_bytes / 1e6:.0f} MB"
 
@@ -249,7 +259,8 @@ def fmt_size(n: int) -> str:
 
 
 def table(results: list[Result]) -> str:
-    header = ("trace", "size", "ours", "HTA", "floor", "HTA/ours", "ours/floor", "ours mem", "HTA mem", "mem/size")
+    header = ("trace", "size", "ours", "HTA", "floor", "HTA/ours", "ours/floor", "ours cpu", "floor cpu", "ours mem",
+              "HTA mem", "mem/size")
     rows = [header]
     for r in results:
         ours, hta, floor = r.best("traceanalyze"), r.best("hta"), r.best("floor")
@@ -257,7 +268,7 @@ def table(results: list[Result]) -> str:
         vs_floor = f"{ours.seconds / floor.seconds:.2f}×" if ours and floor else "—"
         mem_ratio = f"{ours.peak_bytes / r.size_bytes:.2f}" if ours and r.size_bytes else "—"
         rows.append((r.trace, fmt_size(r.size_bytes), fmt_time(ours), fmt_time(hta), fmt_time(floor), speedup,
-                     vs_floor, fmt_mem(ours), fmt_mem(hta), mem_ratio))
+                     vs_floor, fmt_cpu(ours), fmt_cpu(floor), fmt_mem(ours), fmt_mem(hta), mem_ratio))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")

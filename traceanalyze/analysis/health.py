@@ -24,10 +24,9 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         orphans = gpu.filter(pl.col("launch_start_ns").is_null()).height
         add(rank, "orphan_gpu_ops", orphans, "launch latency; kernel → op attribution",
             "GPU ops whose correlation id matches no runtime launch call")
-        launched = set(gpu["correlation"].drop_nulls().to_list())
         unlaunched = runtime.filter(
             pl.col("kind").is_in(["launch", "graph_launch"])
-            & ~pl.col("correlation").is_in(list(launched))
+            & ~pl.col("correlation").is_in(gpu["correlation"].drop_nulls().unique().implode())
         ).height
         add(rank, "launches_without_gpu_work", unlaunched, "idle time and GPU busy time (GPU activity may be missing)",
             "kernel launch calls with no GPU op of the same correlation id")

@@ -35,7 +35,7 @@ TEXT = "text"  # any JSON value, kept as its text (shape arguments)
 Number = Union[int, float]
 IntOrStr = Union[int, str]
 
-_DTYPES = {INT: pl.Int64, FLOAT: pl.Float64, STRING: pl.String, INTS3: pl.List(pl.Int64), TEXT: pl.String}
+_DTYPES = {INT: pl.Int64, FLOAT: pl.Float64, STRING: pl.Categorical(), INTS3: pl.List(pl.Int64), TEXT: pl.String}
 _GENERAL_TYPES: dict[str, Any] = {INT: IntOrStr | None, FLOAT: Number | None, STRING: str | None, INTS3: Any}
 
 

@@ -276,7 +276,7 @@ def locate_extras(trace: Trace, hta: HtaRun, rounds: bool) -> pl.DataFrame:
     if wanted.is_empty():
         return pl.DataFrame(schema=BUSY_SCHEMA)
     cpu_side = pl.concat([trace.cpu_ops.select("name", "start_ns", "end_ns"),
-                          trace.runtime.select("name", "start_ns", "end_ns")])
+                          trace.runtime.select("name", "start_ns", "end_ns")]).with_columns(pl.col("name").cast(pl.String))
     ours = cpu_side.with_columns(hta_times(cpu_side, rounds)["start_ns"].alias("hta_start_ns"))
     found = wanted.select("source", "name", "stream", "correlation", pl.col("start_ns").alias("hta_start_ns")).join(
         ours, on=["name", "hta_start_ns"], how="left"

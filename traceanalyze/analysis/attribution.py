@@ -158,7 +158,7 @@ def fusion_summary(runs: pl.DataFrame) -> pl.DataFrame:
     """Identical runs (same ops in the same module, e.g. once per step or layer) folded into one
     row → `ops, annotation, occurrences, kernels, duration_ns, bytes_saved, time_saved_ns`."""
     return (
-        runs.with_columns(pl.col("ops").list.join(" → ").alias("ops"))
+        runs.with_columns(pl.col("ops").cast(pl.List(pl.String)).list.join(" → ").alias("ops"))
         .group_by("ops", "annotation")
         .agg(
             pl.len().alias("occurrences"),

@@ -22,6 +22,7 @@ PERFORMANCE.md.
 from __future__ import annotations
 
 import polars as pl
+import polars.selectors as cs
 
 from traceanalyze.analysis.intervals import covered_in_windows
 from traceanalyze.model import Trace
@@ -81,7 +82,7 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
     element counts times the element size (nccl-tests' S: the whole array), null when the trace
     does not record them (older traces). `overlapped_ns`: how long a compute kernel (kind
     `kernel`) ran on the same device during the collective (`overlap` defines it per rank)."""
-    comm = trace.gpu.filter(pl.col("kind") == "communication")
+    comm = trace.gpu.filter(pl.col("kind") == "communication").with_columns(cs.categorical().cast(pl.String))
     # the collective's arguments, where the loader keeps them (msg_nelems, dtype, process_group)
     comm = comm.with_columns(pl.lit(None, dtype=dtype).alias(name) for name, dtype in
                              (("in_msg_nelems", pl.Int64), ("out_msg_nelems", pl.Int64), ("dtype", pl.String),

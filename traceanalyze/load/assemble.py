@@ -154,7 +154,8 @@ def _cpu_ops_frame(frame: pl.DataFrame, arguments: list[ArgumentTexts], rank: in
 
 def _steps(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     steps = (
-        cpu_ops.filter(pl.col("name").str.contains(classify.STEP_NAME.pattern))
+        cpu_ops.filter(pl.col("name").cast(pl.String).str.contains(classify.STEP_NAME.pattern))
+        .with_columns(pl.col("name").cast(pl.String))  # one name per step: no need for a categorical
         .with_columns(step=pl.col("name").str.extract(classify.STEP_NAME.pattern, 1).cast(pl.Int64, strict=False))
         .filter(pl.col("step").is_not_null())  # ProfilerStep#99999999999999999999999 is no step
         .select(STEPS_SCHEMA.names())

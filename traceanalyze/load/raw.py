@@ -111,6 +111,7 @@ def _split_texts(joined: list[pl.Series]) -> pl.Series:
 
 def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
     """The chunk-schema columns of a table, from its raw columns (and `start_ns`/`duration_ns`)."""
+    event_name = pl.col("name").cast(pl.Categorical())  # a few hundred distinct names in millions of rows
     times = [pl.col("start_ns"), (pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"), pl.col("duration_ns")]
     external_id = pl.coalesce("external_id", "external_id_old").alias("external_id")
     if name == "gpu":
@@ -124,11 +125,11 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
             .otherwise(pl.col("category").replace_strict(kinds))
             .cast(GPU_SCHEMA["kind"])
             .alias("kind"),
-            "name", *times, external_id, *_plain("gpu"),
+            event_name, *times, external_id, *_plain("gpu"),
         ]
     if name == "runtime":
         return [
-            "pid", "tid", "name",
+            "pid", "tid", event_name,
             _by_name(frame["name"], classify.runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
             *times, external_id, *_plain("runtime"),
             _by_name(frame["name"], lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean).alias("blocking"),
@@ -137,15 +138,15 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
         return [
             "pid", "tid",
             pl.col("category").replace_strict(classify.CPU_OP_CATEGORIES).cast(CPU_OPS_SCHEMA["category"]).alias("category"),
-            "name", *times, external_id, *_plain("cpu_ops"), *TEXT_COLUMNS,
+            event_name, *times, external_id, *_plain("cpu_ops"), *TEXT_COLUMNS,
         ]
     if name == "sync":
         return [
             pl.coalesce(_int32("device_arg"), _int32("pid_int")).alias("device"),
             pl.coalesce("stream_arg", "stream_tid").alias("stream"),
-            "name", *times, *_plain("sync"),
+            event_name, *times, *_plain("sync"),
         ]
-    return ["pid", "tid", "name", *times]  # python
+    return ["pid", "tid", event_name, *times]  # python
 
 
 def _plain(table: str) -> list[pl.Expr]:

@@ -69,7 +69,7 @@ def paired_nodes(cpu_ops: pl.DataFrame, forward: pl.DataFrame) -> pl.DataFrame:
     numbered = node_sequence_numbers(cpu_ops, forward["op_id"]).join(forward, on="op_id")
     nodes = cpu_ops.filter(pl.col("name").is_in(forward["node_name"].unique().to_list())
                            & pl.col("sequence_number").is_not_null()).select(
-        "rank", "sequence_number", pl.col("name").alias("node_name"), pl.col("op_id").alias("node_op_id"),
+        "rank", "sequence_number", pl.col("name").cast(pl.String).alias("node_name"), pl.col("op_id").alias("node_op_id"),
         pl.col("input_dims").list.first().alias("grad_dims"), pl.col("input_types").list.first().alias("grad_type"))
     keys = ["rank", "sequence_number", "node_name"]
     pairs = numbered.join(nodes, on=keys, how="inner")

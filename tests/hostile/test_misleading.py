@@ -175,3 +175,26 @@ def test_a_step_number_beyond_int64_is_no_step(tmp_path):
     path = tmp_path / "steps.json"
     path.write_text(json.dumps(document))
     assert load_trace(path).steps["step"].to_list() == [7]
+
+
+@pytest.mark.parametrize("rank", [10**30, 1e30, 2**31, 2.5e9])
+def test_a_rank_beyond_int32_is_refused_however_written(tmp_path, rank):
+    """An int of 10^30 and a float of 1e30 say the same (the float was taken for no rank at all)."""
+    from traceanalyze.errors import TraceFormatError
+
+    document = small_trace().to_dict()
+    document["distributedInfo"] = {"rank": rank, "world_size": 8}
+    path = tmp_path / "rank.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(TraceFormatError, match=r"rank.json: distributedInfo.rank \S+ is not a rank \(at most 2\^31 - 1\)$"):
+        load_trace(path)
+
+
+@pytest.mark.parametrize("rank", [-5, "x", None])
+def test_a_rank_that_is_no_number_is_not_used(tmp_path, rank):
+    document = small_trace().to_dict()
+    document["distributedInfo"] = {"rank": rank, "world_size": 8}
+    path = tmp_path / "rank.json"
+    path.write_text(json.dumps(document))
+    trace = load_trace(path)
+    assert (trace.meta[0].rank, trace.meta[0].rank_source) == (0, "default")

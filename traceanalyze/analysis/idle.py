@@ -207,9 +207,11 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
         "rank", "device", "stream", "correlation", pl.col("start_ns").alias("record_ns"))
     if calls.is_empty() and records.is_empty():
         return pl.Series(values=[False] * linked.height, dtype=pl.Boolean)
-    # a record's time is its call's start when the call is there
+    # a record's time is its call's start when the call is there (the first call of its id, as for
+    # launches: a repeated correlation id must not multiply rows)
+    first_calls = calls.sort("start_ns").unique(["rank", "correlation"], keep="first").select("rank", "correlation", "start_ns")
     on_stream = (
-        records.join(calls.select("rank", "correlation", "start_ns"), on=["rank", "correlation"], how="left")
+        records.join(first_calls, on=["rank", "correlation"], how="left")
         .select("rank", "device", "stream", pl.coalesce("start_ns", "record_ns").alias("wait_ns"))
         .drop_nulls().sort("wait_ns")
     )

@@ -114,9 +114,10 @@ def _declared_rank(path: Path, value: object) -> int | None:
     """`distributedInfo.rank` as a rank: None when absent or negative (no rank); a value beyond
     int32 is refused (it is no rank, and no table column holds it)."""
     rank = as_int(value)
-    if rank is None or rank < 0:
+    huge_float = isinstance(value, float) and value >= 1 << 31  # 1e30: no int of it, yet no rank either
+    if not huge_float and (rank is None or rank < 0):
         return None
-    if rank >= 1 << 31:
+    if huge_float or rank >= 1 << 31:
         raise TraceFormatError(f"{path}: distributedInfo.rank {str(value)[:40]} is not a rank (at most 2^31 - 1)")
     return rank
 

@@ -72,9 +72,13 @@ def paired_nodes(cpu_ops: pl.DataFrame, forward: pl.DataFrame) -> pl.DataFrame:
         "rank", "sequence_number", pl.col("name").cast(pl.String).alias("node_name"), pl.col("op_id").alias("node_op_id"),
         pl.col("input_dims").list.first().alias("grad_dims"), pl.col("input_types").list.first().alias("grad_type"))
     keys = ["rank", "sequence_number", "node_name"]
+    # a pair is kept when its key has one op and one node, and its op pairs with nothing else;
+    # counted per key before joining, so that a repeated sequence number never multiplies rows
+    nodes_per_key = nodes.group_by(keys).agg(pl.len().alias("nodes"))
+    numbered = numbered.join(nodes_per_key, on=keys, how="inner").filter(
+        (pl.len().over(keys) == 1) & (pl.col("nodes") == 1) & (pl.col("nodes").sum().over("op_id") == 1))
     pairs = numbered.join(nodes, on=keys, how="inner")
-    unique = pl.len().over(keys) == 1
-    return pairs.filter(unique & (pl.len().over("op_id") == 1)).select("op_id", "node_op_id", "grad_dims", "grad_type")
+    return pairs.select("op_id", "node_op_id", "grad_dims", "grad_type")
 
 
 def _cost_row(op_id: int, result: OpCost | str, schema: pl.Schema, note: str) -> dict[str, Any]:

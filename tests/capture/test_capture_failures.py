@@ -97,7 +97,7 @@ def test_duration_records_a_script_without_optimizer(tmp_path):
     assert result.exit_code == 0, result.stderr
     events = [e for e in read_trace(tmp_path / "trace.json.gz")["traceEvents"] if e.get("ph") == "X"]
     regions = [e for e in events if e["name"] == "infer"]
-    assert 10 <= len(regions) < 150  # ~0.2 s of 2 ms iterations, not the whole 0.6 s run
+    assert 2 <= len(regions) < 150  # ~0.2 s of 2 ms iterations (fewer on a loaded runner), not the whole 0.6 s run
     assert step_names(read_trace(tmp_path / "trace.json.gz")) == []  # no optimizer: no steps
 
 

@@ -106,7 +106,7 @@ DiffFormat = _format_enum("DiffFormat", diff_formats.RENDERERS)
 
 def shown(text: str) -> str:
     """Text as it may be printed or written: no control sequence or workflow command taken from a
-    trace survives (`report.escape.output_text`). JSON is exempt: its encoder escapes its strings."""
+    trace survives (`report.escape.output_text`). JSON is exempt: its renderers escape their strings (`escape.json_text`)."""
     from traceanalyze.report.escape import output_text
 
     return output_text(text)

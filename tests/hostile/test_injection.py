@@ -177,3 +177,28 @@ def test_headless_chromium_runs_nothing_from_the_trace(hostile, tmp_path, comman
     assert not [name for _, attrs in elements for name, _ in attrs if name.startswith("on")]  # nor an event handler
     assert not [value for _, attrs in elements for _, value in attrs if (value or "").strip().lower().startswith("javascript:")]
     assert "&lt;img src=x onerror=" in dom  # the names are there, as text
+
+
+def test_json_text_escapes_what_the_encoder_leaves_raw():
+    assert escape.json_text('{"k": "a\x7f\x9b2J\u202e\u2028\ufeffb"}') == '{"k": "a\\u007f\\u009b2J\\u202e\\u2028\\ufeffb"}'
+    assert json.loads(escape.json_text(json.dumps("a\x7f\x9b\u202e", ensure_ascii=False))) == "a\x7f\x9b\u202e"
+
+
+JSON_RAW = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+@pytest.mark.parametrize("command", [["report", "c1.json.gz", "-f", "json"], ["diff", "base.json.gz", "c1.json.gz", "-f", "json"],
+                                     ["gate", "c1.json.gz", "--baseline", "base.json.gz", "--max-regression", "1%",
+                                      "--allow-unreliable", "-f", "json"]])
+def test_json_output_carries_no_raw_control_or_formatting_character(hostile, command):
+    """JSON escapes C0 itself; DEL, the 8-bit CSI (U+009B), bidi overrides and line separators it
+    leaves raw unless told: on stdout a terminal would act on them. Decoded, the names are intact."""
+    name = "gemm\x9b2J\x7f\u202egnp.exe\u2028x"
+    trace = json.loads(gzip.decompress(FIXTURE.read_bytes()))
+    trace["deviceProperties"][0]["name"] = name
+    (hostile / "c1.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    result = run(*command, cwd=hostile)
+    assert result.returncode in (0, 1), result.stderr
+    assert not JSON_RAW.search(result.stdout.replace("\n", ""))
+    assert "gemm\\u009b2J\\u007f\\u202egnp.exe\\u2028x" in result.stdout
+    assert name in json.dumps(json.loads(result.stdout), ensure_ascii=False)

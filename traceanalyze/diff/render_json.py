@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from traceanalyze.diff.compare import Diff
+from traceanalyze.report.escape import json_text
 
 DIFF_SCHEMA_VERSION = "1.0"
 
@@ -30,4 +31,4 @@ def diff_to_dict(diff: Diff) -> dict[str, Any]:
 
 def render_diff_json(diff: Diff, *, top: int = 10) -> str:
     """The whole diff as JSON: every kernel is listed, whatever `top` says."""
-    return msgspec.json.format(msgspec.json.encode(diff_to_dict(diff)), indent=2).decode() + "\n"
+    return json_text(msgspec.json.format(msgspec.json.encode(diff_to_dict(diff)), indent=2).decode()) + "\n"

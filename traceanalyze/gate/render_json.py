@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from traceanalyze.gate.verdict import Verdict
+from traceanalyze.report.escape import json_text
 
 VERDICT_SCHEMA_VERSION = "1.0"
 
@@ -41,4 +42,4 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
 
 
 def render_verdict_json(verdict: Verdict) -> str:
-    return msgspec.json.format(msgspec.json.encode(verdict_to_dict(verdict)), indent=2).decode() + "\n"
+    return json_text(msgspec.json.format(msgspec.json.encode(verdict_to_dict(verdict)), indent=2).decode()) + "\n"

@@ -15,8 +15,11 @@ from files users did not write; every renderer passes them through one function 
 * `workflow_data` / `workflow_property`: GitHub Actions workflow-command escaping (`%`, CR, LF;
   and `:` `,` in properties);
 * `output_text`: the last guard on every text written or printed (terminal, Markdown, HTML; not
-  JSON, whose encoder escapes its own strings): control characters other than newline and tab
-  made visible, and no line may start a GitHub workflow command (`::`).
+  JSON): control characters other than newline and tab made visible, and no line may start a
+  GitHub workflow command (`::`);
+* `json_text`: an encoded JSON document with the characters its encoder leaves raw (DEL, C1 such
+  as the 8-bit CSI U+009B, zero-width and bidirectional formatting, line/paragraph separators)
+  written as `\\uXXXX` escapes: the same document once decoded, nothing a terminal acts on.
 
 A leaf module: it imports nothing from traceanalyze.
 """
@@ -30,6 +33,8 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # C0, DEL, C1; zero-width and bidirectional formatting; line/paragraph separators; lone surrogates
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
 _CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# what a JSON encoder leaves raw (it escapes C0 itself): DEL, C1, formatting, separators
+_JSON_RAW = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _WORKFLOW_COMMAND_LINE = re.compile(r"^([ \t]*)::", re.MULTILINE)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
@@ -111,3 +116,13 @@ def output_text(text: str) -> str:
     'device: A100\\n: :add-mask::x\\n\\\\x1b[2J'
     """
     return _WORKFLOW_COMMAND_LINE.sub(r"\1: :", _CONTROL_BUT_LINES.sub(_show, text))
+
+
+def json_text(document: str) -> str:
+    """An encoded JSON document with DEL, C1 controls and Unicode formatting characters escaped as
+    `\\uXXXX`. Such characters can only stand inside strings, so the decoded document is unchanged.
+
+    >>> json_text('{"name": "k\\x9b2J\\u202e"}')
+    '{"name": "k\\\\u009b2J\\\\u202e"}'
+    """
+    return _JSON_RAW.sub(lambda match: f"\\u{ord(match.group(0)):04x}", document)

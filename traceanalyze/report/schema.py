@@ -16,6 +16,8 @@ from typing import Optional
 
 import msgspec
 
+from traceanalyze.report.escape import json_text
+
 SCHEMA_VERSION = "1.1"  # 1.1: the `findings` array
 KNOWN_SCHEMA_VERSIONS = ("1.0", SCHEMA_VERSION)
 KERNEL_LIMIT = 50  # kernels (and ops) listed per report and per rank, the longest in total first
@@ -393,7 +395,7 @@ class ReportV1(Struct, kw_only=True):
 
 def encode_report(report: ReportV1) -> str:
     """The report as indented JSON text, ending in a newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2).decode() + "\n"
+    return json_text(msgspec.json.format(msgspec.json.encode(report), indent=2).decode()) + "\n"
 
 
 def report_from_builtins(document: object) -> ReportV1:

@@ -20,6 +20,7 @@ def analyze(
     trace: str | Path | Trace,
     *,
     window: Window = "activity",
+    skip_steps: int = 0,
     max_gaps: int = DEFAULT_MAX_GAPS,
     peak_flops: float | None = None,
     peak_bandwidth: float | None = None,
@@ -34,7 +35,9 @@ def analyze(
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
     returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
     `.attribution`, `.kernels`, `.fusion`, … (times in ns), and the summary figures in
-    `report.summary` and `report.ranks[0].summary`. `max_gaps` is how many idle gaps the rendered
+    `report.summary` and `report.ranks[0].summary`. `skip_steps` leaves each rank's first N
+    ProfilerSteps out of every analysis (`--skip-steps`, docs/metrics.md#skipped-steps; a
+    `ConfigError` when a rank has no steps or N would leave none). `max_gaps` is how many idle gaps the rendered
     report lists (the frames hold every gap); `limits` bounds what loading a path may read and hold
     (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option, and for a device file that
     describes another device than the trace's (unless `force_device_file`). `cache` is the cache of
@@ -57,6 +60,8 @@ def analyze(
 
     if window not in WINDOWS:
         raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
+    if isinstance(skip_steps, bool) or not isinstance(skip_steps, int) or skip_steps < 0:
+        raise ConfigError(f"--skip-steps must be a whole number ≥ 0, got {skip_steps!r}")
     for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
         if value is not None and not value > 0:
             raise ConfigError(f"{flag} must be a positive number, got {value}")
@@ -67,7 +72,7 @@ def analyze(
         peak_bandwidth=peak_bandwidth,
         force_device_file=force_device_file,
     )
-    options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides)
+    options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides, skip_steps=skip_steps)
     if not isinstance(trace, Trace) and Path(trace).is_dir():
         from traceanalyze.jobs import analyse_folder
 

@@ -64,6 +64,9 @@ MaxInflation = Annotated[float, typer.Option("--max-inflation", metavar="RATIO",
 
 NoCache = Annotated[bool, typer.Option("--no-cache", help=(
     "Parse the trace even when the cache of loaded traces holds its tables, and cache nothing (docs/cache.md)."))]
+SkipSteps = Annotated[int, typer.Option("--skip-steps", metavar="N", min=0, help=(
+    "Leave each rank's first N ProfilerSteps (warm-up, autotuning) out of every number; "
+    "a trace without steps is an error when N > 0."))]
 
 
 def _limits(max_event_mb: int, max_events: int, max_inflation: float) -> LoadLimits:
@@ -148,7 +151,7 @@ def _refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: P
         fail(error)
 
 
-def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = None, peak_flops: float | None = None,
+def _analyze(trace: Path, *, window: str = "activity", skip_steps: int = 0, max_gaps: int | None = None, peak_flops: float | None = None,
              peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
              limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
              executor_address: str | None = None, cache: bool = True):
@@ -156,7 +159,7 @@ def _analyze(trace: Path, *, window: str = "activity", max_gaps: int | None = No
     from traceanalyze.api import analyze
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
-    return analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
+    return analyze(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
                    device_file=device_file, force_device_file=force_device_file, limits=limits,
                    executor=executor, workers=workers,
                    executor_address=executor_address, cache=cache, **extra)
@@ -177,6 +180,7 @@ def report(
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
+    skip_steps: SkipSteps = 0,
     max_gaps: Annotated[int, typer.Option(help="How many idle gaps to list.", min=0)] = DEFAULT_MAX_GAPS,
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
@@ -197,7 +201,7 @@ def report(
     folder of ranks, first which rank holds the job back."""
     _refuse_overwriting_inputs({"--output": output}, trace, device_file)
     try:
-        built = _analyze(trace, window=window, max_gaps=max_gaps, peak_flops=peak_flops,
+        built = _analyze(trace, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation), executor=executor,
                          workers=workers, executor_address=executor_address, cache=not no_cache)
@@ -213,6 +217,7 @@ def annotate(
     trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace file.", readable=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="The annotated trace (.json, or .json.gz to compress).")],
     window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
+    skip_steps: SkipSteps = 0,
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s to use instead of the datasheet table (e.g. 312e12).")] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
@@ -231,8 +236,8 @@ def annotate(
     try:
         if trace.is_dir():
             raise ConfigError(f"{trace}: annotate reads one trace file, not a folder: annotate each rank's file")
-        built = _analyze(trace, window=window, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
-                         device_file=device_file, force_device_file=force_device_file,
+        built = _analyze(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops,
+                         peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
         write_output(output, annotated_trace(trace, built, compress=output.name.endswith(".gz")))
     except TraceAnalyzeError as error:
@@ -366,6 +371,7 @@ def gate(
     max_wait_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step spent waiting in collectives for other ranks, at most this.", show_default=False)] = None,
     max_exposed_comm: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step in collectives with no other GPU work running, at most this.", show_default=False)] = None,
     ranks: Annotated[Optional[str], typer.Option(metavar="worst|pooled", help="Several ranks: judge every rank and name the worst (default), or judge them pooled.", show_default=False)] = None,
+    skip_steps: Annotated[Optional[int], typer.Option("--skip-steps", metavar="N", min=0, help="Leave each rank's first N ProfilerSteps out of the traces judged (the baseline's too; a saved report must have been saved with the same N).", show_default=False)] = None,
     baseline: Annotated[Optional[Path], typer.Option(metavar="BASE", help="A saved JSON report or a trace to compare with (needs --max-regression).", show_default=False)] = None,
     max_regression: Annotated[Optional[str], typer.Option(metavar="PCT", help="How much worse than the baseline is allowed: 5% or 0.05.", show_default=False)] = None,
     statistic: Annotated[Optional[str], typer.Option(metavar="median|p90|mean|max", help="Per-step statistic judged (default: median).", show_default=False)] = None,
@@ -397,9 +403,9 @@ def gate(
     from traceanalyze.output import append_output, write_output
 
     def build(path: Path):
-        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
-                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation),
-                        cache=not no_cache)
+        return _analyze(path, skip_steps=options.skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
+                        device_file=device_file, force_device_file=force_device_file,
+                        limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
 
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
@@ -407,14 +413,16 @@ def gate(
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us,
              "max_wait_fraction": max_wait_fraction, "max_exposed_comm": max_exposed_comm, "ranks": ranks,
+             "skip_steps": skip_steps,
              "baseline": baseline,
              "max_regression": max_regression, "statistic": statistic, "min_steps": min_steps,
              "allow_unreliable": allow_unreliable or None}
     try:
         options = resolve_options(load_gate_config(config, cwd=Path.cwd()).values, flags)
-        measured = measure(load_report(trace, build), source=str(trace))
+        measured = measure(load_report(trace, build, skip_steps=options.skip_steps), source=str(trace))
         base_path = Path(options.baseline) if options.baseline is not None else None
-        base = measure(load_report(base_path, build), source=str(base_path)) if base_path is not None else None
+        base = (measure(load_report(base_path, build, skip_steps=options.skip_steps), source=str(base_path))
+                if base_path is not None else None)
         verdict = evaluate(measured, options, baseline=base)
     except TraceAnalyzeError as error:
         fail(error)
@@ -448,6 +456,7 @@ def diff(
     statistic: Annotated[str, typer.Option(metavar="median|p90|mean|max", help="Per-step statistic for step time and idle.")] = "median",
     min_change: Annotated[str, typer.Option(metavar="PCT", help="A kernel is faster/slower when its time per call changed by at least this.")] = "5%",
     top: Annotated[int, typer.Option(help="How many kernels to list side by side.", min=0)] = 10,
+    skip_steps: Annotated[int, typer.Option("--skip-steps", metavar="N", min=0, help="Leave each rank's first N ProfilerSteps out of both runs (a saved report must have been saved with the same N).")] = 0,
     peak_flops: Annotated[Optional[float], typer.Option(help="Peak FLOP/s instead of the datasheet table (for traces, not saved reports).", show_default=False)] = None,
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s.", show_default=False)] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, from `traceanalyze calibrate`) with measured peaks.", show_default=False)] = None,
@@ -464,15 +473,16 @@ def diff(
     from traceanalyze.gate.inputs import load_report
 
     def build(path: Path):
-        return _analyze(path, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth, device_file=device_file,
-                        force_device_file=force_device_file, limits=_limits(max_event_mb, max_events, max_inflation),
-                        cache=not no_cache)
+        return _analyze(path, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
+                        device_file=device_file, force_device_file=force_device_file,
+                        limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
 
     _refuse_overwriting_inputs({"--output": output}, base, new, device_file)
     try:
         chosen = parse_statistic(statistic, "--statistic")
         threshold = parse_regression(min_change, "--min-change")
-        compared = diff_reports(load_report(base, build), load_report(new, build), statistic=chosen,
+        compared = diff_reports(load_report(base, build, skip_steps=skip_steps), load_report(new, build, skip_steps=skip_steps),
+                                statistic=chosen,
                                 min_change=threshold, sources=(str(base), str(new)))
     except TraceAnalyzeError as error:
         fail(error)

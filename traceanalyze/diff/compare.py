@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from traceanalyze.gate.budgets import Statistic
-from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, measure
+from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, measure, skipped_steps_notes
 from traceanalyze.report.schema import KERNEL_LIMIT, ReportV1
 
 KernelStatus = Literal["added", "removed", "faster", "slower", "unchanged", "unlisted"]
@@ -198,6 +198,7 @@ def diff_reports(base: ReportV1, new: ReportV1, *, statistic: Statistic = "media
     n = measure(new, source=sources[1] if sources else None)
     kernels, notes = _kernel_rows(base, new, min_change)
     mismatch = device_mismatch(b, n)
+    notes += skipped_steps_notes(b, n, ("base", "new run"))
     if b.window_option and n.window_option and b.window_option != n.window_option:
         notes.append(f"the reports used different windows ({b.window_option} vs {n.window_option}): "
                      "whole-window numbers differ in definition")

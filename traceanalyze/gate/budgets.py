@@ -41,7 +41,8 @@ RANK_MODES: tuple[RankMode, ...] = ("worst", "pooled")
 BUDGET_BY_NAME = {spec.name: spec for spec in BUDGETS}
 
 # keys a [tool.traceanalyze.gate] table may hold (written with - or _)
-CONFIG_KEYS = (*BUDGET_BY_NAME, "max_regression", "statistic", "min_steps", "allow_unreliable", "baseline", "ranks")
+CONFIG_KEYS = (*BUDGET_BY_NAME, "max_regression", "statistic", "min_steps", "allow_unreliable", "baseline", "ranks",
+               "skip_steps")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class GateOptions:
     allow_unreliable: bool = False
     baseline: str | None = None
     ranks: RankMode = "worst"  # several ranks: judge each and report the worst, or judge them pooled
+    skip_steps: int = 0  # ProfilerSteps left out at the start of each rank of the traces judged (--skip-steps)
 
 
 def _number(value: Any, what: str) -> float:
@@ -125,6 +127,12 @@ def parse_min_steps(value: Any, what: str) -> int:
     return value
 
 
+def parse_skip_steps(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{what} must be a whole number of steps ≥ 0, got {value!r}")
+    return value
+
+
 def parse_rank_mode(value: Any, what: str) -> RankMode:
     if value not in RANK_MODES:
         raise ConfigError(f"{what} must be 'worst' or 'pooled', got {value!r}")
@@ -166,6 +174,8 @@ def parse_table(table: Mapping[str, Any], *, source: str) -> dict[str, Any]:
             values[key] = parse_bool(value, what)
         elif key == "ranks":
             values[key] = parse_rank_mode(value, what)
+        elif key == "skip_steps":
+            values[key] = parse_skip_steps(value, what)
         elif key == "baseline":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{what} must be a path (a string), got {value!r}")
@@ -201,6 +211,8 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
             merged[name] = str(value)
         elif name == "ranks":
             merged[name] = parse_rank_mode(value, flag)
+        elif name == "skip_steps":
+            merged[name] = parse_skip_steps(value, flag)
         else:
             raise ValueError(f"unknown gate option {name!r}")
     thresholds = {spec.name: merged[spec.name] for spec in BUDGETS if merged.get(spec.name) is not None}
@@ -224,4 +236,5 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
         allow_unreliable=bool(merged.get("allow_unreliable", False)),
         baseline=baseline,
         ranks=merged.get("ranks", "worst"),
+        skip_steps=merged.get("skip_steps", 0),
     )

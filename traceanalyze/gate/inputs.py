@@ -11,7 +11,7 @@ from typing import Callable
 
 import msgspec
 
-from traceanalyze.errors import TraceFormatError
+from traceanalyze.errors import ConfigError, TraceFormatError
 from traceanalyze.report.jsonout import report_v1
 from traceanalyze.report.model import Report
 from traceanalyze.report.schema import KNOWN_SCHEMA_VERSIONS, ReportV1, report_from_builtins
@@ -80,9 +80,15 @@ def read_saved_report(path: Path) -> ReportV1:
         raise TraceFormatError(f"{path}: not a traceanalyze JSON report: {error}") from None
 
 
-def load_report(path: Path, build: Callable[[Path], Report]) -> ReportV1:
+def load_report(path: Path, build: Callable[[Path], Report], *, skip_steps: int = 0) -> ReportV1:
     """The JSON report of `path`: decoded when it is a saved report, else `build(path)` (load the
-    trace and build its report) turned into `ReportV1`."""
+    trace and build its report) turned into `ReportV1`. A saved report cannot be analysed again:
+    with `skip_steps` > 0 it must have been saved with the same `--skip-steps` (else `ConfigError`)."""
     if is_saved_report(path):
-        return read_saved_report(path)
+        saved = read_saved_report(path)
+        kept = saved.options.skip_steps or 0
+        if skip_steps and kept != skip_steps:
+            raise ConfigError(f"{path}: a saved report analysed with --skip-steps {kept}, not {skip_steps}: save it "
+                              f"again from its trace with --skip-steps {skip_steps}")
+        return saved
     return report_v1(build(path))

@@ -64,6 +64,7 @@ class Measured:
     window: Mapping[str, float | None]
     findings: tuple[Finding, ...] = ()
     window_option: str | None = None
+    skipped_steps: int = 0  # --skip-steps of the report (0 for a saved report from before the option)
     notes: tuple[str, ...] = field(default_factory=tuple)
     devices: tuple[str, ...] = ()  # the device names the report saw (ranks[].devices[].name), sorted
     per_rank: Mapping[int, "Measured"] = field(default_factory=dict)  # several ranks: each rank's own numbers
@@ -191,9 +192,21 @@ def _measure_ranks(report: ReportV1, ranks: list[Rank], summary: SummaryFields, 
         window=window,
         findings=tuple(findings),
         window_option=report.options.window,
+        skipped_steps=report.options.skip_steps or 0,
         notes=tuple(report.notes),
         devices=devices,
     )
+
+
+def skipped_steps_notes(first: Measured, second: Measured, names: tuple[str, str]) -> list[str]:
+    """What the gate and the diff say about `--skip-steps`: how many steps were left out, and that
+    the two sides differ when they do (their step numbers then cover different parts of the runs)."""
+    if first.skipped_steps == second.skipped_steps:
+        count = first.skipped_steps
+        steps = "ProfilerStep" if count == 1 else f"{count} ProfilerSteps"
+        return [f"--skip-steps {count}: the first {steps} of each rank left out"] if count else []
+    return [f"the {names[0]} was analysed with --skip-steps {first.skipped_steps}, the {names[1]} with --skip-steps "
+            f"{second.skipped_steps}: they cover different parts of the runs"]
 
 
 def _job_values(rows: list[RankStep]) -> dict[str, float | None]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
-from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, unreliable_findings
+from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, skipped_steps_notes, unreliable_findings
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]
@@ -278,7 +278,7 @@ def evaluate(measured: Measured, options: GateOptions, *, baseline: Measured | N
         for spec in BUDGETS if spec.name in options.thresholds
     )
     problems = _problems(measured, options.min_steps)
-    notes: list[str] = []
+    notes = skipped_steps_notes(baseline if baseline is not None else measured, measured, ("baseline", "trace judged"))
     if basis == "window":
         notes.append("no ProfilerStep spans with GPU work: judged on the whole trace window" +
                      (" (--allow-unreliable)" if options.allow_unreliable else ""))

@@ -281,7 +281,7 @@ def report_v1(report: Report) -> schema.ReportV1:
         schema_version=SCHEMA_VERSION,
         tool=schema.Tool(name="traceanalyze", version=__version__),
         source=str(report.source),
-        options=schema.Options(window=report.options.window, max_gaps=limit),
+        options=schema.Options(window=report.options.window, max_gaps=limit, skip_steps=report.options.skip_steps),
         notes=sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
         summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks)),
         findings=_findings(report),

@@ -15,6 +15,7 @@ from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.job import JobAnalysis, job_analysis
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
+from traceanalyze.analysis.skip_steps import SkippedSteps, skip_steps, skipped_steps
 from traceanalyze.model import Trace
 from traceanalyze.report.summaries import SmallKernelSummary, Summary, idle_causes, small_kernel_summary, summarise
 from traceanalyze.report.units import format_duration_ns
@@ -29,7 +30,8 @@ class ReportOptions:
     max_gaps: int = DEFAULT_MAX_GAPS
     min_small_kernel_run: int = 8
     peaks: PeakOverrides = field(default_factory=PeakOverrides)  # device file or flags
-    details: bool = False  # terminal: every rank's full section (else the job screen and the worst rank)
+    details: bool = False  # terminal: every table (else the verdict and the key sections; docs/report-formats.md)
+    skip_steps: int = 0  # ProfilerSteps left out at the start of each rank (analysis.skip_steps)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,9 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     a worker runs on each rank file)."""
     meta = trace.meta[0]
     notes: list[str] = []
+    if options.skip_steps:
+        notes.append(skipped_note(skipped_steps(trace, options.skip_steps)[0]))
+        trace = skip_steps(trace, options.skip_steps)
     has_gpu = trace.gpu.height > 0
     window = options.window
     if window == "steps" and trace.steps.is_empty():
@@ -209,7 +214,8 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         rank=meta.rank, device_family=meta.device_family,
         peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
         roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=small_runs, fusion=fusion,
-        attribution=attributed, health=health, cpu_ops=trace.cpu_ops,
+        attribution=attributed, health=health, cpu_ops=trace.cpu_ops, cpu_steps=trace.steps,
+        skipped_steps=options.skip_steps,
     ))
     return RankReport(
         rank=meta.rank,
@@ -250,6 +256,14 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         overlap=overlap.comm_overlap(trace),
         findings=found,
     )
+
+
+def skipped_note(skipped: SkippedSteps) -> str:
+    """The note of a rank analysed with `--skip-steps` (`analysis.skip_steps.SkippedSteps`)."""
+    steps = (f"ProfilerStep#{skipped.first}" if skipped.count == 1
+             else f"{skipped.count} ProfilerSteps (#{skipped.first}–#{skipped.last})")
+    return (f"--skip-steps {skipped.count}: {steps} left out; the analysis starts at ProfilerStep#{skipped.kept} "
+            "(what ran or was launched before it is not counted)")
 
 
 def _devices(trace: Trace) -> pl.DataFrame:

@@ -38,6 +38,7 @@ class Tool(Struct, kw_only=True):
 class Options(Struct, kw_only=True):
     window: Optional[str] = None
     max_gaps: Optional[int] = None
+    skip_steps: Optional[int] = None  # absent from reports written before --skip-steps existed
 
 
 class LatencyStats(Struct, kw_only=True):

@@ -25,6 +25,8 @@ class FindingInputs:
     attribution: pl.DataFrame  # attribution.attribution (one row per device window)
     health: pl.DataFrame  # analysis.health.trace_health
     cpu_ops: pl.DataFrame  # trace.cpu_ops of this rank (recorded input shapes)
+    cpu_steps: pl.DataFrame | None = None  # trace.steps of this rank (ProfilerStep spans, after --skip-steps)
+    skipped_steps: int = 0  # ProfilerSteps already left out by --skip-steps (analysis.skip_steps)
 
 
 def column(frame: pl.DataFrame, *names: str) -> str:

@@ -134,6 +134,31 @@ def warmup(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
         id="warmup-excluded", regime="trace", title="Warm-up time left out of the gains",
         evidence=f"{gaps.height} idle gap{'s' if gaps.height != 1 else ''}, {format_ns(total)} in warm-up/autotune: "
                  + "; ".join(parts),
-        action="profile steady-state steps only: `torch.profiler.schedule(wait=1, warmup=1, active=3)` "
-               "(what `traceanalyze capture` records)",
+        action="; ".join(filter(None, (_leave_out_warmup(inputs, gaps), RECORD_STEADY_STATE))),
         gain_ns=None, confidence="high", spans=spans_of(gaps))]
+
+
+RECORD_STEADY_STATE = ("profile steady-state steps only: `torch.profiler.schedule(wait=1, warmup=1, active=3)` "
+                       "(what `traceanalyze capture` records)")
+
+
+def _leave_out_warmup(inputs: FindingInputs, gaps: pl.DataFrame) -> str | None:
+    """How to leave the warm-up gaps out of the whole report: `--skip-steps N` with N the steps up to
+    the last one holding such a gap (counting those already skipped), `--window steps` when they all
+    lie before the first ProfilerStep; None when neither removes them (no steps, or the last step
+    holds one)."""
+    steps = inputs.cpu_steps.sort("start_ns", "step") if inputs.cpu_steps is not None else None
+    if steps is None or steps.is_empty():
+        return None
+    order = {step: index for index, step in enumerate(steps["step"].to_list())}
+    held = [order[step] for step in gaps["step"].drop_nulls().unique().to_list() if step in order]
+    if held:
+        count = max(held) + 1
+        if count >= steps.height:
+            return None  # skipping the steps that hold it would leave none
+        named = steps["step"][count - 1]
+        return (f"leave it out of the whole report: `--skip-steps {inputs.skipped_steps + count}` "
+                f"(through ProfilerStep#{named})")
+    if (gaps["start_ns"] < steps["start_ns"][0]).any():
+        return "leave it out of the whole report: `--window steps` (it ran before the first ProfilerStep)"
+    return None

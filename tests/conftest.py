@@ -58,3 +58,11 @@ def parses(monkeypatch) -> list[Path]:
 
     monkeypatch.setattr(load, "load_file", counting)
     return calls
+
+
+@pytest.fixture(autouse=True)
+def wide_text_output(monkeypatch):
+    """Text outputs fit the terminal's width (`COLUMNS`, else 80 off a terminal); tests that read
+    their sentences get a wide one, so that a sentence is on one line. Tests of the fitting itself
+    pass `--width` / `width=` (tests/report/test_width.py)."""
+    monkeypatch.setenv("COLUMNS", "1000")

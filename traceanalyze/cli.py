@@ -26,6 +26,7 @@ from traceanalyze.gate import formats as gate_formats  # noqa: E402
 from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
 from traceanalyze.report import formats as report_formats  # noqa: E402
 from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
+from traceanalyze.report.terminal import render_terminal  # noqa: E402
 
 app = typer.Typer(
     name="traceanalyze",
@@ -64,6 +65,9 @@ MaxInflation = Annotated[float, typer.Option("--max-inflation", metavar="RATIO",
 
 NoCache = Annotated[bool, typer.Option("--no-cache", help=(
     "Parse the trace even when the cache of loaded traces holds its tables, and cache nothing (docs/cache.md)."))]
+Width = Annotated[Optional[int], typer.Option("--width", metavar="COLUMNS", min=40, help=(
+    "Text output: fit every line to this many columns (default: COLUMNS, else the terminal's width, else 80)."),
+    show_default=False)]
 SkipSteps = Annotated[int, typer.Option("--skip-steps", metavar="N", min=0, help=(
     "Leave each rank's first N ProfilerSteps (warm-up, autotuning) out of every number; "
     "a trace without steps is an error when N > 0."))]
@@ -85,6 +89,7 @@ def info(
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
     no_cache: NoCache = False,
+    width: Width = None,
 ) -> None:
     """One screen about a trace: devices, ranks, time span, event counts, steps, streams, health."""
     from traceanalyze.load import load_trace
@@ -94,7 +99,7 @@ def info(
         loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
     except TraceAnalyzeError as error:
         fail(error)
-    typer.echo(shown(render_info(loaded)))
+    typer.echo(shown(render_info(loaded, width=width)))
 
 
 def _format_enum(name: str, names) -> type[Enum]:
@@ -186,12 +191,12 @@ def report(
     peak_bandwidth: Annotated[Optional[float], typer.Option(help="Peak memory bandwidth in bytes/s (e.g. 2.0e12).")] = None,
     device_file: Annotated[Optional[Path], typer.Option(help="A device file (JSON, e.g. from `traceanalyze calibrate`) with measured peaks.")] = None,
     force_device_file: Annotated[bool, typer.Option("--force-device-file", help="Use --device-file even when it describes another device than the trace's.")] = False,
-    width: Annotated[Optional[int], typer.Option("--width", min=40, help="Terminal format: wrap to this many columns (default: the terminal's width).")] = None,
+    width: Width = None,
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
     no_cache: NoCache = False,
-    details: Annotated[bool, typer.Option("--details", help="A folder of ranks: every rank's full section (default: the job screen and the slowest rank's).")] = False,
+    details: Annotated[bool, typer.Option("--details", help="Terminal format: every table, and every rank of a folder (default: the verdict, the findings and the key sections; a folder: the job screen and the slowest rank).")] = False,
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
     executor_address: AddressOption = None,
@@ -209,7 +214,9 @@ def report(
         fail(error)
     if details:
         built = dataclasses.replace(built, options=dataclasses.replace(built.options, details=True))
-    _write_or_echo(report_formats.RENDERERS[format.value](built), output, json=format.value == "json")
+    render = report_formats.RENDERERS[format.value]
+    text = render_terminal(built, width=width) if render is render_terminal else render(built)
+    _write_or_echo(text, output, json=format.value == "json")
 
 
 @app.command()
@@ -389,6 +396,7 @@ def gate(
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
     no_cache: NoCache = False,
+    width: Width = None,
 ) -> None:
     """Fail a CI build when a trace breaks a budget (GPU idle fraction, regime shares, step time,
     launch latency) or regresses against a baseline. Exit 0: every budget holds; 1: a budget is
@@ -399,7 +407,7 @@ def gate(
     from traceanalyze.gate.ci import annotation_lines, render_junit
     from traceanalyze.gate.config import load_gate_config
     from traceanalyze.gate.inputs import load_report
-    from traceanalyze.gate.render_text import render_verdict_markdown
+    from traceanalyze.gate.render_text import render_verdict_markdown, render_verdict_terminal
     from traceanalyze.output import append_output, write_output
 
     def build(path: Path):
@@ -426,7 +434,8 @@ def gate(
         verdict = evaluate(measured, options, baseline=base)
     except TraceAnalyzeError as error:
         fail(error)
-    text = gate_formats.RENDERERS[format.value](verdict)
+    text = (render_verdict_terminal(verdict, width=width) if format.value == "terminal"
+            else gate_formats.RENDERERS[format.value](verdict))
     text = text if format.value == "json" else shown(text)
     try:
         if junit is not None:
@@ -465,10 +474,12 @@ def diff(
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
     no_cache: NoCache = False,
+    width: Width = None,
 ) -> None:
     """Two runs side by side: step time, idle fraction, attribution, launch latency, and kernels
     added, removed, faster and slower (matched by name)."""
     from traceanalyze.diff import diff_reports
+    from traceanalyze.diff.render_text import render_diff_terminal
     from traceanalyze.gate.budgets import parse_regression, parse_statistic
     from traceanalyze.gate.inputs import load_report
 
@@ -486,7 +497,9 @@ def diff(
                                 min_change=threshold, sources=(str(base), str(new)))
     except TraceAnalyzeError as error:
         fail(error)
-    _write_or_echo(diff_formats.RENDERERS[format.value](compared, top=top), output, json=format.value == "json")
+    text = (render_diff_terminal(compared, top=top, width=width) if format.value == "terminal"
+            else diff_formats.RENDERERS[format.value](compared, top=top))
+    _write_or_echo(text, output, json=format.value == "json")
 
 
 def main() -> None:

@@ -104,7 +104,7 @@ def test_json_launch_latency_by_kind_and_kernel(tmp_path):
 
 
 def test_terminal_latency_tables(tmp_path):
-    text = render_terminal(build_report(traceanalyze.load_trace(latency_trace().write(tmp_path / "t.json"))))
+    text = render_terminal(build_report(traceanalyze.load_trace(latency_trace().write(tmp_path / "t.json"))), details=True)
     lines = text.splitlines()
     assert any(line.split()[:4] == ["kernels", "launch", "→", "start"] and line.split()[4] == "4" for line in lines)
     assert any(line.split()[:4] == ["communication", "launch", "→", "start"] for line in lines)

@@ -23,39 +23,6 @@ PRIORITY = ("compute", "bandwidth", "latency", "unmodeled", "communication", "me
 ATTRIBUTION_KEYS = ("overhead", "bandwidth", "compute", "latency", "communication", "memcpy", "unmodeled")
 FUSIBLE_MODELS = tuple(f.name for f in FAMILIES if f.fusible)
 
-ADVICE = {
-    "overhead": "GPU idle, waiting on the CPU: capture the step in CUDA graphs or torch.compile "
-    "(mode='reduce-overhead'), use bigger batches, and move Python work (.item(), logging, data "
-    "preparation) out of the step.",
-    "bandwidth": "fuse chains of elementwise and normalisation ops (torch.compile does this), keep "
-    "activations in lower precision, avoid needless copies and layout changes.",
-    "compute": "use tensor cores (bf16/fp16, TF32 for fp32 matmuls), lower precision (fp8 where "
-    "supported), or a bigger GPU.",
-    "latency": "Kernels too small to fill the GPU (far below both roofs): batch the work (bigger batches, "
-    "horizontal fusion of independent small ops, grouped GEMMs, torch.compile), since each kernel pays a fixed "
-    "start and drain cost whatever its size.",
-    "communication": "Collectives not hidden behind compute: overlap them (bucketed all-reduce, FSDP "
-    "prefetch), or reduce their size.",
-    "memcpy": "Host/device copies: use pinned memory with non_blocking=True, and keep data on the GPU.",
-    "unmodeled": "Kernels with no FLOP/byte model (see the reasons): inspect them by hand.",
-}
-NEAR_ROOF = 0.7  # a regime's kernels at or above this share of their roof are "near" it
-
-
-def advice(regime: str, roof_share: float | None) -> str:
-    """The essay's advice for a regime, worded from how close its kernels get to their roof
-    (`roof_share`, see `recoverable`)."""
-    if regime not in ("compute", "bandwidth") or roof_share is None:
-        return ADVICE[regime]
-    roof = "FLOP roof" if regime == "compute" else "memory-bandwidth roof"
-    reach = f"{regime}-bound kernels reach {roof_share:.0%} of their {roof} (time at the roof / time taken)"
-    if roof_share >= NEAR_ROOF:
-        return f"{reach}, close to it: the gain is in doing less work per result: {ADVICE[regime]}"
-    gap = ("small or skinny matmuls, non-tensor-core paths (fp32 without TF32), or shapes that are not "
-           "multiples of 8/16" if regime == "compute" else "too few blocks in flight to saturate memory, "
-           "uncoalesced or strided access")
-    return f"{reach}, well below it: look for {gap}; and {ADVICE[regime]}"
-
 
 def _regime_time_in(intervals: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFrame:
     """Exclusive time per regime in each window of `bounds` (`rank, device, window_start_ns,
@@ -133,10 +100,10 @@ def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFram
 
 
 def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
-    """Per regime of `ATTRIBUTION_KEYS` → `regime, recoverable_ns, roof_share, how`: overhead =
-    the idle time; bandwidth/compute/latency = Σ per kernel max(0, actual − time at the roof), and
+    """Per regime of `ATTRIBUTION_KEYS` → `regime, recoverable_ns, roof_share`: overhead = the idle
+    time; bandwidth/compute/latency = Σ per kernel max(0, actual − time at the roof), and
     `roof_share` = Σ time at the roof / Σ actual time of their kernels (how close they get to it);
-    null for the other regimes. `how` is `advice(regime, roof_share)`."""
+    null for the other regimes. What to change is the findings' job (analysis/findings)."""
     kernels = (
         roofline.filter(pl.col("regime").is_in(["bandwidth", "compute", "latency"]))
         .group_by("regime")
@@ -150,8 +117,8 @@ def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFram
         row = found.get(regime, {})
         share = row.get("roof_share")
         rows.append({"regime": regime, "recoverable_ns": idle if regime == "overhead" else row.get("recoverable_ns"),
-                     "roof_share": share, "how": advice(regime, share)})
-    return pl.DataFrame(rows, schema={"regime": pl.String, "recoverable_ns": pl.Float64, "roof_share": pl.Float64, "how": pl.String})
+                     "roof_share": share})
+    return pl.DataFrame(rows, schema={"regime": pl.String, "recoverable_ns": pl.Float64, "roof_share": pl.Float64})
 
 
 def fusion_summary(runs: pl.DataFrame) -> pl.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from traceanalyze.diff.compare import Diff, KernelRow, MetricRow
 from traceanalyze.report.escape import markdown_plain
 from traceanalyze.report.md import md_code, md_table
-from traceanalyze.report.text_table import text_table
+from traceanalyze.report.text_table import Shrinkable, fit_lines, terminal_width, text_table
 from traceanalyze.gate.verdict import format_value, steps_text
 
 STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",
@@ -71,9 +71,16 @@ def _title(diff: Diff) -> str:
     return f"{diff.base_source} ({steps_text(diff.base_steps)}) → {diff.new_source} ({steps_text(diff.new_steps)})"
 
 
-def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
+def render_diff_terminal(diff: Diff, *, top: int = 10, width: int | None = None) -> str:
+    """The diff for a terminal of `width` columns (default: this terminal's, `terminal_width`)."""
+    width = width or terminal_width()
+
     def table(rows, headers) -> list[str]:
-        return text_table(rows, headers).splitlines()
+        return text_table(rows, headers, width=width).splitlines()
+
+    def kernels(listed: list[KernelRow]) -> list[str]:
+        names = Shrinkable(lambda room: [kernel_label(k.name, room) for k in listed])
+        return text_table([kernel_cells(k, 56) for k in listed], KERNEL_HEADERS, width=width, shrink={0: names}).splitlines()
 
     lines = [f"traceanalyze diff: {_title(diff)}", *(f"  WARNING: {warning}" for warning in diff.warnings), ""]
     lines += table(metric_cells(diff), METRIC_HEADERS)
@@ -82,15 +89,15 @@ def render_diff_terminal(diff: Diff, *, top: int = 10) -> str:
     lines += ["", f"  kernels that changed (mean time per call, ±{100 * diff.min_change:g}% or more): "
                   f"{len(changed)}; unchanged: {unchanged}"]
     if changed:
-        lines += table([kernel_cells(k, 56) for k in changed], KERNEL_HEADERS)
+        lines += kernels(list(changed))
     lines += ["", f"  top {top_kernels(diff, top)} by total time:"]
     if diff.kernels:
-        lines += table([kernel_cells(k, 56) for k in diff.kernels[:top]], KERNEL_HEADERS)
+        lines += kernels(list(diff.kernels[:top]))
     else:
         lines.append("    no kernels in either report")
     if diff.notes:
         lines += ["", *(f"  note: {note}" for note in diff.notes)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(fit_lines(lines, width)) + "\n"
 
 
 def _md(text: str) -> str:

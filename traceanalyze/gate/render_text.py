@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from traceanalyze.report.escape import markdown_plain
 from traceanalyze.report.md import md_code, md_table
-from traceanalyze.report.text_table import text_table
+from traceanalyze.report.text_table import fit_lines, terminal_width, text_table
 from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value, steps_text
 
 HEADLINE = {"pass": "PASS", "fail": "FAIL", "error": "ERROR (cannot judge)"}
@@ -57,17 +57,19 @@ def _limit(verdict: Verdict) -> str:
     return f"{100 * value:g}%"
 
 
-def render_verdict_terminal(verdict: Verdict) -> str:
+def render_verdict_terminal(verdict: Verdict, *, width: int | None = None) -> str:
+    """The verdict for a terminal of `width` columns (default: this terminal's, `terminal_width`)."""
+    width = width or terminal_width()
     lines = [f"traceanalyze gate: {HEADLINE[verdict.outcome]}  {verdict.source}", f"  {_basis_line(verdict)}"]
     lines += [f"  WARNING: {warning}" for warning in verdict.warnings]
     if verdict.checks:
         table = text_table([_check_row(c) for c in verdict.checks],
-                           ["budget", "threshold", "measured", "basis", "margin", "status"])
+                           ["budget", "threshold", "measured", "basis", "margin", "status"], width=width)
         lines += ["", *table.splitlines()]
     if verdict.baseline is not None:
         lines += ["", f"  against the baseline {verdict.baseline} ({steps_text(verdict.baseline_steps)}), "
                       f"max regression {_limit(verdict)}:"]
-        lines += text_table([_regression_row(r) for r in verdict.regressions], REGRESSION_HEADERS).splitlines()
+        lines += text_table([_regression_row(r) for r in verdict.regressions], REGRESSION_HEADERS, width=width).splitlines()
     if verdict.problems:
         head = "numbers not trustworthy (judged anyway, --allow-unreliable):" if verdict.allow_unreliable else \
             "cannot judge (pass --allow-unreliable to judge anyway):"
@@ -77,7 +79,7 @@ def render_verdict_terminal(verdict: Verdict) -> str:
         lines += ["", *(f"  ✗ {message}" for message in failures)]
     if verdict.notes:
         lines += ["", *(f"  note: {note}" for note in verdict.notes)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(fit_lines(lines, width)) + "\n"
 
 
 def _md_escape(text: str) -> str:

@@ -18,7 +18,8 @@ from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Fig
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.wording import CAUSE_HINTS, coverage_sentence, cpu_name, peak_figures, roof_fraction_cell, roof_footnotes
 from traceanalyze.report.summaries import Summary
-from traceanalyze.report.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.report.verdict import findings_blocks
+from traceanalyze.report.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, plural, short_name
 
 LATENCY_LABELS = {
     "launch_to_start_ns": "launch → start",
@@ -177,7 +178,7 @@ def _queue(report: RankReport) -> list[Block]:
         return []
     deepest = queue.sort("max_depth", descending=True).row(0, named=True)
     full = f", full (≥1024) for {format_duration_ns(deepest['time_at_full_ns'])}" if deepest["time_at_full_ns"] else ""
-    return [Paragraph((f"launch queue: deepest on stream {deepest['stream']} at {deepest['max_depth']} ops{full}",))]
+    return [Paragraph((f"launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}{full}",))]
 
 
 def _step_table(steps: pl.DataFrame) -> Table:
@@ -290,21 +291,6 @@ def _fusion(report: RankReport, level: int, anchor: str) -> list[Block]:
     ]
 
 
-def _advice(report: RankReport, level: int, anchor: str) -> list[Block]:
-    shares = report.summary.attribution.shares
-    if report.recoverable.is_empty() or shares is None or not report.summary.attribution.window_ns:
-        return []
-    recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
-    how = dict(report.recoverable.select("regime", "how").iter_rows())
-    items = []
-    for key, share in sorted(shares.items(), key=lambda kv: -kv[1]):
-        if share < 0.01:
-            continue
-        gain = f", up to {format_duration_ns(recover[key])} recoverable" if recover.get(key) else ""
-        items.append((Strong(key), f" ({format_percent(share)}{gain}): {how[key]}"))
-    return [Heading(level, "What to do — biggest regime first", f"{anchor}-advice"), BulletList(tuple(items))] if items else []
-
-
 def _cpu_ops(report: RankReport, level: int, anchor: str) -> list[Block]:
     if report.has_gpu or not report.cpu_ops_top.height:
         return []
@@ -330,7 +316,7 @@ def rank_blocks(report: RankReport, *, limit: int, level: int, anchor: str, min_
         blocks += _regimes(report, level, anchor)
         blocks += _kernels(report, level, anchor)
         blocks += _fusion(report, level, anchor)
-        blocks += _advice(report, level, anchor)
+    blocks += findings_blocks(report.findings, report.summary.attribution.window_ns, level=level, anchor=anchor)
     blocks += _cpu_ops(report, level, anchor)
     blocks += _health(report, level, anchor)
     return blocks

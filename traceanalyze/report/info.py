@@ -9,7 +9,7 @@ from traceanalyze.analysis.health import trace_health
 from traceanalyze.model import DEVICE_FAMILIES, Trace
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.units import format_duration_ns, plural
-from traceanalyze.report.text_table import text_table
+from traceanalyze.report.text_table import fit_lines, terminal_width, text_table
 
 
 def trace_span_ns(trace: Trace) -> tuple[int | None, int | None]:
@@ -28,7 +28,9 @@ def used_devices(trace: Trace) -> pl.DataFrame:
     return active.join(described, on=["rank", "device"], how="left").sort("rank", "device")
 
 
-def render_info(trace: Trace) -> str:
+def render_info(trace: Trace, *, width: int | None = None) -> str:
+    """One screen about `trace`, each line at most `width` columns (default: `terminal_width`)."""
+    width = width or terminal_width()
     lines: list[str] = []
     missing = missing_ranks_note(trace.ranks, [m.world_size for m in trace.meta])
     if missing:
@@ -78,7 +80,7 @@ def render_info(trace: Trace) -> str:
             ("flow events", sum(m.flow_events for m in single.meta)),
             ("GPU sync markers", single.sync.height),
         ]
-        lines.append(text_table(counts, ["events", "count"], align=("left", "right"), indent=""))
+        lines.append(text_table(counts, ["events", "count"], align=("left", "right"), indent="", width=width))
         steps = single.steps
         if steps.height:
             durations = steps["duration_ns"]
@@ -91,8 +93,9 @@ def render_info(trace: Trace) -> str:
         if health.height:
             lines.append("  health:")
             lines.append(text_table([(r["finding"], r["count"], r["affects"]) for r in health.iter_rows(named=True)],
-                                    ["finding", "count", "makes unreliable"], align=("left", "right", "left"), indent=""))
+                                    ["finding", "count", "makes unreliable"], align=("left", "right", "left"), indent="",
+                                    width=width))
         else:
             lines.append("  health: no findings")
         lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(fit_lines(lines, width)).rstrip() + "\n"

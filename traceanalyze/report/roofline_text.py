@@ -1,5 +1,5 @@
-"""The terminal's roofline section: regime bar, top kernels against the roof, fusion
-opportunities, recoverable time and advice."""
+"""The terminal's roofline section: regime bar and top kernels against the roof; with `--details`
+also the top ops, unmodeled kernels by reason and fusion opportunities."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.model import RankReport
-from traceanalyze.report.text_table import text_table
+from traceanalyze.report.text_table import Shrinkable, text_table
 from traceanalyze.report.wording import coverage_sentence, peak_figures, roof_fraction_cell, roof_footnotes
 from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
 
@@ -56,7 +56,7 @@ def _roofline_rows(table: pl.DataFrame, names: list[str], total: int) -> list[li
 COLUMNS = ["calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"]
 
 
-def kernel_table(report: RankReport, limit: int = 12) -> list[str]:
+def kernel_table(report: RankReport, width: int | None = None, limit: int = 12) -> list[str]:
     kernels = report.kernels
     if kernels.is_empty():
         return []
@@ -64,17 +64,22 @@ def kernel_table(report: RankReport, limit: int = 12) -> list[str]:
     names = distinct_short_names(shown["name"].to_list(), 40)
     ops = [short_name(op, 24) for op in shown["op"].to_list()]
     rows = [[name, op, *rest[1:]] for name, op, rest in zip(names, ops, _roofline_rows(shown, names, kernels["total_ns"].sum()))]
-    return ["ROOFLINE — kernels by total time", text_table(rows, ["kernel", "op", *COLUMNS]), *roof_footnotes(shown)]
+    shrink = {0: Shrinkable(lambda room: distinct_short_names(shown["name"].to_list(), room)),
+              1: Shrinkable(lambda room: [short_name(op, room) for op in shown["op"].to_list()], min_width=12)}
+    return ["ROOFLINE — kernels by total time", text_table(rows, ["kernel", "op", *COLUMNS], width=width, shrink=shrink),
+            *roof_footnotes(shown)]
 
 
-def op_table(report: RankReport, limit: int = 8) -> list[str]:
+def op_table(report: RankReport, width: int | None = None, limit: int = 8) -> list[str]:
     ops = report.ops
     if ops.is_empty():
         return []
     shown = ops.head(limit)
     names = [short_name(op or "(no op)", 40) for op in shown["op"].to_list()]
     rows = _roofline_rows(shown, names, ops["total_ns"].sum())
-    return ["  top ops by kernel time (their kernels together):", text_table(rows, ["op", *COLUMNS])]
+    shrink = {0: Shrinkable(lambda room: [short_name(op or "(no op)", room) for op in shown["op"].to_list()])}
+    return ["  top ops by kernel time (their kernels together):",
+            text_table(rows, ["op", *COLUMNS], width=width, shrink=shrink)]
 
 
 def unmodeled_lines(report: RankReport) -> list[str]:
@@ -88,41 +93,43 @@ def unmodeled_lines(report: RankReport) -> list[str]:
     return lines
 
 
-def fusion_lines(report: RankReport, limit: int = 6) -> list[str]:
+def fusion_lines(report: RankReport, width: int | None = None, limit: int = 6) -> list[str]:
     fusion = report.fusion
     if fusion.is_empty():
         return []
+    listed = fusion.head(limit)
     rows = [[short_name(r["ops"], 56), short_name(r["annotation"], 24), r["occurrences"], r["kernels"],
              format_duration_ns(r["duration_ns"]), format_count(r["bytes_saved"], "B"), format_duration_ns(r["time_saved_ns"])]
-            for r in fusion.head(limit).iter_rows(named=True)]
+            for r in listed.iter_rows(named=True)]
+    shrink = {0: Shrinkable(lambda room: [short_name(ops, room) for ops in listed["ops"].to_list()]),
+              1: Shrinkable(lambda room: [short_name(name, room) for name in listed["annotation"].to_list()], min_width=12)}
     return ["FUSION OPPORTUNITIES — runs of bandwidth-bound kernels one fused kernel would replace",
-            text_table(rows, ["ops", "module", "runs", "kernels", "time", "bytes saved", "time saved"])]
+            text_table(rows, ["ops", "module", "runs", "kernels", "time", "bytes saved", "time saved"], width=width,
+                       shrink=shrink)]
 
 
-def advice_lines(report: RankReport) -> list[str]:
-    attribution = report.summary.attribution
-    if report.recoverable.is_empty() or attribution.shares is None:
-        return []
-    shares = attribution.shares if attribution.window_ns else {}
-    lines = ["WHAT TO DO — biggest regime first"]
-    recover = dict(report.recoverable.select("regime", "recoverable_ns").iter_rows())
-    how = dict(report.recoverable.select("regime", "how").iter_rows())
-    for key, share in sorted(shares.items(), key=lambda kv: -kv[1]):
-        if share < 0.01:
-            continue
-        gain = f", up to {format_duration_ns(recover[key])} recoverable" if recover.get(key) else ""
-        lines.append(f"  {key} ({format_percent(share)}{gain}): {how[key]}")
-    return lines
-
-
-def roofline_section(report: RankReport) -> list[str]:
+def roofline_section(report: RankReport, width: int | None = None, *, details: bool = False) -> list[str]:
+    """Where the time goes and the top kernels; with `details`, the top ops, the unmodeled kernels
+    by reason and the fusion opportunities too (the advice is in the findings)."""
     if not report.has_gpu:
         return []
-    blocks = [regime_lines(report), kernel_table(report) + op_table(report) + unmodeled_lines(report), fusion_lines(report),
-              advice_lines(report)]
+    blocks = [regime_lines(report), kernel_table(report, width)]
+    if details:
+        blocks[1] = blocks[1] + op_table(report, width) + unmodeled_lines(report)
+        blocks.append(fusion_lines(report, width))
     lines: list[str] = []
     for block in blocks:
         if block:
             lines.append("")
             lines.extend(block)
     return lines
+
+
+def roofline_details(report: RankReport) -> list[str]:
+    """What `details` adds to `roofline_section`, in words (only the parts this rank has)."""
+    if not report.has_gpu:
+        return []
+    parts = {"top ops": report.ops.height > 0,
+             "unmodeled kernels by reason": bool((report.roofline["regime"] == "unmodeled").any()),
+             "fusion opportunities": report.fusion.height > 0}
+    return [name for name, present in parts.items() if present]

@@ -1,9 +1,11 @@
-"""The terminal report: plain text with tabulate tables, widest-impact findings first."""
+"""The terminal report: the verdict, every finding, then the key sections (overhead, where the time
+goes, the roofline's top kernels, trace health); `--details` adds every other table
+(docs/report-formats.md#terminal). Everything fits the terminal's width (`text_table`)."""
 
 from __future__ import annotations
 
-import shutil
 import textwrap
+from dataclasses import replace
 
 import polars as pl
 
@@ -11,11 +13,11 @@ from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
 from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
-from traceanalyze.report.roofline_text import roofline_section
-from traceanalyze.report.text_table import text_table
+from traceanalyze.report.roofline_text import roofline_details, roofline_section
+from traceanalyze.report.text_table import Shrinkable, fit_lines, terminal_width, text_table
 from traceanalyze.report.wording import CAUSE_HINTS, cpu_name
 from traceanalyze.report.terminal_job import detail_ranks, job_section
-from traceanalyze.report.verdict import DEFAULT_WIDTH, verdict_lines
+from traceanalyze.report.verdict import verdict_lines
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
@@ -50,19 +52,34 @@ def _cause_lines(causes: pl.DataFrame) -> list[str]:
     return lines
 
 
-def _gap_table(gaps: pl.DataFrame, limit: int, *, with_rank: bool) -> str:
+def _gap_table(gaps: pl.DataFrame, limit: int, *, with_rank: bool, width: int | None = None) -> str:
+    shown_gaps = list(gaps.head(limit).iter_rows(named=True))
+
+    def suffix(g: dict) -> str:
+        return f" [{g['sync_call']}]" if g["cause"] == "sync" and g["sync_call"] else ""
+
+    def where(g: dict, room: int) -> str:
+        """The CPU op, then the blocking call while the op keeps 12 characters (the cause says sync)."""
+        if room - len(suffix(g)) >= 12 or not suffix(g):
+            return cpu_name(g["cpu_op"], room - len(suffix(g))) + suffix(g)
+        return cpu_name(g["cpu_op"], room)
+
+    def following(g: dict, room: int) -> str:
+        return short_name(g["next_gpu_op"], room) if g["next_gpu_op"] else "none (window ends)"
+
     rows = []
-    for i, g in enumerate(gaps.head(limit).iter_rows(named=True), 1):
-        where = cpu_name(g["cpu_op"], 36)
-        if g["cause"] == "sync" and g["sync_call"]:
-            where = f"{where} [{g['sync_call']}]"
-        following = short_name(g["next_gpu_op"], 36) if g["next_gpu_op"] else "none (window ends)"
+    for i, g in enumerate(shown_gaps, 1):
         row = [i, format_duration_ns(g["duration_ns"]), format_percent(g["share_of_window"]), str(g["cause"]),
-               where, cpu_name(g["annotation"], 44), "–" if g["step"] is None else g["step"], following]
+               where(g, 36 + len(suffix(g))), cpu_name(g["annotation"], 44),
+               "–" if g["step"] is None else g["step"], following(g, 36)]
         rows.append(([g["rank"]] if with_rank else []) + row)
     headers = (["rank"] if with_rank else []) + ["#", "duration", "% of window", "cause", "CPU op at gap start",
                                                  "annotation", "step", "next GPU op"]
-    return text_table(rows, headers)
+    first = 1 if with_rank else 0
+    shrink = {first + 4: Shrinkable(lambda room: [where(g, room) for g in shown_gaps]),
+              first + 5: Shrinkable(lambda room: [cpu_name(g["annotation"], room) for g in shown_gaps]),
+              first + 7: Shrinkable(lambda room: [following(g, room) for g in shown_gaps])}
+    return text_table(rows, headers, width=width, shrink=shrink)
 
 
 STATS = ("mean", "p50", "p90", "p99", "max")
@@ -75,7 +92,7 @@ LATENCY_LABELS = {
 }
 
 
-def _latency_table(by_group: pl.DataFrame) -> str:
+def _latency_table(by_group: pl.DataFrame, width: int | None = None) -> str:
     """One block of rows per group of GPU ops (kernels, memcpy/memset, communication)."""
     rows = []
     for r in by_group.iter_rows(named=True):
@@ -84,10 +101,10 @@ def _latency_table(by_group: pl.DataFrame) -> str:
         rows.append([r["group"] if first else "", label, r["count"], *(format_duration_ns(r[k]) for k in STATS)])
     if not rows:
         return "  no launched GPU work"
-    return text_table(rows, ["ops", "", "count", *STATS])
+    return text_table(rows, ["ops", "", "count", *STATS], width=width)
 
 
-def _kernel_latency_table(by_kernel: pl.DataFrame, limit: int = 10) -> list[str]:
+def _kernel_latency_table(by_kernel: pl.DataFrame, width: int | None = None, limit: int = 10) -> list[str]:
     if by_kernel.is_empty():
         return []
     shown_rows = by_kernel.head(limit)
@@ -96,10 +113,11 @@ def _kernel_latency_table(by_kernel: pl.DataFrame, limit: int = 10) -> list[str]
             for name, r in zip(names, shown_rows.iter_rows(named=True))]
     shown = min(limit, by_kernel.height)
     return [f"  launch → start per kernel name (most launched first, {shown} of {plural(by_kernel.height, 'name')}):",
-            text_table(rows, ["kernel", "count", *STATS])]
+            text_table(rows, ["kernel", "count", *STATS], width=width,
+                       shrink={0: Shrinkable(lambda room: distinct_short_names(shown_rows["name"].to_list(), room))})]
 
 
-def _small_kernel_lines(report: RankReport, min_run: int) -> list[str]:
+def _small_kernel_lines(report: RankReport, min_run: int, width: int | None = None) -> list[str]:
     summary = report.small_kernel_summary
     if summary.kernels_with_launch == 0:
         return []
@@ -110,20 +128,62 @@ def _small_kernel_lines(report: RankReport, min_run: int) -> list[str]:
     if runs.height:
         lines.append(f"  {plural(runs.height, 'run')} of ≥{min_run} back-to-back small kernels (each starting within its "
                      "launch call's CPU time of the previous one's end) — candidates for CUDA graphs or torch.compile:")
+        listed = runs.head(5)
         rows = [[r["kernels"], format_duration_ns(r["span_ns"]), format_duration_ns(r["busy_ns"]), r["stream"],
-                 short_name(r["first_kernel"], 44)] for r in runs.head(5).iter_rows(named=True)]
-        lines.append(text_table(rows, ["kernels", "span", "GPU busy", "stream", "first kernel"]))
+                 short_name(r["first_kernel"], 44)] for r in listed.iter_rows(named=True)]
+        lines.append(text_table(rows, ["kernels", "span", "GPU busy", "stream", "first kernel"], width=width, shrink={
+            4: Shrinkable(lambda room: [short_name(name, room) for name in listed["first_kernel"].to_list()])}))
     return lines
 
 
-def _step_table(steps: pl.DataFrame) -> str:
+def _step_table(steps: pl.DataFrame, width: int | None = None) -> str:
     rows = [[r["step"], r["device"], format_duration_ns(r["cpu_duration_ns"]), format_duration_ns(r["window_ns"]),
              format_duration_ns(r["gpu_busy_ns"]), format_percent(r["idle_fraction"]), r["gpu_ops"]]
             for r in steps.iter_rows(named=True)]
-    return text_table(rows, ["step", "device", "CPU step", "GPU window", "GPU busy", "idle", "GPU ops"])
+    return text_table(rows, ["step", "device", "CPU step", "GPU window", "GPU busy", "idle", "GPU ops"], width=width)
 
 
-def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> list[str]:
+def _launch_headline(report: RankReport) -> list[str]:
+    """The launch latency of the first screen: launch overhead, not queue wait (docs/metrics.md)."""
+    overhead, queue = report.summary.latency["launch_overhead_ns"], report.summary.latency["queue_wait_ns"]
+    if not overhead.count:
+        return []
+    return [f"  launch overhead p50 {format_duration_ns(overhead.p50)}, p99 {format_duration_ns(overhead.p99)} over "
+            f"{plural(overhead.count, 'launch', 'launches')} (launch → start less the queue wait behind earlier work; "
+            f"queue wait p50 {format_duration_ns(queue.p50)}, healthy when the GPU is busy)"]
+
+
+def _overhead_details(report: RankReport, options: ReportOptions, width: int | None) -> list[str]:
+    """The overhead tables behind `--details`: launch latency, small kernels, the launch queue, steps."""
+    lines = ["  launch latency (launched GPU ops without clock skew):", _latency_table(report.latency_by_group, width)]
+    lines.extend(_kernel_latency_table(report.latency_by_kernel, width))
+    lines.extend(_small_kernel_lines(report, options.min_small_kernel_run, width))
+    queue = report.queue
+    if queue.height:
+        deepest = queue.sort("max_depth", descending=True).row(0, named=True)
+        lines.append(f"  launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}"
+                     + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
+                        if deepest["time_at_full_ns"] else ""))
+    if report.steps.height:
+        lines.append("  per step:")
+        lines.append(_step_table(report.steps, width))
+    return lines
+
+
+def detail_sections(report: RankReport) -> list[str]:
+    """What `--details` adds to this rank's section, in words (empty when it adds nothing)."""
+    named = []
+    if report.has_gpu:
+        named.append("launch latency tables")
+        if report.small_kernel_summary.kernels_with_launch:
+            named.append("small kernels")
+        if report.steps.height:
+            named.append("per-step idle")
+        named.extend(roofline_details(report))
+    return named
+
+
+def _rank_section(report: RankReport, limit: int, options: ReportOptions, width: int | None = None) -> list[str]:
     # "of N" only with the rank from the same distributedInfo: a rank numbered by file order is no rank of that world
     world = f" of {report.world_size}" if report.world_size and report.rank_source == "distributedInfo" else ""
     family = f" ({DEVICE_FAMILIES[report.device_family]})" if report.device_family not in ("none", None) else ""
@@ -137,59 +197,52 @@ def _rank_section(report: RankReport, limit: int, options: ReportOptions) -> lis
         lines.extend(_cause_lines(report.idle_causes))
         if report.gaps.height:
             lines.append(f"  longest idle gaps ({min(limit, report.gaps.height)} of {report.gaps.height}):")
-            lines.append(_gap_table(report.gaps, limit, with_rank=False))
-        lines.append("  launch latency (launched GPU ops without clock skew):")
-        lines.append(_latency_table(report.latency_by_group))
-        lines.extend(_kernel_latency_table(report.latency_by_kernel))
-        lines.extend(_small_kernel_lines(report, options.min_small_kernel_run))
-        queue = report.queue
-        if queue.height:
-            deepest = queue.sort("max_depth", descending=True).row(0, named=True)
-            lines.append(f"  launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}"
-                         + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
-                            if deepest["time_at_full_ns"] else ""))
-        if report.steps.height:
-            lines.append("  per step:")
-            lines.append(_step_table(report.steps))
-    lines.extend(roofline_section(report))
+            lines.append(_gap_table(report.gaps, limit, with_rank=False, width=width))
+        lines.extend(_overhead_details(report, options, width) if options.details else _launch_headline(report))
+    lines.extend(roofline_section(report, width, details=options.details))
     if not report.has_gpu and report.cpu_steps.height:
         durations = report.cpu_steps["duration_ns"]
         lines.append("")
         lines.append(f"CPU steps: {report.cpu_steps.height}, median {format_duration_ns(durations.median())}, "
                      f"min {format_duration_ns(durations.min())}, max {format_duration_ns(durations.max())}")
     if not report.has_gpu and report.cpu_ops_top.height:
+        top = report.cpu_ops_top
         lines.append("")
         lines.append("CPU — busiest ops (inclusive time):")
         lines.append(text_table([[cpu_name(r["name"], 60), r["count"], format_duration_ns(r["total_ns"])]
-                             for r in report.cpu_ops_top.iter_rows(named=True)], ["op", "calls", "total"]))
+                                 for r in top.iter_rows(named=True)], ["op", "calls", "total"], width=width,
+                                shrink={0: Shrinkable(lambda room: [cpu_name(name, room) for name in top["name"]])}))
     if report.health.height:
         lines.append("")
         lines.append("TRACE HEALTH")
         lines.append(text_table([[r["finding"], r["count"], r["affects"]] for r in report.health.iter_rows(named=True)],
-                            ["finding", "count", "makes unreliable"]))
+                                ["finding", "count", "makes unreliable"], width=width))
     return lines
 
 
-def _ranks_overview(report: Report) -> list[str]:
+def _ranks_overview(report: Report, width: int | None = None) -> list[str]:
     rows = []
     for r in report.ranks:
         window = r.summary.window
         rows.append([r.rank, format_duration_ns(window.window_ns), format_percent(window.idle_fraction),
                      format_duration_ns(r.summary.latency["launch_overhead_ns"].p50), r.gaps.height])
-    return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch overhead p50", "gaps"])]
+    return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch overhead p50", "gaps"], width=width)]
 
 
-def terminal_width() -> int:
-    """The terminal's width in columns (DEFAULT_WIDTH when it is not a terminal)."""
-    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
-
-
-def findings_section(report: Report, width: int) -> list[str]:
-    """Every finding in full, wrapped to `width`: the details behind the verdict."""
+def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None = None) -> list[str]:
+    """Every finding in full, wrapped to `width` (when `ranks` is given: the job's and those of
+    `ranks`, the ranks whose sections are shown): the details behind the verdict."""
     found = report.all_findings()
     if not found.height:
         return []
-    lines = ["FINDINGS (largest gain first; docs/findings.md)"]
+    job = report.job.findings.select("rank", "id") if report.job.findings.height else None
+    listed = pl.col("rank").is_in(ranks) if ranks is not None else pl.lit(True)
+    if job is not None:
+        listed = listed | pl.struct("rank", "id").is_in(job.to_struct().implode())
+    others = found.filter(~listed).height
+    found = found.filter(listed)
+    scope = f": the job's and rank {', '.join(map(str, ranks or ()))}'s" if others else ""
+    lines = [f"FINDINGS (largest gain first; docs/findings.md){scope}"]
     for number, row in enumerate(found.iter_rows(named=True), 1):
         gain = "no time estimate" if row["gain_ns"] is None else f"gain ≤ {format_duration_ns(row['gain_ns'])}"
         where = f" rank {row['rank']}" if len(report.ranks) > 1 else ""
@@ -197,30 +250,37 @@ def findings_section(report: Report, width: int) -> list[str]:
         lines += textwrap.wrap(head, width, subsequent_indent="   ")
         lines += textwrap.wrap(f"evidence: {row['evidence']}", width, initial_indent="   ", subsequent_indent="     ")
         lines += textwrap.wrap(f"action: {row['action']}", width, initial_indent="   ", subsequent_indent="     ")
+    if others:
+        lines.append(f"{plural(others, 'finding')} of the other ranks: --details shows them")
     return lines + [""]
 
 
-def render_terminal(report: Report, *, width: int | None = None) -> str:
-    """The verdict (at most 15 lines), then every finding, then the details, for a terminal of
-    `width` columns (default: this terminal's width)."""
+def render_terminal(report: Report, *, width: int | None = None, details: bool | None = None) -> str:
+    """The verdict (at most 15 lines), every finding, then the key sections (with `details`, or
+    the report's `options.details`: every table, every rank), each line at most `width` columns
+    (default: this terminal's width, `terminal_width`)."""
     width = width or terminal_width()
-    limit = report.options.max_gaps
+    details = report.options.details if details is None else details
+    options = replace(report.options, details=details)
+    limit = options.max_gaps
+    shown = report.ranks if details or len(report.ranks) == 1 else tuple(
+        r for r in report.ranks if r.rank in detail_ranks(report))
     lines = [*verdict_lines(report.verdict(), width), "", f"traceanalyze report — {report.source}", ""]
-    lines += findings_section(report, width)
+    lines += findings_section(report, width, tuple(r.rank for r in shown))
     missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
     if missing:
         lines.extend([f"note: {missing}", ""])
-    shown = report.ranks
     if len(report.ranks) > 1:
-        lines.extend(job_section(report))
+        lines.extend(job_section(report, width))
         lines.append("")
-        lines.extend(_ranks_overview(report))
+        lines.extend(_ranks_overview(report, width))
         lines.append("")
-        if not report.options.details:
-            worst = detail_ranks(report)
-            shown = tuple(r for r in report.ranks if r.rank in worst)
-            lines.extend([f"details of rank {', '.join(map(str, worst))} only (--details shows every rank)", ""])
+        if not details:
+            lines.extend([f"details of rank {', '.join(str(r.rank) for r in shown)} only (--details shows every rank)", ""])
     for rank_report in shown:
-        lines.extend(_rank_section(rank_report, limit if len(report.ranks) == 1 else min(limit, 5), report.options))
+        lines.extend(_rank_section(rank_report, limit if len(report.ranks) == 1 else min(limit, 5), options, width))
         lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    more = list(dict.fromkeys(name for r in shown for name in detail_sections(r))) if not details else []
+    if more:
+        lines.append(f"--details adds: {', '.join(more)}")
+    return "\n".join(fit_lines(lines, width)).rstrip() + "\n"

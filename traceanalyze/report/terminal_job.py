@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 from traceanalyze.report.jsonjob import listed_collectives
 from traceanalyze.report.model import Report
-from traceanalyze.report.text_table import text_table
+from traceanalyze.report.text_table import Shrinkable, text_table
 from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, format_si, plural
 
 CAUSE_WORDS = {
@@ -20,10 +20,6 @@ CAUSE_WORDS = {
 COLLECTIVES_LISTED = 8
 
 
-def _table(rows, headers) -> str:
-    return text_table(rows, headers)
-
-
 def detail_ranks(report: Report) -> list[int]:
     """The ranks whose full sections the terminal shows without `--details`: the slowest rank
     (else the rank with the most GPU idle)."""
@@ -34,7 +30,7 @@ def detail_ranks(report: Report) -> list[int]:
     return [max(idle)[2]] if idle else []
 
 
-def job_section(report: Report) -> list[str]:
+def job_section(report: Report, width: int | None = None) -> list[str]:
     job = report.job
     lines = ["JOB — which rank holds the others back?"]
     slowest = job.slowest_rank
@@ -54,13 +50,13 @@ def job_section(report: Report) -> list[str]:
         if others.height:
             lines.append("  others who made ranks wait: " + ", ".join(
                 f"rank {r} {format_duration_ns(ns)}" for r, ns in others.select("rank", "caused_wait_ns").iter_rows()))
-    lines.extend(_ranks_table(report))
-    lines.extend(_collectives_table(report))
+    lines.extend(_ranks_table(report, width))
+    lines.extend(_collectives_table(report, width))
     lines.extend(_clock_lines(report))
     return lines
 
 
-def _ranks_table(report: Report) -> list[str]:
+def _ranks_table(report: Report, width: int | None) -> list[str]:
     job = report.job
     steps = job.steps
     caused = dict(job.waits_caused.select("rank", "caused_wait_ns").iter_rows())
@@ -83,11 +79,11 @@ def _ranks_table(report: Report) -> list[str]:
             format_duration_ns(caused.get(r.rank, 0)),
         ])
     return ["  ranks (per-step figures: medians over the rank's steps):",
-            _table(rows, ["rank", "steps", "step", "compute", "comm", "idle", "waiting", "GPU idle",
-                          "exposed comm", "overlapped", "others waited for it"])]
+            text_table(rows, ["rank", "steps", "step", "compute", "comm", "idle", "waiting", "GPU idle",
+                              "exposed comm", "overlapped", "others waited for it"], width=width)]
 
 
-def _collectives_table(report: Report) -> list[str]:
+def _collectives_table(report: Report, width: int | None) -> list[str]:
     job = report.job
     if job.collectives.is_empty():
         return []
@@ -98,8 +94,14 @@ def _collectives_table(report: Report) -> list[str]:
              format_rate(r["busbw_bytes_per_s"], "B/s"), format_percent(r["link_fraction"])]
             for r in listed.iter_rows(named=True)]
     return [f"  collectives waited on the most ({len(rows)} of {job.collectives.height} matched):",
-            _table(rows, ["group", "#", "collective", "ranks", "size", "last rank", "max wait", "total wait",
-                          "transfer", "bus bw", "of link"])]
+            text_table(rows, ["group", "#", "collective", "ranks", "size", "last rank", "max wait", "total wait",
+                              "transfer", "bus bw", "of link"], width=width, keys=2,
+                       shrink={0: Shrinkable(lambda room: [_cut(str(r["process_group"]), room) for r in listed.iter_rows(named=True)],
+                                             min_width=8)})]
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _clock_lines(report: Report) -> list[str]:

@@ -67,13 +67,7 @@ def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FI
     shares = summary.attribution.shares
     window = summary.attribution.window_ns
     dominant = max(shares, key=lambda key: shares[key]) if shares and any(shares.values()) else None
-    chosen = []
-    for row in found.head(top).iter_rows(named=True) if found.height else ():
-        gain = row["gain_ns"]
-        chosen.append(VerdictFinding(
-            rank=row["rank"], id=row["id"], title=row["title"], evidence=row["evidence"], action=row["action"],
-            gain_ns=gain, gain_share=gain / window if gain is not None and window else None,
-            confidence=str(row["confidence"])))
+    chosen = [_verdict_finding(row, window) for row in (found.head(top).iter_rows(named=True) if found.height else ())]
     warmup = found.filter(pl.col("id") == "warmup-excluded") if found.height else found
     excluded = warmup["evidence"][0] if warmup.height and not any(f.id == "warmup-excluded" for f in chosen) else None
     return Verdict(shares=shares, dominant=dominant, top=tuple(chosen), more=max(found.height - top, 0),
@@ -138,13 +132,9 @@ def verdict_blocks(v: Verdict) -> list[Block]:
         blocks.append(Paragraph((Code(regime_bar(v.shares)), " ", regime_legend(v.shares))))
     if v.excluded:
         blocks.append(Paragraph(("Left out of the gains: ", *_with_code(v.excluded)), note=True))
-    items: list[tuple[Inline, ...]] = []
-    for f in v.top:
-        where = f" (rank {f.rank})" if v.ranks > 1 else ""
-        items.append((Strong(f.title + where), f" — {gain_text(f)}, confidence {f.confidence}. Evidence: ",
-                      *_with_code(f.evidence), ". Fix: ", *_with_code(f.action)))
+    items = tuple(finding_item(f, with_rank=v.ranks > 1) for f in v.top)
     if items:
-        blocks.append(BulletList(tuple(items)))
+        blocks.append(BulletList(items))
     else:
         blocks.append(Paragraph(("No finding: nothing in this trace points at a change worth making.",)))
     if v.more:
@@ -155,6 +145,30 @@ def verdict_blocks(v: Verdict) -> list[Block]:
 def verdict_html(v: Verdict) -> str:
     """The verdict alone as an HTML fragment (Jupyter's `_repr_html_` of a report)."""
     return "\n".join(text_block_html(block) or "" for block in verdict_blocks(v))
+
+
+def finding_item(f: VerdictFinding, *, with_rank: bool = False) -> tuple[Inline, ...]:
+    """One finding as a list item: title, gain, confidence, evidence and fix (Markdown, HTML)."""
+    where = f" (rank {f.rank})" if with_rank else ""
+    return (Strong(f.title + where), f" — {gain_text(f)}, confidence {f.confidence}. Evidence: ",
+            *_with_code(f.evidence), ". Fix: ", *_with_code(f.action))
+
+
+def findings_blocks(found: pl.DataFrame, window_ns: int | None, *, level: int, anchor: str) -> list[Block]:
+    """Every finding of `found` (a findings frame, ranked), with its gain as a share of `window_ns`:
+    the details' findings section of a rank (Markdown, HTML)."""
+    if not found.height:
+        return []
+    items = tuple(finding_item(_verdict_finding(row, window_ns)) for row in found.iter_rows(named=True))
+    return [Heading(level, "Findings — largest gain first", f"{anchor}-findings"), BulletList(items)]
+
+
+def _verdict_finding(row: dict, window_ns: int | None) -> VerdictFinding:
+    gain = row["gain_ns"]
+    return VerdictFinding(rank=row["rank"], id=row["id"], title=row["title"], evidence=row["evidence"],
+                          action=row["action"], gain_ns=gain,
+                          gain_share=gain / window_ns if gain is not None and window_ns else None,
+                          confidence=str(row["confidence"]))
 
 
 def _with_code(text: str) -> tuple[Inline, ...]:

@@ -53,6 +53,7 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     ["report", "{folder}", "-o", "{folder}/rank0.json.gz"],
     ["gate", "{t}", "--max-idle-fraction", "1", "--allow-unreliable", "--junit", "{t}"],
     ["gate", "{t}", "--max-idle-fraction", "1", "--allow-unreliable", "-o", "{link}"],
+    ["gate", "{t}", "--baseline", "{t2}", "--max-regression", "5%", "--allow-unreliable", "--junit", "{t2}"],
     ["diff", "{t}", "{t2}", "-o", "{t}"],
     ["diff", "{t}", "{t2}", "-o", "{t2}"],
 ])
@@ -68,6 +69,16 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path, trac
     assert "would overwrite the input" in one_error_line(result)
     for path in (trace, tmp_path / "t2.json.gz", tmp_path / "ranks" / "rank0.json.gz"):
         assert path.read_bytes() == FIXTURE.read_bytes()
+
+
+@pytest.mark.parametrize("summary", ["t.json.gz", "link.json.gz"])
+def test_a_step_summary_that_is_the_input_is_refused(tmp_path, trace, summary):
+    (tmp_path / "link.json.gz").symlink_to(trace)
+    result = run("gate", trace, "--max-idle-fraction", "1", "--allow-unreliable", cwd=tmp_path,
+                 env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / summary)})
+    assert one_error_line(result) == (f"traceanalyze: error: {tmp_path / summary}: GITHUB_STEP_SUMMARY would overwrite "
+                                      f"the input {trace}; choose another file")
+    assert trace.read_bytes() == FIXTURE.read_bytes()
 
 
 def test_two_outputs_naming_one_file_are_refused(tmp_path, trace):

@@ -4,6 +4,7 @@ up to 252 ns off (it holds 1712345678901234.5 there)."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from traceanalyze.load import columnar, load_trace
@@ -107,3 +108,39 @@ def test_load_trace_end_to_end(tmp_path):
     path.write_bytes(b'{"traceEvents": %s}' % chunk_text())
     gpu = load_trace(path).gpu
     assert dict(zip(gpu["name"], zip(gpu["start_ns"], gpu["duration_ns"]))) == EXPECTED
+
+
+def test_launch_delays_and_gaps_from_such_timestamps_are_exact(tmp_path):
+    """End to end (issue 12.3: "launch delays ±460 ns, the window and gap causes wrong"): a trace
+    written at an epoch-µs base of 1.7e15 with three decimals; every derived time is the exact
+    difference of the texts, where float64 µs would be off by up to 250 ns."""
+    import json
+    import re
+    from decimal import Decimal
+
+    from builder import TraceBuilder
+
+    from traceanalyze.analysis.idle import idle_gaps
+    from traceanalyze.analysis.launch import launch_latency
+
+    b = TraceBuilder(base_us=0.0)
+    b.launch_kernel(launch_us=0.567, launch_dur_us=0.123, start_us=0.999, dur_us=10.001, name="k1")
+    b.launch_kernel(launch_us=2.001, launch_dur_us=0.5, start_us=20.374, dur_us=1.25, name="k2")  # queued: gap cause launch
+    b.launch_kernel(launch_us=31.249, launch_dur_us=0.25, start_us=31.751, dur_us=1, name="k3")  # launched 249 ns into the gap: host
+    base = Decimal("1712345678901234.000")
+    document = b.to_dict()
+    for event in document["traceEvents"]:
+        if isinstance(event.get("ts"), (int, float)):
+            event["ts"] = f"@{base + Decimal(repr(event['ts']))}"
+    text = re.sub(r'"@(-?[0-9.]+)"', r"\1", json.dumps(document))
+    assert "1712345678901234.567" in text and "1712345678901234.999" in text
+    path = tmp_path / "epoch.json"
+    path.write_text(text)
+    trace = load_trace(path)
+    base_ns = 1712345678901234000
+    latency = launch_latency(trace).sort("start_ns")
+    assert latency.select("name", "launch_to_start_ns", "launch_delay_ns").rows() == [
+        ("k1", 432, 309), ("k2", 18_373, 17_873), ("k3", 502, 252)]
+    gaps = idle_gaps(trace).sort("start_ns")
+    assert gaps.select(pl.col("start_ns") - base_ns, "duration_ns", pl.col("cause").cast(pl.String)).rows() == [
+        (11_000, 9_374, "launch"), (21_624, 10_127, "host")]

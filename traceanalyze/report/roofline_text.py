@@ -89,7 +89,7 @@ def unmodeled_lines(report: RankReport) -> list[str]:
     reasons = unmodeled.group_by("unmodeled_reason").agg(pl.len(), pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
     lines = ["  unmodeled kernels, by reason:"]
     for reason, count, ns in reasons.head(6).iter_rows():
-        lines.append(f"    {format_duration_ns(ns):>9}  {count:>6} kernels  {reason}")
+        lines.append(f"    {format_duration_ns(ns):>9}  {count:>6} kernel{'s' if count != 1 else ' '}  {reason}")
     return lines
 
 

@@ -4,7 +4,8 @@ writer, and the fitting of tables and lines to a terminal's width (docs/report-f
 A table wider than `width` is narrowed in this order, each step only as far as needed:
 1. headers wrap onto two lines (never narrower than their longest word);
 2. name columns (`Shrinkable`: kernels, ops, annotations) are cut, each by its own rule (a kernel
-   keeps its function name, a CPU op both ends), never below their `min_width`;
+   keeps its function name, a CPU op both ends), the widest first down to the next widest (so
+   they end up even), never below their `min_width`;
 3. the columns are split into blocks printed one under the other, each repeating the first column
    (the row's key; `keys` columns): the fewest blocks that fit with names READABLE_NAME_WIDTH wide, as even as can
    be; each block is then narrowed by steps 1-2 again, from the full cells.
@@ -119,8 +120,13 @@ def _narrowed(rows: list[list[str]], headers: list[str], columns: list[int], ali
         wider = [index for index in cut if current[index] > cut[index].min_width and index not in stuck]
         if not wider:
             break
+        # the widest name column gives up characters first, down to the next widest: names end up
+        # cut to even widths, not one of them to the bone
         index = max(wider, key=lambda i: (current[i], -i))
-        target = max(cut[index].min_width, current[index] - (_widest(text) - width))
+        tied = sum(1 for i in wider if current[i] == current[index])
+        below = max((current[i] for i in wider if current[i] < current[index]), default=0)
+        excess = _widest(text) - width
+        target = max(cut[index].min_width, current[index] - -(-excess // tied), below)
         for row, cell in zip(rows, cut[index].cells(target)):
             row[index] = visible(cell)
         if _cell_width(rows, index) >= current[index]:

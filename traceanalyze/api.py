@@ -31,6 +31,7 @@ def analyze(
     workers: int | None = None,
     executor_address: str | None = None,
     cache: CacheSetting = True,
+    rank_frames: str = "full",
 ) -> Report:
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
     returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
@@ -47,7 +48,11 @@ def analyze(
     A folder of rank traces is a map over its files (each rank file → its analyses, on `executor`:
     "local" processes, "ray" tasks or "dask" futures; `workers` of them; the cluster at
     `executor_address`) and a reduce here (`traceanalyze.jobs`): memory holds one rank's raw tables
-    per worker, never every rank's. `report.job` holds the cross-rank analyses.
+    per worker, never every rank's. `report.job` holds the cross-rank analyses. `rank_frames`:
+    "full" keeps every rank's per-op frames (`.roofline`, every gap, every launch); "bounded"
+    keeps only what the text reports show (`report.model.bounded`), so that the memory of the
+    reduce does not grow with the ranks' sizes (what `traceanalyze report` does for every format
+    but HTML).
 
     Examples
     --------
@@ -62,6 +67,8 @@ def analyze(
         raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
     if isinstance(skip_steps, bool) or not isinstance(skip_steps, int) or skip_steps < 0:
         raise ConfigError(f"--skip-steps must be a whole number ≥ 0, got {skip_steps!r}")
+    if rank_frames not in ("full", "bounded"):
+        raise ConfigError(f"rank_frames must be 'full' or 'bounded', not {rank_frames!r}")
     for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
         if value is not None and not value > 0:
             raise ConfigError(f"{flag} must be a positive number, got {value}")
@@ -72,7 +79,8 @@ def analyze(
         peak_bandwidth=peak_bandwidth,
         force_device_file=force_device_file,
     )
-    options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides, skip_steps=skip_steps)
+    options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides, skip_steps=skip_steps,
+                            rank_frames=rank_frames)  # type: ignore[arg-type]
     if not isinstance(trace, Trace) and Path(trace).is_dir():
         from traceanalyze.jobs import analyse_folder
 

@@ -159,15 +159,16 @@ def _refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: P
 def _analyze(trace: Path, *, window: str = "activity", skip_steps: int = 0, max_gaps: int | None = None, peak_flops: float | None = None,
              peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
              limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
-             executor_address: str | None = None, cache: bool = True):
-    """`api.analyze` with the command's options (its defaults where an option is not given)."""
+             executor_address: str | None = None, cache: bool = True, rank_frames: str = "bounded"):
+    """`api.analyze` with the command's options (its defaults where an option is not given). A
+    folder's ranks keep only what the text formats show (`rank_frames="bounded"`) unless asked."""
     from traceanalyze.api import analyze
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
     return analyze(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
                    device_file=device_file, force_device_file=force_device_file, limits=limits,
                    executor=executor, workers=workers,
-                   executor_address=executor_address, cache=cache, **extra)
+                   executor_address=executor_address, cache=cache, rank_frames=rank_frames, **extra)
 
 
 ExecutorOption = Annotated[str, typer.Option(
@@ -209,7 +210,8 @@ def report(
         built = _analyze(trace, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation), executor=executor,
-                         workers=workers, executor_address=executor_address, cache=not no_cache)
+                         workers=workers, executor_address=executor_address, cache=not no_cache,
+                         rank_frames="full" if format.value == "html" else "bounded")  # HTML charts every op
     except TraceAnalyzeError as error:
         fail(error)
     if details:

@@ -242,39 +242,57 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     )
 
 
-# the roofline columns `_aggregate` reads (a filter copies every column it keeps)
+# the roofline columns `op_parts` reads (a filter copies every column it keeps)
 _AGGREGATED = ("name", "op_name", "kind", "regime", "duration_ns", "flops", "bytes", "recoverable_ns", "peak_flops_per_s",
                "peak_bytes_per_s", "ridge_flops_per_byte", "roof", "compute_dtype", "tensor_core", "no_roof_reason", "unmodeled_reason",
                "tf32_peak_flops_per_s")
 
 
-def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Sums of time, FLOPs, bytes and recoverable time per group, and the ratios recomputed from
-    the sums; longest total first; `regime` is called `bound` and `op_name` `op` there, as in
-    the JSON report. `pct_of_roof` = Σ time at the roof / Σ time, each kernel at its
-    own roof (achieved ÷ peak when the group shares one roof); `roof` lists the group's roofs, and
-    its peaks and ridge are null when there are several."""
+SINGLE = ("peak_flops_per_s", "peak_bytes_per_s", "ridge_flops_per_byte", "tf32_peak_flops_per_s")  # kept when one value
+FIRST = ("compute_dtype", "tensor_core", "no_roof_reason")  # of the group's first kernel
+FIRST_PRESENT = ("op_name", "unmodeled_reason")  # the first one that is not null
+SUMS = ("total_ns", "flops", "bytes", "recoverable_ns")
+
+
+def aggregate_parts(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The sums and value sets `kernels_by_name`/`kernels_by_op` need per group of `by`, from the
+    roofline's rows: a small frame that can be concatenated with other ranks' and combined
+    (`combine_parts`) into the totals the concatenated rows would give (one rank: the same
+    numbers; several: float sums summed per rank first, which may differ in the last digit)."""
     at_roof = (
         pl.when(pl.col("regime").is_in(["compute", "bandwidth", "latency"]))
         .then(pl.max_horizontal(pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")))
         .when(pl.col("regime") == "memcpy").then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
     ) * 1e9
+    rows = roofline.select(
+        *by, pl.lit(1, dtype=pl.UInt32).alias("count"), pl.col("duration_ns").alias("total_ns"), "flops", "bytes",
+        "recoverable_ns", at_roof.alias("_at_roof_ns"), at_roof.is_null().alias("_no_roof"),
+        *[pl.concat_list(c).alias(c) for c in (*SINGLE, "roof")], *FIRST, *[c for c in FIRST_PRESENT if c not in by],
+    )
+    return combine_parts(rows, by)
+
+
+def combine_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """`aggregate_parts` frames (of one rank or several, concatenated in rank order) → one row per
+    group: sums summed, value sets united (in order), first values kept."""
+    return parts.group_by(by, maintain_order=True).agg(
+        pl.col("count").sum(), *[pl.col(c).sum() for c in SUMS], pl.col("_at_roof_ns").sum(), pl.col("_no_roof").any(),
+        *[pl.col(c).list.explode(keep_nulls=True, empty_as_null=False).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")],
+        *[pl.col(c).first() for c in FIRST],
+        *[pl.col(c).drop_nulls().first() for c in FIRST_PRESENT if c in parts.columns and c not in by],
+    )
+
+
+def finish_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Combined parts → the table of `kernels_by_name` (its docstring defines it) or `kernels_by_op`."""
     seconds = pl.col("total_ns") / 1e9
-    single = lambda c: pl.when(pl.col(c).n_unique() == 1).then(pl.col(c).first())  # noqa: E731
     return (
-        roofline.with_columns(at_roof.alias("_at_roof_ns"))
-        .group_by(by)
-        .agg(
-            pl.len().alias("count"),
-            pl.col("duration_ns").sum().alias("total_ns"),
-            pl.col("flops").sum(),
-            pl.col("bytes").sum(),
-            pl.col("recoverable_ns").sum(),
-            pl.when(pl.col("_at_roof_ns").is_not_null().all()).then(pl.col("_at_roof_ns").sum()).alias("_at_roof_ns"),
-            *[single(c).alias(c) for c in ("peak_flops_per_s", "peak_bytes_per_s", "ridge_flops_per_byte", "tf32_peak_flops_per_s")],
-            pl.col("roof").drop_nulls().unique().sort().str.join(" + ").alias("roof"),
-            *[pl.col(c).first() for c in ("compute_dtype", "tensor_core", "no_roof_reason")],
-            *[pl.col(c).drop_nulls().first() for c in ("op_name", "unmodeled_reason") if c not in by],
+        combine_parts(parts, by)
+        .with_columns(
+            pl.when(~pl.col("_no_roof")).then(pl.col("_at_roof_ns")).alias("_at_roof_ns"),
+            *[pl.when(pl.col(c).list.len() == 1).then(pl.col(c).list.first()).alias(c) for c in SINGLE],
+            pl.col("roof").list.drop_nulls().list.sort().list.join(" + ").alias("roof"),
+            pl.col("count").cast(pl.UInt32),
         )
         .with_columns(
             pl.when(pl.col("roof") != "").then(pl.col("roof")).alias("roof"),
@@ -284,24 +302,55 @@ def _aggregate(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
             pl.when(pl.col("total_ns") > 0).then(pl.col("_at_roof_ns") / pl.col("total_ns")).alias("pct_of_roof"),
         )
         .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("tf32_roof_fraction"))
-        .drop("_at_roof_ns")
+        .drop("_at_roof_ns", "_no_roof")
         .sort(["total_ns", *by], descending=[True] + [False] * len(by), nulls_last=True)
         .rename({"regime": "bound", "op_name": "op"})  # the JSON report's names (docs/report-json.md)
     )
 
 
+NAME_KEYS = ["name", "regime"]
+OP_KEYS = ["op_name", "regime"]
+
+
+def name_parts(roofline: pl.DataFrame) -> pl.DataFrame:
+    """`aggregate_parts` per kernel name and bound: what `kernels_by_name` is finished from."""
+    return aggregate_parts(roofline, NAME_KEYS)
+
+
+def op_parts(roofline: pl.DataFrame) -> pl.DataFrame:
+    """`aggregate_parts` of the kernels per launching op and bound: what `kernels_by_op` is finished from."""
+    return aggregate_parts(roofline.select(_AGGREGATED).filter(pl.col("kind") == "kernel"), OP_KEYS)
+
+
 def kernels_by_name(roofline: pl.DataFrame) -> pl.DataFrame:
     """The roofline aggregated per kernel name and bound → `name, bound, count, total_ns, flops,
     bytes, intensity, achieved_flops_per_s, achieved_bytes_per_s, pct_of_roof, recoverable_ns`,
-    `roof`, `peak_flops_per_s`, `peak_bytes_per_s`, `ridge_flops_per_byte` (see `_aggregate`),
-    `op` (the launching op of its first call that has one), and the `compute_dtype`, `tensor_core`
-    and `no_roof_reason` of its first call, and for FP32 matmul-like kernels on the SIMT roof
+    `roof`, `peak_flops_per_s`, `peak_bytes_per_s`, `ridge_flops_per_byte`, `op` (the launching
+    op of its first call that has one), and the `compute_dtype`, `tensor_core` and
+    `no_roof_reason` of its first call, and for FP32 matmul-like kernels on the SIMT roof
     `tf32_peak_flops_per_s` and `tf32_roof_fraction` (achieved FLOP/s ÷ the TF32 tensor-core roof);
-    longest total first. The column names are the JSON report's (`kernels[]`)."""
-    return _aggregate(roofline, ["name", "regime"])
+    longest total first. The column names are the JSON report's (`kernels[]`).
+
+    Sums of time, FLOPs, bytes and recoverable time per group, and the ratios recomputed from the
+    sums; `pct_of_roof` = Σ time at the roof / Σ time, each kernel at its own roof (achieved ÷
+    peak when the group shares one roof); `roof` lists the group's roofs, and its peaks and ridge
+    are null when there are several. A job's pooled table: `finish_parts` of its ranks'
+    `name_parts`, concatenated."""
+    return finish_parts(name_parts(roofline), NAME_KEYS)
 
 
 def kernels_by_op(roofline: pl.DataFrame) -> pl.DataFrame:
-    """The roofline's kernels aggregated per launching op and regime → the columns of
-    `kernels_by_name` with `op` instead of `name`; longest total first."""
-    return _aggregate(roofline.select(_AGGREGATED).filter(pl.col("kind") == "kernel"), ["op_name", "regime"])
+    """The roofline's kernels aggregated per launching op and bound → the columns of
+    `kernels_by_name` with `op` instead of `name`; longest total first (a job's: `finish_parts`
+    of its ranks' `op_parts`)."""
+    return finish_parts(op_parts(roofline), OP_KEYS)
+
+
+def unmodeled_reasons(roofline: pl.DataFrame) -> pl.DataFrame:
+    """GPU ops without a FLOP/byte model, per reason → `unmodeled_reason, count, duration_ns`,
+    longest first (ties: the reason)."""
+    return (
+        roofline.filter(pl.col("regime") == "unmodeled")
+        .group_by("unmodeled_reason").agg(pl.len().alias("count"), pl.col("duration_ns").sum())
+        .sort(["duration_ns", "unmodeled_reason"], descending=[True, False], nulls_last=True)
+    )

@@ -27,7 +27,14 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
     if "://" in path and not path.startswith("file://"):
         return _analyse_remote(path, options, limits)
     local = path.removeprefix("file://")
-    return rank_report(load_rank(local, limits=limits, cache=cache), options)
+    return _leaving(rank_report(load_rank(local, limits=limits, cache=cache), options), options)
+
+
+def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
+    """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`)."""
+    from traceanalyze.report.model import bounded
+
+    return bounded(report, options.max_gaps) if options.rank_frames == "bounded" else report
 
 
 def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> RankReport:
@@ -48,7 +55,7 @@ def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> Ran
             while chunk := source.read(16 << 20):
                 target.write(chunk)
         report = rank_report(load_rank(local, limits=limits), options)
-    return dataclasses.replace(report, source=Path(url))
+    return dataclasses.replace(_leaving(report, options), source=Path(url))
 
 
 def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOptions, source: Path) -> Report:

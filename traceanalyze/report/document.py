@@ -82,7 +82,7 @@ def _headline(report: Report) -> list[Block]:
         if launch.count:  # launch overhead, not queue wait (healthy when the GPU is busy): issue 14
             items.append(("launch overhead p50", format_duration_ns(launch.p50),
                           f"over {launch.count} launches (queue wait excluded: see launch latency)"))
-        gaps = sum(r.gaps.height for r in ranks)
+        gaps = sum(r.gap_count for r in ranks)
         items.append(("idle gaps", str(gaps), f"GPU busy {format_duration_ns(window.busy_ns)}{per_window}"))
     else:
         items.append(("GPU events", "none", "CPU-side report only"))
@@ -198,8 +198,8 @@ def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: 
     blocks.append(Heading(level + 1, "Idle time by cause", f"{anchor}-causes"))
     blocks.append(Chart("causes", report))
     blocks += _cause_table(report.idle_causes)
-    if report.gaps.height:
-        blocks.append(Heading(level + 1, f"Longest idle gaps ({min(limit, report.gaps.height)} of {report.gaps.height})", f"{anchor}-gaps"))
+    if report.gap_count:
+        blocks.append(Heading(level + 1, f"Longest idle gaps ({min(limit, report.gap_count)} of {report.gap_count})", f"{anchor}-gaps"))
         blocks.append(_gap_table(report, limit))
     blocks.append(Heading(level + 1, "Kernel launch latency", f"{anchor}-latency"))
     blocks += _latency_table(report.latency_stats)
@@ -266,9 +266,8 @@ def _kernels(report: RankReport, level: int, anchor: str) -> list[Block]:
     blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report)]
     blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"), tuple(rows)))
     blocks.extend(Paragraph((line.strip(),)) for line in roof_footnotes(shown))
-    unmodeled = report.roofline.filter(pl.col("regime") == "unmodeled")
-    if unmodeled.height:
-        reasons = unmodeled.group_by("unmodeled_reason").agg(pl.len(), pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
+    reasons = report.unmodeled.select("unmodeled_reason", "count", "duration_ns")
+    if reasons.height:
         blocks.append(Paragraph(("unmodeled kernels, by reason:",)))
         blocks.append(Table(("time", "kernels", "reason"), tuple(
             (_num(format_duration_ns(ns)), _num(str(count)), Cell(reason or "–")) for reason, count, ns in reasons.head(6).iter_rows()
@@ -329,7 +328,7 @@ def _ranks_overview(report: Report) -> list[Block]:
         biggest = _biggest_regime(r.summary)
         top = biggest[0] if biggest is not None else "–"
         rows.append((_num(str(r.rank)), _num(format_duration_ns(window.window_ns)), _num(format_percent(window.idle_fraction)),
-                     _num(format_duration_ns(r.summary.latency["launch_to_start_ns"].p50)), _num(str(r.gaps.height)),
+                     _num(format_duration_ns(r.summary.latency["launch_to_start_ns"].p50)), _num(str(r.gap_count)),
                      Cell(top, key=top if top != "–" else None)))
     return [Heading(2, "Ranks", "ranks"), Chart("ranks"),
             Table(("rank", "GPU window", "idle", "launch→start p50", "gaps", "biggest regime"), tuple(rows))]

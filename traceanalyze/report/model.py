@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
 
@@ -32,6 +33,9 @@ class ReportOptions:
     peaks: PeakOverrides = field(default_factory=PeakOverrides)  # device file or flags
     details: bool = False  # terminal: every table (else the verdict and the key sections; docs/report-formats.md)
     skip_steps: int = 0  # ProfilerSteps left out at the start of each rank (analysis.skip_steps)
+    # a folder of ranks: "full" keeps every rank's per-op frames (HTML charts, annotate, the API);
+    # "bounded" keeps what the text formats show (`bounded`): the parent's memory stays flat in N
+    rank_frames: Literal["full", "bounded"] = "full"
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,11 @@ class RankReport:
     summary: Summary  # this rank's summary figures (report.summaries)
     small_kernel_summary: SmallKernelSummary
     idle_causes: pl.DataFrame  # idle time by gap cause over this rank's gaps (summaries.idle_causes)
+    # small aggregates the pooled tables of a job combine (attribution.name_parts, op_parts) and the
+    # unmodeled time by reason (attribution.unmodeled_reasons): no per-op frame needed to render
+    name_parts: pl.DataFrame
+    op_parts: pl.DataFrame
+    unmodeled: pl.DataFrame
     # the small tables the job-level analyses combine (analysis.job)
     collectives: pl.DataFrame  # analysis.collectives.rank_collectives
     step_split: pl.DataFrame  # analysis.stragglers.rank_steps
@@ -76,6 +85,11 @@ class RankReport:
     findings: pl.DataFrame  # diagnoses ranked by gain (analysis.findings, docs/findings.md)
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
+
+    @property
+    def gap_count(self) -> int:
+        """How many idle gaps the rank has (`gaps` may hold only the longest: `bounded`)."""
+        return int(self.idle_causes["gaps"].sum()) if self.idle_causes.height else 0
 
     def __repr__(self) -> str:
         top = self.findings.head(1)
@@ -145,9 +159,9 @@ def combine_ranks(ranks: list[RankReport], options: ReportOptions, source: Path)
         pooled, kernels, ops = ranks[0].latency_stats, ranks[0].kernels, ranks[0].ops
     else:
         pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
-        pooled_roofline = pl.concat([r.roofline for r in ranks], how="vertical_relaxed")
-        kernels, ops = attribution.kernels_by_name(pooled_roofline), attribution.kernels_by_op(pooled_roofline)
-    summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.gaps for r in ranks], pooled)
+        kernels = attribution.finish_parts(pl.concat([r.name_parts for r in ranks], how="vertical_relaxed"), attribution.NAME_KEYS)
+        ops = attribution.finish_parts(pl.concat([r.op_parts for r in ranks], how="vertical_relaxed"), attribution.OP_KEYS)
+    summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.idle_causes for r in ranks], pooled)
     job = job_analysis([r.collectives for r in ranks], [r.step_split for r in ranks], [r.overlap for r in ranks],
                        _collective_link(ranks))
     job = replace(job, findings=job_findings(job))
@@ -210,6 +224,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     small_runs = launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small)
     fusion = attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops))
     health = trace_health(trace)
+    by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
     found = findings(FindingInputs(
         rank=meta.rank, device_family=meta.device_family,
         peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
@@ -244,8 +259,11 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         roofline=per_kernel,
         attribution=attributed,
         step_attribution=attribution.step_attribution(per_kernel, steps),
-        kernels=attribution.kernels_by_name(per_kernel),
-        ops=attribution.kernels_by_op(per_kernel),
+        kernels=attribution.finish_parts(by_name, attribution.NAME_KEYS),
+        ops=attribution.finish_parts(by_op, attribution.OP_KEYS),
+        name_parts=by_name,
+        op_parts=by_op,
+        unmodeled=attribution.unmodeled_reasons(per_kernel),
         fusion=fusion,
         recoverable=attribution.recoverable(per_kernel, attributed),
         summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
@@ -264,6 +282,37 @@ def skipped_note(skipped: SkippedSteps) -> str:
              else f"{skipped.count} ProfilerSteps (#{skipped.first}–#{skipped.last})")
     return (f"--skip-steps {skipped.count}: {steps} left out; the analysis starts at ProfilerStep#{skipped.kept} "
             "(what ran or was launched before it is not counted)")
+
+
+def bounded(rank: RankReport, max_gaps: int) -> RankReport:
+    """`rank` with its per-op frames cut to what the text formats (terminal, Markdown, JSON, gate)
+    read, so that a job's reduce holds small results per rank: the `max_gaps` longest gaps (the
+    count stays: `gap_count`), the launch latencies the pooled statistics read (non-skewed
+    kernels, memcpy and memset; their metric columns), and no roofline or small-kernel rows (their
+    aggregates are kept: kernels, ops, name/op parts, unmodeled, small-kernel summary). HTML charts
+    and `annotate` need the full frames."""
+    latency = rank.latency.filter(~pl.col("skewed") & pl.col("kind").cast(pl.String).is_in(launch.SUMMARY_KINDS))
+    kept = replace(
+        rank,
+        gaps=rank.gaps.head(max_gaps),
+        latency=latency.select("skewed", "kind", *launch.STAT_COLUMNS),
+        roofline=rank.roofline.clear(),
+        small_kernels=rank.small_kernels.clear(),
+    )
+    # every frame in buffers of its own: a slice or a result built from a larger frame can keep
+    # the larger one's buffers alive (in this process; a result sent to another one is copied)
+    return replace(kept, **{f.name: _copied(getattr(kept, f.name)) for f in fields(kept)
+                            if isinstance(getattr(kept, f.name), pl.DataFrame)})
+
+
+def _copied(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` in buffers of its own (an Arrow IPC round trip), not a view of a larger frame's."""
+    import io
+
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer)
+    buffer.seek(0)
+    return pl.read_ipc(buffer)
 
 
 def _devices(trace: Trace) -> pl.DataFrame:

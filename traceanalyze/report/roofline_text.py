@@ -83,10 +83,9 @@ def op_table(report: RankReport, width: int | None = None, limit: int = 8) -> li
 
 
 def unmodeled_lines(report: RankReport) -> list[str]:
-    unmodeled = report.roofline.filter(pl.col("regime") == "unmodeled")
-    if unmodeled.is_empty():
+    reasons = report.unmodeled.select("unmodeled_reason", "count", "duration_ns")
+    if reasons.is_empty():
         return []
-    reasons = unmodeled.group_by("unmodeled_reason").agg(pl.len(), pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
     lines = ["  unmodeled kernels, by reason:"]
     for reason, count, ns in reasons.head(6).iter_rows():
         lines.append(f"    {format_duration_ns(ns):>9}  {count:>6} kernel{'s' if count != 1 else ' '}  {reason}")

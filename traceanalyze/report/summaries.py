@@ -118,6 +118,8 @@ def attribution_summary(attribution_frames: Sequence[pl.DataFrame]) -> Attributi
 
 
 def idle_by_cause(gap_frames: Sequence[pl.DataFrame], device_windows: int) -> dict[str, float]:
+    """Idle time per cause, averaged over the device windows; `gap_frames`: gaps, or their sums
+    per cause (`idle_causes`): any frames with `cause` and `duration_ns`."""
     totals = {cause: 0 for cause in GAP_CAUSES}
     for gaps in gap_frames:
         for cause, duration in gaps.group_by("cause").agg(pl.col("duration_ns").sum()).iter_rows():

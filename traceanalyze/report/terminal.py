@@ -195,8 +195,8 @@ def _rank_section(report: RankReport, limit: int, options: ReportOptions, width:
         lines.append("OVERHEAD — is the GPU waiting on the CPU?")
         lines.extend(_idle_line(report, options.window))
         lines.extend(_cause_lines(report.idle_causes))
-        if report.gaps.height:
-            lines.append(f"  longest idle gaps ({min(limit, report.gaps.height)} of {report.gaps.height}):")
+        if report.gap_count:
+            lines.append(f"  longest idle gaps ({min(limit, report.gap_count)} of {report.gap_count}):")
             lines.append(_gap_table(report.gaps, limit, with_rank=False, width=width))
         lines.extend(_overhead_details(report, options, width) if options.details else _launch_headline(report))
     lines.extend(roofline_section(report, width, details=options.details))
@@ -225,7 +225,7 @@ def _ranks_overview(report: Report, width: int | None = None) -> list[str]:
     for r in report.ranks:
         window = r.summary.window
         rows.append([r.rank, format_duration_ns(window.window_ns), format_percent(window.idle_fraction),
-                     format_duration_ns(r.summary.latency["launch_overhead_ns"].p50), r.gaps.height])
+                     format_duration_ns(r.summary.latency["launch_overhead_ns"].p50), r.gap_count])
     return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch overhead p50", "gaps"], width=width)]
 
 

@@ -78,8 +78,16 @@ def _limits(max_event_mb: int, max_events: int, max_inflation: float) -> LoadLim
 
 
 def fail(error: TraceAnalyzeError) -> None:
-    typer.echo(shown(f"traceanalyze: error: {error}"), err=True)
+    typer.echo(error_line(error), err=True)
     raise typer.Exit(error.exit_code)
+
+
+def error_line(error: TraceAnalyzeError) -> str:
+    """The one line an error prints: a newline or control character in a file name (or any name
+    the message quotes) is shown as an escape (`report.escape.visible`), so it stays one line."""
+    from traceanalyze.report.escape import visible
+
+    return visible(f"traceanalyze: error: {error}")
 
 
 @app.command()
@@ -508,5 +516,5 @@ def main() -> None:
     try:
         app()
     except TraceAnalyzeError as error:  # errors raised outside a command's own handling
-        typer.echo(shown(f"traceanalyze: error: {error}"), err=True)
+        typer.echo(error_line(error), err=True)
         sys.exit(error.exit_code)

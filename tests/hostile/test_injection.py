@@ -202,3 +202,12 @@ def test_json_output_carries_no_raw_control_or_formatting_character(hostile, com
     assert not JSON_RAW.search(result.stdout.replace("\n", ""))
     assert "gemm\\u009b2J\\u007f\\u202egnp.exe\\u2028x" in result.stdout
     assert name in json.dumps(json.loads(result.stdout), ensure_ascii=False)
+
+
+def test_an_error_naming_a_hostile_file_name_stays_one_line(tmp_path):
+    """A file name may hold a newline and escape sequences: the error shows them as escapes."""
+    name = "bad\n::error::y\x1b[2J.json"
+    (tmp_path / name).write_text("x")
+    result = run("report", name, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == "traceanalyze: error: bad\\n::error::y\\x1b[2J.json: not JSON (a Chrome/Kineto trace is a JSON object)\n"

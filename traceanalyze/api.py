@@ -45,7 +45,8 @@ def analyze(
     loaded traces (`load_trace`'s: True the default folder, a path that folder, False none;
     docs/cache.md): a path analysed before has its tables read back instead of parsed.
 
-    A folder of rank traces is a map over its files (each rank file → its analyses, on `executor`:
+    A folder of rank traces (a local path, or a folder's fsspec URL: `s3://bucket/job/`) is a
+    map over its files (each rank file → its analyses, on `executor`:
     "local" processes, "ray" tasks or "dask" futures; `workers` of them; the cluster at
     `executor_address`) and a reduce here (`traceanalyze.jobs`): memory holds one rank's raw tables
     per worker, never every rank's. `report.job` holds the cross-rank analyses. `rank_frames`:
@@ -81,7 +82,9 @@ def analyze(
     )
     options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides, skip_steps=skip_steps,
                             rank_frames=rank_frames)  # type: ignore[arg-type]
-    if not isinstance(trace, Trace) and Path(trace).is_dir():
+    from traceanalyze.jobs.executors import is_url
+
+    if not isinstance(trace, Trace) and (is_url(str(trace)) or Path(trace).is_dir()):
         from traceanalyze.jobs import analyse_folder
 
         return analyse_folder(trace, options, executor=executor, workers=workers, address=executor_address,

@@ -164,7 +164,7 @@ def _refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: P
         fail(error)
 
 
-def _analyze(trace: Path, *, window: str = "activity", skip_steps: int = 0, max_gaps: int | None = None, peak_flops: float | None = None,
+def _analyze(trace: Path | str, *, window: str = "activity", skip_steps: int = 0, max_gaps: int | None = None, peak_flops: float | None = None,
              peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
              limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
              executor_address: str | None = None, cache: bool = True, rank_frames: str = "bounded"):
@@ -190,7 +190,7 @@ AddressOption = Annotated[Optional[str], typer.Option(
 
 @app.command()
 def report(
-    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.", readable=False)],
+    trace: Annotated[str, typer.Argument(metavar="TRACE", help="A .json/.json.gz trace or a folder of per-rank traces (also a folder's URL: s3://bucket/job/, read with fsspec).")],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
     window: Annotated[str, typer.Option(help="Analysis window: 'activity' (first to last GPU op) or 'steps' (ProfilerStep span).")] = "activity",
@@ -213,9 +213,12 @@ def report(
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities); for a
     folder of ranks, first which rank holds the job back."""
-    _refuse_overwriting_inputs({"--output": output}, trace, device_file)
+    from traceanalyze.jobs.executors import is_url
+
+    source: Path | str = trace if is_url(trace) else Path(trace)  # a URL stays a string: Path would fold its //
+    _refuse_overwriting_inputs({"--output": output}, source if isinstance(source, Path) else None, device_file)
     try:
-        built = _analyze(trace, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
+        built = _analyze(source, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation), executor=executor,
                          workers=workers, executor_address=executor_address, cache=not no_cache,

@@ -76,6 +76,50 @@ def test_fsspec_url_is_read_by_the_worker(job_folder):
     assert a == b
 
 
+def _without_sources(text: str) -> dict:
+    doc = json.loads(text)
+    doc.pop("source")
+    for entry in doc["ranks"]:
+        entry.pop("source")
+    return doc
+
+
+def test_folder_url_is_listed_here_and_read_by_the_workers(job_folder, tmp_path):
+    """A folder named by URL (fsspec): `memory://` (this process only: one worker) and `file://`
+    through the command (two spawned workers read the URLs themselves) give the local JSON."""
+    import fsspec
+    from typer.testing import CliRunner
+
+    from traceanalyze.cli import app
+
+    local = _without_sources(_json(traceanalyze.analyze(job_folder, workers=1)))
+    memory = fsspec.filesystem("memory")
+    for f in sorted(job_folder.glob("*.json")):
+        memory.pipe(f"/urljob/{f.name}", f.read_bytes())
+    memory.pipe("/urljob/notes.txt", b"not a trace")
+    report = traceanalyze.analyze("memory://urljob", workers=1)
+    assert [str(r.source) for r in report.ranks] == [f"memory:/urljob/rank{r}.json" for r in range(mr.RANKS)]
+    assert _without_sources(_json(report)) == local
+    result = CliRunner().invoke(app, ["report", f"file://{job_folder}", "--format", "json", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert _without_sources(result.output) == local
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("nosuchscheme://bucket/job", "nosuchscheme://bucket/job: "),
+    ("memory://emptyjob", "memory://emptyjob: folder holds no .json or .json.gz trace files"),
+])
+def test_bad_folder_url_is_one_line(url, message):
+    import fsspec
+    from typer.testing import CliRunner
+
+    from traceanalyze.cli import app
+
+    fsspec.filesystem("memory").makedirs("/emptyjob", exist_ok=True)
+    result = CliRunner().invoke(app, ["report", url])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
 def test_bad_rank_file_fails_with_its_error(tmp_path, job_folder):
     folder = tmp_path / "bad"
     shutil.copytree(job_folder, folder)

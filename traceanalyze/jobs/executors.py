@@ -102,11 +102,20 @@ EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": ru
 def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str = "local",
                    workers: int | None = None, address: str | None = None,
                    limits: LoadLimits = LoadLimits(), cache: CacheSetting = False) -> Report:
-    """A folder of rank traces (or a list of fsspec URLs' parent folder) → the `Report`: the map
-    on `executor`, the reduce here. Each worker reads and writes the cache of loaded traces
-    (`load.cache`, the folder `cache` names where it runs)."""
+    """A folder of rank traces → the `Report`: the map on `executor`, the reduce here. `folder`
+    is a local path, or an fsspec URL of a folder (`s3://bucket/job42/`, `gs://…`,
+    `file:///shared/job42`): listed here, each file read by the worker that analyses it. Each
+    worker reads and writes the cache of loaded traces (`load.cache`, the folder `cache` names
+    where it runs; local paths only)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    if is_url(str(folder)):
+        paths = url_files(str(folder))
+        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths]
+        if executor == "local" and workers is None:
+            workers = 1 if len(paths) < 2 else min(len(paths), os.cpu_count() or 1)
+        results = EXECUTORS[executor](paths, options, workers, address, limits, cache)
+        return reduce_ranks(results, names, options, Path(str(folder)))
     from traceanalyze.load import trace_files
 
     folder = Path(folder)
@@ -118,6 +127,37 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
         workers = _local_workers(files)
     results = EXECUTORS[executor](paths, options, workers, address, limits, cache)
     return reduce_ranks(results, [f.name for f in files], options, folder)
+
+
+def is_url(text: str) -> bool:
+    """Whether `text` names a file or folder by URL (`scheme://…`) rather than a local path."""
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.isidentifier()
+
+
+def url_files(url: str) -> list[str]:
+    """The trace files (`.json`, `.json.gz`) directly inside the folder at `url`, as URLs in name
+    order; a URL naming one trace file is a folder of that one file (fsspec lists them)."""
+    from traceanalyze.load import TRACE_SUFFIXES
+
+    try:
+        import fsspec
+    except ImportError as exc:
+        raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]' or '[ray]')") from exc
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+        if url.lower().endswith(TRACE_SUFFIXES) and fs.isfile(root):
+            return [url]
+        listed = fs.ls(root, detail=True)
+    except (ImportError, ValueError) as exc:  # no filesystem for the scheme (s3fs, gcsfs, … not installed)
+        raise ConfigError(f"{url}: {exc}") from exc
+    except OSError as exc:
+        raise TraceFormatError(f"{url}: cannot list it: {exc}") from exc
+    files = sorted(entry["name"] for entry in listed
+                   if entry.get("type") == "file" and entry["name"].lower().endswith(TRACE_SUFFIXES))
+    if not files:
+        raise TraceFormatError(f"{url}: folder holds no .json or .json.gz trace files")
+    return [fs.unstrip_protocol(name) for name in files]
 
 
 def _local_workers(files: list[Path]) -> int:

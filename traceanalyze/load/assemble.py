@@ -103,27 +103,64 @@ class TraceTables:
             schema=SKIPPED_SCHEMA,
         )
         return Trace(
-            gpu=gpu_frame,
-            runtime=runtime_frame,
-            cpu_ops=cpu_frame,
+            gpu=constants_as_scalars(gpu_frame),
+            runtime=constants_as_scalars(runtime_frame),
+            cpu_ops=constants_as_scalars(cpu_frame),
             steps=steps_frame,
-            flows=flows_frame,
-            sync=sync_frame,
+            flows=constants_as_scalars(flows_frame),
+            sync=constants_as_scalars(sync_frame),
             devices=devices_frame,
             skipped=skipped_frame,
             meta=(meta,),
-            python=python_frame,
+            python=None if python_frame is None else constants_as_scalars(python_frame),
         )
 
 
+def constants_as_scalars(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with each column that holds one value in every row (all null: a shape argument a
+    trace does not record; one number: `rank`, the one `pid`) kept as that value once (a polars
+    scalar column) instead of once per row: the same frame, without the memory. Filters, gathers,
+    sorts and joins keep such a column a scalar; taking it out as a Series makes its rows."""
+    constants = constant_columns(frame)
+    return frame.with_columns(constants.values()) if constants else frame
+
+
+def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
+    """column → the literal it equals in every row, for the columns of `frame` that are all null
+    or (numbers and booleans) one value without nulls; none for frames of fewer than 2 rows."""
+    if frame.height < 2:
+        return {}
+    valued = [name for name, dtype in frame.schema.items() if dtype.is_numeric() or dtype == pl.Boolean]
+    stats = frame.select(
+        *[pl.col(name).null_count().alias(f"n{k}") for k, name in enumerate(frame.columns)],
+        *[pl.col(name).min().alias(f"lo{k}") for k, name in enumerate(valued)],
+        *[pl.col(name).max().alias(f"hi{k}") for k, name in enumerate(valued)],
+    ).row(0)
+    nulls = dict(zip(frame.columns, stats))
+    lows, highs = stats[len(nulls):len(nulls) + len(valued)], stats[len(nulls) + len(valued):]
+    constants = {name: pl.lit(None, dtype=dtype).alias(name)
+                 for name, dtype in frame.schema.items() if nulls[name] == frame.height}
+    for name, low, high in zip(valued, lows, highs):
+        if nulls[name] == 0 and low == high:
+            constants[name] = pl.lit(low, dtype=frame.schema[name]).alias(name)
+    return constants
+
+
 def column_by_column(frame: pl.DataFrame, transform) -> pl.DataFrame:
-    """`transform` applied to each column in turn, each old column dropped as soon as its new one
-    is made: the memory a column frees is reused by the next, and a table is never held twice."""
+    """`transform` (a copy that keeps every value: a rechunk, a gather) applied to each column in
+    turn, each old column dropped as soon as its new one is made: the memory a column frees is
+    reused by the next, and a table is never held twice. A column of one value in every row
+    (`constant_columns`) is kept as that value once, not transformed."""
+    order, height = frame.columns, frame.height
+    constants = constant_columns(frame)
     columns = []
-    for name in frame.columns:
-        columns.append(transform(frame.get_column(name)))
+    for name in order:
+        if name not in constants:
+            columns.append(transform(frame.get_column(name)))
         frame = frame.drop(name)
-    return pl.DataFrame(columns)
+    if not columns:  # every column constant: the frame needs one column to keep its height
+        return pl.select(pl.repeat(0, height).alias("_rows"), *constants.values()).select(order)
+    return pl.DataFrame(columns).with_columns(constants.values()).select(order)
 
 
 def _sorted(frame: pl.DataFrame, *by: str) -> pl.DataFrame:

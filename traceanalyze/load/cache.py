@@ -40,6 +40,7 @@ from typing import Any, BinaryIO, Union
 import msgspec
 import polars as pl
 
+from traceanalyze.load.assemble import constants_as_scalars
 from traceanalyze import model
 from traceanalyze.model import RankMeta, Trace
 from traceanalyze.version import __version__
@@ -365,7 +366,7 @@ def _read(handle: BinaryIO, key: EntryKey, source: Path) -> Trace | None:
         del data
         if frame.schema != TABLE_SCHEMAS[table.name] or frame.height != table.rows:
             return None
-        frames[table.name] = frame
+        frames[table.name] = constants_as_scalars(frame)  # as the parse leaves them: once, not per row
     meta = tuple(RankMeta(source=source, **fields) for fields in header.meta)
     if "python" not in frames and key.include_python:
         return None

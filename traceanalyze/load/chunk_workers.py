@@ -67,8 +67,9 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
 
     prepare_for_threads()
 
-    def decode(parts: tuple[bytes | memoryview, ...]) -> Any:
-        return decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python)
+    def decode(held: list[tuple[bytes | memoryview, ...]]) -> Any:
+        text = b"".join((b"[", *held.pop(), b"]"))  # the parts (views of whole blocks) are freed here
+        return decode_chunk(text, include_python=include_python)
 
     in_flight: deque[Future] = deque()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-decode") as pool:
@@ -76,7 +77,8 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
             for parts in pieces:
                 if len(in_flight) >= workers:
                     yield in_flight.popleft().result()
-                in_flight.append(pool.submit(decode, parts))
+                in_flight.append(pool.submit(decode, [parts]))  # a list the thread empties: no one else holds them
+                del parts
             while in_flight:
                 yield in_flight.popleft().result()
         finally:

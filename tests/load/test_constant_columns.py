@@ -1,0 +1,67 @@
+"""Columns of one value in every row are kept once (a polars scalar column), not once per row:
+the same frames, less memory (`load.assemble.constants_as_scalars`, `column_by_column`)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from tests.shared_traces import shared_trace
+from traceanalyze.load import load_trace
+from traceanalyze.load.assemble import column_by_column, constant_columns, constants_as_scalars
+
+ROWS = 100_000
+
+
+def frame() -> pl.DataFrame:
+    return pl.DataFrame({
+        "varies": pl.int_range(ROWS, eager=True),
+        "rank": pl.repeat(3, ROWS, dtype=pl.Int32, eager=True),
+        "missing": pl.repeat(None, ROWS, dtype=pl.Int64, eager=True),
+        "shapes": pl.repeat(None, ROWS, dtype=pl.List(pl.List(pl.Int64)), eager=True),
+        "flag": pl.repeat(True, ROWS, eager=True),
+        "some_null": pl.Series([None] + [1] * (ROWS - 1), dtype=pl.Int64),
+        "name": pl.repeat("aten::mm", ROWS, eager=True).cast(pl.Categorical()),
+    })
+
+
+def test_constant_columns_are_the_all_null_and_single_valued_ones():
+    assert sorted(constant_columns(frame())) == ["flag", "missing", "rank", "shapes"]
+    assert constant_columns(frame().head(1)) == {}  # too short to say
+
+
+def test_scalar_columns_are_the_same_frame_in_less_memory():
+    original = frame()
+    compact = constants_as_scalars(original)
+    assert_frame_equal(compact, original)
+    materialised = original.select("rank", "missing", "shapes", "flag").estimated_size()
+    assert original.estimated_size() - compact.estimated_size() >= 0.9 * materialised
+    # filters, gathers and sorts keep them scalars; the values stay right
+    kept = compact.filter(pl.col("varies") % 7 == 0).sort("varies", descending=True)
+    assert_frame_equal(kept, original.filter(pl.col("varies") % 7 == 0).sort("varies", descending=True))
+    assert kept.estimated_size() < kept.select("varies", "some_null", "name").estimated_size() + 1000
+
+
+@pytest.mark.parametrize("transform", [lambda c: c.rechunk(), lambda c: c.gather(pl.int_range(ROWS, 0, -1, eager=True) - 1)])
+def test_column_by_column_keeps_constants_once(transform):
+    original = frame()
+    expected = pl.DataFrame([transform(original.get_column(c)) for c in original.columns])
+    result = column_by_column(original, transform)
+    assert_frame_equal(result, expected)
+    assert result.estimated_size() < expected.estimated_size() - 0.9 * expected.select("rank", "missing", "shapes", "flag").estimated_size()
+
+
+def test_a_frame_of_constants_only_keeps_its_height():
+    only = frame().select("rank", "missing")
+    assert_frame_equal(column_by_column(only, lambda c: c.rechunk()), only)
+
+
+def test_a_loaded_trace_keeps_its_unrecorded_columns_once():
+    """hta_a100_nccl_rank0 records no shapes, no flops and one pid: its cpu_ops table holds them once."""
+    ops = load_trace(shared_trace("hta_a100_nccl_rank0.json.gz"), cache=False).cpu_ops
+    unrecorded = ["rank", "pid", "input_dims", "input_types", "flops"]
+    assert ops.estimated_size() - ops.drop(unrecorded).estimated_size() < 1000  # before any is taken out as a Series
+    materialised = pl.DataFrame([ops.get_column(c) for c in ops.columns])
+    assert_frame_equal(ops, materialised)
+    assert all(ops[c].null_count() == ops.height or ops[c].n_unique() == 1 for c in unrecorded)

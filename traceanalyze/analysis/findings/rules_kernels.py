@@ -32,7 +32,9 @@ LOWER_PRECISION = {
 
 
 def _rate(value: float) -> str:
-    return f"{value / 1e12:.3g} TFLOP/s"
+    """FLOP/s in TFLOP/s: 19.5, 156, 1979 (no exponent above 999)."""
+    tera = value / 1e12
+    return f"{tera:.3g} TFLOP/s" if tera < 999.5 else f"{tera:.0f} TFLOP/s"
 
 
 def _top_kernel(rows: pl.DataFrame) -> str:

@@ -25,6 +25,8 @@ def test_without_the_option_every_step_counts(tmp_path):
     assert (row["window_start_ns"], row["window_ns"], row["gpu_busy_ns"], row["gpu_idle_ns"]) == (
         us(10), 260_000, 100_000, 160_000)
     assert sorted(report.ranks[0].gaps["duration_ns"].to_list()) == [5_000, 20_000, 20_000, 25_000, 40_000, 50_000]
+    recoverable = dict(report.ranks[0].recoverable.select("regime", "recoverable_ns").iter_rows())
+    assert recoverable["overhead"] == 110_000  # the idle time less the 50 µs autotune gap (warm-up)
     warmup = report.ranks[0].findings.filter(report.ranks[0].findings["id"] == "warmup-excluded").row(0, named=True)
     assert warmup["action"].startswith("leave it out of the whole report: `--skip-steps 1` (through ProfilerStep#0)")
     assert report.options.skip_steps == 0 and report.ranks[0].notes == ()
@@ -42,6 +44,7 @@ def test_skip_one_step_leaves_it_out_of_everything(tmp_path):
     assert rank.roofline.height == 4 and rank.latency.height == 4
     assert int(rank.attribution["window_ns"].sum()) == 140_000
     assert "warmup-excluded" not in rank.findings["id"].to_list()
+    assert dict(rank.recoverable.select("regime", "recoverable_ns").iter_rows())["overhead"] == 80_000
     assert report.summary.window.idle_fraction == pytest.approx(80 / 140)
     assert rank.notes == ("--skip-steps 1: ProfilerStep#0 left out; the analysis starts at ProfilerStep#1 "
                           "(what ran or was launched before it is not counted)",)

@@ -99,9 +99,10 @@ def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFram
     return _fractions(_regime_time_in(roofline.select(*DEVICE, "start_ns", "end_ns", "regime"), bounds))
 
 
-def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFrame:
+def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame, *, left_out_idle_ns: int = 0) -> pl.DataFrame:
     """Per regime of `ATTRIBUTION_KEYS` → `regime, recoverable_ns, roof_share`: overhead = the idle
-    time; bandwidth/compute/latency = Σ per kernel max(0, actual − time at the roof), and
+    time less `left_out_idle_ns` (the warm-up and autotune gaps no steady-state step has,
+    `findings.excluded_ns`); bandwidth/compute/latency = Σ per kernel max(0, actual − time at the roof), and
     `roof_share` = Σ time at the roof / Σ actual time of their kernels (how close they get to it);
     null for the other regimes. What to change is the findings' job (analysis/findings)."""
     kernels = (
@@ -111,7 +112,7 @@ def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame) -> pl.DataFram
         .with_columns(pl.col("regime").cast(pl.String))
     )
     found = {r["regime"]: r for r in kernels.iter_rows(named=True)}
-    idle = float(attributed["overhead_ns"].sum()) if attributed.height else 0.0
+    idle = float(attributed["overhead_ns"].sum()) - left_out_idle_ns if attributed.height else 0.0
     rows = []
     for regime in ATTRIBUTION_KEYS:
         row = found.get(regime, {})

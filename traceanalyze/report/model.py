@@ -11,7 +11,7 @@ import polars as pl
 
 from traceanalyze.analysis import attribution, collectives, idle, launch, overlap, roofline, stragglers
 from traceanalyze.analysis.device_match import matched_devices
-from traceanalyze.analysis.findings import FindingInputs, findings, job_findings
+from traceanalyze.analysis.findings import FindingInputs, bucketed_gaps, excluded_ns, findings, job_findings
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.job import JobAnalysis, job_analysis
 from traceanalyze.analysis.idle import Window
@@ -225,13 +225,15 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     fusion = attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops))
     health = trace_health(trace)
     by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
-    found = findings(FindingInputs(
+    inputs = FindingInputs(
         rank=meta.rank, device_family=meta.device_family,
         peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
         roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=small_runs, fusion=fusion,
         attribution=attributed, health=health, cpu_ops=trace.cpu_ops, cpu_steps=trace.steps,
         skipped_steps=options.skip_steps,
-    ))
+    )
+    bucketed = bucketed_gaps(inputs) if gaps.height else None  # each idle gap's finding, once for both uses
+    found = findings(inputs, bucketed)
     return RankReport(
         rank=meta.rank,
         source=meta.source,
@@ -265,7 +267,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         op_parts=by_op,
         unmodeled=attribution.unmodeled_reasons(per_kernel),
         fusion=fusion,
-        recoverable=attribution.recoverable(per_kernel, attributed),
+        recoverable=attribution.recoverable(per_kernel, attributed, left_out_idle_ns=excluded_ns(bucketed)),
         summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
         small_kernel_summary=small_kernel_summary(small),
         idle_causes=idle_causes(gaps),

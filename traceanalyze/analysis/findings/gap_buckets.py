@@ -65,6 +65,14 @@ def _in_context(gaps: pl.DataFrame, pattern: str) -> pl.Expr:
     return pl.lit(contains(gaps["cpu_op"], pattern).fill_null(False) | contains(gaps["annotation"], pattern).fill_null(False))
 
 
+def excluded_ns(bucketed: pl.DataFrame | None) -> int:
+    """Idle time in the `excluded` bucket (warm-up, autotune, an outlying first step): what every
+    gain leaves out, and the overhead regime's recoverable time too (attribution.recoverable)."""
+    if bucketed is None or bucketed.is_empty():
+        return 0
+    return int(bucketed.filter(pl.col("bucket") == "excluded")["duration_ns"].sum())
+
+
 def _run_spans(runs: pl.DataFrame) -> pl.DataFrame:
     """Runs of launch-bound kernels merged per device: `rank, device, run_start_ns, run_end_ns`."""
     schema = {"rank": pl.Int32, "device": pl.Int32, "run_start_ns": pl.Int64, "run_end_ns": pl.Int64}

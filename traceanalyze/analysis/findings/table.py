@@ -32,12 +32,13 @@ RULES: tuple[Rule, ...] = (
 JOB_RULES: tuple[JobRule, ...] = (rules_job.straggler, rules_job.exposed_communication)
 
 
-def findings(inputs: FindingInputs) -> pl.DataFrame:
+def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.DataFrame:
     """The findings of one rank (FINDINGS_SCHEMA), largest gain first, after trace health has
-    downgraded or removed what it makes uncertain."""
+    downgraded or removed what it makes uncertain. `bucketed`: `bucketed_gaps(inputs)` when the
+    caller has it already."""
     found: list[Finding] = []
     if inputs.gaps.height:
-        bucketed = bucketed_gaps(inputs)
+        bucketed = bucketed_gaps(inputs) if bucketed is None else bucketed
         for gap_rule in GAP_RULES:
             found.extend(gap_rule(inputs, bucketed))
     if inputs.roofline.height:

@@ -34,6 +34,10 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         add(rank, "repeated_correlation_ids", launch_ids.len() - launch_ids.n_unique(),
             "launch latency; kernel → op attribution (GPU ops of a repeated id link to its first launch call)",
             "launch, copy and set calls whose correlation id an earlier call of the rank already carries")
+        op_ids = trace.cpu_ops.filter((pl.col("rank") == rank) & (pl.col("category") == "cpu_op"))["external_id"].drop_nulls()
+        add(rank, "repeated_external_ids", op_ids.len() - op_ids.n_unique(),
+            "kernel → op attribution of launches no op encloses (they link to the first op of their External id)",
+            "CPU ops whose External id an earlier op of the rank already carries")
         skewed = gpu.filter(pl.col("start_ns") < pl.col("launch_start_ns")).height
         add(rank, "clock_skew", skewed,
             "launch latency and queue depth (these ops are left out of both); the cause of the idle gap "

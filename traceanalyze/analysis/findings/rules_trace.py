@@ -21,6 +21,7 @@ HEALTH_EFFECTS = {
     "launches_without_gpu_work": (GAP_FINDINGS, "downgrade"),
     "orphan_gpu_ops": (ROOFLINE_FINDINGS, "downgrade"),
     "repeated_correlation_ids": (GAP_FINDINGS + ROOFLINE_FINDINGS, "downgrade"),
+    "repeated_external_ids": (ROOFLINE_FINDINGS, "downgrade"),
     "device_id_unmatched": (ROOFLINE_FINDINGS, "downgrade"),
     "malformed_events_skipped": (GAP_FINDINGS + ROOFLINE_FINDINGS, "downgrade"),
     "cuda_graph_launches": (("launch-bound",), "suppress"),  # graphs already replay the step

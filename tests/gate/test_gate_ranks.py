@@ -53,6 +53,35 @@ def test_exposed_comm(folder):
     assert code == 0 and verdict["checks"][0]["status"] == "pass" and verdict["checks"][0]["rank"] == 1
 
 
+def test_idle_fraction_judges_the_worst_rank(folder):
+    # per step (docs/metrics.md, per-step idle): a rank's step-s window runs from its first GPU op
+    # in the step (its compute kernel, 20 µs in, later for the straggler in step 2) to its first
+    # in step s+1 (the last: to its last op's end); busy: the compute kernel and its all-reduce
+    # (rank 0's extra kernel runs inside its first). The budget judges the median step.
+    import statistics
+
+    def first_op(r, s):
+        return mr.step_start(s) + 20 + (mr.DELAY_US if (r, s) == (mr.STRAGGLER, mr.DELAY_STEP) else 0)
+
+    def window(r, s):
+        return (first_op(r, s + 1) if s < mr.STEPS else mr.collective_end(s)) - first_op(r, s)
+
+    def idle(r, s):
+        return window(r, s) - mr.COMPUTE_US - (mr.collective_end(s) - mr.arrival(r, s))
+
+    steps, ranks = range(1, mr.STEPS + 1), range(mr.RANKS)
+    per_rank = {r: statistics.median(idle(r, s) / window(r, s) for s in steps) for r in ranks}
+    pooled = statistics.median(sum(idle(r, s) for r in ranks) / sum(window(r, s) for r in ranks) for s in steps)
+    assert max(per_rank, key=per_rank.get) == mr.STRAGGLER and per_rank[mr.STRAGGLER] > 0.75 > pooled
+    code, verdict = _verdict(folder, "--max-idle-fraction", "0.75")
+    check = verdict["checks"][0]
+    assert code == 1 and check["rank"] == mr.STRAGGLER and check["ranks_judged"] == mr.RANKS
+    assert check["measured"] == pytest.approx(per_rank[mr.STRAGGLER], rel=1e-12)  # 12 of its 15 ms step 2
+    code, verdict = _verdict(folder, "--max-idle-fraction", "0.75", "--ranks", "pooled")
+    assert code == 0 and verdict["checks"][0]["rank"] is None
+    assert verdict["checks"][0]["measured"] == pytest.approx(pooled, rel=1e-12)
+
+
 @pytest.mark.skipif(not DLRM.is_dir(), reason=f"{DLRM} is absent (the shared traces sit next to the repository)")
 def test_dlrm_idle_budget_breaks_on_rank_2():
     code, verdict = _verdict(DLRM, "--max-idle-fraction", "0.5", "--allow-unreliable")

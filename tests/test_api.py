@@ -83,3 +83,28 @@ def test_the_tables_use_the_json_reports_names(tmp_path):
     # the names that differed before (issue 14): the roofline tables now read as the JSON does
     assert {"bound", "op", "pct_of_roof", "ridge_flops_per_byte", "tf32_roof_fraction"} <= set(rank.kernels.columns)
     assert {"gpu_busy_ns", "gpu_idle_ns"} <= set(rank.steps.columns) & set(rank.idle.columns)
+
+
+def test_the_api_defaults_are_the_report_commands():
+    """`analyze(...)` and `traceanalyze report` have one set of defaults (issue 14 point 5): every
+    option of the command that `analyze` also takes defaults to the same value (`--no-cache` is
+    `cache=True`; the loader limits are `LoadLimits()`)."""
+    import inspect
+
+    import typer
+
+    from traceanalyze.api import analyze
+    from traceanalyze.cli import app
+    from traceanalyze.load.limits import MIB, LoadLimits
+
+    command = typer.main.get_command(app).commands["report"]  # type: ignore[attr-defined]
+    cli = {param.name: param.default for param in command.params}
+    api = {name: param.default for name, param in inspect.signature(analyze).parameters.items()
+           if param.default is not inspect.Parameter.empty}
+    shared = sorted(set(cli) & set(api))
+    assert {"window", "skip_steps", "max_gaps", "peak_flops", "peak_bandwidth", "device_file", "force_device_file",
+            "executor", "workers", "executor_address"} <= set(shared)
+    assert {name: cli[name] for name in shared} == {name: api[name] for name in shared}
+    assert cli["no_cache"] is False and api["cache"] is True
+    limits = LoadLimits(event_bytes=cli["max_event_mb"] * MIB, events=cli["max_events"], inflation=cli["max_inflation"])
+    assert limits == api["limits"]

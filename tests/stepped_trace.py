@@ -24,8 +24,9 @@ def us(value: float) -> int:
     return BASE_NS + round(value * 1000)
 
 
-def stepped_trace(tmp_path, *, steps: bool = True):
-    b = TraceBuilder()
+def stepped_trace(tmp_path, *, steps: bool = True, rank: int | None = None):
+    """The trace above, written to `tmp_path`/t.json (`rank<rank>.json` for one rank of a job of 2)."""
+    b = TraceBuilder() if rank is None else TraceBuilder(rank=rank, world_size=2)
     if steps:
         for n in range(3):
             b.step(n, 100 * n, 100)
@@ -33,4 +34,4 @@ def stepped_trace(tmp_path, *, steps: bool = True):
     b.annotation("autotune", 5, 55)
     for launch, start, dur in KERNELS:
         b.launch_kernel(launch_us=launch, launch_dur_us=4, start_us=start, dur_us=dur)
-    return b.write(tmp_path / "t.json")
+    return b.write(tmp_path / ("t.json" if rank is None else f"rank{rank}.json"))

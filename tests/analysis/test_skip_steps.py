@@ -52,6 +52,17 @@ def test_skip_one_step_leaves_it_out_of_everything(tmp_path):
     assert doc["options"]["skip_steps"] == 1 and doc["notes"] == list(rank.notes)
 
 
+def test_a_folder_skips_on_every_rank(tmp_path):
+    """Two ranks with the same steps, analysed by the folder's map (jobs): each loses its step 0."""
+    for rank in (0, 1):
+        stepped_trace(tmp_path, rank=rank)
+    report = traceanalyze.analyze(tmp_path, skip_steps=1)
+    windows = [(r.rank, r.idle["window_ns"][0], r.idle["gpu_idle_ns"][0]) for r in report.ranks]
+    assert windows == [
+        (0, 140_000, 80_000), (1, 140_000, 80_000)]
+    assert report.options.skip_steps == 1
+
+
 def test_skip_two_steps(tmp_path):
     report = traceanalyze.analyze(stepped_trace(tmp_path), skip_steps=2)
     row = device(report)

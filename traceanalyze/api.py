@@ -8,7 +8,7 @@ from pathlib import Path
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakOverrides
 from traceanalyze.errors import ConfigError
-from traceanalyze.load.cache import CacheSetting
+from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
 from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report

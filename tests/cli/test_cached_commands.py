@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from shared_traces import SHARED_TRACES_DIR, real_trace_params, shared_trace
 from traceanalyze.cli import app
+from traceanalyze import cache_files
 from traceanalyze.load import cache, load_trace
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
@@ -24,7 +25,7 @@ runner = CliRunner()
 @pytest.fixture
 def cache_folder(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "cache"
-    monkeypatch.setenv(cache.ENVIRONMENT_VARIABLE, str(folder))
+    monkeypatch.setenv(cache_files.ENVIRONMENT_VARIABLE, str(folder))
     return folder
 
 
@@ -97,11 +98,11 @@ def test_commands_use_the_platform_folder_or_the_variable(tmp_path):
         pytest.skip("the folders checked here are Linux's")
     trace = shared_trace("hta_a100_80gb_record_shapes_cudagraph.json.gz")  # large enough to be cached
     assert trace.stat().st_size * 10 >= cache.MIN_TRACE_BYTES
-    environment = {k: v for k, v in os.environ.items() if k not in (cache.ENVIRONMENT_VARIABLE, "XDG_CACHE_HOME")}
+    environment = {k: v for k, v in os.environ.items() if k not in (cache_files.ENVIRONMENT_VARIABLE, "XDG_CACHE_HOME")}
     home, xdg, chosen = tmp_path / "home", tmp_path / "xdg", tmp_path / "chosen"
     for extra, folder in (({"HOME": str(home)}, home / ".cache" / "traceanalyze"),
                           ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg)}, xdg / "traceanalyze"),
-                          ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg), cache.ENVIRONMENT_VARIABLE: str(chosen)},
+                          ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg), cache_files.ENVIRONMENT_VARIABLE: str(chosen)},
                            chosen)):
         subprocess.run([sys.executable, "-m", "traceanalyze", "info", str(trace)], env={**environment, **extra},
                        check=True, capture_output=True)

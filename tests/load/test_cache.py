@@ -17,6 +17,7 @@ from polars.testing import assert_frame_equal
 
 from builder import TraceBuilder
 from shared_traces import SHARED_TRACES_DIR, real_trace_params
+from traceanalyze import cache_files
 from traceanalyze import load as load_package
 from traceanalyze.load import cache, load_file, load_trace
 from traceanalyze.load.limits import LimitError, LoadLimits
@@ -353,9 +354,9 @@ def test_eviction_removes_the_least_recently_used_entries_first(tmp_path):
         os.utime(entry, (now - 100 * age, now - 100 * age))
     other = tmp_path / "not-an-entry.txt"
     other.write_bytes(b"x" * 5000)
-    cache.evict(tmp_path, max_bytes=2500)
+    cache_files.evict(tmp_path, max_bytes=2500)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["newer.tables", "newest.tables", "not-an-entry.txt"]
-    cache.evict(tmp_path, max_bytes=0)
+    cache_files.evict(tmp_path, max_bytes=0)
     assert [p.name for p in tmp_path.iterdir()] == ["not-an-entry.txt"]
 
 
@@ -369,18 +370,18 @@ def test_a_hit_counts_as_a_recent_use(tmp_path, cache_everything):
 
 
 def test_temporary_files_of_dead_writers_are_removed(tmp_path):
-    stale, fresh = tmp_path / f"{cache.TEMPORARY_PREFIX}a.part", tmp_path / f"{cache.TEMPORARY_PREFIX}b.part"
+    stale, fresh = tmp_path / f"{cache_files.TEMPORARY_PREFIX}a.part", tmp_path / f"{cache_files.TEMPORARY_PREFIX}b.part"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"being written")
-    old = time.time() - cache.STALE_TEMPORARY_SECONDS - 60
+    old = time.time() - cache_files.STALE_TEMPORARY_SECONDS - 60
     os.utime(stale, (old, old))
-    cache.evict(tmp_path)
+    cache_files.evict(tmp_path)
     assert not stale.exists() and fresh.exists()
 
 
 def test_the_bound_is_applied_after_each_write(tmp_path, cache_everything, monkeypatch):
     folder = tmp_path / "cache"
-    monkeypatch.setattr(cache, "MAX_TOTAL_BYTES", 1)
+    monkeypatch.setattr(cache_files, "MAX_TOTAL_BYTES", 1)
     load_trace(write_trace(tmp_path / "t.json"), cache=folder)
     assert not entries(folder)  # the one entry is over the bound by itself
 
@@ -403,20 +404,20 @@ HOME = Path("/home/someone")
     ({}, "freebsd14", HOME / ".cache" / "traceanalyze"),
 ])
 def test_the_cache_folder_follows_the_platform(environ, platform, expected):
-    assert cache.default_directory(environ, platform, HOME) == expected
+    assert cache_files.default_directory(environ, platform, HOME) == expected
 
 
 def test_cache_settings(monkeypatch, tmp_path):
     monkeypatch.setenv("TRACEANALYZE_CACHE_DIR", str(tmp_path / "here"))
-    assert cache.cache_directory(True) == tmp_path / "here"
-    assert cache.cache_directory(False) is None
-    assert cache.cache_directory(str(tmp_path / "there")) == tmp_path / "there"
-    assert cache.cache_directory(tmp_path / "there") == tmp_path / "there"
+    assert cache_files.cache_directory(True) == tmp_path / "here"
+    assert cache_files.cache_directory(False) is None
+    assert cache_files.cache_directory(str(tmp_path / "there")) == tmp_path / "there"
+    assert cache_files.cache_directory(tmp_path / "there") == tmp_path / "there"
 
 
 def test_the_test_suite_never_uses_the_users_cache(trace_cache_directory):
     """tests/conftest.py points every test (and every command a test runs) at a folder of its own."""
-    folder = cache.cache_directory(True)
+    folder = cache_files.cache_directory(True)
     assert folder == trace_cache_directory
     assert not folder.resolve().is_relative_to((Path.home() / ".cache").resolve())
     assert not folder.resolve().is_relative_to(SHARED_TRACES_DIR.resolve())

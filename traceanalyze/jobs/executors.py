@@ -19,7 +19,7 @@ from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
 from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
-from traceanalyze.load.cache import CacheSetting
+from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from traceanalyze.load.cache import CacheSetting
+from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions, combine_ranks
 

@@ -92,9 +92,7 @@ def _fractions(frame: pl.DataFrame) -> pl.DataFrame:
 
 def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     """The same attribution over each step's GPU window (`idle.step_breakdown`) → `rank, device,
-    step, window_ns, …` as in `attribution`."""
-    if steps.is_empty():
-        return pl.DataFrame()
+    step, window_ns, …` as in `attribution` (no rows, the same columns, when there are no steps)."""
     bounds = steps.select("rank", "device", "step", "window_start_ns", "window_end_ns")
     return _fractions(_regime_time_in(roofline.select(*DEVICE, "start_ns", "end_ns", "regime"), bounds))
 

@@ -255,9 +255,9 @@ def _empty_gaps() -> pl.DataFrame:
         schema={
             "rank": pl.Int32, "device": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64,
             "duration_ns": pl.Int64, "share_of_window": pl.Float64, "cause": GapCauseType,
-            "cpu_op": pl.String, "annotation": pl.String, "step": pl.Int64,
-            "previous_gpu_op": pl.String, "next_gpu_op": pl.String, "next_correlation": pl.Int64,
-            "next_launch_start_ns": pl.Int64, "sync_call": pl.String,
+            "cpu_op": pl.Categorical, "annotation": pl.Categorical, "step": pl.Int64,  # names: as the tables'
+            "previous_gpu_op": pl.Categorical, "next_gpu_op": pl.Categorical, "next_correlation": pl.Int64,
+            "next_launch_start_ns": pl.Int64, "sync_call": pl.Categorical,
         }
     )
 
@@ -273,7 +273,8 @@ def _blocking_calls_during(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         pl.col("start_ns").alias("sync_start_ns"),
         pl.col("end_ns").alias("sync_end_ns"),
     )
-    schema = {"gap_id": pl.Int64, "sync_call": pl.String, "sync_pid": pl.Int64, "sync_tid": pl.Int64, "sync_start_ns": pl.Int64}
+    schema = {"gap_id": pl.Int64, "sync_call": pl.Categorical, "sync_pid": pl.Int64, "sync_tid": pl.Int64,
+              "sync_start_ns": pl.Int64}  # a runtime call's name, as in the table, even with no call
     if blocking.is_empty():
         return pl.DataFrame(schema=schema)
     # Calls in start order with the running maximum of their ends (per rank): the first call whose

@@ -367,7 +367,7 @@ def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int
         )
         .group_by("bin", "category")
         .agg(pl.col("covered").sum(), pl.len().alias("count"))
-        .sort(["bin", "covered"], descending=[False, True])
+        .sort(["bin", "covered", "category"], descending=[False, True, False])  # ties by name: the same every run
     )
     runs: list[_Run] = []
     for bin_index, group in per_bin.group_by("bin", maintain_order=True):

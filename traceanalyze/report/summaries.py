@@ -60,7 +60,7 @@ class LatencyFigures:
     p50: float | None
     p90: float | None
     p99: float | None
-    max: float | None
+    max: int | None  # an Int64 column's maximum
 
 
 @dataclass(frozen=True)

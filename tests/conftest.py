@@ -1,4 +1,4 @@
-"""Shared test helpers: the real traces in ``../shared/traces``, and a cache of loaded traces of the session's own.
+"""Shared test helpers: the real traces in ``../shared/traces``, and a cache folder of the session's own.
 
 Test modules can import the plain helpers (``from shared_traces import real_trace_paths,
 real_trace_params, shared_trace``) and the synthetic builder (``from builder import TraceBuilder``):
@@ -66,3 +66,21 @@ def wide_text_output(monkeypatch):
     their sentences get a wide one, so that a sentence is on one line. Tests of the fitting itself
     pass `--width` / `width=` (tests/report/test_width.py)."""
     monkeypatch.setenv("COLUMNS", "1000")
+
+
+@pytest.fixture
+def analyses(monkeypatch) -> list[Path]:
+    """The rank files `rank_report` analyses (rather than the cache of analysed ranks serving
+    them), in order."""
+    from traceanalyze.report import results_cache
+
+    results_cache.frame_schemas()  # the schemas' own probe is not counted
+    calls: list[Path] = []
+    real = results_cache.rank_report
+
+    def counting(trace, options):
+        calls.append(trace.source)
+        return real(trace, options)
+
+    monkeypatch.setattr(results_cache, "rank_report", counting)
+    return calls

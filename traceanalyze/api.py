@@ -11,7 +11,8 @@ from traceanalyze.errors import ConfigError
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
-from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report
+from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report, combine_ranks
+from traceanalyze.report.results_cache import analysed_rank
 
 WINDOWS = ("activity", "steps")
 
@@ -43,7 +44,8 @@ def analyze(
     (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option, and for a device file that
     describes another device than the trace's (unless `force_device_file`). `cache` is the cache of
     loaded traces (`load_trace`'s: True the default folder, a path that folder, False none;
-    docs/cache.md): a path analysed before has its tables read back instead of parsed.
+    docs/cache.md): a file loaded before has its tables read back instead of parsed, and one analysed
+    before with the same options its analyses (each rank file of a folder too).
 
     A folder of rank traces (a local path, or a folder's fsspec URL: `s3://bucket/job/`) is a
     map over its files (each rank file → its analyses, on `executor`:
@@ -91,5 +93,9 @@ def analyze(
                               limits=limits, cache=cache)
     if executor != "local" or executor_address is not None:
         raise ConfigError("--executor and --executor-address apply to a folder of rank traces")
-    loaded = trace if isinstance(trace, Trace) else load_trace(trace, limits=limits, cache=cache)
-    return build_report(loaded, options)
+    if isinstance(trace, Trace):
+        return build_report(trace, options)
+    path = Path(trace)
+    rank = analysed_rank(path, options, lambda: load_trace(path, limits=limits, cache=cache), cache=cache,
+                         max_events=limits.events)
+    return combine_ranks([rank], options, rank.source)

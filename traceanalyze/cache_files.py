@@ -240,6 +240,18 @@ def read_header(handle: BinaryIO, magic: bytes, header_type: type[Header]) -> He
     return header if position == header_start and len(set(names)) == len(names) else None
 
 
+def read_frames(handle: BinaryIO, frames: list[FrameEntry], schemas: Mapping[str, pl.Schema]) -> dict[str, pl.DataFrame] | None:
+    """Every frame of `frames` (`read_frame` against its schema in `schemas`) by name, or None
+    when one is not what it must be."""
+    found: dict[str, pl.DataFrame] = {}
+    for frame in frames:
+        read = read_frame(handle, frame, schemas[frame.name])
+        if read is None:
+            return None
+        found[frame.name] = read
+    return found
+
+
 def read_frame(handle: BinaryIO, frame: FrameEntry, schema: pl.Schema) -> pl.DataFrame | None:
     """The frame `frame` locates, or None when its checksum, row count or `schema` (column names,
     order and types, enum categories included) is not what it must be."""

@@ -1,6 +1,7 @@
-"""The cache of loaded traces from the command line (docs/cache.md): `report`, `gate`, `diff`,
-`annotate` and `info` read it, `--no-cache` neither reads nor writes it, and a report from the
-cache is byte for byte the report from a parse, on every real trace."""
+"""The cache from the command line (docs/cache.md): `report`, `gate`, `diff`, `annotate` and
+`info` read the loaded tables, and all but `info` the analysed ranks; `--no-cache` neither reads
+nor writes either level, and a report from the cache is byte for byte the report from a parse, on
+every real trace."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from shared_traces import SHARED_TRACES_DIR, real_trace_params, shared_trace
 from traceanalyze.cli import app
 from traceanalyze import cache_files
 from traceanalyze.load import cache, load_trace
+from traceanalyze.report import results_cache
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
 runner = CliRunner()
@@ -89,6 +91,25 @@ def test_each_command_reads_the_cache_and_no_cache_skips_it(command, tmp_path, c
     assert parses == [] and output() == expected  # … the second run reads the entry …
     printed = invoke([*arguments, "--no-cache"])
     assert parses and output() == expected  # … and --no-cache does not
+
+
+@pytest.mark.parametrize("command", ["report", "gate", "diff", "annotate"])
+def test_each_command_reads_the_analysed_ranks_and_no_cache_skips_them(command, tmp_path, cache_folder,
+                                                                      cache_everything, analyses):
+    trace, out = tmp_path / FIXTURE.name, tmp_path / "annotated.json"
+    shutil.copyfile(FIXTURE, trace)
+    arguments = _arguments(command, trace, out)
+
+    def output() -> bytes:
+        return out.read_bytes() if command == "annotate" else printed
+
+    printed = invoke(arguments)
+    expected = output()
+    assert analyses == [trace] and len(list(cache_folder.glob("*" + results_cache.SUFFIX))) == 1  # diff: the 2nd side a hit
+    printed = invoke(arguments)
+    assert analyses == [trace] and output() == expected  # neither parsed nor analysed
+    printed = invoke([*arguments, "--no-cache"])
+    assert analyses[1:] == [trace] * (2 if command == "diff" else 1) and output() == expected  # diff: both sides
 
 
 def test_commands_use_the_platform_folder_or_the_variable(tmp_path):

@@ -20,14 +20,16 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
     """One rank's trace file (a local path, or an fsspec URL such as `s3://bucket/rank3.json.gz`,
     read where this runs) → its `RankReport`. The rank comes from `distributedInfo.rank`, else
     the file name, else 0 (the reduce settles it for the whole folder). A local file's tables
-    come from the cache of loaded traces when it holds them (`cache`, see `load.load_trace`)."""
+    come from the cache of loaded traces when it holds them, and its analyses from the cache of
+    analysed ranks when that holds them for these options (`cache`, see `load.load_trace`)."""
     from traceanalyze.load import load_rank
-    from traceanalyze.report.model import rank_report
+    from traceanalyze.report.results_cache import analysed_rank
 
     if "://" in path and not path.startswith("file://"):
         return _analyse_remote(path, options, limits)
     local = path.removeprefix("file://")
-    return _leaving(rank_report(load_rank(local, limits=limits, cache=cache), options), options)
+    return _leaving(analysed_rank(Path(local), options, lambda: load_rank(local, limits=limits, cache=cache),
+                                  cache=cache, max_events=limits.events), options)
 
 
 def _leaving(report: RankReport, options: ReportOptions) -> RankReport:

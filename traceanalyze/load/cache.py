@@ -213,11 +213,9 @@ def _read(handle: BinaryIO, key: EntryKey, source: Path) -> Trace | None:
         return None  # every table once, `python` optional
     if "python" not in names and key.include_python:
         return None
-    frames: dict[str, pl.DataFrame] = {}
-    for frame in header.frames:
-        read = cache_files.read_frame(handle, frame, TABLE_SCHEMAS[frame.name])
-        if read is None:
-            return None
-        frames[frame.name] = constants_as_scalars(read)  # as the parse leaves them: once, not per row
+    frames = cache_files.read_frames(handle, header.frames, TABLE_SCHEMAS)
+    if frames is None:
+        return None
+    frames = {name: constants_as_scalars(frame) for name, frame in frames.items()}  # as the parse leaves them
     meta = tuple(RankMeta(source=source, **fields) for fields in header.meta)
     return Trace(**frames, meta=meta)  # type: ignore[arg-type]

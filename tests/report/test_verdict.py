@@ -27,19 +27,30 @@ EVIDENCE = ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_sc
             "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs")
 ACTION = ("remove the sync from the step: keep the value on the GPU, or read it every N steps / after the step; "
           "find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`")
+BIGGER_EVIDENCE = ("1 compute-bound BF16 kernel, 100 µs = 91% of GPU busy (top "
+                   "`ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn`) at 55% of the BF16 roof 312 TFLOP/s; "
+                   "NVIDIA B200 (HGX B200): 2250 TFLOP/s (7.21×)")  # 100 of 110 µs busy; 2250 / 312
+BIGGER_ACTION = ("a GPU with a higher BF16 roof (the highest in our table: NVIDIA B200 (HGX B200)), "
+                 "or less work per step (a smaller model, fewer or smaller matmuls)")
 GOLDEN_TERMINAL = [
     "VERDICT  compute-bound: compute 49% of the GPU window",
     "[OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU] C compute 49% · O overhead 46% · U unmodeled 5%",
     "1. The CPU waits for the GPU inside the step (sync) — gain ≤ 95 µs (46% of the window) [high]",
     ("   " + EVIDENCE)[:99] + "…",  # cut to 100 columns; the FINDINGS section below has it whole
     ("   → " + ACTION)[:99] + "…",
+    # the GEMM at 55% of the A100's bf16 roof, which has no FP8: the highest NVIDIA bf16 roof of the
+    # table (B200, 2250 TFLOP/s) would take max(17.18 GFLOP / 2250 TFLOP/s = 7.64 µs, 25.2 MB / 7.7
+    # TB/s = 3.3 µs): gain 100 − 7.64 = 92.4 µs = 45% of the 205 µs window
+    "2. BF16 matmuls near this GPU's roof, with no faster format on it — gain ≤ 92.4 µs (45% of the window) [low]"[:99] + "…",
+    ("   " + BIGGER_EVIDENCE)[:99] + "…",
+    ("   → " + BIGGER_ACTION)[:99] + "…",
 ]
 
 
 def test_terminal_verdict_golden(tmp_path):
     report = golden_report(tmp_path)
     assert verdict_lines(report.verdict(), 100) == GOLDEN_TERMINAL
-    assert render_terminal(report, width=100).splitlines()[:5] == GOLDEN_TERMINAL
+    assert render_terminal(report, width=100).splitlines()[:len(GOLDEN_TERMINAL)] == GOLDEN_TERMINAL
 
 
 def test_markdown_verdict_golden_and_details_closed(tmp_path):
@@ -49,7 +60,9 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
         "## Verdict: compute-bound: compute 49% of the GPU window",  # md_escape leaves - ( ) . = alone
         "`OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU` C compute 49% · O overhead 46% · U unmodeled 5%",
         "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
-        "confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION,
+        "confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION + "\n"
+        "- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs (45% of the window), "
+        "confidence low. Evidence: " + BIGGER_EVIDENCE + ". Fix: " + BIGGER_ACTION,
         "",
     ]
     assert details.rstrip().endswith("</details>")
@@ -58,8 +71,8 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
 def test_json_findings_array(tmp_path):
     doc = json.loads(render_json(golden_report(tmp_path)))
     assert doc["schema_version"] == "1.1"
-    assert [(f["id"], f["gain_us"], f["confidence"], f["regime"]) for f in doc["findings"]] == [
-        ("sync-in-step", 95.0, "high", "overhead")]
+    assert [(f["id"], round(f["gain_us"], 1), f["confidence"], f["regime"]) for f in doc["findings"]] == [
+        ("sync-in-step", 95.0, "high", "overhead"), ("bigger-gpu-bf16", 92.4, "low", "compute")]
 
 
 @pytest.mark.parametrize("path", real_trace_params())
@@ -82,7 +95,7 @@ def test_render_version_and_reprs(tmp_path):
     assert report._repr_html_().startswith('<h2 id="verdict">Verdict: compute-bound')
     # one rank alone in Jupyter: its own verdict (this raised a TypeError before the verdict moved below the model)
     assert report.ranks[0]._repr_html_() == report._repr_html_()
-    assert repr(report.ranks[0]).endswith("findings=1, top finding sync-in-step)")
+    assert repr(report.ranks[0]).endswith("findings=2, top finding sync-in-step)")
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout == f"traceanalyze {traceanalyze.__version__}\n"
     with pytest.raises(traceanalyze.TraceAnalyzeError):

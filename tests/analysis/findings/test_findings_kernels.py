@@ -7,6 +7,7 @@ import pytest
 from builder import TraceBuilder
 from findings_cases import A100, BF16, BF16_GEMM, F32, H100, H100_GEMM, SGEMM, V100, findings_of, mm
 
+from traceanalyze.analysis.device_table import DEVICE_TABLE, known_device
 from traceanalyze.analysis.devices import device_peaks
 
 A100_PEAKS = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
@@ -154,3 +155,35 @@ def test_unrecorded_shapes_ask_for_record_shapes(tmp_path, shapes, fires):
         assert row["gain_ns"] is None
         assert row["evidence"] == "100 µs = 100% of GPU busy has no FLOP/byte model (no shapes recorded)"
         assert "record_shapes=True" in row["action"]
+
+
+B200 = known_device("b200")
+
+
+@pytest.mark.parametrize("dur, fires", [(3800, True), (38_000, False)])
+def test_bf16_at_the_a100_roof_is_told_a_bigger_gpu(tmp_path, dur, fires):
+    """1.1 TFLOP of bf16 in 3.8 ms is 93% of the A100's 312 TFLOP/s and the A100 has no FP8: the
+    only faster roof is another GPU's, the highest NVIDIA bf16 roof of the table (B200). In 38 ms
+    (9%) the kernel is far from the roof: silent."""
+    b = TraceBuilder(**A100)
+    mm(b, 0, 8192, 8192, 8192, BF16, BF16_GEMM, dur)
+    found = findings_of(b, tmp_path)
+    assert ("bigger-gpu-bf16" in found) == fires
+    assert not [key for key in found if key.startswith("lower-precision")]
+    if fires:
+        row = found["bigger-gpu-bf16"]
+        flops, bytes_ = 2 * 8192 ** 3, 3 * 8192 ** 2 * 2
+        best = max(d.peak_flops("bf16", True) or 0 for d in DEVICE_TABLE if d.display_name.startswith("NVIDIA"))
+        assert best == B200.peak_flops("bf16", True)
+        at_best = max(flops / best, bytes_ / B200.memory_bandwidth_bytes_per_s) * 1e9
+        assert row["gain_ns"] == pytest.approx(3_800_000 - at_best)
+        assert row["evidence"] == (f"1 compute-bound BF16 kernel, 3.8 ms = 100% of GPU busy (top `{BF16_GEMM}`) at 93% of "
+                                   f"the BF16 roof 312 TFLOP/s; {B200.display_name}: 2250 TFLOP/s (7.21×)")
+        assert B200.display_name in row["action"] and row["confidence"] == "low"
+
+
+def test_bigger_gpu_stays_silent_where_a_lower_format_exists(tmp_path):
+    b = TraceBuilder(**H100)
+    mm(b, 0, 8192, 8192, 8192, BF16, H100_GEMM, 1200)  # 93% of the H100's bf16 roof: FP8 is the advice
+    found = findings_of(b, tmp_path)
+    assert "lower-precision-bf16" in found and not [key for key in found if key.startswith("bigger-gpu")]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceanalyze.analysis.device_table import DEVICE_TABLE
 from traceanalyze.analysis.findings.capabilities import capabilities
 from traceanalyze.analysis.findings.finding import Finding, spans_of
 from traceanalyze.analysis.findings.inputs import (
@@ -78,25 +79,34 @@ def fp32_simt_gemm(inputs: FindingInputs) -> list[Finding]:
         action=action, gain_ns=gain, confidence="high", spans=spans_of(rows))]
 
 
-def lower_precision(inputs: FindingInputs) -> list[Finding]:
-    """Compute-bound tensor-core kernels near their roof: the next lower format this device has."""
-    caps = capabilities(inputs.peaks)
-    roof_fraction = "pct_of_roof"
+def _near_roof_tensor_groups(inputs: FindingInputs) -> list[tuple[str, pl.DataFrame]]:
+    """Compute-bound tensor-core kernels at ≥ NEAR_ROOF_FRACTION of their roof, by format (FP32 on
+    tensor cores is TF32) → [(format, rows)]; none without peaks."""
     rows = inputs.roofline.filter((pl.col("regime") == "compute") & pl.col("tensor_core")
-                                  & (pl.col(roof_fraction) >= NEAR_ROOF_FRACTION) & (pl.col("flops") > 0))
+                                  & (pl.col("pct_of_roof") >= NEAR_ROOF_FRACTION) & (pl.col("flops") > 0))
     if "tf32_peak_flops_per_s" in rows.columns:
         rows = rows.filter(pl.col("tf32_peak_flops_per_s").is_null())  # fp32-simt-gemm covers those
     if rows.is_empty() or inputs.peaks is None:
         return []
-    found = []
+    groups = []
     for dtype, group in rows.group_by("compute_dtype", maintain_order=True):
         current = dtype[0] or ""
-        current = "tf32" if current == "fp32" else current
-        if current not in LOWER_PRECISION:
-            continue
-        lower, how = LOWER_PRECISION[current]
-        if not getattr(caps, lower):
+        groups.append(("tf32" if current == "fp32" else current, group))
+    return groups
+
+
+def _has_lower_format(current: str, inputs: FindingInputs) -> bool:
+    return current in LOWER_PRECISION and bool(getattr(capabilities(inputs.peaks), LOWER_PRECISION[current][0]))
+
+
+def lower_precision(inputs: FindingInputs) -> list[Finding]:
+    """Compute-bound tensor-core kernels near their roof: the next lower format this device has."""
+    roof_fraction = "pct_of_roof"
+    found = []
+    for current, group in _near_roof_tensor_groups(inputs):
+        if not _has_lower_format(current, inputs):
             continue  # this device has no faster format: say nothing rather than advise what it lacks
+        lower, how = LOWER_PRECISION[current]
         lower_peak = inputs.peaks.peak_flops(lower, True)
         if lower_peak is None:
             continue
@@ -114,6 +124,42 @@ def lower_precision(inputs: FindingInputs) -> list[Finding]:
                      f"`{_top_kernel(group)}`) at {mean_fraction:.0%} of the {current.upper()} roof; "
                      f"{lower.upper()} roof {_rate(lower_peak)}",
             action=f"{how} (check accuracy)", gain_ns=gain, confidence="medium", spans=spans_of(group)))
+    return found
+
+
+def bigger_gpu(inputs: FindingInputs) -> list[Finding]:
+    """Compute-bound tensor-core kernels near their roof in a format this device has nothing faster
+    than: only a GPU with a higher roof (or less work) makes them faster. The GPU named is the one of
+    the same vendor with the highest roof for that format in the device table (an upper bound)."""
+    found = []
+    for current, group in _near_roof_tensor_groups(inputs):
+        if _has_lower_format(current, inputs):
+            continue  # lower-precision says what this device can still do
+        here = float(group["peak_flops_per_s"].max())
+        vendor = inputs.peaks.display_name.split()[0] if inputs.peaks and inputs.peaks.display_name else ""
+        candidates = [(peak, device) for device in DEVICE_TABLE
+                      if device.display_name.split()[0] == vendor and (peak := device.peak_flops(current, True))]
+        if not candidates:
+            continue
+        best_peak, best = max(candidates, key=lambda candidate: candidate[0])
+        if best_peak <= here:
+            continue  # already the fastest we know
+        ideal = pl.max_horizontal(pl.col("flops") / best_peak, pl.col("bytes") / best.memory_bandwidth_bytes_per_s) * 1e9
+        gain = _gain(group, ideal)
+        if gain <= 0:
+            continue
+        total = int(group["duration_ns"].sum())
+        mean_fraction = float((group["pct_of_roof"] * group["duration_ns"]).sum()) / total
+        found.append(Finding(
+            id=f"bigger-gpu-{current}", regime="compute",
+            title=f"{current.upper()} matmuls near this GPU's roof, with no faster format on it",
+            evidence=f"{group.height} compute-bound {current.upper()} kernel{'s' if group.height != 1 else ''}, "
+                     f"{format_ns(total)} = {format_share(total, busy_ns(inputs))} of GPU busy (top "
+                     f"`{_top_kernel(group)}`) at {mean_fraction:.0%} of the {current.upper()} roof {_rate(here)}; "
+                     f"{best.display_name}: {_rate(best_peak)} ({best_peak / here:.3g}×)",
+            action=f"a GPU with a higher {current.upper()} roof (the highest in our table: {best.display_name}), "
+                   "or less work per step (a smaller model, fewer or smaller matmuls)",
+            gain_ns=gain, confidence="low", spans=spans_of(group)))
     return found
 
 

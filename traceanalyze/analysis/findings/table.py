@@ -25,7 +25,7 @@ GAP_RULES: tuple[GapRule, ...] = (
     rules_gaps.dataloader, rules_gaps.sync, rules_gaps.launch_bound, rules_gaps.host_bound, rules_gaps.warmup,
 )
 RULES: tuple[Rule, ...] = (
-    rules_kernels.fp32_simt_gemm, rules_kernels.lower_precision, rules_kernels.gemm_alignment,
+    rules_kernels.fp32_simt_gemm, rules_kernels.lower_precision, rules_kernels.bigger_gpu, rules_kernels.gemm_alignment,
     rules_kernels.latency_bound, rules_kernels.fusion, rules_kernels.pageable_copies, rules_trace.record_shapes,
 )
 # Rules over the cross-rank tables of a job (several ranks); each finding names its rank.

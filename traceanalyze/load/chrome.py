@@ -276,7 +276,7 @@ def read_blocks(path: Path, block_size: int = BLOCK_SIZE, *,
 
 
 def _prefetched(read: Callable[[], tuple[bytes, int]], path: Path, compressed: bool) -> Iterator[tuple[bytes, int]]:
-    blocks: queue.Queue[tuple[bytes, int] | BaseException] = queue.Queue(maxsize=2)
+    blocks: queue.Queue[tuple[bytes, int] | BaseException] = queue.Queue(maxsize=1)  # gunzip outruns decoding
     stop = threading.Event()
 
     def put(item: tuple[bytes, int] | BaseException) -> None:

@@ -33,10 +33,6 @@ from traceanalyze.model import Trace
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 PARALLEL_FILE_MIN_BYTES = 160 << 20  # files smaller than this (uncompressed, about) decode in this process
 THREADED_FILE_MIN_BYTES = 2 * BLOCK_SIZE  # with the compiled scanner: any file of several chunks uses threads
-# Large files decode in larger chunks: half the chunks, half the fixed cost per chunk, and fewer,
-# larger allocations that the allocator reuses (measured on 1 GB: 10% faster, 100 MB less at peak)
-LARGE_FILE_BYTES = 512 << 20
-LARGE_BLOCK_SIZE = 32 << 20
 LARGE_TRACE_EVENTS = 1_000_000  # above this, freed memory is handed back to the system after loading
 
 Progress = Callable[[int, int], None]  # (bytes of the file read so far, its size on disk)
@@ -48,7 +44,7 @@ def load_file(path: Path, *, include_python: bool = False, include_flows: bool =
               limits: LoadLimits = LoadLimits()) -> Trace:
     """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`, else
     from the file name (`rank3.json`), unless given. A large file is decoded by `workers` processes (default: one per core), in
-    chunks of about `block_size` bytes (default: `BLOCK_SIZE`, `LARGE_BLOCK_SIZE` for a large file).
+    chunks of about `block_size` bytes (default: `BLOCK_SIZE`).
 
     Whatever the file holds, the result is a `Trace` or a one-line `TraceFormatError`: JSON nested
     deeper than the decoder goes and invalid UTF-8 are refused too (`limits` bounds the rest)."""
@@ -70,7 +66,9 @@ def _load_file(path: Path, *, include_python: bool, include_flows: bool, rank: i
                limits: LoadLimits) -> Trace:
     open_trace_file(path).close()  # a regular file we may read, or one line saying what it is
     if block_size is None:
-        block_size = LARGE_BLOCK_SIZE if uncompressed_estimate(path) >= LARGE_FILE_BYTES else BLOCK_SIZE
+        # 16 MB for every file: 32 MB chunks for large files cost as much CPU and 70-110 MB more at
+        # peak on 1 GB traces (two chunks and their decoding in flight, the blocks read ahead)
+        block_size = BLOCK_SIZE
     try:
         tables, document = _stream(path, include_python=include_python, include_flows=include_flows,
                                    progress=progress, workers=workers,

@@ -62,6 +62,9 @@ MaxEvents = Annotated[int, typer.Option("--max-events", metavar="N", min=1, show
 MaxInflation = Annotated[float, typer.Option("--max-inflation", metavar="RATIO", min=1.0, show_default=True, help=(
     "Loader limit: uncompressed bytes per byte of a .json.gz (gzip bombs)."))]
 
+MaxOpDepth = Annotated[int, typer.Option("--max-op-depth", metavar="N", min=1, show_default=True, help=(
+    "Loader limit: how deep CPU ops may nest on one thread (analyses walk up the op tree)."))]
+
 
 NoCache = Annotated[bool, typer.Option("--no-cache", help=(
     "Parse the trace even when the cache of loaded traces holds its tables, and cache nothing (docs/cache.md)."))]
@@ -73,8 +76,8 @@ SkipSteps = Annotated[int, typer.Option("--skip-steps", metavar="N", min=0, help
     "a trace without steps is an error when N > 0."))]
 
 
-def _limits(max_event_mb: int, max_events: int, max_inflation: float) -> LoadLimits:
-    return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation)
+def _limits(max_event_mb: int, max_events: int, max_inflation: float, max_op_depth: int) -> LoadLimits:
+    return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation, op_depth=max_op_depth)
 
 
 def fail(error: TraceAnalyzeError) -> None:
@@ -96,6 +99,7 @@ def info(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    max_op_depth: MaxOpDepth = _DEFAULT_LIMITS.op_depth,
     no_cache: NoCache = False,
     width: Width = None,
 ) -> None:
@@ -104,7 +108,7 @@ def info(
     from traceanalyze.report.info import render_info
 
     try:
-        loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
+        loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
     except TraceAnalyzeError as error:
         fail(error)
     typer.echo(shown(render_info(loaded, width=width)))
@@ -204,6 +208,7 @@ def report(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    max_op_depth: MaxOpDepth = _DEFAULT_LIMITS.op_depth,
     no_cache: NoCache = False,
     details: Annotated[bool, typer.Option("--details", help="Terminal format: every table, and every rank of a folder (default: the verdict, the findings and the key sections; a folder: the job screen and the slowest rank).")] = False,
     executor: ExecutorOption = "local",
@@ -220,7 +225,7 @@ def report(
     try:
         built = _analyze(source, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
-                         limits=_limits(max_event_mb, max_events, max_inflation), executor=executor,
+                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), executor=executor,
                          workers=workers, executor_address=executor_address, cache=not no_cache,
                          rank_frames="full" if format.value == "html" else "bounded")  # HTML charts every op
     except TraceAnalyzeError as error:
@@ -245,6 +250,7 @@ def annotate(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    max_op_depth: MaxOpDepth = _DEFAULT_LIMITS.op_depth,
     no_cache: NoCache = False,
 ) -> None:
     """Write the trace with the diagnosis on its timeline (idle gaps by cause, each kernel's bound,
@@ -258,7 +264,7 @@ def annotate(
             raise ConfigError(f"{trace}: annotate reads one trace file, not a folder: annotate each rank's file")
         built = _analyze(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
-                         limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
+                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
         write_output(output, annotated_trace(trace, built, compress=output.name.endswith(".gz")))
     except TraceAnalyzeError as error:
         fail(error)
@@ -408,6 +414,7 @@ def gate(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    max_op_depth: MaxOpDepth = _DEFAULT_LIMITS.op_depth,
     no_cache: NoCache = False,
     width: Width = None,
 ) -> None:
@@ -426,7 +433,7 @@ def gate(
     def build(path: Path):
         return _analyze(path, skip_steps=options.skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                         device_file=device_file, force_device_file=force_device_file,
-                        limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
+                        limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
@@ -486,6 +493,7 @@ def diff(
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
+    max_op_depth: MaxOpDepth = _DEFAULT_LIMITS.op_depth,
     no_cache: NoCache = False,
     width: Width = None,
 ) -> None:
@@ -499,7 +507,7 @@ def diff(
     def build(path: Path):
         return _analyze(path, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                         device_file=device_file, force_device_file=force_device_file,
-                        limits=_limits(max_event_mb, max_events, max_inflation), cache=not no_cache)
+                        limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
     _refuse_overwriting_inputs({"--output": output}, base, new, device_file)
     try:

@@ -97,6 +97,19 @@ def many_events(folder: Path) -> Path:
     return _write(folder / "many_events.json", _trace([{**EVENT, "ts": float(i)} for i in range(1000)]))
 
 
+def nested_ops(depth: int) -> list[dict]:
+    """`depth` CPU ops each inside the one before, then a kernel launched from the innermost."""
+    ops = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": float(i), "dur": float(4 * depth - 2 * i),
+            "args": {"External id": i}} for i in range(depth)]
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": float(depth),
+              "dur": 1.0, "args": {"correlation": 1}}
+    return [*ops, launch, {**EVENT, "ts": float(depth + 2)}]
+
+
+def deep_ops(folder: Path) -> Path:
+    return _write(folder / "deep_ops.json", _trace(nested_ops(101)))
+
+
 def device(name: str) -> Callable[[Path], Path]:
     return lambda folder: Path(name)
 
@@ -158,6 +171,7 @@ CASES = [
     ("event_bomb", event_bomb, "--max-inflation", ()),
     ("gap_between_events", gap_between_events, "--max-event-mb", ("--max-event-mb", "16", "--max-inflation", "1e6")),
     ("too_many_events", many_events, "--max-events", ("--max-events", "100")),
+    ("ops_nested_too_deep", deep_ops, "--max-op-depth 101", ("--max-op-depth", "100")),
     ("dev_zero", device("/dev/zero"), "not a regular file", ()),
     ("dev_urandom", device("/dev/urandom"), "not a regular file", ()),
     ("fifo", fifo, "not a regular file (a FIFO)", ()),

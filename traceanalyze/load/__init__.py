@@ -15,7 +15,7 @@ from traceanalyze.cache_files import CacheSetting, cache_directory
 from traceanalyze.load.cache import load_cached, lookup, store
 from traceanalyze.load.chrome import os_problem
 from traceanalyze.load.files import declared_rank, load_file, uncompressed_estimate
-from traceanalyze.load.limits import LoadLimits
+from traceanalyze.load.limits import LoadLimits, check_op_depth
 from traceanalyze.model import Trace, concat_traces
 
 __all__ = ["load_trace", "load_rank", "load_file", "trace_files", "declared_rank"]
@@ -91,8 +91,10 @@ def load_trace(path: str | Path, *, include_python: bool = False, include_flows:
                                       limits=limits)[0]
         return load_file(path, include_python=include_python, include_flows=include_flows, limits=limits)
 
-    return load_cached(path, cache_directory(cache), parse, include_python=include_python,
-                       include_flows=include_flows, max_events=limits.events)
+    trace = load_cached(path, cache_directory(cache), parse, include_python=include_python,
+                        include_flows=include_flows, max_events=limits.events)
+    check_op_depth(path, trace.cpu_ops, limits)  # a cached trace too
+    return trace
 
 
 def load_rank(path: str | Path, include_python: bool = False, include_flows: bool = False,
@@ -101,10 +103,12 @@ def load_rank(path: str | Path, include_python: bool = False, include_flows: boo
     folder runs (and what a Ray or Dask task would run: `Trace` pickles, its tables as Arrow).
     `cache` as for `load_trace`: the cache folder is the one where this runs."""
     path = Path(path)
-    return load_cached(path, cache_directory(cache),
-                       lambda: load_file(path, include_python=include_python, include_flows=include_flows, workers=1,
-                                         limits=limits),
-                       include_python=include_python, include_flows=include_flows, max_events=limits.events)
+    trace = load_cached(path, cache_directory(cache),
+                        lambda: load_file(path, include_python=include_python, include_flows=include_flows, workers=1,
+                                          limits=limits),
+                        include_python=include_python, include_flows=include_flows, max_events=limits.events)
+    check_op_depth(path, trace.cpu_ops, limits)  # a cached trace too
+    return trace
 
 
 

@@ -27,7 +27,7 @@ from traceanalyze.load.chrome import (
 from traceanalyze.load.convert import as_int
 from traceanalyze.load.decode import decode_chunk
 from traceanalyze.load.general import general_tables
-from traceanalyze.load.limits import LoadLimits, exceeded
+from traceanalyze.load.limits import LoadLimits, check_op_depth, exceeded
 from traceanalyze.model import Trace
 
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
@@ -100,6 +100,7 @@ def _load_file(path: Path, *, include_python: bool, include_flows: bool, rank: i
         skipped = int(trace.skipped["count"].sum())
         raise EmptyTraceError(f"{path}: none of its {tables.events} events is usable "
                               f"({skipped} malformed and skipped, the others of kinds no analysis reads)")
+    check_op_depth(path, trace.cpu_ops, limits)
     return trace
 
 

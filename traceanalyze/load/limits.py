@@ -39,17 +39,23 @@ class LoadLimits:
     inflation
         Uncompressed bytes per compressed byte of a `.json.gz` (checked once `INFLATION_FLOOR`
         bytes are inflated). Kineto traces gzip 8 to 30 times; a gzip bomb, 250 to 1000 times.
+    op_depth
+        How deep CPU ops (and annotations) may nest on one thread. Analyses walk up the op tree
+        from each launch (its enclosing op, step, annotation), so their time grows with points ×
+        depth: bounded, it stays linear in the trace. Real traces nest 1 to 10 deep.
     """
 
     event_bytes: int = 256 * MIB
     events: int = 50_000_000
     inflation: float = 100.0
+    op_depth: int = 1000
 
 
 INFLATION_FLOOR = 64 * MIB  # below this much inflated, any ratio is fine (small files compress well)
 
 # the command-line flag that raises each limit (cli.py), and how its value is written there
-FLAGS = {"event_bytes": "--max-event-mb", "events": "--max-events", "inflation": "--max-inflation"}
+FLAGS = {"event_bytes": "--max-event-mb", "events": "--max-events", "inflation": "--max-inflation",
+         "op_depth": "--max-op-depth"}
 
 
 def exceeded(path: Path, what: str, limit: str, value: str) -> LimitError:
@@ -57,3 +63,14 @@ def exceeded(path: Path, what: str, limit: str, value: str) -> LimitError:
     "more than 50000000 events", "events", "100000000")`."""
     return LimitError(f"{path}: {what}; a limit of the loader against hostile files "
                       f"(raise it with {FLAGS[limit]} {value} if the file is a trace you trust)")
+
+
+def check_op_depth(path: Path, cpu_ops, limits: LoadLimits) -> None:
+    """Refuse a trace whose CPU ops nest deeper than `limits.op_depth` (their `depth` column: 0
+    for an op with no parent)."""
+    if cpu_ops.height == 0:
+        return
+    deepest = cpu_ops["depth"].max()
+    if deepest is not None and deepest + 1 > limits.op_depth:
+        raise exceeded(path, f"CPU ops nested {deepest + 1} deep (more than {limits.op_depth})", "op_depth",
+                       str(deepest + 1))

@@ -37,7 +37,7 @@ LAYERS = [
       "traceanalyze.report.text_table", "traceanalyze.report.md", "traceanalyze.report.notes",
       "traceanalyze.report.blocks", "traceanalyze.report.html_text", "traceanalyze.report.svg",
       "traceanalyze.report.plots"),),
-    (("traceanalyze.report.summaries", "traceanalyze.report.verdict"),),
+    (("traceanalyze.report.summaries", "traceanalyze.report.verdict", "traceanalyze.report.chart_inputs"),),
     ("traceanalyze.report.model",),
     ("traceanalyze.report",),
     ("traceanalyze.report.formats",),

@@ -53,9 +53,9 @@ def analyze(
     `executor_address`) and a reduce here (`traceanalyze.jobs`): memory holds one rank's raw tables
     per worker, never every rank's. `report.job` holds the cross-rank analyses. `rank_frames`:
     "full" keeps every rank's per-op frames (`.roofline`, every gap, every launch); "bounded"
-    keeps only what the text reports show (`report.model.bounded`), so that the memory of the
-    reduce does not grow with the ranks' sizes (what `traceanalyze report` does for every format
-    but HTML).
+    keeps only what the reports show, the HTML charts' inputs included (`report.model.bounded`),
+    so that the memory of the reduce does not grow with the ranks' sizes (what `traceanalyze
+    report` does for every format).
 
     Examples
     --------

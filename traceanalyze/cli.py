@@ -173,7 +173,7 @@ def _analyze(trace: Path | str, *, window: str = "activity", skip_steps: int = 0
              limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
              executor_address: str | None = None, cache: bool = True, rank_frames: str = "bounded"):
     """`api.analyze` with the command's options (its defaults where an option is not given). A
-    folder's ranks keep only what the text formats show (`rank_frames="bounded"`) unless asked."""
+    folder's ranks keep only what the reports show (`rank_frames="bounded"`) unless asked."""
     from traceanalyze.api import analyze
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
@@ -226,8 +226,7 @@ def report(
         built = _analyze(source, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), executor=executor,
-                         workers=workers, executor_address=executor_address, cache=not no_cache,
-                         rank_frames="full" if format.value == "html" else "bounded")  # HTML charts every op
+                         workers=workers, executor_address=executor_address, cache=not no_cache)
     except TraceAnalyzeError as error:
         fail(error)
     if details:

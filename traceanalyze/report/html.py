@@ -13,6 +13,8 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from traceanalyze.version import __version__
@@ -23,11 +25,11 @@ from traceanalyze.report import plots
 from traceanalyze.report.blocks import Block, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
 from traceanalyze.report.document import KERNEL_LIMIT, document
 from traceanalyze.report.html_text import esc, inline_html, text_block_html
-from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.report.chart_inputs import RankCharts
+from traceanalyze.report.model import RankReport, Report, with_charts
+from traceanalyze.report.units import format_duration_ns, format_percent, format_rate
 from traceanalyze.report.verdict import verdict_blocks
 
-MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest first)
 MAX_STEP_ROWS = 60
 
 KEY_COLOURS = {**plots.CAUSE_COLOURS, **plots.REGIME_COLOURS}
@@ -154,6 +156,7 @@ def render_html(report: Report) -> str:
     --------
     >>> html = render_html(report)  # doctest: +SKIP
     """
+    report = replace(report, ranks=tuple(with_charts(rank) for rank in report.ranks))
     blocks = document(report)
     # blocks[1] is the source line; the header shows it
     body = "\n".join(_block(b, report) for b in [*verdict_blocks(report.verdict()), *blocks[2:]])
@@ -217,6 +220,11 @@ def _chart(block: Chart, report: Report) -> str:
     return builders[block.kind](rank)
 
 
+def _charts(rank: RankReport) -> RankCharts:
+    """What `rank`'s charts draw: sent by its worker (`model.bounded`), else from its frames."""
+    return with_charts(rank).charts  # type: ignore[return-value]
+
+
 def _attribution_row(label: str, row: dict) -> plots.BarRow:
     return plots.BarRow(label, {key: row[f"{key}_ns"] or 0 for key in ATTRIBUTION_KEYS}, row["window_ns"] or 0)
 
@@ -250,9 +258,9 @@ def _regimes_chart(rank: RankReport) -> str:
 
 
 def _causes_chart(rank: RankReport) -> str:
-    if rank.gaps.is_empty():
+    totals = _charts(rank).idle_by_cause
+    if totals.is_empty():
         return ""
-    totals = rank.gaps.group_by("device", "cause").agg(pl.col("duration_ns").sum()).sort("device")
     rows = []
     devices = totals["device"].unique().sort().to_list()
     for device in devices:
@@ -262,71 +270,31 @@ def _causes_chart(rank: RankReport) -> str:
     return _figure(plots.stacked_bars(rows, plots.CAUSE_COLOURS, kind="causes", title="Idle time by cause", show_title=False))
 
 
-def _gap_tip(row: dict) -> str:
-    where = row["cpu_op"] or row["annotation"] or "no CPU op"
-    sync = f" in {row['sync_call']}" if row["sync_call"] else ""
-    step = f", step {row['step']}" if row["step"] is not None else ""
-    return f"GPU idle ({row['cause']}{step}) — CPU at {where}{sync}; next: {short_name(row['next_gpu_op'], 60)}"
-
-
 def _timeline_charts(rank: RankReport) -> str:
+    charts = _charts(rank)
     figures = []
-    ops = rank.roofline
-    for window in rank.idle.iter_rows(named=True):
-        device = window["device"]
-        start, end = window["window_start_ns"], window["window_end_ns"]
-        streams = rank.streams.filter(pl.col("device") == device).sort("busy_ns", descending=True)
-        shown = streams.head(MAX_TIMELINE_LANES)["stream"].sort().to_list()
-        device_ops = ops.filter(pl.col("device") == device)
-        names = {n: short_name(n, 100) for n in device_ops["name"].unique().to_list()}
-        lanes = []
-        for stream in shown:
-            frame = device_ops.filter(pl.col("stream") == stream).select(
-                "start_ns", "end_ns", pl.col("regime").cast(pl.String).alias("category"),
-                pl.col("name").replace_strict(names, default=None, return_dtype=pl.String).alias("label"))
-            lanes.append(plots.TimelineRow(f"stream {stream}", frame, plots.REGIME_COLOURS))
-        gaps = rank.gaps.filter(pl.col("device") == device)
-        gap_frame = pl.DataFrame(
-            {"start_ns": gaps["start_ns"], "end_ns": gaps["end_ns"], "category": gaps["cause"].cast(pl.String),
-             "label": [_gap_tip(r) for r in gaps.iter_rows(named=True)]},
-            schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "category": pl.String, "label": pl.String},
-        )
-        lanes.append(plots.TimelineRow("GPU idle", gap_frame, plots.CAUSE_COLOURS, what="idle"))
-        used_regimes = set(device_ops["regime"].cast(pl.String).unique().to_list())
-        used_causes = set(gap_frame["category"].unique().to_list())
-        legends = [("kernels:", {k: c for k, c in plots.REGIME_COLOURS.items() if k in used_regimes}),
-                   ("idle gaps:", {k: c for k, c in plots.CAUSE_COLOURS.items() if k in used_causes})]
-        steps = rank.steps.filter(pl.col("device") == device)
-        markers = [plots.Marker(r["window_start_ns"], f"step {r['step']}") for r in steps.iter_rows(named=True)]
-        note = ""
-        if streams.height > len(shown):
-            note = f"{len(shown)} busiest of {streams.height} streams shown"
-        svg = plots.timeline_chart(lanes, (start, end), title=f"GPU timeline — device {device}, {format_duration_ns(end - start)} window",
-                                   legends=[lg for lg in legends if lg[1]], markers=markers, note=note)
+    for timeline in charts.timelines:
+        start, end = timeline.window
+        svg = plots.timeline_chart(timeline.rows, timeline.window,
+                                   title=f"GPU timeline — device {timeline.device}, {format_duration_ns(end - start)} window",
+                                   legends=timeline.legends, markers=timeline.markers, note=timeline.note)
         caption = ("Each lane is a stream; the last lane is the device's idle time (no stream busy). "
                    + ("Long traces are drawn at one bin per pixel: a bin takes the colour of what covers most of it, "
-                      "fainter when little of it is covered." if ops.height + gaps.height > plots.EXACT_TIMELINE_MARKS else ""))
+                      "fainter when little of it is covered." if charts.timeline_binned else ""))
         figures.append(_figure(svg, caption.strip()))
     return "\n".join(figures)
 
 
 def _latency_chart(rank: RankReport) -> str:
-    latency = rank.latency.filter(~pl.col("skewed"))
-    if latency.is_empty():
+    charts = _charts(rank)
+    if not charts.launches:
         return ""
-    queued = pl.col("queue_wait_ns") * 2 >= pl.col("launch_to_start_ns")
-    mostly_queue = latency.filter(queued & (pl.col("launch_to_start_ns") > 0))["launch_to_start_ns"].to_list()
-    mostly_launch = latency.filter(~(queued & (pl.col("launch_to_start_ns") > 0)))["launch_to_start_ns"].to_list()
-    series = [
-        plots.Series("mostly launch overhead (GPU was free)", plots.CAUSE_COLOURS["launch"], mostly_launch),
-        plots.Series("mostly queue wait (GPU busy with earlier work)", plots.BUSY_COLOUR, mostly_queue),
-    ]
     stats = rank.latency_stats.filter(pl.col("metric") == "launch_to_start_ns")
     markers = []
     if stats.height and stats["count"][0]:
         row = stats.row(0, named=True)
         markers = [(row[k], f"{k} {format_duration_ns(row[k])}") for k in ("p50", "p90", "p99")]
-    svg = plots.log_histogram([s for s in series if s.values], kind="latency", title="Launch → start, per launched GPU op",
+    svg = plots.log_histogram(charts.launch_latency, kind="latency", title="Launch → start, per launched GPU op",
                               x_label="time from the launch call's start to the GPU op's start (log scale)", markers=markers)
     return _figure(svg, "A long launch → start made of queue wait is healthy (the CPU runs ahead); "
                    "launch overhead on an idle GPU is time lost.")
@@ -342,32 +310,12 @@ def _steps_chart(rank: RankReport) -> str:
     return _figure(plots.step_bars(bars, title="GPU busy and idle per step"))
 
 
-def _roofs(rank: RankReport) -> tuple[list[plots.Roof], list[plots.Roof]]:
-    modelled = rank.roofline.filter(pl.col("regime").is_in(ON_ROOFLINE))
-    combos = (
-        modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
-        .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
-    )
-    by_value: dict[float, dict[str, list[str]]] = {}
-    for dtype, tensor, value in combos.iter_rows():
-        names = by_value.setdefault(value, {}).setdefault("tensor" if tensor else "SIMT", [])
-        if (dtype or "any") not in names:
-            names.append(dtype or "any")
-    compute = [plots.Roof(v, format_rate(v, "FLOP/s"), "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
-               for v, units in by_value.items()]
-    present = set(by_value)
-    compute += [plots.Roof(v, format_rate(v, "FLOP/s"), "tf32 tensor (FP32 matmuls with TF32 allowed)")
-                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list() if v not in present]
-    bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
-                 for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
-    return compute, bandwidth
-
-
 def _roofline_chart(rank: RankReport) -> str:
     kernels = rank.kernels
     if kernels.is_empty():
         return ""
-    compute, bandwidth = _roofs(rank)
+    charts = _charts(rank)
+    compute, bandwidth = list(charts.compute_roofs), list(charts.bandwidth_roofs)
     points = []
     hidden_ns = 0
     total_ns = kernels["total_ns"].sum()

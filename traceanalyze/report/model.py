@@ -18,6 +18,7 @@ from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.analysis.skip_steps import SkippedSteps, skip_steps, skipped_steps
 from traceanalyze.model import Trace
+from traceanalyze.report.chart_inputs import RankCharts, rank_charts
 from traceanalyze.report.summaries import SmallKernelSummary, Summary, idle_causes, small_kernel_summary, summarise
 from traceanalyze.report.units import format_duration_ns
 from traceanalyze.report.verdict import Verdict, ranked_findings, verdict, verdict_html
@@ -33,8 +34,8 @@ class ReportOptions:
     peaks: PeakOverrides = field(default_factory=PeakOverrides)  # device file or flags
     details: bool = False  # terminal: every table (else the verdict and the key sections; docs/report-formats.md)
     skip_steps: int = 0  # ProfilerSteps left out at the start of each rank (analysis.skip_steps)
-    # a folder of ranks: "full" keeps every rank's per-op frames (HTML charts, annotate, the API);
-    # "bounded" keeps what the text formats show (`bounded`): the parent's memory stays flat in N
+    # a folder of ranks: "full" keeps every rank's per-op frames (annotate, the API); "bounded"
+    # keeps what the reports show, HTML charts included (`bounded`): the parent's memory stays flat in N
     rank_frames: Literal["full", "bounded"] = "full"
 
 
@@ -83,6 +84,9 @@ class RankReport:
     step_split: pl.DataFrame  # analysis.stragglers.rank_steps
     overlap: pl.DataFrame  # analysis.overlap.comm_overlap
     findings: pl.DataFrame  # diagnoses ranked by gain (analysis.findings, docs/findings.md)
+    # what the HTML charts draw (report.chart_inputs), small: filled by `bounded` (the per-op frames
+    # it cuts are gone) or on demand (`with_charts`)
+    charts: RankCharts | None = None
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
 
@@ -287,15 +291,17 @@ def skipped_note(skipped: SkippedSteps) -> str:
 
 
 def bounded(rank: RankReport, max_gaps: int) -> RankReport:
-    """`rank` with its per-op frames cut to what the text formats (terminal, Markdown, JSON, gate)
+    """`rank` with its per-op frames cut to what the reports (terminal, Markdown, JSON, gate, HTML)
     read, so that a job's reduce holds small results per rank: the `max_gaps` longest gaps (the
     count stays: `gap_count`), the launch latencies the pooled statistics read (non-skewed
     kernels, memcpy and memset; their metric columns), and no roofline or small-kernel rows (their
-    aggregates are kept: kernels, ops, name/op parts, unmodeled, small-kernel summary). HTML charts
-    and `annotate` need the full frames."""
+    aggregates are kept: kernels, ops, name/op parts, unmodeled, small-kernel summary). What the
+    HTML charts draw is computed first from the full frames (`charts`: the timeline binned past
+    `plots.EXACT_TIMELINE_MARKS` intervals, histogram counts, idle by cause, the roofs).
+    `annotate` needs the full frames."""
     latency = rank.latency.filter(~pl.col("skewed") & pl.col("kind").cast(pl.String).is_in(launch.SUMMARY_KINDS))
     kept = replace(
-        rank,
+        with_charts(rank),
         gaps=rank.gaps.head(max_gaps),
         latency=latency.select("skewed", "kind", *launch.STAT_COLUMNS),
         roofline=rank.roofline.clear(),
@@ -305,6 +311,15 @@ def bounded(rank: RankReport, max_gaps: int) -> RankReport:
     # the larger one's buffers alive (in this process; a result sent to another one is copied)
     return replace(kept, **{f.name: _copied(getattr(kept, f.name)) for f in fields(kept)
                             if isinstance(getattr(kept, f.name), pl.DataFrame)})
+
+
+def with_charts(rank: RankReport) -> RankReport:
+    """`rank` with its chart inputs (`RankReport.charts`), computed from its frames if it has
+    none yet (a rank from `bounded` always has them)."""
+    if rank.charts is not None:
+        return rank
+    return replace(rank, charts=rank_charts(roofline=rank.roofline, gaps=rank.gaps, idle=rank.idle, streams=rank.streams,
+                                            steps=rank.steps, latency=rank.latency))
 
 
 def _copied(frame: pl.DataFrame) -> pl.DataFrame:

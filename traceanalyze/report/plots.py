@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import polars as pl
 
 from traceanalyze.report.svg import (
@@ -251,6 +251,7 @@ class TimelineRow:
     intervals: pl.DataFrame
     colours: Mapping[str, str]
     what: str = "busy"  # the word for covered time in binned tooltips ("busy", "idle")
+    bins: pl.DataFrame | None = None  # the lane cut into pixel bins (`lane_bins`), in place of `intervals`
 
 
 @dataclass(frozen=True)
@@ -272,16 +273,34 @@ class _Run:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+TIMELINE_LABEL_WIDTH, TIMELINE_RIGHT_PAD = 118, 16
+
+
+def binned_rows(rows: Sequence[TimelineRow], window: tuple[int, int], *, width: float = WIDTH,
+                max_marks: int = MAX_MARKS) -> list[TimelineRow]:
+    """`rows` as `timeline_chart` draws them: unchanged up to `EXACT_TIMELINE_MARKS` intervals
+    in all, else each lane cut into pixel-wide bins (`lane_bins`, at most `max_marks` over the
+    chart) in place of its intervals, so that what is kept does not grow with the intervals."""
+    rows = list(rows)
+    if any(r.bins is not None for r in rows) or sum(r.intervals.height for r in rows) <= min(EXACT_TIMELINE_MARKS, max_marks):
+        return rows
+    start, end = window
+    bins = max(1, min(int(width - TIMELINE_RIGHT_PAD - TIMELINE_LABEL_WIDTH), max_marks // max(len(rows), 1)))
+    return [replace(r, intervals=r.intervals.clear(), bins=lane_bins(r.intervals, start, end, bins)) for r in rows]
+
+
 def timeline_chart(rows: Sequence[TimelineRow], window: tuple[int, int], *, title: str,
                    legends: Sequence[tuple[str, Mapping[str, str]]] = (), markers: Sequence[Marker] = (),
                    width: float = WIDTH, note: str = "", max_marks: int = MAX_MARKS, kind: str = "timeline") -> str:
     """Lanes of intervals over `window` (ns). Up to `EXACT_TIMELINE_MARKS` intervals each is
     drawn with its own tooltip; beyond, each lane is cut into pixel-wide bins (at most
     `max_marks` over the chart), a bin takes the colour of the category covering most of it and
-    an opacity by how much of it is covered, and equal neighbours merge into one rect."""
+    an opacity by how much of it is covered, and equal neighbours merge into one rect. `rows`
+    may come binned already (`binned_rows`, with the same `width` and `max_marks`)."""
+    rows = binned_rows(rows, window, width=width, max_marks=max_marks)
     start, end = window
     span = max(end - start, 1)
-    label_width, right_pad = 118, 16
+    label_width, right_pad = TIMELINE_LABEL_WIDTH, TIMELINE_RIGHT_PAD
     left, right = label_width, width - right_pad
     x = Linear(float(start), float(end), left, right)
     body = [text_element(0, 16, title, size=14, weight="600")]
@@ -293,18 +312,15 @@ def timeline_chart(rows: Sequence[TimelineRow], window: tuple[int, int], *, titl
     top = y + 4 + (14 if markers else 0)
     lane, gap = 18, 6
     bottom = top + len(rows) * (lane + gap) - gap
-    total = sum(r.intervals.height for r in rows)
-    exact = total <= min(EXACT_TIMELINE_MARKS, max_marks)
-    bins = max(1, min(int(right - left), max_marks // max(len(rows), 1)))
     marks: list[str] = []
     for index, row in enumerate(rows):
         ly = top + index * (lane + gap)
         body.append(f'<rect x="{left}" y="{coord(ly)}" width="{coord(right - left)}" height="{lane}" fill="#f6f6f6"/>')
         body.append(text_element(left - 8, ly + lane / 2 + 4, clip_label(row.label, label_width - 12), anchor="end", size=11))
-        if exact:
+        if row.bins is None:
             marks += _exact_lane(row, x, ly, lane, start, end)
         else:
-            marks += _binned_lane(row, x, ly, lane, start, end, bins)
+            marks += _binned_lane(row, x, ly, lane, start, end)
     axis = [f'<line x1="{left}" x2="{coord(right)}" y1="{coord(bottom + 4)}" y2="{coord(bottom + 4)}" stroke="{AXIS}"/>']
     for tick in linear_ticks(0, span, 8):
         tx = x(start + tick)
@@ -348,13 +364,13 @@ def _exact_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int,
     return marks
 
 
-def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int, end: int, bins: int) -> list[str]:
-    frame = _clipped(row.intervals, start, end)
-    if frame.is_empty():
-        return []
+def lane_bins(intervals: pl.DataFrame, start: int, end: int, bins: int) -> pl.DataFrame:
+    """A lane's intervals cut into `bins` equal bins of `start`–`end`: per bin and category the
+    time covered and the number of intervals (`bin`, `category`, `covered`, `count`; `bin_ns`
+    repeats the bin's width), by bin, most covered first."""
+    frame = _clipped(intervals, start, end)
     bin_ns = max(1, -(-(end - start) // bins))
-    last = (end - start - 1) // bin_ns
-    per_bin = (
+    return (
         frame.with_columns(
             ((pl.col("start_ns") - start) // bin_ns).alias("b0"),
             ((pl.col("end_ns") - 1 - start) // bin_ns).alias("b1"),
@@ -368,7 +384,16 @@ def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int
         .group_by("bin", "category")
         .agg(pl.col("covered").sum(), pl.len().alias("count"))
         .sort(["bin", "covered", "category"], descending=[False, True, False])  # ties by name: the same every run
+        .with_columns(pl.lit(bin_ns, dtype=pl.Int64).alias("bin_ns"))
     )
+
+
+def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int, end: int) -> list[str]:
+    per_bin = row.bins
+    if per_bin is None or per_bin.is_empty():
+        return []
+    bin_ns = int(per_bin["bin_ns"][0])
+    last = (end - start - 1) // bin_ns
     runs: list[_Run] = []
     for bin_index, group in per_bin.group_by("bin", maintain_order=True):
         b = int(bin_index[0])
@@ -413,14 +438,27 @@ class Series:
     values: Sequence[float]
 
 
-def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: str, markers: Sequence[tuple[float, str]] = (),
-                  bins_per_decade: int = 8, width: float = WIDTH, height: float = 300) -> str:
-    """Counts of positive values (ns) in log-spaced bins, the series stacked; values ≤ the
-    first edge count in the first bin. `markers` draw labelled vertical lines (percentiles)."""
+@dataclass(frozen=True)
+class LogBins:
+    """Series counted in log-spaced bins (`log_bins`): `counts[i][b]` values of series `i` in
+    bin `b`, `bins_per_decade` bins a decade from `low` to `high`."""
+
+    labels: tuple[str, ...]
+    colours: tuple[str, ...]
+    low: float
+    high: float
+    bins_per_decade: int
+    counts: tuple[tuple[int, ...], ...]
+
+
+def log_bins(series: Sequence[Series], *, bins_per_decade: int = 8) -> LogBins | None:
+    """Counts of positive values (ns) in log-spaced bins from the decade below the smallest to
+    the decade above the largest; values ≤ the first edge count in the first bin. None when no
+    value is positive. Small whatever the number of values: what `log_histogram` draws."""
     values = [v for s in series for v in s.values if v is not None]
     positive = [v for v in values if v > 0]
     if not positive:
-        return empty_chart(kind, f"{title}: no values to show")
+        return None
     low = 10 ** math.floor(math.log10(min(positive)))
     high = 10 ** math.ceil(math.log10(max(positive) * 1.0001))
     if high <= low:
@@ -435,6 +473,19 @@ def log_histogram(series: Sequence[Series], *, kind: str, title: str, x_label: s
                 continue
             b = 0 if v <= low else min(n_bins - 1, int(math.log10(v / low) * bins_per_decade))
             row[b] += 1
+    return LogBins(tuple(s.label for s in series), tuple(s.colour for s in series), low, high, bins_per_decade,
+                   tuple(tuple(row) for row in counts))
+
+
+def log_histogram(binned: LogBins | None, *, kind: str, title: str, x_label: str, markers: Sequence[tuple[float, str]] = (),
+                  width: float = WIDTH, height: float = 300) -> str:
+    """The series of `binned` (`log_bins`) stacked, on a log x axis. `markers` draw labelled
+    vertical lines (percentiles)."""
+    if binned is None:
+        return empty_chart(kind, f"{title}: no values to show")
+    low, high, bins_per_decade, counts = binned.low, binned.high, binned.bins_per_decade, binned.counts
+    series = [Series(label, colour, ()) for label, colour in zip(binned.labels, binned.colours)]
+    n_bins = len(counts[0]) if counts else 1
     peak = max(sum(counts[i][b] for i in range(len(series))) for b in range(n_bins))
     left, right, top = 70, width - 20, 52
     bottom = height - 44

@@ -239,8 +239,9 @@ def analysed_rank(path: Path, options: ReportOptions, load: Callable[[], Trace],
 def rank_scalars(report: RankReport) -> RankScalars | None:
     """`report`'s fields that are not frames, or None when they do not come back from JSON as
     they are (a NaN, an int where a float is declared, a field this module does not know)."""
-    known = {*frame_fields(), *RankScalars.__struct_fields__, "source"}
-    if known != {f.name for f in dataclasses.fields(RankReport)}:
+    # `charts` is None from `rank_report` (what the HTML draws: from the frames, or `model.bounded`)
+    known = {*frame_fields(), *RankScalars.__struct_fields__, "source", "charts"}
+    if known != {f.name for f in dataclasses.fields(RankReport)} or report.charts is not None:
         return None
     try:
         scalars = RankScalars(

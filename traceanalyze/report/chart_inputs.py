@@ -1,0 +1,134 @@
+"""What one rank's HTML charts draw (report.html), computed from the rank's per-op frames and
+small whatever the rank's size, so that a folder's workers can send it instead of the frames
+(`report.model.bounded`): the GPU timeline of each device (every kernel and idle gap up to
+`plots.EXACT_TIMELINE_MARKS` intervals, else each lane cut into pixel bins), idle time by cause
+over every gap, the launch → start histogram (counts per log bin) and the roofline's roofs.
+The roofline's dots come from the per-name kernel table every report keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from traceanalyze.analysis.roofline import ON_ROOFLINE
+from traceanalyze.report import plots
+from traceanalyze.report.units import format_rate, short_name
+
+MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest first)
+
+
+@dataclass(frozen=True)
+class DeviceTimeline:
+    """One device's timeline chart: its lanes (`plots.binned_rows`: bounded), window and marks."""
+
+    device: int
+    window: tuple[int, int]
+    rows: tuple[plots.TimelineRow, ...]
+    legends: tuple[tuple[str, dict[str, str]], ...]
+    markers: tuple[plots.Marker, ...]
+    note: str  # "N busiest of M streams shown", or ""
+
+
+@dataclass(frozen=True)
+class RankCharts:
+    timelines: tuple[DeviceTimeline, ...]
+    timeline_binned: bool  # the rank has more kernels and gaps than the timeline draws one by one
+    idle_by_cause: pl.DataFrame  # device, cause, duration_ns: Σ over every idle gap of the rank
+    launches: int  # launches with a launch → start (not skewed by the clocks)
+    launch_latency: plots.LogBins | None  # their launch → start, by cause (None: none positive)
+    compute_roofs: tuple[plots.Roof, ...]
+    bandwidth_roofs: tuple[plots.Roof, ...]
+
+
+def rank_charts(*, roofline: pl.DataFrame, gaps: pl.DataFrame, idle: pl.DataFrame, streams: pl.DataFrame,
+                steps: pl.DataFrame, latency: pl.DataFrame) -> RankCharts:
+    """The chart inputs of a rank from its full frames (`RankReport.roofline`, every gap,
+    every launch, the idle windows, streams and steps)."""
+    compute, bandwidth = _roofs(roofline)
+    return RankCharts(
+        timelines=tuple(_timelines(roofline, gaps, idle, streams, steps)),
+        timeline_binned=roofline.height + gaps.height > plots.EXACT_TIMELINE_MARKS,
+        idle_by_cause=gaps.group_by("device", "cause").agg(pl.col("duration_ns").sum())
+        .with_columns(pl.col("cause").cast(pl.String)).sort("device", "cause"),
+        launches=int((~latency["skewed"]).sum()),
+        launch_latency=_latency_bins(latency),
+        compute_roofs=tuple(compute),
+        bandwidth_roofs=tuple(bandwidth),
+    )
+
+
+def _gap_tip(row: dict) -> str:
+    where = row["cpu_op"] or row["annotation"] or "no CPU op"
+    sync = f" in {row['sync_call']}" if row["sync_call"] else ""
+    step = f", step {row['step']}" if row["step"] is not None else ""
+    return f"GPU idle ({row['cause']}{step}) — CPU at {where}{sync}; next: {short_name(row['next_gpu_op'], 60)}"
+
+
+def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, all_streams: pl.DataFrame,
+               all_steps: pl.DataFrame) -> list[DeviceTimeline]:
+    timelines = []
+    for window in idle.iter_rows(named=True):
+        device = window["device"]
+        start, end = window["window_start_ns"], window["window_end_ns"]
+        streams = all_streams.filter(pl.col("device") == device).sort("busy_ns", descending=True)
+        shown = streams.head(MAX_TIMELINE_LANES)["stream"].sort().to_list()
+        device_ops = ops.filter(pl.col("device") == device)
+        names = {n: short_name(n, 100) for n in device_ops["name"].unique().to_list()}
+        lanes = []
+        for stream in shown:
+            frame = device_ops.filter(pl.col("stream") == stream).select(
+                "start_ns", "end_ns", pl.col("regime").cast(pl.String).alias("category"),
+                pl.col("name").replace_strict(names, default=None, return_dtype=pl.String).alias("label"))
+            lanes.append(plots.TimelineRow(f"stream {stream}", frame, plots.REGIME_COLOURS))
+        gaps = all_gaps.filter(pl.col("device") == device)
+        gap_frame = pl.DataFrame(
+            {"start_ns": gaps["start_ns"], "end_ns": gaps["end_ns"], "category": gaps["cause"].cast(pl.String),
+             "label": [_gap_tip(r) for r in gaps.iter_rows(named=True)]},
+            schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "category": pl.String, "label": pl.String},
+        )
+        lanes.append(plots.TimelineRow("GPU idle", gap_frame, plots.CAUSE_COLOURS, what="idle"))
+        used_regimes = set(device_ops["regime"].cast(pl.String).unique().to_list())
+        used_causes = set(gap_frame["category"].unique().to_list())
+        legends = [("kernels:", {k: c for k, c in plots.REGIME_COLOURS.items() if k in used_regimes}),
+                   ("idle gaps:", {k: c for k, c in plots.CAUSE_COLOURS.items() if k in used_causes})]
+        steps = all_steps.filter(pl.col("device") == device)
+        markers = tuple(plots.Marker(r["window_start_ns"], f"step {r['step']}") for r in steps.iter_rows(named=True))
+        note = f"{len(shown)} busiest of {streams.height} streams shown" if streams.height > len(shown) else ""
+        timelines.append(DeviceTimeline(device, (start, end), tuple(plots.binned_rows(lanes, (start, end))),
+                                        tuple(lg for lg in legends if lg[1]), markers, note))
+    return timelines
+
+
+def _latency_bins(latency: pl.DataFrame) -> plots.LogBins | None:
+    latency = latency.filter(~pl.col("skewed"))
+    queued = (pl.col("queue_wait_ns") * 2 >= pl.col("launch_to_start_ns")) & (pl.col("launch_to_start_ns") > 0)
+    series = [
+        plots.Series("mostly launch overhead (GPU was free)", plots.CAUSE_COLOURS["launch"],
+                     latency.filter(~queued)["launch_to_start_ns"].to_list()),
+        plots.Series("mostly queue wait (GPU busy with earlier work)", plots.BUSY_COLOUR,
+                     latency.filter(queued)["launch_to_start_ns"].to_list()),
+    ]
+    return plots.log_bins([s for s in series if s.values])
+
+
+def _roofs(roofline: pl.DataFrame) -> tuple[list[plots.Roof], list[plots.Roof]]:
+    modelled = roofline.filter(pl.col("regime").is_in(ON_ROOFLINE))
+    combos = (
+        modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
+        .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
+    )
+    by_value: dict[float, dict[str, list[str]]] = {}
+    for dtype, tensor, value in combos.iter_rows():
+        names = by_value.setdefault(value, {}).setdefault("tensor" if tensor else "SIMT", [])
+        if (dtype or "any") not in names:
+            names.append(dtype or "any")
+    compute = [plots.Roof(v, format_rate(v, "FLOP/s"), "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
+               for v, units in by_value.items()]
+    present = set(by_value)
+    compute += [plots.Roof(v, format_rate(v, "FLOP/s"), "tf32 tensor (FP32 matmuls with TF32 allowed)")
+                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list() if v not in present]
+    bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
+                 for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
+    return compute, bandwidth
+

@@ -21,6 +21,7 @@ are stated in; `--json FILE` also writes every measurement.
     python scripts/bench.py --no-real --sizes 1G --repeat 3
     python scripts/bench.py --sizes 100M,1G --hta-max 2G --repeat-ours 3   # what docs/performance.md shows
     python scripts/bench.py --ranks 4,8,16 --rank-size 20M   # memory of a folder as the ranks grow
+    python scripts/bench.py --ranks 4,16,64 --rank-size 20M --rank-format html   # the same, HTML
     python scripts/bench.py --no-real --sizes 1G --families a100-nccl   # one family
 
 Every generated trace also gets one in-process run of scripts/bench_stages.py: where the time goes
@@ -301,9 +302,16 @@ def stages_table(breakdowns: dict[str, dict | None]) -> str:
 
 ALL_AT_ONCE_SCRIPT = """
 import sys, traceanalyze
-from traceanalyze.report.jsonout import render_json
+from traceanalyze.report.formats import RENDERERS
 from traceanalyze.report.model import build_report
-render_json(build_report(traceanalyze.load_trace(sys.argv[1], workers=1, cache=False)))
+RENDERERS[sys.argv[2]](build_report(traceanalyze.load_trace(sys.argv[1], workers=1, cache=False)))
+"""
+# HTML from every rank's full frames, one worker: what `report --format html` did on a folder before
+# the chart inputs were bounded (`report.model.bounded`)
+FULL_RANKS_HTML_SCRIPT = """
+import sys, traceanalyze
+from traceanalyze.report.html import render_html
+render_html(traceanalyze.analyze(sys.argv[1], workers=1, cache=False, rank_frames="full"))
 """
 
 
@@ -320,19 +328,23 @@ def rank_folder(rank_file: Path, count: int, work: Path) -> Path:
 
 
 def rank_memory(counts: list[int], rank_size: int, base: Path, work: Path, env: dict[str, str],
-                timeout: float) -> str:
-    """Peak memory (PSS of the process tree) and time of a folder report as the number of ranks
-    grows: the map/reduce with one worker (every rank in the parent, one at a time) and with two
-    processes, against loading every rank into one `Trace` first (what a folder did before)."""
+                timeout: float, fmt: str = "json") -> str:
+    """Peak memory (PSS of the process tree) and time of a folder report (`fmt`: json or html) as
+    the number of ranks grows: the map/reduce with one worker (every rank in the parent, one at a
+    time) and with two processes, against loading every rank into one `Trace` first (what a folder
+    did before); for HTML also the map/reduce keeping every rank's full frames (before its chart
+    inputs were bounded)."""
     rank_file = generate(rank_size, work, base, f"rank_{rank_size}")
     python = sys.executable
     commands = {
-        "map/reduce, 1 worker": lambda f: [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull,
+        "map/reduce, 1 worker": lambda f: [python, "-m", "traceanalyze", "report", "--format", fmt, "-o", os.devnull,
                                            "--workers", "1", "--no-cache", str(f)],
-        "map/reduce, 2 workers": lambda f: [python, "-m", "traceanalyze", "report", "--format", "json", "-o", os.devnull,
+        "map/reduce, 2 workers": lambda f: [python, "-m", "traceanalyze", "report", "--format", fmt, "-o", os.devnull,
                                             "--workers", "2", "--no-cache", str(f)],
-        "all ranks at once": lambda f: [python, "-c", ALL_AT_ONCE_SCRIPT, str(f)],
+        "all ranks at once": lambda f: [python, "-c", ALL_AT_ONCE_SCRIPT, str(f), fmt],
     }
+    if fmt == "html":
+        commands["full ranks, 1 worker"] = lambda f: [python, "-c", FULL_RANKS_HTML_SCRIPT, str(f)]
     size = uncompressed_size(rank_file)
     lines = [f"rank file: {fmt_size(size)} uncompressed ({base.name} replicated); peak PSS of the process tree, time",
              "| ranks | " + " | ".join(commands) + " |", "|---|" + "---|" * len(commands)]
@@ -350,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", help="instead: peak memory of a folder of N ranks for each N (e.g. 4,8,16), map/reduce "
                         "against all ranks at once (see --rank-size, --rank-base)")
+    parser.add_argument("--rank-format", choices=["json", "html"], default="json", help="the report --ranks measures (default json)")
     parser.add_argument("--rank-size", type=parse_size, default=parse_size("20M"), help="uncompressed size of each rank (default 20M)")
     parser.add_argument("--rank-base", type=Path, default=SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",
                         help="real rank trace each rank replicates")
@@ -379,9 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     env = child_env(args.work)
     if args.ranks:
         counts = [int(n) for n in args.ranks.split(",") if n.strip()]
-        print(f"# traceanalyze bench --ranks, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        print(f"# traceanalyze bench --ranks --rank-format {args.rank_format}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
               f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
-        print(rank_memory(counts, args.rank_size, args.rank_base, args.work, env, args.timeout))
+        print(rank_memory(counts, args.rank_size, args.rank_base, args.work, env, args.timeout, args.rank_format))
         return 0
 
     inputs: list[tuple[str, Path]] = []

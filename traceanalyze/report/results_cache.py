@@ -131,7 +131,7 @@ def analysis_code() -> list[Path]:
     report = package / "report"
     found = [*(package / "analysis").rglob("*.py"), package / "errors.py", package / "version.py",
              *(report / name for name in ("model.py", "summaries.py", "units.py", "verdict.py", "escape.py", "blocks.py",
-                                          "html_text.py", "results_cache.py"))]
+                                          "html_text.py", "results_cache.py", "chart_inputs.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())
 
 

@@ -144,6 +144,16 @@ def encoded(encoding: str, bom: bool = True) -> Callable[[Path], Path]:
     return build
 
 
+def zip_archive(folder: Path) -> Path:
+    """A trace zipped (as a chat or a ticket attaches it) but named .json.gz."""
+    import zipfile
+
+    path = folder / "zipped.json.gz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("trace.json", _trace([EVENT]))
+    return path
+
+
 def whitespace_only(gzipped: bool) -> Callable[[Path], Path]:
     def build(folder: Path) -> Path:
         data = b" \n\t" * (1 << 18)
@@ -180,6 +190,7 @@ CASES = [
     ("utf16_bom", encoded("utf-16"), "UTF-16", ()),
     ("utf16_no_bom", encoded("utf-16", bom=False), "UTF-16", ()),
     ("utf32_bom", encoded("utf-32"), "UTF-32", ()),
+    ("zip_archive", zip_archive, "not JSON but a zip archive (only gzip is read)", ()),
     ("whitespace_only", whitespace_only(False), "only whitespace", ()),
     ("whitespace_only_gzip", whitespace_only(True), "only whitespace", ()),
     ("symlink_loop", symlink_loop, "symbolic link loop", ()),

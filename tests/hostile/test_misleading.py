@@ -199,3 +199,18 @@ def test_a_rank_that_is_no_number_is_not_used(tmp_path, rank):
     path.write_text(json.dumps(document))
     trace = load_trace(path)
     assert (trace.meta[0].rank, trace.meta[0].rank_source) == (0, "default")
+
+
+@pytest.mark.parametrize("compress, said", [
+    (lambda d: __import__("bz2").compress(d), "bzip2-compressed"),
+    (lambda d: __import__("lzma").compress(d), "xz-compressed"),
+    (lambda d: b"\x28\xb5\x2f\xfd" + d, "zstd-compressed"),
+])
+def test_another_compressor_is_named(tmp_path, compress, said):
+    """Not "not JSON (a NUL byte at byte 14)": which format it is, and that only gzip is read."""
+    from traceanalyze.errors import TraceFormatError
+
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(compress(json.dumps(small_trace().to_dict()).encode()))
+    with pytest.raises(TraceFormatError, match=f"t.json.gz: not JSON but {said} \\(only gzip is read\\)"):
+        load_trace(path, cache=False)

@@ -94,9 +94,19 @@ def os_problem(error: OSError) -> str:
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
+# archives and compressors other than gzip, by magic number: what to run to get the JSON out
+_OTHER_FORMATS = ((b"BZh", "bzip2-compressed", "bunzip2"), (b"PK\x03\x04", "a zip archive", "unzip"),
+                  (b"\xfd7zXZ\x00", "xz-compressed", "unxz"), (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd"),
+                  (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "7z x"))
+
+
 def not_json_message(head: bytes) -> str:
-    """What to say about a document that does not start as JSON: the encoding when a byte-order
-    mark or interleaved NUL bytes show one (a trace is UTF-8 JSON), else "not JSON"."""
+    """What to say about a document that does not start as JSON: the format when a magic number
+    shows another compressor or archive (only gzip is read), the encoding when a byte-order mark
+    or interleaved NUL bytes show one (a trace is UTF-8 JSON), else "not JSON"."""
+    for magic, what, command in _OTHER_FORMATS:
+        if head.startswith(magic):
+            return f"not JSON but {what} (only gzip is read): extract the trace first, e.g. {command}"
     for mark, encoding in ((b"\x00\x00\xfe\xff", "UTF-32 BE"), (b"\xff\xfe\x00\x00", "UTF-32 LE"),
                            (b"\xfe\xff", "UTF-16 BE"), (b"\xff\xfe", "UTF-16 LE")):
         if head.startswith(mark):

@@ -214,3 +214,14 @@ def test_another_compressor_is_named(tmp_path, compress, said):
     path.write_bytes(compress(json.dumps(small_trace().to_dict()).encode()))
     with pytest.raises(TraceFormatError, match=f"t.json.gz: not JSON but {said} \\(only gzip is read\\)"):
         load_trace(path, cache=False)
+
+
+def test_a_trace_of_only_malformed_items_counts_them_all(tmp_path):
+    """Was "none of its 1 events is usable (4 malformed and skipped …)": the count left the
+    items that are not even objects out."""
+    from traceanalyze.errors import EmptyTraceError
+
+    path = tmp_path / "junk.json"
+    path.write_text('{"traceEvents": [1, "x", null, [], {"ph": 5}]}')
+    with pytest.raises(EmptyTraceError, match=r"junk.json: none of its 5 events is usable \(4 malformed and skipped, "):
+        load_trace(path, cache=False)

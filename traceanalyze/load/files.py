@@ -98,7 +98,8 @@ def _load_file(path: Path, *, include_python: bool, include_flows: bool, rank: i
     if not any(frame.height for frame in (trace.gpu, trace.runtime, trace.cpu_ops, trace.sync, trace.python)
                if frame is not None):
         skipped = int(trace.skipped["count"].sum())
-        raise EmptyTraceError(f"{path}: none of its {tables.events} events is usable "
+        total = tables.events + tables.malformed  # a malformed item (not an object, say) is no decoded event
+        raise EmptyTraceError(f"{path}: none of its {total} events is usable "
                               f"({skipped} malformed and skipped, the others of kinds no analysis reads)")
     check_op_depth(path, trace.cpu_ops, limits)
     return trace

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
+
+import pytest
 
 from traceanalyze import allocator
 
@@ -45,3 +48,54 @@ def test_importing_the_library_sets_nothing():
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert allocator.JEMALLOC_CONF not in out  # (polars writes its own defaults there when it loads)
+
+
+ARENAS = """
+import threading
+import traceanalyze.cli  # noqa: F401  (the command line's allocator settings)
+from traceanalyze.allocator import return_freed_memory
+
+big = bytes(24 << 20)
+del big  # freeing an mmapped block raises glibc's mmap threshold: 16 MB blocks then come from arenas
+
+
+def work():
+    for _ in range(10):
+        held = [bytes(16 << 20) for _ in range(3)]
+        del held
+
+
+threads = [threading.Thread(target=work) for _ in range(3)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+return_freed_memory()
+print(int(open("/proc/self/status").read().split("RssAnon:")[1].split()[0]) // 1024)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_blocks_freed_by_threads_go_back_to_the_system():
+    """The loader's threads free 16 MB blocks; in per-thread arenas glibc keeps them (malloc_trim
+    does not trim those), in the one arena the command line sets it hands them back."""
+
+    def resident_mb(env: dict[str, str]) -> int:
+        return int(subprocess.run([sys.executable, "-c", ARENAS], env=env, capture_output=True, text=True,
+                                  check=True).stdout)
+
+    ours = resident_mb({k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"})
+    per_thread = resident_mb({**os.environ, "MALLOC_ARENA_MAX": "8"})  # glibc's default: 8 per core
+    assert ours < per_thread - 64, (ours, per_thread)
+
+
+def test_the_arena_setting_yields_to_the_environment(monkeypatch):
+    calls = []
+    monkeypatch.setattr(allocator, "_glibc_call", lambda name, *arguments: calls.append((name, arguments)))
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    allocator.configure_before_polars()
+    assert calls == [("mallopt", (allocator.M_ARENA_MAX, allocator.GLIBC_ARENAS))]
+    calls.clear()
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    allocator.configure_before_polars()
+    assert calls == []

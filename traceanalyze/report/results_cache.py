@@ -231,8 +231,10 @@ def analysed_rank(path: Path, options: ReportOptions, load: Callable[[], Trace],
             return cached
     trace = load()
     report = rank_report(trace, options)
+    event_count = trace.meta[0].event_count
+    del trace  # the tables are freed before the frames are compressed and written, not held beside them
     if directory is not None and key is not None and results_key(path, options) == key:
-        write_results(directory, key, report, event_count=trace.meta[0].event_count)
+        write_results(directory, key, report, event_count=event_count)
     return report
 
 

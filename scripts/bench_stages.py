@@ -23,11 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def timed_analyses() -> tuple[dict[str, float], list]:
-    """Wrap the analysis functions `rank_report` calls; returns the running totals and the undo list."""
+def wrap_analyses(measure) -> list:
+    """Wrap the analysis functions `rank_report` calls, each at its outermost call only (an
+    analysis calling another is measured once): `measure(label, call)` runs `call()` and returns
+    its result. Returns the undo list: (owner, name, original)."""
     import traceanalyze.report.model as report_model
 
-    totals: dict[str, float] = defaultdict(float)
     depth = [0]
     undo = []
 
@@ -35,18 +36,16 @@ def timed_analyses() -> tuple[dict[str, float], list]:
         original = getattr(owner, name)
 
         @functools.wraps(original)
-        def timed(*args, **kwargs):
+        def measured(*args, **kwargs):
             if depth[0]:
                 return original(*args, **kwargs)
             depth[0] += 1
-            start = time.perf_counter()
             try:
-                return original(*args, **kwargs)
+                return measure(label, lambda: original(*args, **kwargs))
             finally:
-                totals[label] += time.perf_counter() - start
                 depth[0] -= 1
 
-        setattr(owner, name, timed)
+        setattr(owner, name, measured)
         undo.append((owner, name, original))
 
     modules = ("attribution", "collectives", "idle", "launch", "overlap", "roofline", "stragglers")
@@ -59,7 +58,26 @@ def timed_analyses() -> tuple[dict[str, float], list]:
                 wrap(module, name, f"{module_name}.{name}")
     for name in ("findings", "trace_health", "matched_devices", "summarise", "small_kernel_summary", "idle_causes"):
         wrap(report_model, name, name)
-    return totals, undo
+    return undo
+
+
+def unwrap(undo: list) -> None:
+    for owner, name, original in undo:
+        setattr(owner, name, original)
+
+
+def timed_analyses() -> tuple[dict[str, float], list]:
+    """Wrap the analysis functions `rank_report` calls; returns the running totals and the undo list."""
+    totals: dict[str, float] = defaultdict(float)
+
+    def timed(label: str, call):
+        start = time.perf_counter()
+        try:
+            return call()
+        finally:
+            totals[label] += time.perf_counter() - start
+
+    return totals, wrap_analyses(timed)
 
 
 def stages(path: Path) -> dict[str, object]:
@@ -74,8 +92,7 @@ def stages(path: Path) -> dict[str, object]:
     try:
         report = build_report(trace)
     finally:
-        for owner, name, original in undo:
-            setattr(owner, name, original)
+        unwrap(undo)
     analysed = time.perf_counter()
     RENDERERS["json"](report)
     rendered = time.perf_counter()
@@ -90,22 +107,31 @@ def stages(path: Path) -> dict[str, object]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def figures_main(argv: list[str] | None, doc: str, compute, show) -> int:
+    """`SCRIPT TRACE [--json]`: `compute(trace)`'s figures as JSON, or as `show(figures)` prints them."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("trace", type=Path)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    figures = stages(args.trace)
+    figures = compute(args.trace)
     if args.json:
         print(json.dumps(figures))
-        return 0
+    else:
+        show(figures)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return figures_main(argv, __doc__, stages, show)
+
+
+def show(figures: dict) -> None:
     print(f"load {figures['load_s']:.2f} s, analyses {figures['analyses_s']:.2f} s "
           f"({figures['analyses_s'] / figures['load_s']:.2f}x the load), render {figures['render_s']:.2f} s")
     for label, seconds in figures["each_s"].items():  # type: ignore[union-attr]
         if seconds >= 0.01:
             print(f"  {seconds:7.2f} s  {label}")
     print(f"  {figures['other_s']:7.2f} s  (rank_report outside the timed functions)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -86,6 +86,10 @@ def test_blocks_freed_by_threads_go_back_to_the_system():
 
     ours = resident_mb({k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"})
     per_thread = resident_mb({**os.environ, "MALLOC_ARENA_MAX": "8"})  # glibc's default: 8 per core
+    if per_thread < 64:
+        # the control kept nothing either: in this run the threads' blocks did not land in arenas
+        # of their own (seen once in a full suite on a 2-core runner), so there is nothing to compare
+        pytest.skip(f"the per-thread-arena control kept only {per_thread} MB resident: the effect did not occur")
     assert ours < per_thread - 64, (ours, per_thread)
 
 

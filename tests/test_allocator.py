@@ -97,9 +97,20 @@ def test_the_arena_setting_yields_to_the_environment(monkeypatch):
     calls = []
     monkeypatch.setattr(allocator, "_glibc_call", lambda name, *arguments: calls.append((name, arguments)))
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    monkeypatch.setattr(allocator, "_decodes_in_c", lambda: True)
     allocator.configure_before_polars()
     assert calls == [("mallopt", (allocator.M_ARENA_MAX, allocator.GLIBC_ARENAS))]
     calls.clear()
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    allocator.configure_before_polars()
+    assert calls == []
+
+
+def test_one_arena_only_where_the_compiled_scanner_decodes(monkeypatch):
+    calls = []
+    monkeypatch.setattr(allocator, "_glibc_call", lambda name, *arguments: calls.append((name, arguments)))
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    monkeypatch.setenv("TRACEANALYZE_NO_NATIVE", "1")  # the msgspec fallback: glibc's default arenas
+    assert not allocator._decodes_in_c()
     allocator.configure_before_polars()
     assert calls == []

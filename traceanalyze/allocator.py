@@ -10,6 +10,7 @@ sooner; they change no result.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
@@ -33,8 +34,20 @@ def configure_before_polars() -> None:
     glibc's arenas (`GLIBC_ARENAS`), unless MALLOC_ARENA_MAX is set."""
     if "polars" not in sys.modules:
         os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)
-    if "MALLOC_ARENA_MAX" not in os.environ:
+    if "MALLOC_ARENA_MAX" not in os.environ and _decodes_in_c():
         _glibc_call("mallopt", M_ARENA_MAX, GLIBC_ARENAS)
+
+
+def _decodes_in_c() -> bool:
+    """Whether the compiled scanner will decode traces: the one-arena setting is measured for it.
+    Without it, the msgspec fallback builds Python objects in several threads, and one arena then
+    fragments (a gzip bomb of repeated events peaked at 567 MB instead of under 500 MB)."""
+    if os.environ.get("TRACEANALYZE_NO_NATIVE", "") not in ("", "0"):
+        return False
+    try:
+        return importlib.util.find_spec("traceanalyze._native") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def return_freed_memory() -> None:

@@ -3,7 +3,8 @@
     python scripts/bench_memory.py TRACE [--json]
 
 Runs in one process what the command runs (the command line's allocator settings, `load_trace`
-without the cache, `report.model.build_report`), with a thread sampling the resident size (RSS)
+without the cache, `report.model.build_report`, here in one thread so that each analysis is
+measured alone), with a thread sampling the resident size (RSS)
 every 5 ms. Before and after each analysis that `rank_report` calls (at its outermost call, as
 `bench_stages.py` times them) it waits 0.45 s and trims glibc's arenas, so that freed pages are
 handed back first: `peak` is the most the analysis held on top of what was resident when it
@@ -52,7 +53,7 @@ def profile(path: Path) -> dict[str, object]:
 
     from traceanalyze.allocator import return_freed_memory
     from traceanalyze.load import load_trace
-    from traceanalyze.report.model import build_report
+    from traceanalyze.report.model import ReportOptions, build_report
 
     def settled() -> int:
         time.sleep(0.45)  # polars' jemalloc hands freed pages back after 0.3 s (allocator.JEMALLOC_CONF)
@@ -76,7 +77,7 @@ def profile(path: Path) -> dict[str, object]:
 
     undo = wrap_analyses(measure)
     try:
-        report = build_report(trace)
+        report = build_report(trace, ReportOptions(analysis_threads=1))
     finally:
         unwrap(undo)
     sampler.done.set()

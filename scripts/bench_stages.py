@@ -3,11 +3,14 @@
     python scripts/bench_stages.py TRACE [--json]
 
 Runs in one process what the command runs (`load_trace`, `report.model.build_report`, the JSON
-renderer), with a stopwatch around the load, around each analysis that `report.model.rank_report`
-calls (the functions of the analysis modules it uses, timed only at their outermost call so that
-an analysis calling another is not counted twice) and around the render. The sum of the analyses
-plus their glue in `rank_report` is `analyses`; `other` is what `rank_report` spends outside the
-timed functions. Timings come from this script only: the package itself carries no stopwatch.
+renderer), with a stopwatch around the load, the analyses and the render: `analyses` is
+`build_report` as the command runs it (its groups of analyses side by side in threads,
+`ReportOptions.analysis_threads`). Then `build_report` runs again in one thread, with a stopwatch
+around each analysis that `report.model.rank_report` calls (the functions of the analysis modules
+it uses, timed only at their outermost call so that an analysis calling another is not counted
+twice): the breakdown, whose sum is `analyses, one thread`; `other` is what `rank_report` spends
+there outside the timed functions. Timings come from this script only: the package itself carries
+no stopwatch.
 """
 
 from __future__ import annotations
@@ -83,26 +86,29 @@ def timed_analyses() -> tuple[dict[str, float], list]:
 def stages(path: Path) -> dict[str, object]:
     from traceanalyze.load import load_trace
     from traceanalyze.report.formats import RENDERERS
-    from traceanalyze.report.model import build_report
+    from traceanalyze.report.model import ReportOptions, build_report
 
     start = time.perf_counter()
     trace = load_trace(path, cache=False)  # the parse, never the cache of loaded traces
     loaded = time.perf_counter()
-    totals, undo = timed_analyses()
-    try:
-        report = build_report(trace)
-    finally:
-        unwrap(undo)
+    report = build_report(trace)
     analysed = time.perf_counter()
     RENDERERS["json"](report)
     rendered = time.perf_counter()
-    analyses = analysed - loaded
+    totals, undo = timed_analyses()
+    try:
+        alone = time.perf_counter()
+        build_report(trace, ReportOptions(analysis_threads=1))
+        one_thread = time.perf_counter() - alone
+    finally:
+        unwrap(undo)
     return {
         "load_s": loaded - start,
-        "analyses_s": analyses,
+        "analyses_s": analysed - loaded,
         "render_s": rendered - analysed,
+        "analyses_one_thread_s": one_thread,
         "each_s": dict(sorted(totals.items(), key=lambda item: -item[1])),
-        "other_s": analyses - sum(totals.values()),
+        "other_s": one_thread - sum(totals.values()),
         "events": {"gpu": trace.gpu.height, "cpu_ops": trace.cpu_ops.height, "runtime": trace.runtime.height},
     }
 
@@ -127,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def show(figures: dict) -> None:
     print(f"load {figures['load_s']:.2f} s, analyses {figures['analyses_s']:.2f} s "
-          f"({figures['analyses_s'] / figures['load_s']:.2f}x the load), render {figures['render_s']:.2f} s")
+          f"({figures['analyses_s'] / figures['load_s']:.2f}x the load), render {figures['render_s']:.2f} s; "
+          f"the analyses in one thread {figures['analyses_one_thread_s']:.2f} s:")
     for label, seconds in figures["each_s"].items():  # type: ignore[union-attr]
         if seconds >= 0.01:
             print(f"  {seconds:7.2f} s  {label}")

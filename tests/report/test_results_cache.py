@@ -146,7 +146,8 @@ def test_options_that_change_the_analyses_are_in_the_key(name, tmp_path, cache_e
 
 
 @pytest.mark.parametrize("options", [ReportOptions(max_gaps=1), ReportOptions(details=True),
-                                     ReportOptions(rank_frames="bounded")], ids=["max_gaps", "details", "rank_frames"])
+                                     ReportOptions(rank_frames="bounded"), ReportOptions(analysis_threads=1)],
+                         ids=["max_gaps", "details", "rank_frames", "analysis_threads"])
 def test_options_only_the_renderers_read_are_not(options, tmp_path, cache_everything, analyses):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
     analysed(path, folder)
@@ -158,7 +159,7 @@ def test_every_option_rank_report_reads_changes_the_digest():
     """A new `ReportOptions` field lands in the key by itself; this list must then name a value
     of it that `rank_report` reads, or `NOT_ANALYSED` the field."""
     other = {"window": "steps", "min_small_kernel_run": 3, "peaks": PeakOverrides(peak_flops=1.0), "skip_steps": 1,
-             "max_gaps": 3, "details": True, "rank_frames": "bounded"}
+             "max_gaps": 3, "details": True, "rank_frames": "bounded", "analysis_threads": 1}
     assert set(other) == {f.name for f in dataclasses.fields(ReportOptions)}
     default = results_cache.options_digest(ReportOptions())
     for name, value in other.items():
@@ -176,7 +177,7 @@ def test_the_options_left_out_do_not_change_what_rank_report_gives(tmp_path):
     trace = load_file(write_trace(tmp_path / "t.json"))
     plain = rank_report(trace, ReportOptions())
     for name in results_cache.NOT_ANALYSED:
-        value = {"max_gaps": 1, "details": True, "rank_frames": "bounded"}[name]
+        value = {"max_gaps": 1, "details": True, "rank_frames": "bounded", "analysis_threads": 1}[name]
         assert_same_rank(rank_report(trace, dataclasses.replace(ReportOptions(), **{name: value})), plain)
 
 

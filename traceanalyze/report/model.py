@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
@@ -37,6 +39,9 @@ class ReportOptions:
     # a folder of ranks: "full" keeps every rank's per-op frames (annotate, the API); "bounded"
     # keeps what the reports show, HTML charts included (`bounded`): the parent's memory stays flat in N
     rank_frames: Literal["full", "bounded"] = "full"
+    # the groups of analyses of one rank (`rank_report`) run side by side in this many threads
+    # (0: one per core, at most 3); the results are the same for any number
+    analysis_threads: int = 0
 
 
 @dataclass(frozen=True)
@@ -210,29 +215,29 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             else f"no GPU events in this trace ({meta.device_family} runtime calls, but no device work recorded): "
                  "only the CPU side is reported"
         )
-    per_op = launch.launch_latency(trace)
-    small = launch.small_kernels(trace, latency=per_op)  # computed once, used three times
     peaks = roofline.choose_peaks(trace, options.peaks)
-    per_kernel = roofline.kernel_roofline(trace, options.peaks)
-    attributed = attribution.attribution(per_kernel, trace, window=window)
-    steps = idle.step_breakdown(trace)
-    idle_summary = idle.idle_summary(trace, window=window)
-    gaps = idle.idle_gaps(trace, window=window)
-    latency_stats = launch.latency_stats(per_op)
     for choice in peaks:
         if choice.peaks is None:
             notes.append(
                 f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
                 "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
             )
-    small_runs = launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small)
-    fusion = attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops))
-    health = trace_health(trace)
-    by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
+    # three independent groups of analyses, each reading only `trace`, run side by side: polars
+    # releases the GIL while it works, so one group's Python glue overlaps another's collects.
+    # What they share is computed first: the join of GPU ops to their launches
+    trace.launch_rows  # noqa: B018
+    with ThreadPoolExecutor(max_workers=_workers(options), thread_name_prefix="traceanalyze-analysis") as pool:
+        kernels_done = pool.submit(_kernel_parts, trace, options, window)
+        time_done = pool.submit(_time_parts, trace, window)
+        launch_done = pool.submit(_launch_parts, trace, options)
+        kernel, timeline, launches = kernels_done.result(), time_done.result(), launch_done.result()
+    per_kernel, attributed, fusion, by_name, by_op = (kernel[k] for k in ("roofline", "attribution", "fusion",
+                                                                          "name_parts", "op_parts"))
+    steps, gaps, health = timeline["steps"], timeline["gaps"], timeline["health"]
     inputs = FindingInputs(
         rank=meta.rank, device_family=meta.device_family,
         peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
-        roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=small_runs, fusion=fusion,
+        roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"], fusion=fusion,
         attribution=attributed, health=health, cpu_ops=trace.cpu_ops, cpu_steps=trace.steps,
         skipped_steps=options.skip_steps,
     )
@@ -247,39 +252,66 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         has_gpu=has_gpu,
         notes=tuple(notes),
         devices=_devices(trace),
-        idle=idle_summary,
-        streams=idle.stream_summary(trace, window=window),
-        gaps=gaps,
-        steps=steps,
-        latency=per_op,
-        latency_stats=latency_stats,
-        latency_by_kernel=launch.latency_by_kernel(per_op),
-        latency_by_group=launch.latency_by_group(per_op),
-        small_kernels=small,
-        small_kernel_runs=small_runs,
-        queue=launch.queue_summary(trace),
-        health=health,
-        cpu_ops_top=_top_cpu_ops(trace),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=tuple(peaks),
-        roofline=per_kernel,
-        attribution=attributed,
         step_attribution=attribution.step_attribution(per_kernel, steps),
         kernels=attribution.finish_parts(by_name, attribution.NAME_KEYS),
         ops=attribution.finish_parts(by_op, attribution.OP_KEYS),
-        name_parts=by_name,
-        op_parts=by_op,
         unmodeled=attribution.unmodeled_reasons(per_kernel),
-        fusion=fusion,
         recoverable=attribution.recoverable(per_kernel, attributed, left_out_idle_ns=excluded_ns(bucketed)),
-        summary=summarise([idle_summary], [attributed], [gaps], latency_stats),
-        small_kernel_summary=small_kernel_summary(small),
+        summary=summarise([timeline["idle"]], [attributed], [gaps], launches["latency_stats"]),
         idle_causes=idle_causes(gaps),
-        collectives=collectives.rank_collectives(trace),
-        step_split=stragglers.rank_steps(trace, gaps),
-        overlap=overlap.comm_overlap(trace),
         findings=found,
+        **kernel, **timeline, **launches,
     )
+
+
+def _workers(options: ReportOptions) -> int:
+    return max(1, min(3, options.analysis_threads or os.cpu_count() or 1))
+
+
+def _kernel_parts(trace: Trace, options: ReportOptions, window: Window) -> dict[str, pl.DataFrame]:
+    """The roofline and what is read from it: time by kernel and op, fusion candidates."""
+    per_kernel = roofline.kernel_roofline(trace, options.peaks)
+    return {
+        "roofline": per_kernel,
+        "attribution": attribution.attribution(per_kernel, trace, window=window),
+        "fusion": attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
+        "name_parts": attribution.name_parts(per_kernel),
+        "op_parts": attribution.op_parts(per_kernel),
+    }
+
+
+def _time_parts(trace: Trace, window: Window) -> dict[str, object]:
+    """The timeline: steps, idle time and its gaps, streams, communication, the trace's health."""
+    gaps = idle.idle_gaps(trace, window=window)
+    return {
+        "steps": idle.step_breakdown(trace),
+        "idle": idle.idle_summary(trace, window=window),
+        "gaps": gaps,
+        "step_split": stragglers.rank_steps(trace, gaps),
+        "streams": idle.stream_summary(trace, window=window),
+        "health": trace_health(trace),
+        "cpu_ops_top": _top_cpu_ops(trace),
+        "collectives": collectives.rank_collectives(trace),
+        "overlap": overlap.comm_overlap(trace),
+    }
+
+
+def _launch_parts(trace: Trace, options: ReportOptions) -> dict[str, object]:
+    """Launch latencies, small kernels and their runs, queue depths."""
+    per_op = launch.launch_latency(trace)
+    small = launch.small_kernels(trace, latency=per_op)  # computed once, used three times
+    return {
+        "latency": per_op,
+        "latency_stats": launch.latency_stats(per_op),
+        "latency_by_kernel": launch.latency_by_kernel(per_op),
+        "latency_by_group": launch.latency_by_group(per_op),
+        "small_kernels": small,
+        "small_kernel_runs": launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
+        "small_kernel_summary": small_kernel_summary(small),
+        "queue": launch.queue_summary(trace),
+    }
 
 
 def skipped_note(skipped: SkippedSteps) -> str:
@@ -337,12 +369,12 @@ def _devices(trace: Trace) -> pl.DataFrame:
 
 
 def _top_cpu_ops(trace: Trace, limit: int = 15) -> pl.DataFrame:
-    """CPU ops by total inclusive time (nested ops count in their parents too): the CPU-side view,
-    the only one for a trace without GPU events."""
+    """CPU ops by total inclusive time (nested ops count in their parents too), ties by name: the
+    CPU-side view, the only one for a trace without GPU events."""
     ops = trace.cpu_ops.select("category", "name", "duration_ns").filter(pl.col("category") == "cpu_op")
     return (
         ops.group_by("name")
         .agg(pl.len().alias("count"), pl.col("duration_ns").sum().alias("total_ns"))
-        .sort("total_ns", descending=True)
+        .sort(pl.col("total_ns"), pl.col("name").cast(pl.String), descending=[True, False])  # ties in name order
         .head(limit)
     )

@@ -43,10 +43,11 @@ MAGIC = b"traceanalyze-results\x00"
 SUFFIX = ".results"
 COMPRESSION = "zstd"  # as fast to read back as lz4 on these frames, about a third of the size (docs/cache.md)
 # `ReportOptions` fields that only what comes after `rank_report` reads: the renderers (how many
-# gaps are listed, every rank's section or not) and a worker's hand-over (`rank_frames`: the
-# cached rank is the whole one, cut by `report.model.bounded` after); every other field changes
+# gaps are listed, every rank's section or not), a worker's hand-over (`rank_frames`: the
+# cached rank is the whole one, cut by `report.model.bounded` after) and how many threads compute
+# the same result (`analysis_threads`); every other field changes
 # what `rank_report` computes and is in the key
-NOT_ANALYSED = frozenset({"max_gaps", "details", "rank_frames"})
+NOT_ANALYSED = frozenset({"max_gaps", "details", "rank_frames", "analysis_threads"})
 
 _PEAK_HINTS = typing.get_type_hints(DevicePeaks)
 # `DevicePeaks` as JSON: its FLOP/s table, keyed by (dtype, unit), as [dtype, unit, FLOP/s] triples

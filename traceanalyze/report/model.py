@@ -230,19 +230,20 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         kernels_done = pool.submit(_kernel_parts, trace, options, window)
         time_done = pool.submit(_time_parts, trace, window)
         launch_done = pool.submit(_launch_parts, trace, options)
-        kernel, timeline, launches = kernels_done.result(), time_done.result(), launch_done.result()
-    per_kernel, attributed, fusion, by_name, by_op = (kernel[k] for k in ("roofline", "attribution", "fusion",
-                                                                          "name_parts", "op_parts"))
-    steps, gaps, health = timeline["steps"], timeline["gaps"], timeline["health"]
-    inputs = FindingInputs(
-        rank=meta.rank, device_family=meta.device_family,
-        peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
-        roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"], fusion=fusion,
-        attribution=attributed, health=health, cpu_ops=trace.cpu_ops, cpu_steps=trace.steps,
-        skipped_steps=options.skip_steps,
-    )
-    bucketed = bucketed_gaps(inputs) if gaps.height else None  # each idle gap's finding, once for both uses
-    found = findings(inputs, bucketed)
+        kernel, timeline = kernels_done.result(), time_done.result()
+        per_kernel, attributed, steps, gaps = kernel["roofline"], kernel["attribution"], timeline["steps"], timeline["gaps"]
+        by_step = pool.submit(attribution.step_attribution, per_kernel, steps)  # beside the findings
+        launches = launch_done.result()
+        inputs = FindingInputs(
+            rank=meta.rank, device_family=meta.device_family,
+            peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
+            roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"],
+            fusion=kernel["fusion"], attribution=attributed, health=timeline["health"], cpu_ops=trace.cpu_ops,
+            cpu_steps=trace.steps, skipped_steps=options.skip_steps,
+        )
+        bucketed = bucketed_gaps(inputs) if gaps.height else None  # each idle gap's finding, once for both uses
+        found = findings(inputs, bucketed)
+        step_attribution = by_step.result()
     return RankReport(
         rank=meta.rank,
         source=meta.source,
@@ -254,10 +255,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         devices=_devices(trace),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=tuple(peaks),
-        step_attribution=attribution.step_attribution(per_kernel, steps),
-        kernels=attribution.finish_parts(by_name, attribution.NAME_KEYS),
-        ops=attribution.finish_parts(by_op, attribution.OP_KEYS),
-        unmodeled=attribution.unmodeled_reasons(per_kernel),
+        step_attribution=step_attribution,
         recoverable=attribution.recoverable(per_kernel, attributed, left_out_idle_ns=excluded_ns(bucketed)),
         summary=summarise([timeline["idle"]], [attributed], [gaps], launches["latency_stats"]),
         idle_causes=idle_causes(gaps),
@@ -271,14 +269,19 @@ def _workers(options: ReportOptions) -> int:
 
 
 def _kernel_parts(trace: Trace, options: ReportOptions, window: Window) -> dict[str, pl.DataFrame]:
-    """The roofline and what is read from it: time by kernel and op, fusion candidates."""
+    """The roofline and what is read from it: time by regime, kernel and op, fusion candidates, what
+    has no cost model."""
     per_kernel = roofline.kernel_roofline(trace, options.peaks)
+    by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
     return {
         "roofline": per_kernel,
         "attribution": attribution.attribution(per_kernel, trace, window=window),
         "fusion": attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
-        "name_parts": attribution.name_parts(per_kernel),
-        "op_parts": attribution.op_parts(per_kernel),
+        "name_parts": by_name,
+        "op_parts": by_op,
+        "kernels": attribution.finish_parts(by_name, attribution.NAME_KEYS),
+        "ops": attribution.finish_parts(by_op, attribution.OP_KEYS),
+        "unmodeled": attribution.unmodeled_reasons(per_kernel),
     }
 
 

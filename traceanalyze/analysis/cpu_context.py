@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.names import contains, starts_with
+from traceanalyze.analysis.op_tree import id_positions
 from traceanalyze.model import Trace
 from traceanalyze.native import compiled, int64_array
 
@@ -98,16 +99,9 @@ def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame):
     import numpy as np
 
     op_ids = ops["op_id"]
-    first = op_ids.min() if op_ids.len() else 0
-    dense = op_ids.null_count() == 0 and bool((op_ids.diff().drop_nulls() == 1).all())  # a rank's cpu_ops
-    position = None if dense else op_ids.to_frame().with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"))
 
     def to_position(ids: pl.Series) -> np.ndarray:
-        if position is None:
-            found = pl.select(pl.when((ids >= first) & (ids - first < op_ids.len())).then(ids - first)).to_series()
-        else:
-            found = ids.to_frame("op_id").join(position, on="op_id", how="left", maintain_order="left")["_position"]
-        return int64_array(found.fill_null(-1))
+        return int64_array(id_positions(op_ids, ids).fill_null(-1))
 
     parents = to_position(ops["parent_id"])
     candidates = to_position(located["candidate"])

@@ -17,10 +17,10 @@ from traceanalyze.analysis.costs.autograd_pairs import recover_costs
 from traceanalyze.analysis.costs.conv_geometry import recover_forward_costs
 from traceanalyze.analysis.costs.registry import FAMILIES
 from traceanalyze.analysis.costs.table import op_costs
-from traceanalyze.analysis.cpu_context import by_op_id
 from traceanalyze.analysis.device_match import device_file_mismatches, matched_devices
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.analysis.names import contains, starts_with
+from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
 
@@ -183,43 +183,29 @@ def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -
                               | pl.col("unmodeled_reason").str.starts_with(LIFTABLE_REASONS[1]))
     if incomplete.is_empty():
         return pl.DataFrame(schema=schema), costs
-    # walks up the op tree, a step for all ops at once (a gather by op id, not a dict per op)
-    tree = cpu_ops.select(pl.col("op_id").alias("_node"), "parent_id",
-                          pl.lit(starts_with(cpu_ops["name"], "aten::")).fill_null(False).alias("_aten"))
-    up = by_op_id(tree, "_node")
+    import numpy as np
 
-    def parents(frame: pl.DataFrame, column: str) -> pl.DataFrame:
-        """`frame` with `column` replaced by its parent; rows without one dropped."""
-        stepped = up(frame.rename({column: "_node"})).drop_nulls("parent_id")
-        return stepped.select(*[c for c in frame.columns if c != column], pl.col("parent_id").alias(column))
-
-    frontier = incomplete.select(pl.col("op_id").alias("_at")).unique()
-    candidates: set[int] = set()
-    while frontier.height:  # every aten:: ancestor of an incomplete op
-        frontier = parents(frontier, "_at").unique()
-        found = up(frontier.rename({"_at": "_node"}))
-        candidates.update(found.filter(pl.col("_aten").fill_null(False))["_node"].to_list())
-    ancestor_costs = op_costs(cpu_ops.filter(pl.col("op_id").is_in(list(candidates))))
-    modelled = list(set(ancestor_costs.filter(pl.col("unmodeled_reason").is_null())["op_id"].to_list()))
-    owners: set[int] = set()
-    frontier = incomplete.select(pl.col("op_id").alias("_at")).unique()
-    while frontier.height:  # each incomplete op's nearest ancestor with a model
-        frontier = parents(frontier, "_at").unique()
-        reached = pl.col("_at").is_in(modelled)
-        owners.update(frontier.filter(reached)["_at"].to_list())
-        frontier = frontier.filter(~reached)
-    if not owners:
+    tree = OpTree.of(cpu_ops)
+    stuck = tree.positions(incomplete["op_id"].unique())
+    # every aten:: op above an incomplete one, and which of them have a model
+    above = tree.ancestors(stuck)
+    above = above[starts_with(cpu_ops["name"].gather(above), "aten::").fill_null(False).to_numpy()]
+    ancestor_costs = op_costs(cpu_ops[above])
+    modelled = np.zeros(len(tree.ids), dtype=bool)
+    modelled[tree.positions(ancestor_costs.filter(pl.col("unmodeled_reason").is_null())["op_id"])] = True
+    # each incomplete op's nearest modelled op above it owns the kernels under it
+    nearest = tree.nearest(tree.parent[stuck], modelled)
+    is_owner = np.zeros(len(tree.ids), dtype=bool)
+    is_owner[nearest[nearest >= 0]] = True
+    if not is_owner.any():
         return pl.DataFrame(schema=schema), costs
-    owner_list = list(owners)
-    rows: list[pl.DataFrame] = []
-    walk = ops.select(pl.col("op_id").drop_nulls().unique().alias("op_id")).with_columns(pl.col("op_id").alias("_at"))
-    while walk.height:  # each launching op's nearest owner, itself included
-        reached = pl.col("_at").is_in(owner_list)
-        rows.append(walk.filter(reached).select("op_id", pl.col("_at").alias("cost_op_id")))
-        walk = parents(walk.filter(~reached), "_at")
-    mapping = pl.concat(rows).cast(schema) if rows else pl.DataFrame(schema=schema)
-    lifted = ancestor_costs.filter(pl.col("op_id").is_in(list(owners)))
-    return mapping, pl.concat([costs.filter(~pl.col("op_id").is_in(list(owners))), lifted], how="vertical_relaxed")
+    launching = tree.positions(ops["op_id"].unique())
+    owner = tree.nearest(launching, is_owner)  # each launching op's nearest owner, itself included
+    reached = owner >= 0
+    mapping = pl.DataFrame({"op_id": tree.ids[launching[reached]], "cost_op_id": tree.ids[owner[reached]]}, schema=schema)
+    owners = pl.Series(tree.ids[np.flatnonzero(is_owner)], dtype=pl.Int64).implode()
+    lifted = ancestor_costs.filter(pl.col("op_id").is_in(owners))
+    return mapping, pl.concat([costs.filter(~pl.col("op_id").is_in(owners)), lifted], how="vertical_relaxed")
 
 
 def _with_tensor_core(frame: pl.DataFrame) -> pl.DataFrame:

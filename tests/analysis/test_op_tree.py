@@ -1,0 +1,61 @@
+"""`analysis.op_tree`: positions of op ids, every op above a set of ops, the nearest accepted op
+up each chain; exact answers on small trees, consecutive ids or not."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from traceanalyze.analysis.op_tree import OpTree, id_positions
+
+#        10
+#       /  \
+#     11    14
+#    /  \     \
+#  12    13    15        16 (a root alone)
+PARENTS = {10: None, 11: 10, 12: 11, 13: 11, 14: 10, 15: 14, 16: None}
+
+
+def ops_frame(order: list[int]) -> pl.DataFrame:
+    return pl.DataFrame({"op_id": order, "parent_id": [PARENTS[i] for i in order]},
+                        schema={"op_id": pl.Int64, "parent_id": pl.Int64})
+
+
+ORDERS = {"consecutive": [10, 11, 12, 13, 14, 15, 16], "shuffled": [15, 10, 16, 13, 11, 14, 12]}
+
+
+@pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
+def test_positions_of_ids_and_of_unknown_ids(order):
+    ops = ops_frame(order)
+    found = id_positions(ops["op_id"], pl.Series([12, 99, None, 10], dtype=pl.Int64))
+    assert found.to_list() == [order.index(12), None, None, order.index(10)]
+
+
+@pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
+def test_ancestors_are_every_op_above_the_start_ones(order):
+    tree = OpTree.of(ops_frame(order))
+    ids = lambda positions: sorted(tree.ids[positions].tolist())  # noqa: E731
+    assert ids(tree.ancestors(tree.positions(pl.Series([12])))) == [10, 11]
+    assert ids(tree.ancestors(tree.positions(pl.Series([12, 15])))) == [10, 11, 14]
+    # a start op counts when it is above another start op; roots have nothing above
+    assert ids(tree.ancestors(tree.positions(pl.Series([11, 13])))) == [10, 11]
+    assert ids(tree.ancestors(tree.positions(pl.Series([10, 16])))) == []
+
+
+@pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
+def test_nearest_accepted_op_up_each_chain_itself_included(order):
+    tree = OpTree.of(ops_frame(order))
+    accepted = np.zeros(len(order), dtype=bool)
+    accepted[tree.positions(pl.Series([11, 15]))] = True
+    start = np.concatenate([tree.positions(pl.Series([12, 11, 15, 14, 16])), [-1]])
+    found = tree.nearest(start, accepted)
+    assert [tree.ids[p] if p >= 0 else None for p in found] == [11, 11, 15, None, None, None]
+
+
+def test_a_parent_cycle_ends_the_walks():
+    # never made by the loader's nesting; a hand-made table must still not loop forever
+    ops = pl.DataFrame({"op_id": [1, 2, 3], "parent_id": [2, 3, 1]})
+    tree = OpTree.of(ops)
+    assert sorted(tree.ids[tree.ancestors(np.array([0]))].tolist()) == [1, 2, 3]
+    assert tree.nearest(np.array([0, 1]), np.zeros(3, dtype=bool)).tolist() == [-1, -1]

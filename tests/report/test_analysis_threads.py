@@ -1,6 +1,6 @@
-"""`rank_report` runs its three groups of analyses (kernels, timeline, launches) side by side in
-threads (`ReportOptions.analysis_threads`): the groups really overlap, and the report is the same,
-frame for frame, whatever the number of threads."""
+"""`rank_report` runs its analyses side by side in threads (`ReportOptions.analysis_threads`): the
+roofline, the timeline group and the launch group, then what reads the roofline. They really
+overlap, and the report is the same, frame for frame, whatever the number of threads."""
 
 from __future__ import annotations
 
@@ -38,9 +38,15 @@ def test_one_thread_and_three_give_the_same_report_on_real_traces(name):
                      rank_report(trace, dataclasses.replace(options, analysis_threads=1)))
 
 
-def test_the_three_groups_run_at_the_same_time(monkeypatch):
-    """Each group waits at a barrier for the other two: run one after another, they would never
-    all arrive and the barrier breaks after its timeout."""
+FIRST_WAVE = ((report_model.roofline, "kernel_roofline"), (report_model, "_time_parts"), (report_model, "_launch_parts"))
+EVERY_TASK = (*FIRST_WAVE, (report_model, "_kernel_parts"), (report_model.attribution, "attribution"),
+              (report_model.attribution, "step_attribution"))
+
+
+def test_the_first_three_run_at_the_same_time(monkeypatch):
+    """Each of the roofline, the timeline group and the launch group waits at a barrier for the
+    other two: run one after another, they would never all arrive and the barrier breaks after its
+    timeout."""
     barrier = threading.Barrier(3, timeout=10)
     threads: set[str] = set()
 
@@ -51,8 +57,8 @@ def test_the_three_groups_run_at_the_same_time(monkeypatch):
             return group(*args, **kwargs)
         return run
 
-    for name in ("_kernel_parts", "_time_parts", "_launch_parts"):
-        monkeypatch.setattr(report_model, name, meeting(getattr(report_model, name)))
+    for owner, name in FIRST_WAVE:
+        monkeypatch.setattr(owner, name, meeting(getattr(owner, name)))
     report = rank_report(load_trace(FIXTURE, cache=False), ReportOptions(analysis_threads=3))
     assert report.roofline.height
     assert len(threads) == 3 and all(name.startswith("traceanalyze-analysis") for name in threads)
@@ -72,7 +78,7 @@ def test_one_thread_runs_the_groups_one_after_another(monkeypatch):
                 running.pop()
         return run
 
-    for name in ("_kernel_parts", "_time_parts", "_launch_parts"):
-        monkeypatch.setattr(report_model, name, counted(getattr(report_model, name)))
+    for owner, name in EVERY_TASK:
+        monkeypatch.setattr(owner, name, counted(getattr(owner, name)))
     rank_report(load_trace(FIXTURE, cache=False), ReportOptions(analysis_threads=1))
-    assert most == [1, 1, 1]
+    assert most == [1] * len(EVERY_TASK)

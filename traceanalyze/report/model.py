@@ -222,18 +222,23 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
                 f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
                 "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
             )
-    # three independent groups of analyses, each reading only `trace`, run side by side: polars
-    # releases the GIL while it works, so one group's Python glue overlaps another's collects.
-    # What they share is computed first: the join of GPU ops to their launches
+    # independent analyses run side by side in threads: the roofline, the timeline group and the
+    # launch group (each reading only `trace`), then what reads the roofline. polars releases the
+    # GIL while it works, so one's Python glue overlaps another's collects. What they all share is
+    # computed first: the join of GPU ops to their launches
     trace.launch_rows  # noqa: B018
     with ThreadPoolExecutor(max_workers=_workers(options), thread_name_prefix="traceanalyze-analysis") as pool:
-        kernels_done = pool.submit(_kernel_parts, trace, options, window)
+        roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks)
         time_done = pool.submit(_time_parts, trace, window)
         launch_done = pool.submit(_launch_parts, trace, options)
-        kernel, timeline = kernels_done.result(), time_done.result()
-        per_kernel, attributed, steps, gaps = kernel["roofline"], kernel["attribution"], timeline["steps"], timeline["gaps"]
+        per_kernel = roofline_done.result()
+        # what reads the roofline, in turn side by side
+        attribution_done = pool.submit(attribution.attribution, per_kernel, trace, window=window)
+        kernel_done = pool.submit(_kernel_parts, per_kernel, trace)
+        timeline = time_done.result()
+        steps, gaps = timeline["steps"], timeline["gaps"]
         by_step = pool.submit(attribution.step_attribution, per_kernel, steps)  # beside the findings
-        launches = launch_done.result()
+        attributed, kernel, launches = attribution_done.result(), kernel_done.result(), launch_done.result()
         inputs = FindingInputs(
             rank=meta.rank, device_family=meta.device_family,
             peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
@@ -255,6 +260,8 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         devices=_devices(trace),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=tuple(peaks),
+        roofline=per_kernel,
+        attribution=attributed,
         step_attribution=step_attribution,
         recoverable=attribution.recoverable(per_kernel, attributed, left_out_idle_ns=excluded_ns(bucketed)),
         summary=summarise([timeline["idle"]], [attributed], [gaps], launches["latency_stats"]),
@@ -268,14 +275,11 @@ def _workers(options: ReportOptions) -> int:
     return max(1, min(3, options.analysis_threads or os.cpu_count() or 1))
 
 
-def _kernel_parts(trace: Trace, options: ReportOptions, window: Window) -> dict[str, pl.DataFrame]:
-    """The roofline and what is read from it: time by regime, kernel and op, fusion candidates, what
-    has no cost model."""
-    per_kernel = roofline.kernel_roofline(trace, options.peaks)
+def _kernel_parts(per_kernel: pl.DataFrame, trace: Trace) -> dict[str, pl.DataFrame]:
+    """What is read from the roofline besides the attribution: time by kernel and op, fusion
+    candidates, what has no cost model."""
     by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
     return {
-        "roofline": per_kernel,
-        "attribution": attribution.attribution(per_kernel, trace, window=window),
         "fusion": attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
         "name_parts": by_name,
         "op_parts": by_op,

@@ -28,11 +28,13 @@ def _regime_time_in(intervals: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFra
     """Exclusive time per regime in each window of `bounds` (`rank, device, window_start_ns,
     window_end_ns`, any other key columns; windows may overlap) → `bounds` plus a `<regime>_ns`
     column per regime: time(k) = |union of regimes ≤ k| − |union of regimes < k| (priority order)."""
-    regime = pl.col("regime").cast(pl.String)
+    priority = pl.col("regime").cast(pl.String).replace_strict(
+        {name: k for k, name in enumerate(PRIORITY)}, default=None, return_dtype=pl.Int8)
+    ranked = intervals.select(*DEVICE, "start_ns", "end_ns", priority.alias("_priority")).drop_nulls("_priority")
     columns = []
     before = pl.Series([0] * bounds.height, dtype=pl.Int64)
     for k, name in enumerate(PRIORITY):
-        upto = covered_in_windows(intervals.filter(regime.is_in(PRIORITY[: k + 1])), bounds, DEVICE)
+        upto = covered_in_windows(ranked.filter(pl.col("_priority") <= k), bounds, DEVICE)
         columns.append((upto - before).alias(name + "_ns"))
         before = upto
     return bounds.with_columns(columns)

@@ -274,24 +274,25 @@ def launch_rows(trace: Trace) -> pl.Series:
     return joined["runtime_row"]
 
 
-def linked_gpu(trace: Trace, columns: tuple[str, ...] | None = None) -> pl.DataFrame:
+LAUNCH_COLUMNS = ("launch_name", "launch_kind", "launch_start_ns", "launch_end_ns", "launch_pid", "launch_tid",
+                  "launch_external_id")
+
+
+def linked_gpu(trace: Trace, columns: tuple[str, ...] | None = None,
+               launch: tuple[str, ...] = LAUNCH_COLUMNS) -> pl.DataFrame:
     """GPU ops with the runtime call that launched them (`Trace.launch_rows`: by rank and
     correlation). Columns of `gpu` (only `columns` of them, and `rank` and `correlation`, when
-    given) plus `launch_name`, `launch_kind`, `launch_start_ns`, `launch_end_ns`, `launch_pid`,
-    `launch_tid`, `launch_external_id`; launch columns are null for orphans."""
-    launch = trace.runtime.select(
-        pl.col("name").alias("launch_name"),
-        pl.col("kind").alias("launch_kind"),
-        pl.col("start_ns").alias("launch_start_ns"),
-        pl.col("end_ns").alias("launch_end_ns"),
-        pl.col("pid").alias("launch_pid"),
-        pl.col("tid").alias("launch_tid"),
-        pl.col("external_id").alias("launch_external_id"),
-    )
+    given) plus the `launch` columns (by default all of `LAUNCH_COLUMNS`: `launch_name`,
+    `launch_kind`, `launch_start_ns`, `launch_end_ns`, `launch_pid`, `launch_tid`,
+    `launch_external_id`); launch columns are null for orphans. Only the launch columns asked
+    for are gathered."""
+    source = {"launch_name": "name", "launch_kind": "kind", "launch_start_ns": "start_ns", "launch_end_ns": "end_ns",
+              "launch_pid": "pid", "launch_tid": "tid", "launch_external_id": "external_id"}
+    launch_frame = trace.runtime.select(pl.col(source[c]).alias(c) for c in launch)
     rows = trace.launch_rows
-    launch = launch.gather(rows) if launch.height else launch.clear(len(rows))
+    launch_frame = launch_frame.gather(rows) if launch_frame.height else launch_frame.clear(len(rows))
     gpu = trace.gpu if columns is None else trace.gpu.select(list(dict.fromkeys(("rank", "correlation", *columns))))
-    return gpu.hstack(launch)
+    return gpu.hstack(launch_frame)
 
 
 def concat_traces(traces: list[Trace]) -> Trace:

@@ -143,7 +143,8 @@ def _op_tensors(cpu_ops: pl.DataFrame, op_ids: pl.Series) -> pl.DataFrame:
     """Per op → `op_id, in_shapes` (every tensor argument as "shape:type", TensorLists expanded)
     and `out_shape`, `out_bytes`: its largest tensor, the shape and size of an elementwise,
     normalisation or copy op's result (broadcasting). Ops without recorded shapes are absent."""
-    ops = cpu_ops.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode()) & pl.col("input_dims").is_not_null())
+    ops = cpu_ops.select("op_id", "input_dims", "input_types").filter(  # a filter copies every column it keeps
+        pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode()) & pl.col("input_dims").is_not_null())
     # each distinct argument list once (a training step repeats its ops), then back to every op
     groups = ops.group_by("input_dims", "input_types", maintain_order=True).agg("op_id")
     rows = []

@@ -108,7 +108,7 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
         )
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process_group").alias("seq"))
     )
-    compute = trace.gpu.filter(pl.col("kind") == "kernel").select("rank", "device", "start_ns", "end_ns")
+    compute = trace.gpu.select("rank", "device", "kind", "start_ns", "end_ns").filter(pl.col("kind") == "kernel").drop("kind")
     kernels = frame.select("rank", "device", pl.col("start_ns").alias("window_start_ns"), pl.col("end_ns").alias("window_end_ns"))
     frame = frame.with_columns(covered_in_windows(compute, kernels, ["rank", "device"]).alias("overlapped_ns"))
     return frame.select(list(RANK_COLLECTIVE_SCHEMA)).cast(RANK_COLLECTIVE_SCHEMA)  # type: ignore[arg-type]

@@ -72,7 +72,7 @@ def device_id_findings(trace: Trace, rank: int) -> list[tuple[str, int, str]]:
     if listed.is_empty():
         return []  # `no_device_properties` says it
     mapping = device_id_mapping(trace).filter(pl.col("rank") == rank)
-    used = sorted(trace.gpu.filter(pl.col("rank") == rank)["device"].drop_nulls().unique().to_list())
+    used = sorted(trace.gpu.select("rank", "device").filter(pl.col("rank") == rank)["device"].drop_nulls().unique().to_list())
     listed_text = ", ".join(f"{d} ({name or 'no name'})" for d, name in listed.sort("device").select("device", "name").iter_rows())
     findings = []
     remapped = mapping.filter(pl.col("remapped")).sort("device")

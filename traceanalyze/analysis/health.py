@@ -16,11 +16,15 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         if count:
             rows.append({"rank": rank, "finding": finding, "count": count, "affects": affects, "detail": detail})
 
-    linked = linked_gpu(trace)
+    # only the columns read below: a filter copies every column it keeps
+    linked = linked_gpu(trace, ("start_ns",), launch=("launch_start_ns",))
+    runtimes = trace.runtime.select("rank", "kind", "correlation")
+    external_ids = (trace.cpu_ops.select("rank", "category", "external_id").filter(pl.col("category") == "cpu_op")
+                    .drop("category"))
     for meta in trace.meta:
         rank = meta.rank
         gpu = linked.filter(pl.col("rank") == rank)
-        runtime = trace.runtime.filter(pl.col("rank") == rank)
+        runtime = runtimes.filter(pl.col("rank") == rank)
         orphans = gpu.filter(pl.col("launch_start_ns").is_null()).height
         add(rank, "orphan_gpu_ops", orphans, "launch latency; kernel → op attribution",
             "GPU ops whose correlation id matches no runtime launch call")
@@ -34,7 +38,7 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         add(rank, "repeated_correlation_ids", launch_ids.len() - launch_ids.n_unique(),
             "launch latency; kernel → op attribution (GPU ops of a repeated id link to its first launch call)",
             "launch, copy and set calls whose correlation id an earlier call of the rank already carries")
-        op_ids = trace.cpu_ops.filter((pl.col("rank") == rank) & (pl.col("category") == "cpu_op"))["external_id"].drop_nulls()
+        op_ids = external_ids.filter(pl.col("rank") == rank)["external_id"].drop_nulls()
         add(rank, "repeated_external_ids", op_ids.len() - op_ids.n_unique(),
             "kernel → op attribution of launches no op encloses (they link to the first op of their External id)",
             "CPU ops whose External id an earlier op of the rank already carries")

@@ -134,7 +134,8 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         pl.int_range(pl.len(), dtype=pl.Int64).alias("gap_id"),
     ).join(bounds, on=DEVICE, how="left")
 
-    linked = linked_gpu(trace, (*DEVICE, "stream", "kind", "start_ns", "end_ns", "name"))
+    linked = linked_gpu(trace, (*DEVICE, "stream", "kind", "start_ns", "end_ns", "name"),
+                        launch=("launch_start_ns", "launch_pid", "launch_tid"))
     by_start = linked.select(
         *DEVICE,
         pl.col("start_ns").alias("next_start_ns"),
@@ -316,7 +317,7 @@ def step_breakdown(trace: Trace) -> pl.DataFrame:
     steps = trace.steps.select("rank", "step", pl.col("start_ns").alias("step_start_ns"),
                                pl.col("end_ns").alias("step_end_ns"), pl.col("duration_ns").alias("cpu_duration_ns"))
     launched = (
-        linked_gpu(trace, (*DEVICE, "start_ns", "end_ns"))
+        linked_gpu(trace, (*DEVICE, "start_ns", "end_ns"), launch=("launch_start_ns",))
         .filter(pl.col("launch_start_ns").is_not_null())
         .sort("launch_start_ns")
         .join_asof(steps.sort("step_start_ns"), left_on="launch_start_ns", right_on="step_start_ns",

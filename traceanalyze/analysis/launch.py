@@ -31,7 +31,8 @@ def launch_latency(trace: Trace) -> pl.DataFrame:
     kind, name, correlation, start_ns, end_ns, duration_ns, launch_name, launch_kind,
     launch_start_ns, launch_end_ns, launch_cpu_ns, launch_to_start_ns, queue_wait_ns,
     launch_overhead_ns, launch_delay_ns, skewed`."""
-    linked = linked_gpu(trace, (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns"))
+    linked = linked_gpu(trace, (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns"),
+                        launch=("launch_name", "launch_kind", "launch_start_ns", "launch_end_ns"))
     # sorts and picks on the time columns and row numbers; the other columns are gathered once
     times = linked.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), *STREAM, "correlation",
                           "start_ns", "end_ns", "launch_start_ns")
@@ -167,7 +168,8 @@ def queue_depth(trace: Trace) -> pl.DataFrame:
     of its ops at once) → `rank, device, stream, time_ns, depth` after each change. Ops that start
     when they are launched never wait, and ops that start before it (clock skew) are left out, so
     the depth is never negative."""
-    ops = linked_gpu(trace, (*STREAM, "start_ns")).filter(pl.col("start_ns") > pl.col("launch_start_ns"))
+    ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).filter(
+        pl.col("start_ns") > pl.col("launch_start_ns"))
     events = pl.concat(
         [
             ops.select(*STREAM, pl.col("launch_start_ns").alias("time_ns"), pl.lit(1, pl.Int64).alias("delta")),

@@ -74,7 +74,7 @@ def skip_steps(trace: Trace, count: int) -> Trace:
         start = pl.max_horizontal("start_ns", "cut_ns")
         return kept.with_columns(start.alias("start_ns"), (pl.col("end_ns") - start).alias("duration_ns")).drop("cut_ns")
 
-    launched_at = linked_gpu(trace, ("start_ns",))["launch_start_ns"]
+    launched_at = linked_gpu(trace, ("start_ns",), launch=("launch_start_ns",))["launch_start_ns"]
     gpu = (with_cut(trace.gpu.with_columns(launched_at.alias("_launched_ns")))
            .filter(pl.coalesce("_launched_ns", "start_ns") >= pl.col("cut_ns"))
            .drop("_launched_ns", "cut_ns"))

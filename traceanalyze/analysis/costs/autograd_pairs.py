@@ -50,10 +50,11 @@ def node_sequence_numbers(cpu_ops: pl.DataFrame, op_ids: Sequence[int] | pl.Seri
     """`op_id, sequence_number` for the ops `op_ids`: the number of the autograd node each would have
     created — its own recorded number, else that of the latest op before it on its thread."""
     ids = pl.Series(op_ids, dtype=pl.Int64).unique().implode()
-    wanted = cpu_ops.filter(pl.col("op_id").is_in(ids)).select(
-        "op_id", "rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("own"))
-    recorded = (cpu_ops.filter(pl.col("sequence_number").is_not_null() & ~pl.col("op_id").is_in(ids))
-                .select("rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("before"))
+    # each filter after its select: a filter copies every column it keeps
+    wanted = cpu_ops.select("op_id", "rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("own")).filter(
+        pl.col("op_id").is_in(ids))
+    recorded = (cpu_ops.select("rank", "pid", "tid", "start_ns", "op_id", pl.col("sequence_number").alias("before"))
+                .filter(pl.col("before").is_not_null() & ~pl.col("op_id").is_in(ids)).drop("op_id")
                 .sort("start_ns"))
     found = wanted.sort("start_ns").join_asof(recorded, on="start_ns", by=["rank", "pid", "tid"], strategy="backward",
                                             check_sortedness=False)  # sorted by start_ns, hence within each thread

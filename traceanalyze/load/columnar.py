@@ -146,10 +146,8 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     for code in sorted(events["table"].unique().to_list()):
         if code == chunk.DROP:
             continue
-        # lazy: each select below filters only the columns it reads
-        rows = events.lazy().filter(pl.col("table") == code)
-        name = chunk.TABLE_OF_CODE[code]
-        frames[name] = _raw_frame(code, rows, lookups)
+        name = chunk.TABLE_OF_CODE[code]  # the filter reads only the columns the table needs
+        frames[name], rows = _raw_frame(code, events.lazy().filter(pl.col("table") == code), lookups)
         if code == chunk.CPU_OP:
             texts = _raw_texts(text, rows)
     events_count = scanned["n"]
@@ -228,8 +226,10 @@ class _Lookups:
             pl.lit(self.integers[convert.__name__]).gather(self.code(field)))
 
 
-def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame:
-    """One table's rows → the raw columns `fast.raw_gpu` (…) build, in one select."""
+def _raw_frame(code: int, table_rows: pl.LazyFrame, lookups: _Lookups) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One table's rows → the raw columns `fast.raw_gpu` (…) build, and the rows themselves (only
+    the scanned columns that the checks, those columns and the shape texts read: filtered out of
+    the chunk's events once, then read by each step)."""
     rules = [_tag(f.key).is_in(_ALLOWED[f.kind]) for f in _TABLE_ARGS.get(code, ()) if f.kind in _ALLOWED]
     times = ("ts",) if code == chunk.FLOW else ("ts", "dur")
     magnitudes = [
@@ -237,7 +237,11 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
         for field in times
         for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
     ]
-    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).collect().row(0, named=True)
+    unread = {field: (_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any() for field in times}
+    columns = _raw_columns(code, times, lookups)
+    read = [*rules, *magnitudes, *unread.values(), *columns, *(_text_spans() if code == chunk.CPU_OP else ())]
+    rows = table_rows.select(sorted({name for expr in read for name in expr.meta.root_names()})).collect()
+    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).row(0, named=True)
     if not checked["ok"]:
         raise _NotVouched
     largest = {}
@@ -252,9 +256,13 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
         if largest[field][1] >= _EXACT_FLOAT_US:  # Python paths decide a text it could not read (1.7e15)
             if not getattr(_native, "EXACT_FLOAT_NS", 0):
                 raise _NotVouched  # a scanner built before it kept them
-            unread = rows.select((_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any()).collect().item()
-            if unread:
+            if rows.select(unread[field]).item():
                 raise _NotVouched
+    return rows.select(columns), rows
+
+
+def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[pl.Expr]:
+    """The raw columns of table `code`, as expressions over the scanned columns."""
     timed = [
         column
         for field in times
@@ -267,21 +275,20 @@ def _raw_frame(code: int, rows: pl.LazyFrame, lookups: _Lookups) -> pl.DataFrame
     thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
     args = [_arg_column(f, lookups) for f in _TABLE_ARGS.get(code, ()) if f.kind != fields.TEXT]
     if code == chunk.GPU:
-        columns = [*timed, lookups.lower("cat").alias("category"), lookups.integer("pid", conversions.as_int).alias("pid_int"),
-                   lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
-    elif code == chunk.RUNTIME:
-        columns = [*timed, *thread, *args]
-    elif code == chunk.CPU_OP:
-        columns = [*timed, lookups.lower("cat").alias("category"), *thread, *args]
-    elif code == chunk.SYNC:
-        columns = [*timed, lookups.integer("pid", conversions.as_int).alias("pid_int"),
-                   lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
-    elif code == chunk.PYTHON:
-        columns = [*timed, *thread]
-    else:  # flows
-        columns = [lookups.integer("id", conversions.as_int).alias("id"), lookups.string("ph").alias("phase"),
-                   lookups.lower("cat").alias("category"), *thread, *timed]
-    return rows.select(columns).collect()
+        return [*timed, lookups.lower("cat").alias("category"), lookups.integer("pid", conversions.as_int).alias("pid_int"),
+                lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
+    if code == chunk.RUNTIME:
+        return [*timed, *thread, *args]
+    if code == chunk.CPU_OP:
+        return [*timed, lookups.lower("cat").alias("category"), *thread, *args]
+    if code == chunk.SYNC:
+        return [*timed, lookups.integer("pid", conversions.as_int).alias("pid_int"),
+                lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
+    if code == chunk.PYTHON:
+        return [*timed, *thread]
+    # flows
+    return [lookups.integer("id", conversions.as_int).alias("id"), lookups.string("ph").alias("phase"),
+            lookups.lower("cat").alias("category"), *thread, *timed]
 
 
 def _arg_column(field: fields.ArgField, lookups: _Lookups) -> pl.Expr:
@@ -308,14 +315,19 @@ def _beyond_float(field: str) -> pl.Expr:
     return (_tag(field) == FLOAT) & (magnitude >= _EXACT_FLOAT_US) & (magnitude < _LARGEST_US)
 
 
-def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[pl.Series, ...]:
-    """The shape arguments as `fast.joined_text` gives them: one NUL-joined string each."""
-    spans = rows.select(
+def _text_spans() -> list[pl.Expr]:
+    """Where each shape argument's text lies in the chunk (offset and length; 0 when absent)."""
+    return [
         column
         for key in _TEXT_KEYS
         for column in (pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_offset")).alias(f"{key}_offset"),
                        pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
-    ).collect()
+    ]
+
+
+def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[pl.Series, ...]:
+    """The shape arguments as `fast.joined_text` gives them: one NUL-joined string each."""
+    spans = rows.select(_text_spans())
     return tuple(
         pl.Series([_native.join_spans(text, int64_array(spans[f"{key}_offset"]),
                                       int64_array(spans[f"{key}_length"])).decode("utf-8", "replace")], dtype=pl.String)

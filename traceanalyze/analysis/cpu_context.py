@@ -7,7 +7,7 @@ import polars as pl
 
 from traceanalyze.analysis.names import contains, starts_with
 from traceanalyze.analysis.op_tree import id_positions
-from traceanalyze.model import Trace
+from traceanalyze.model import Trace, latest_on_thread
 from traceanalyze.native import compiled, int64_array
 
 
@@ -40,10 +40,10 @@ def enclosing_ops(
     Each frame is `point_id, op_id` in the order of `points` (row for row)."""
     ops = cpu_ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
     # the walk runs on row positions of `points` (as `point_id`): its hits scatter back in place
-    located = latest_started(
+    located = latest_on_thread(
         points.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("point_id"), "rank", "pid", "tid", "time_ns")
         .drop_nulls(["pid", "tid", "time_ns"]),
-        ops,
+        ops.select("rank", "pid", "tid", "start_ns", "op_id"), left_on="time_ns", right_on="start_ns",
     ).select("point_id", "time_ns", pl.col("op_id").alias("candidate"))
     _native = compiled()
     walk = (_native_walk(_native, located, ops) if _native is not None and located.height >= NATIVE_MIN_POINTS
@@ -54,33 +54,6 @@ def enclosing_ops(
         hits = walk(matches)
         found.append(points.select("point_id").with_columns(in_place(points.height, hits["point_id"], hits["op_id"], "op_id")))
     return found
-
-
-THREAD = ["rank", "pid", "tid"]
-PER_THREAD_MAX = 16  # points on at most this many threads: one as-of join per thread
-
-
-def latest_started(points: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    """`points` (`THREAD` columns and `time_ns`, no nulls) with `op_id`: the op of `ops` on the
-    same thread that started last at or before the point (null if none), in no set order.
-
-    Points come from a few threads (the launching threads, the synchronising ones): each
-    thread's ops are then joined on their own, with an as-of join on time alone. A join `by`
-    thread builds a table of every op's thread first (150 MB for 1.6 M ops); it remains for
-    points on many threads."""
-    threads = points.select(THREAD).unique()
-    if threads.height > PER_THREAD_MAX:
-        return points.sort("time_ns").join_asof(
-            ops.select(*THREAD, "start_ns", "op_id").sort("start_ns"), left_on="time_ns", right_on="start_ns",
-            by=THREAD, strategy="backward", check_sortedness=False).drop("start_ns")
-    keys = ops.select(*THREAD, "start_ns", "op_id")
-    found = []
-    for rank, pid, tid in threads.iter_rows():
-        same = (pl.col("rank") == rank) & (pl.col("pid") == pid) & (pl.col("tid") == tid)
-        found.append(points.filter(same).sort("time_ns").join_asof(
-            keys.filter(same).select("start_ns", "op_id").sort("start_ns"), left_on="time_ns", right_on="start_ns",
-            strategy="backward", check_sortedness=False).drop("start_ns"))
-    return pl.concat(found) if found else points.with_columns(pl.lit(None, pl.Int64).alias("op_id"))
 
 
 def in_place(length: int, rows: pl.Series, values: pl.Series, name: str) -> pl.Series:

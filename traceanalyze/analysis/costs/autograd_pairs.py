@@ -34,6 +34,7 @@ from traceanalyze.analysis.costs import embedding_tbe
 from traceanalyze.analysis.costs.copies import COPY
 from traceanalyze.analysis.costs.family import OpCost
 from traceanalyze.analysis.costs.tensors import dtype_class, element_size
+from traceanalyze.model import latest_on_thread
 
 # forward op → (the autograd nodes it creates, the note on a cost recovered from one): ops whose
 # output is a copy of as many input elements as it has, read once and written once
@@ -54,10 +55,8 @@ def node_sequence_numbers(cpu_ops: pl.DataFrame, op_ids: Sequence[int] | pl.Seri
     wanted = cpu_ops.select("op_id", "rank", "pid", "tid", "start_ns", pl.col("sequence_number").alias("own")).filter(
         pl.col("op_id").is_in(ids))
     recorded = (cpu_ops.select("rank", "pid", "tid", "start_ns", "op_id", pl.col("sequence_number").alias("before"))
-                .filter(pl.col("before").is_not_null() & ~pl.col("op_id").is_in(ids)).drop("op_id")
-                .sort("start_ns"))
-    found = wanted.sort("start_ns").join_asof(recorded, on="start_ns", by=["rank", "pid", "tid"], strategy="backward",
-                                            check_sortedness=False)  # sorted by start_ns, hence within each thread
+                .filter(pl.col("before").is_not_null() & ~pl.col("op_id").is_in(ids)).drop("op_id"))
+    found = latest_on_thread(wanted, recorded, left_on="start_ns", right_on="start_ns").sort("start_ns", "op_id")
     return found.select("op_id", "rank", pl.coalesce("own", "before").alias("sequence_number"))
 
 

@@ -1,5 +1,6 @@
-"""`cpu_context.latest_started`: for each point, the op of its thread that started last at or
-before it; the per-thread joins (few threads) and the join by thread (many) against a brute force."""
+"""`model.latest_on_thread`: for each point, the op of its thread that started last at or before
+it; the per-thread joins (few threads) and the join by thread (many, or a null thread id) against
+a brute force."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import random
 import polars as pl
 import pytest
 
-from traceanalyze.analysis.cpu_context import PER_THREAD_MAX, latest_started
+from traceanalyze.model import PER_THREAD_MAX, latest_on_thread
 
 
 def brute_force(points: list[tuple], ops: list[tuple]) -> dict[int, int | None]:
     found = {}
     for point_id, rank, pid, tid, time_ns in points:
-        started = [(start, op_id) for op_id, r, p, t, start in ops if (r, p, t) == (rank, pid, tid) and start <= time_ns]
+        started = [(start, op_id) for op_id, r, p, t, start in ops
+                   if None not in (rank, pid, tid) and (r, p, t) == (rank, pid, tid) and start <= time_ns]
         found[point_id] = max(started)[1] if started else None
     return found
 
@@ -27,8 +29,10 @@ def test_latest_started_matches_a_brute_force(point_threads):
     ops = [(op_id, *rng.choice(threads), start) for op_id, start in enumerate(starts)]
     points = [(k, *rng.choice(threads[:point_threads]), rng.randrange(-100, 100_100)) for k in range(500)]
     points.append((500, 0, 999, 999, 50_000))  # a thread with no op
+    if point_threads == 3:
+        points.append((501, 0, None, 7, 50_000))  # a null thread id: the join by thread, which matches nothing
     frame = lambda rows, names: pl.DataFrame(rows, schema=names, orient="row")  # noqa: E731
-    got = latest_started(frame(points, ["point_id", "rank", "pid", "tid", "time_ns"]),
-                         frame(ops, ["op_id", "rank", "pid", "tid", "start_ns"]))
+    got = latest_on_thread(frame(points, ["point_id", "rank", "pid", "tid", "time_ns"]),
+                           frame(ops, ["op_id", "rank", "pid", "tid", "start_ns"]), left_on="time_ns", right_on="start_ns")
     assert sorted(got.columns) == sorted(["point_id", "rank", "pid", "tid", "time_ns", "op_id"])
     assert dict(got.select("point_id", "op_id").iter_rows()) == brute_force(points, ops)

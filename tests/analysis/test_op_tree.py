@@ -3,7 +3,6 @@ up each chain; exact answers on small trees, consecutive ids or not."""
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -35,7 +34,7 @@ def test_positions_of_ids_and_of_unknown_ids(order):
 @pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
 def test_ancestors_are_every_op_above_the_start_ones(order):
     tree = OpTree.of(ops_frame(order))
-    ids = lambda positions: sorted(tree.ids[positions].tolist())  # noqa: E731
+    ids = lambda positions: sorted(tree.ids.gather(positions).to_list())  # noqa: E731
     assert ids(tree.ancestors(tree.positions(pl.Series([12])))) == [10, 11]
     assert ids(tree.ancestors(tree.positions(pl.Series([12, 15])))) == [10, 11, 14]
     # a start op counts when it is above another start op; roots have nothing above
@@ -46,9 +45,8 @@ def test_ancestors_are_every_op_above_the_start_ones(order):
 @pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
 def test_nearest_accepted_op_up_each_chain_itself_included(order):
     tree = OpTree.of(ops_frame(order))
-    accepted = np.zeros(len(order), dtype=bool)
-    accepted[tree.positions(pl.Series([11, 15]))] = True
-    start = np.concatenate([tree.positions(pl.Series([12, 11, 15, 14, 16])), [-1]])
+    accepted = tree.mask(tree.positions(pl.Series([11, 15])))
+    start = pl.concat([tree.positions(pl.Series([12, 11, 15, 14, 16])), pl.Series([-1], dtype=pl.Int64)])
     found = tree.nearest(start, accepted)
     assert [tree.ids[p] if p >= 0 else None for p in found] == [11, 11, 15, None, None, None]
 
@@ -57,5 +55,5 @@ def test_a_parent_cycle_ends_the_walks():
     # never made by the loader's nesting; a hand-made table must still not loop forever
     ops = pl.DataFrame({"op_id": [1, 2, 3], "parent_id": [2, 3, 1]})
     tree = OpTree.of(ops)
-    assert sorted(tree.ids[tree.ancestors(np.array([0]))].tolist()) == [1, 2, 3]
-    assert tree.nearest(np.array([0, 1]), np.zeros(3, dtype=bool)).tolist() == [-1, -1]
+    assert sorted(tree.ids.gather(tree.ancestors(pl.Series([0], dtype=pl.Int64))).to_list()) == [1, 2, 3]
+    assert tree.nearest(pl.Series([0, 1], dtype=pl.Int64), tree.mask(pl.Series([], dtype=pl.Int64))).to_list() == [-1, -1]

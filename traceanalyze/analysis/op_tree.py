@@ -1,14 +1,12 @@
-"""The CPU op tree (`cpu_ops`' `parent_id`, from the loader's nesting) as arrays of row positions,
-for walks up the tree that visit every op once per walk instead of joining frames per level."""
+"""The CPU op tree (`cpu_ops`' `parent_id`, from the loader's nesting) as series of row positions,
+for walks up the tree that visit every op once per walk instead of joining frames per level.
+Gathers and scatters on polars Series: no numpy import for a small trace."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
-
-from traceanalyze.native import int64_array
 
 
 def id_positions(op_ids: pl.Series, ids: pl.Series) -> pl.Series:
@@ -25,52 +23,52 @@ def id_positions(op_ids: pl.Series, ids: pl.Series) -> pl.Series:
 @dataclass(frozen=True)
 class OpTree:
     """`ids[p]` is the op id at position `p`; `parent[p]` its parent's position (-1 at a root or
-    when the parent is not among the ops). numpy arrays."""
+    when the parent is not among the ops). Int64 series."""
 
-    ids: Any
-    parent: Any
+    ids: pl.Series
+    parent: pl.Series
 
     @classmethod
     def of(cls, cpu_ops: pl.DataFrame) -> "OpTree":
-        return cls(int64_array(cpu_ops["op_id"]), int64_array(id_positions(cpu_ops["op_id"], cpu_ops["parent_id"]).fill_null(-1)))
+        ids = cpu_ops["op_id"].cast(pl.Int64)
+        return cls(ids, id_positions(ids, cpu_ops["parent_id"].cast(pl.Int64)).fill_null(-1))
 
-    def positions(self, ids: pl.Series) -> Any:
+    def positions(self, ids: pl.Series) -> pl.Series:
         """The positions of the ops `ids` that are in the tree (nulls and unknown ids left out)."""
-        found = id_positions(pl.Series(self.ids), ids.drop_nulls())
-        return int64_array(found.drop_nulls())
+        return id_positions(self.ids, ids.cast(pl.Int64).drop_nulls()).drop_nulls()
 
-    def ancestors(self, start: Any) -> Any:
+    def mask(self, positions: pl.Series) -> pl.Series:
+        """A boolean series over the tree's positions, true at `positions`."""
+        return pl.repeat(False, self.ids.len(), eager=True).scatter(positions, True)
+
+    def ancestors(self, start: pl.Series) -> pl.Series:
         """Every op above `start` (positions; the ops themselves only when above another one),
         sorted: a level at a time, each op visited once."""
-        import numpy as np
-
-        seen = np.zeros(len(self.ids), dtype=bool)
+        seen = self.mask(pl.Series([], dtype=pl.Int64))
         frontier = self._parents_of(start)
-        while frontier.size:  # never longer than `start`: one parent each (repeats are not removed)
-            frontier = frontier[~seen[frontier]]
-            seen[frontier] = True
+        while frontier.len():  # never longer than `start`: one parent each (repeats are not removed)
+            frontier = frontier.filter(~seen.gather(frontier))
+            seen = seen.scatter(frontier, True)
             frontier = self._parents_of(frontier)
-        return np.flatnonzero(seen)
+        return seen.arg_true().cast(pl.Int64)
 
-    def nearest(self, start: Any, accepted: Any) -> Any:
+    def nearest(self, start: pl.Series, accepted: pl.Series) -> pl.Series:
         """For each position of `start` (-1: none), the first op from it up the tree (itself
-        included) where `accepted` (a bool array over positions) holds; -1 where none does."""
-        import numpy as np
-
-        found = np.full(len(start), -1, dtype=np.int64)
-        at = np.asarray(start, dtype=np.int64).copy()
-        walking = np.flatnonzero(at >= 0)
-        for _ in range(len(self.ids) + 1):  # a chain is never longer than the tree (no cycle can loop)
-            if not walking.size:
+        included) where `accepted` (a boolean series over positions) holds; -1 where none does."""
+        found = pl.repeat(-1, start.len(), dtype=pl.Int64, eager=True)
+        at = start.cast(pl.Int64).clone()
+        walking = (at >= 0).arg_true().cast(pl.Int64)
+        for _ in range(self.ids.len() + 1):  # a chain is never longer than the tree (no cycle can loop)
+            if not walking.len():
                 break
-            here = at[walking]
-            hit = accepted[here]
-            found[walking[hit]] = here[hit]
-            walking = walking[~hit]
-            at[walking] = self.parent[at[walking]]
-            walking = walking[at[walking] >= 0]
+            here = at.gather(walking)
+            hit = accepted.gather(here)
+            found = found.scatter(walking.filter(hit), here.filter(hit))
+            walking = walking.filter(~hit)
+            at = at.scatter(walking, self.parent.gather(at.gather(walking)))
+            walking = walking.filter(at.gather(walking) >= 0)
         return found
 
-    def _parents_of(self, positions: Any) -> Any:
-        parents = self.parent[positions]
-        return parents[parents >= 0]
+    def _parents_of(self, positions: pl.Series) -> pl.Series:
+        parents = self.parent.gather(positions)
+        return parents.filter(parents >= 0)

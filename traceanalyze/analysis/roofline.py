@@ -183,27 +183,24 @@ def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -
                               | pl.col("unmodeled_reason").str.starts_with(LIFTABLE_REASONS[1]))
     if incomplete.is_empty():
         return pl.DataFrame(schema=schema), costs
-    import numpy as np
-
     tree = OpTree.of(cpu_ops)
     stuck = tree.positions(incomplete["op_id"].unique())
     # every aten:: op above an incomplete one, and which of them have a model
     above = tree.ancestors(stuck)
-    above = above[starts_with(cpu_ops["name"].gather(above), "aten::").fill_null(False).to_numpy()]
+    above = above.filter(starts_with(cpu_ops["name"].gather(above), "aten::").fill_null(False))
     ancestor_costs = op_costs(cpu_ops[above])
-    modelled = np.zeros(len(tree.ids), dtype=bool)
-    modelled[tree.positions(ancestor_costs.filter(pl.col("unmodeled_reason").is_null())["op_id"])] = True
+    modelled = tree.mask(tree.positions(ancestor_costs.filter(pl.col("unmodeled_reason").is_null())["op_id"]))
     # each incomplete op's nearest modelled op above it owns the kernels under it
-    nearest = tree.nearest(tree.parent[stuck], modelled)
-    is_owner = np.zeros(len(tree.ids), dtype=bool)
-    is_owner[nearest[nearest >= 0]] = True
+    nearest = tree.nearest(tree.parent.gather(stuck), modelled)
+    is_owner = tree.mask(nearest.filter(nearest >= 0))
     if not is_owner.any():
         return pl.DataFrame(schema=schema), costs
     launching = tree.positions(ops["op_id"].unique())
     owner = tree.nearest(launching, is_owner)  # each launching op's nearest owner, itself included
     reached = owner >= 0
-    mapping = pl.DataFrame({"op_id": tree.ids[launching[reached]], "cost_op_id": tree.ids[owner[reached]]}, schema=schema)
-    owners = pl.Series(tree.ids[np.flatnonzero(is_owner)], dtype=pl.Int64).implode()
+    mapping = pl.DataFrame({"op_id": tree.ids.gather(launching.filter(reached)),
+                            "cost_op_id": tree.ids.gather(owner.filter(reached))}, schema=schema)
+    owners = tree.ids.gather(is_owner.arg_true()).implode()
     lifted = ancestor_costs.filter(pl.col("op_id").is_in(owners))
     return mapping, pl.concat([costs.filter(~pl.col("op_id").is_in(owners)), lifted], how="vertical_relaxed")
 

@@ -152,3 +152,33 @@ def test_ray_gives_the_same_json(monkeypatch):
         assert _json(traceanalyze.analyze(DLRM, executor="ray")) == _all_at_once(DLRM)
     finally:
         ray.shutdown()
+
+
+@pytest.mark.parametrize(("executor", "workers", "ranks", "asked", "threads"), [
+    ("local", 2, 4, 0, 1),     # ranks side by side on the cores: one thread each
+    ("local", 1, 4, 0, 0),     # one rank at a time: its analyses use the cores
+    ("local", None, 1, 0, 0),  # one rank
+    ("ray", None, 4, 0, 1),    # a cluster runs ranks side by side
+    ("local", 2, 4, 3, 3),     # a number the options name stays
+])
+def test_workers_analysing_ranks_side_by_side_use_one_thread_each(executor, workers, ranks, asked, threads):
+    from traceanalyze.jobs.executors import per_worker
+    from traceanalyze.report.model import ReportOptions
+
+    assert per_worker(ReportOptions(analysis_threads=asked), executor, workers, ranks).analysis_threads == threads
+
+
+def test_the_local_workers_get_one_thread_each(job_folder, monkeypatch):
+    from traceanalyze.jobs import executors
+    from traceanalyze.report.model import ReportOptions
+
+    seen = []
+    real = executors.EXECUTORS["local"]
+
+    def spying(paths, options, *rest):
+        seen.append((options.analysis_threads, rest[0]))
+        return real(paths, options, *rest)
+
+    monkeypatch.setitem(executors.EXECUTORS, "local", spying)
+    executors.analyse_folder(job_folder, ReportOptions(), workers=2)
+    assert seen == [(1, 2)]

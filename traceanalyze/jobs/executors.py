@@ -10,6 +10,8 @@ on the workers). `address` names the cluster: `ray://head:10001` (or `auto`) for
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import sys
 from collections.abc import Iterator
@@ -114,7 +116,8 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
         names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths]
         if executor == "local" and workers is None:
             workers = 1 if len(paths) < 2 else min(len(paths), os.cpu_count() or 1)
-        results = EXECUTORS[executor](paths, options, workers, address, limits, cache)
+        results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address,
+                                      limits, cache)
         return reduce_ranks(results, names, options, Path(str(folder)))
     from traceanalyze.load import trace_files
 
@@ -125,8 +128,19 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
     paths = [str(f) for f in files]
     if executor == "local" and workers is None:
         workers = _local_workers(files)
-    results = EXECUTORS[executor](paths, options, workers, address, limits, cache)
+    results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address, limits,
+                                  cache)
     return reduce_ranks(results, [f.name for f in files], options, folder)
+
+
+def per_worker(options: ReportOptions, executor: str, workers: int | None, ranks: int) -> ReportOptions:
+    """The options each worker analyses its rank with: ranks analysed side by side (several local
+    processes, or a Ray or Dask cluster) already use the cores, so each worker runs its analyses
+    in one thread (`ReportOptions.analysis_threads`), unless the options name a number."""
+    side_by_side = ranks > 1 and (executor != "local" or (workers or 1) > 1)
+    if side_by_side and options.analysis_threads == 0:
+        return dataclasses.replace(options, analysis_threads=1)
+    return options
 
 
 def is_url(text: str) -> bool:

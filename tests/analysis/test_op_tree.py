@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from traceanalyze.analysis.op_tree import OpTree, id_positions
+from traceanalyze.analysis.op_tree import OpTree, positions_in
 
 #        10
 #       /  \
@@ -27,7 +27,7 @@ ORDERS = {"consecutive": [10, 11, 12, 13, 14, 15, 16], "shuffled": [15, 10, 16, 
 @pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
 def test_positions_of_ids_and_of_unknown_ids(order):
     ops = ops_frame(order)
-    found = id_positions(ops["op_id"], pl.Series([12, 99, None, 10], dtype=pl.Int64))
+    found = positions_in(ops["op_id"])(pl.Series([12, 99, None, 10], dtype=pl.Int64))
     assert found.to_list() == [order.index(12), None, None, order.index(10)]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.names import contains, starts_with
-from traceanalyze.analysis.op_tree import id_positions
+from traceanalyze.analysis.op_tree import positions_in
 from traceanalyze.model import Trace, latest_on_thread
 from traceanalyze.native import compiled, int64_array
 
@@ -90,9 +90,10 @@ def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame):
     import numpy as np
 
     op_ids = ops["op_id"]
+    locate = positions_in(op_ids)
 
     def to_position(ids: pl.Series) -> np.ndarray:
-        return int64_array(id_positions(op_ids, ids).fill_null(-1))
+        return int64_array(locate(ids).fill_null(-1))
 
     parents = to_position(ops["parent_id"])
     candidates = to_position(located["candidate"])
@@ -113,20 +114,15 @@ def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame):
 
 
 def by_op_id(table: pl.DataFrame, key: str):
-    """`lookup(frame)`: `frame` left-joined with `table` on `key` (an op id), in `frame`'s order.
-    When the ids of `table` are consecutive and in order (a rank's `cpu_ops`), a gather by
-    position instead of a hash join: the walks up the op tree look up many times."""
-    ids = table[key]
-    first = ids.min() if ids.len() else None
-    dense = first is not None and ids.null_count() == 0 and bool((ids.diff().drop_nulls() == 1).all())
+    """`lookup(frame)`: `frame` with the other columns of `table` (unique op ids in `key`) for its
+    own `key`, in `frame`'s order (null where the id is not in `table`): a gather by position
+    (`op_tree.positions_in`), by offset when the ids are consecutive (a rank's `cpu_ops`). The walks
+    up the op tree look up many times."""
+    locate = positions_in(table[key])
     others = [c for c in table.columns if c != key]
 
     def lookup(frame: pl.DataFrame) -> pl.DataFrame:
-        if not dense:
-            return frame.join(table, on=key, how="left", maintain_order="left")
-        position = frame[key] - first
-        inside = (position >= 0) & (position < ids.len())
-        index = pl.select(pl.when(inside).then(position)).to_series()
+        index = locate(frame[key])
         return frame.with_columns(table[c].gather(index) for c in others)
 
     return lookup

@@ -4,38 +4,47 @@ Gathers and scatters on polars Series: no numpy import for a small trace."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
 
 
-def id_positions(op_ids: pl.Series, ids: pl.Series) -> pl.Series:
-    """The row position in `op_ids` (a `cpu_ops` column) of each of `ids`, null where it is not
-    there. A rank's ops have consecutive ids in order: then a subtraction, else a join."""
+def positions_in(op_ids: pl.Series) -> Callable[[pl.Series], pl.Series]:
+    """`locate(ids)`: the row position in `op_ids` (a `cpu_ops` column of unique ids) of each of
+    `ids`, in their order, null where it is not there. A rank's ops have consecutive ids in order:
+    then a subtraction, else a join (which of the two is decided once, here)."""
     first = op_ids.min() if op_ids.len() else 0
     if op_ids.null_count() == 0 and bool((op_ids.diff().drop_nulls() == 1).all()):
-        inside = (ids >= first) & (ids - first < op_ids.len())
-        return pl.select(pl.when(inside).then(ids - first)).to_series().cast(pl.Int64)
+        def by_offset(ids: pl.Series) -> pl.Series:
+            inside = (ids >= first) & (ids - first < op_ids.len())
+            return pl.select(pl.when(inside).then(ids - first)).to_series().cast(pl.Int64)
+        return by_offset
     position = op_ids.to_frame("op_id").with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"))
-    return ids.to_frame("op_id").join(position, on="op_id", how="left", maintain_order="left")["_position"]
+
+    def by_join(ids: pl.Series) -> pl.Series:
+        return ids.to_frame("op_id").join(position, on="op_id", how="left", maintain_order="left")["_position"]
+    return by_join
 
 
 @dataclass(frozen=True)
 class OpTree:
     """`ids[p]` is the op id at position `p`; `parent[p]` its parent's position (-1 at a root or
-    when the parent is not among the ops). Int64 series."""
+    when the parent is not among the ops). Int64 series; `locate` is `positions_in(ids)`."""
 
     ids: pl.Series
     parent: pl.Series
+    locate: Callable[[pl.Series], pl.Series]
 
     @classmethod
     def of(cls, cpu_ops: pl.DataFrame) -> "OpTree":
         ids = cpu_ops["op_id"].cast(pl.Int64)
-        return cls(ids, id_positions(ids, cpu_ops["parent_id"].cast(pl.Int64)).fill_null(-1))
+        locate = positions_in(ids)
+        return cls(ids, locate(cpu_ops["parent_id"].cast(pl.Int64)).fill_null(-1), locate)
 
     def positions(self, ids: pl.Series) -> pl.Series:
         """The positions of the ops `ids` that are in the tree (nulls and unknown ids left out)."""
-        return id_positions(self.ids, ids.cast(pl.Int64).drop_nulls()).drop_nulls()
+        return self.locate(ids.cast(pl.Int64).drop_nulls()).drop_nulls()
 
     def mask(self, positions: pl.Series) -> pl.Series:
         """A boolean series over the tree's positions, true at `positions`."""

@@ -64,13 +64,14 @@ class TraceTables:
 
     def _table(self, name: str) -> pl.DataFrame:
         """The chunks of a table as one contiguous frame, made a column at a time, so that copying
-        it never holds a second copy of the whole table."""
+        it never holds a second copy of the whole table (a gather from the chunks, as `_sorted`
+        takes them, is slower than a rechunk and then a gather)."""
         frames, self.frames[name] = self.frames[name], []
         if not frames:
             return pl.DataFrame(schema=CHUNK_SCHEMAS[name])
         if len(frames) == 1:
             return frames[0]
-        combined = pl.concat(frames, how="vertical", rechunk=False)
+        combined = [pl.concat(frames, how="vertical", rechunk=False)]
         del frames
         return column_by_column(combined, lambda column: column.rechunk())
 
@@ -84,8 +85,8 @@ class TraceTables:
         for reason, (count, _) in sorted(self.skipped.items(), key=lambda item: item[1][1]):
             skipped[reason] += count
         # one table at a time, each chunk list released once its table is made
-        gpu_frame = _sorted(ranked(self._table("gpu"), GPU_SCHEMA), "start_ns", "device", "stream")
-        runtime_frame = _sorted(ranked(self._table("runtime"), RUNTIME_SCHEMA), "start_ns")
+        gpu_frame = _sorted([ranked(self._table("gpu"), GPU_SCHEMA)], "start_ns", "device", "stream")
+        runtime_frame = _sorted([ranked(self._table("runtime"), RUNTIME_SCHEMA)], "start_ns")
         cpu_frame = with_nesting(_cpu_ops_frame(self._table("cpu_ops"), self.arguments, rank))
         steps_frame = _steps(cpu_frame)
         flows_frame = ranked(self._table("flows"), FLOWS_SCHEMA)
@@ -146,11 +147,15 @@ def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
     return constants
 
 
-def column_by_column(frame: pl.DataFrame, transform) -> pl.DataFrame:
-    """`transform` (a copy that keeps every value: a rechunk, a gather) applied to each column in
-    turn, each old column dropped as soon as its new one is made: the memory a column frees is
-    reused by the next, and a table is never held twice. A column of one value in every row
-    (`constant_columns`) is kept as that value once, not transformed."""
+def column_by_column(held: list[pl.DataFrame], transform) -> pl.DataFrame:
+    """`transform` (a copy that keeps every value: a rechunk, a gather) applied to each column of
+    the frame in `held` in turn, each old column dropped as soon as its new one is made: the
+    memory a column frees is reused by the next, and a table is never held twice. The caller
+    hands the frame over in a one-item list, which this empties: a frame passed as an argument
+    stays referenced by the caller until the call returns, and then no column could be freed.
+    A column of one value in every row (`constant_columns`) is kept as that value once, not
+    transformed."""
+    frame = held.pop()
     order, height = frame.columns, frame.height
     constants = constant_columns(frame)
     columns = []
@@ -163,10 +168,11 @@ def column_by_column(frame: pl.DataFrame, transform) -> pl.DataFrame:
     return pl.DataFrame(columns).with_columns(constants.values()).select(order)
 
 
-def _sorted(frame: pl.DataFrame, *by: str) -> pl.DataFrame:
-    """`frame.sort(*by)` (stable), made a column at a time."""
-    order = frame.select(pl.arg_sort_by(*by, maintain_order=True)).to_series()
-    return column_by_column(frame, lambda column: column.gather(order))
+def _sorted(held: list[pl.DataFrame], *by: str) -> pl.DataFrame:
+    """The frame in `held` (handed over, as `column_by_column` takes it) sorted by `by` (stable),
+    made a column at a time."""
+    order = held[0].select(pl.arg_sort_by(*by, maintain_order=True)).to_series()
+    return column_by_column(held, lambda column: column.gather(order))
 
 
 def build_trace(document: TraceDocument, *, path: Path, rank: int, rank_source: str,

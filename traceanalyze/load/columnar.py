@@ -96,9 +96,9 @@ def _events_frame(scanned: dict[str, Any]) -> pl.DataFrame:
         kind = kinds.get(name, SCALAR)
         if name == "args":
             continue
-        if kind == SCALAR:
+        if kind == SCALAR:  # one value column but for the times: the tag says int or float
             columns[f"{name}_int"] = pl.Series(np.frombuffer(arrays[1], dtype=np.int64))
-            columns[f"{name}_float"] = pl.Series(np.frombuffer(arrays[2], dtype=np.float64))
+            columns[f"{name}_float"] = pl.Series(np.frombuffer(arrays[-1], dtype=np.float64))
         elif kind == INTS3:
             for k in range(3):
                 columns[f"{name}_{k}"] = pl.Series(np.frombuffer(arrays[1 + k], dtype=np.int64))

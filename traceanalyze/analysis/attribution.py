@@ -106,7 +106,8 @@ def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame, *, left_out_id
     `roof_share` = Σ time at the roof / Σ actual time of their kernels (how close they get to it);
     null for the other regimes. What to change is the findings' job (analysis/findings)."""
     kernels = (
-        roofline.filter(pl.col("regime").is_in(["bandwidth", "compute", "latency"]))
+        roofline.select("regime", "recoverable_ns", "ideal_ns", "duration_ns")  # a filter copies what it keeps
+        .filter(pl.col("regime").is_in(["bandwidth", "compute", "latency"]))
         .group_by("regime")
         .agg(pl.col("recoverable_ns").sum(), (pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("roof_share"))
         .with_columns(pl.col("regime").cast(pl.String))
@@ -352,7 +353,7 @@ def unmodeled_reasons(roofline: pl.DataFrame) -> pl.DataFrame:
     """GPU ops without a FLOP/byte model, per reason → `unmodeled_reason, count, duration_ns`,
     longest first (ties: the reason)."""
     return (
-        roofline.filter(pl.col("regime") == "unmodeled")
+        roofline.select("regime", "unmodeled_reason", "duration_ns").filter(pl.col("regime") == "unmodeled")
         .group_by("unmodeled_reason").agg(pl.len().alias("count"), pl.col("duration_ns").sum())
         .sort(["duration_ns", "unmodeled_reason"], descending=[True, False], nulls_last=True)
     )

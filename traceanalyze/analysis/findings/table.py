@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -32,6 +33,15 @@ RULES: tuple[Rule, ...] = (
 JOB_RULES: tuple[JobRule, ...] = (rules_job.straggler, rules_job.exposed_communication)
 
 
+# The per-kernel roofline columns the rules read: they see only these, so that a rule's filter of
+# the kernels it is about copies a few columns, not the roofline's seventy (on 1 GB traces the
+# bandwidth-bound kernels alone are most of 320 k rows). A rule that reads another column fails
+# its tests until the column is named here.
+ROOFLINE_READ = ("kind", "name", "op_name", "op_id", "start_ns", "end_ns", "duration_ns", "regime", "unmodeled_reason",
+                 "flops", "bytes", "peak_flops_per_s", "peak_bytes_per_s", "tf32_peak_flops_per_s", "tensor_core",
+                 "pct_of_roof", "compute_dtype", "cost_model", "recoverable_ns")
+
+
 def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.DataFrame:
     """The findings of one rank (FINDINGS_SCHEMA), largest gain first, after trace health has
     downgraded or removed what it makes uncertain. `bucketed`: `bucketed_gaps(inputs)` when the
@@ -42,8 +52,10 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
         for gap_rule in GAP_RULES:
             found.extend(gap_rule(inputs, bucketed))
     if inputs.roofline.height:
+        read = [name for name in ROOFLINE_READ if name in inputs.roofline.columns]
+        narrow = replace(inputs, roofline=inputs.roofline.select(read))  # a rule's filter copies what it keeps
         for rule in RULES:
-            found.extend(rule(inputs))
+            found.extend(rule(narrow))
     return findings_frame(inputs.rank, rules_trace.apply_health(found, inputs.health))
 
 

@@ -31,7 +31,9 @@ FORWARD = ("aten::cudnn_convolution", "aten::convolution", "aten::_convolution",
 def output_shapes_from_backward(cpu_ops: pl.DataFrame) -> dict[tuple, tuple]:
     """(input shape, weight shape) → output shape, for keys with a single recorded gradient shape."""
     seen: dict[tuple, set[tuple]] = {}
-    for name, dims in cpu_ops.filter(pl.col("name").is_in(list(BACKWARD))).select("name", "input_dims").iter_rows():
+    backward = (cpu_ops.select("name", "input_dims").filter(pl.col("name").is_in(list(BACKWARD)))
+                .unique(maintain_order=True))  # each layer once: a training step repeats them
+    for name, dims in backward.iter_rows():
         grad, inp, weight = BACKWARD[name]
         if dims is None or len(dims) <= max(grad, inp, weight):
             continue
@@ -51,8 +53,12 @@ def recover_forward_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Data
     if not outputs:
         return costs
     rows = []
-    ops = cpu_ops.filter(pl.col("op_id").is_in(missing["op_id"].implode()) & pl.col("name").is_in(list(FORWARD)))
-    for op_id, dims, types in ops.select("op_id", "input_dims", "input_types").iter_rows():
+    ops = (
+        cpu_ops.select("op_id", "name", "input_dims", "input_types")  # a filter copies what it keeps
+        .filter(pl.col("op_id").is_in(missing["op_id"].implode()) & pl.col("name").is_in(list(FORWARD)))
+        .group_by("input_dims", "input_types", maintain_order=True).agg("op_id")  # each layer's shapes once
+    )
+    for dims, types, op_ids in ops.iter_rows():
         if not dims or len(dims) < 2 or not types:
             continue
         out = outputs.get((tuple(dims[0]), tuple(dims[1])))
@@ -62,11 +68,12 @@ def recover_forward_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Data
         tensors = [d for d, t in zip(dims, types) if d and element_size(t)]
         flops = 2.0 * out[0] * math.prod(out[2:]) * math.prod(dims[1])
         bytes_moved = float(size * (sum(math.prod(t) for t in tensors) + math.prod(out)))
-        rows.append({"op_id": op_id, "flops": flops, "bytes": bytes_moved, "cost_model": CONV.name, "composite": False,
+        rows.append({"op_id": op_ids, "flops": flops, "bytes": bytes_moved, "cost_model": CONV.name, "composite": False,
                      "compute_dtype": dtype_class(types[0]), "flops_source": "model",
                      "cost_note": "output size taken from the matching backward op (stride not recorded)",
                      "unmodeled_reason": None})
     if not rows:
         return costs
-    recovered = pl.DataFrame(rows, schema=costs.schema)
+    recovered = (pl.DataFrame(rows, schema={**costs.schema, "op_id": pl.List(costs.schema["op_id"])})
+                 .explode("op_id").sort("op_id").select(costs.columns))
     return pl.concat([costs.filter(~pl.col("op_id").is_in(recovered["op_id"].implode())), recovered])

@@ -233,3 +233,19 @@ def test_index_with_untyped_indices_takes_its_output_from_index_backward(tmp_pat
     row = roofline.kernel_roofline(trace).filter(pl.col("kind") == "kernel").row(0, named=True)
     assert row["modelled"] and row["flops"] == 0 and row["bytes"] == 2 * 16 * 351 * 4  # gathered, then written
     assert "index tensors are not counted" in row["cost_note"]
+
+
+def test_repeated_pairs_are_each_costed_once_per_shape_and_given_to_every_op(tmp_path):
+    # three steps: the same cat twice, then one of another shape; each cat pairs with its own node
+    b = TraceBuilder()
+    numbers = {}
+    for step, (rows, number) in enumerate(((8, 3), (8, 4), (16, 5))):
+        at = 300 * step
+        cat = b.cpu_op("aten::cat", at, 10, input_dims=[[], []], input_types=["TensorList", "Scalar"])
+        b.launch_kernel(launch_us=at + 2, start_us=at + 20, dur_us=5, external_id=cat, name="CatArrayBatchedCopy")
+        node = b.cpu_op("CatBackward0", at + 100, 10, tid=2, input_dims=[[rows, 6]], input_types=[F16])
+        numbers.update({cat: number, node: number})
+    trace = write(b, tmp_path / "t.json.gz", numbers)
+    kernels = roofline.kernel_roofline(trace).filter(pl.col("kind") == "kernel").sort("start_ns")
+    assert kernels["bytes"].to_list() == [2 * 8 * 6 * 2, 2 * 8 * 6 * 2, 2 * 16 * 6 * 2]
+    assert kernels["modelled"].all() and kernels["cost_note"].str.contains("CatBackward").all()

@@ -24,7 +24,7 @@ node name), and shapes that agree.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from math import prod
 from typing import Any
 
@@ -67,8 +67,9 @@ def paired_nodes(cpu_ops: pl.DataFrame, forward: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(schema={"op_id": pl.Int64, "node_op_id": pl.Int64,
                                     "grad_dims": pl.List(pl.Int64), "grad_type": pl.String})
     numbered = node_sequence_numbers(cpu_ops, forward["op_id"]).join(forward, on="op_id")
-    nodes = cpu_ops.filter(pl.col("name").is_in(forward["node_name"].unique().to_list())
-                           & pl.col("sequence_number").is_not_null()).select(
+    nodes = cpu_ops.select("rank", "sequence_number", "name", "op_id", "input_dims", "input_types").filter(
+        pl.col("name").is_in(forward["node_name"].unique().to_list()) & pl.col("sequence_number").is_not_null()
+    ).select(  # each filter after its select: a filter copies every column it keeps
         "rank", "sequence_number", pl.col("name").cast(pl.String).alias("node_name"), pl.col("op_id").alias("node_op_id"),
         pl.col("input_dims").list.first().alias("grad_dims"), pl.col("input_types").list.first().alias("grad_type"))
     keys = ["rank", "sequence_number", "node_name"]
@@ -132,28 +133,45 @@ def _embedding_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Sch
     # every TBE forward in the trace: a launching backward node needs its forward's arguments
     nodes_of = {n: embedding_tbe.backward_node_name(n) for n in cpu_ops["name"].unique().to_list()
                 if n and embedding_tbe.FORWARD_NAME.match(n)}
-    forwards = cpu_ops.filter(pl.col("name").is_in(list(nodes_of))).with_columns(
+    forwards = cpu_ops.select("op_id", "name", "input_dims", "input_types", "concrete_inputs").filter(
+        pl.col("name").is_in(list(nodes_of))).with_columns(
         pl.col("name").replace_strict(nodes_of, return_dtype=pl.String).alias("node_name"))
     pairs = paired_nodes(cpu_ops, forwards.select("op_id", "node_name")).join(
         forwards.select("op_id", "name", "input_dims", "input_types", "concrete_inputs"), on="op_id")
-    rows = []
     wanted = set(pending["op_id"].to_list())
     paired_forward = set()
-    for row in pairs.iter_rows(named=True):
-        grad = (row["grad_dims"], row["grad_type"])
-        args = (row["name"], row["input_dims"], row["input_types"], row["concrete_inputs"])
-        if row["op_id"] in wanted:
-            paired_forward.add(row["op_id"])
-            rows.append(_cost_row(row["op_id"], embedding_tbe.forward_cost(*args, output=grad), schema,
-                                  "output [B, total_D] from its backward node's gradient"))
-        if row["node_op_id"] in wanted:
-            rows.append(_cost_row(row["node_op_id"], embedding_tbe.backward_cost(*args, grad=grad), schema,
-                                  "lookup sizes from its forward op"))
+    rows: list[tuple[tuple[int, int], dict[str, Any]]] = []  # (where the pair is, forward 0 / node 1), row
+    arguments = ["name", "input_dims", "input_types", "concrete_inputs"]
+    for group, members in _distinct(pairs, [*arguments, "grad_dims", "grad_type"], ["op_id", "node_op_id"]):
+        grad = (group["grad_dims"], group["grad_type"])
+        args = tuple(group[name] for name in arguments)
+        forward = backward = None  # each costed once per distinct arguments and gradient
+        for position, op_id, node_op_id in members:
+            if op_id in wanted:
+                paired_forward.add(op_id)
+                if forward is None:
+                    forward = embedding_tbe.forward_cost(*args, output=grad)
+                rows.append(((position, 0), _cost_row(op_id, forward, schema,
+                                                      "output [B, total_D] from its backward node's gradient")))
+            if node_op_id in wanted:
+                if backward is None:
+                    backward = embedding_tbe.backward_cost(*args, grad=grad)
+                rows.append(((position, 1), _cost_row(node_op_id, backward, schema, "lookup sizes from its forward op")))
     # forwards without a backward (inference) still have a cost when Concrete Inputs hold total_D
-    for row in pending.filter(pl.col("name").is_in(is_forward) & ~pl.col("op_id").is_in(list(paired_forward))).iter_rows(named=True):
-        rows.append(_cost_row(row["op_id"], embedding_tbe.forward_cost(
-            row["name"], row["input_dims"], row["input_types"], row["concrete_inputs"]), schema, ""))
-    return rows
+    unpaired = pending.filter(pl.col("name").is_in(is_forward) & ~pl.col("op_id").is_in(list(paired_forward)))
+    for group, members in _distinct(unpaired, arguments, ["op_id"]):
+        cost = embedding_tbe.forward_cost(*(group[name] for name in arguments))
+        rows.extend(((len(pairs) + position, 0), _cost_row(op_id, cost, schema, "")) for position, op_id in members)
+    return [row for _, row in sorted(rows, key=lambda item: item[0])]
+
+
+def _distinct(frame: pl.DataFrame, keys: list[str], ids: list[str]) -> Iterator[tuple[dict[str, Any], list[tuple]]]:
+    """Each distinct combination of `keys` in `frame` (a training step repeats its ops: a model
+    runs once per distinct shape, not once per op) → (its values, [(row position, *ids)] of the
+    rows that have it), in order of first appearance."""
+    groups = frame.with_row_index("_position").group_by(keys, maintain_order=True).agg("_position", *ids)
+    for group in groups.iter_rows(named=True):
+        yield group, list(zip(group["_position"], *(group[name] for name in ids)))
 
 
 def _cat_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -> list[dict[str, Any]]:
@@ -169,18 +187,22 @@ def _cat_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -
     candidates = pl.concat([copies.filter(pl.col("name") == name).select("op_id", pl.lit(node).alias("node_name"))
                             for name, (node_names, _) in COPY_NODES.items() for node in node_names])
     pairs = paired_nodes(cpu_ops, candidates).join(copies.select("op_id", "name"), on="op_id")
-    for op_id, name, dims, type_name in pairs.select("op_id", "name", "grad_dims", "grad_type").sort("op_id").iter_rows():
-        cost = _cat_cost([], (dims, type_name))
+    for group, members in _distinct(pairs.sort("op_id"), ["name", "grad_dims", "grad_type"], ["op_id"]):
+        cost = _cat_cost([], (group["grad_dims"], group["grad_type"]))
         if cost is not None:
-            done.add(op_id)
-            rows.append(_cost_row(op_id, cost, schema, COPY_NODES[name][1]))
+            for _, op_id in members:
+                done.add(op_id)
+                rows.append((op_id, _cost_row(op_id, cost, schema, COPY_NODES[group["name"]][1])))
+    rows.sort(key=lambda item: item[0])  # by op id, as the pairs were
     parents = cpu_ops.select(pl.col("op_id").alias("parent_id"), pl.col("name").alias("parent_name"),
                              pl.col("input_dims").alias("parent_dims"), pl.col("input_types").alias("parent_types"))
     inside_split = copies.filter((pl.col("name") == "aten::cat") & ~pl.col("op_id").is_in(list(done))).join(
         parents, on="parent_id").filter(pl.col("parent_name").is_in(SPLIT_BACKWARD_NODES))
-    for op_id, dims, types in inside_split.select("op_id", "parent_dims", "parent_types").iter_rows():
-        parts = [(d, t) for d, t in zip(dims or [], types or []) if d and element_size(t or "")]
+    split_rows = []
+    for group, members in _distinct(inside_split, ["parent_dims", "parent_types"], ["op_id"]):
+        parts = [(d, t) for d, t in zip(group["parent_dims"] or [], group["parent_types"] or []) if d and element_size(t or "")]
         cost = _cat_cost(parts, None)
         if cost is not None:
-            rows.append(_cost_row(op_id, cost, schema, "inputs from the gradients of the split's backward node"))
-    return rows
+            split_rows.extend((position, _cost_row(op_id, cost, schema, "inputs from the gradients of the split's backward node"))
+                              for position, op_id in members)
+    return [row for _, row in rows] + [row for _, row in sorted(split_rows, key=lambda item: item[0])]

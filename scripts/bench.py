@@ -49,12 +49,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 DEFAULT_BASE = SHARED_TRACES / "hta_a100_80gb_record_shapes_cudagraph.json.gz"
-# the families of generated traces: three real traces of different shapes, each replicated to the
-# asked sizes (a speed measured on one shape says little about another)
+# the families of generated traces: real traces of different shapes, each replicated to the asked
+# sizes (a speed measured on one shape says little about another)
 FAMILIES = {
     "a100-cudagraph": DEFAULT_BASE,  # CUDA-graph replays, recorded shapes, few streams
     "a100-nccl": SHARED_TRACES / "hta_a100_nccl_rank0.json.gz",  # multi-stream training, NCCL kernels, idle gaps
     "b200-vllm-decode": SHARED_TRACES / "tracelens_b200_vllm_decode_tp8_rank0.json.gz",  # inference, many small kernels
+    # three more shapes, beyond the three the targets name
+    "v100-resnet50": SHARED_TRACES / "kineto_v100_resnet50_2021.json.gz",  # 2021 trace: no Concrete Inputs, convolutions
+    "v100-dlrm": SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",  # embeddings, autograd pairs, NCCL
+    "a100-training": SHARED_TRACES / "hta_a100_large_training.json.gz",  # long training steps, recorded shapes
 }
 SMALL_BASE = SHARED_TRACES / "hta_a100_alexnet.json.gz"
 

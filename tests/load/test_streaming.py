@@ -163,6 +163,27 @@ def test_shape_columns_decoded_slowly_everywhere_when_one_chunk_needs_it(tmp_pat
         assert_same(load_file(path, include_flows=True, block_size=block_size, workers=1), reference)
 
 
+def test_a_float_in_a_shape_argument_reads_the_same_when_an_event_elsewhere_is_malformed(tmp_path):
+    """A document whose typed decode fails (an event's `correlation` is a list) is decoded event by event,
+    each re-encoded: its floats keep their text (`times.encode_hook`), so a float in `Input type`
+    reads as the chunk that holds it reads it when streamed (hypothesis found `1.2210779145025802e16`
+    coming back as `12210779145025802`)."""
+    b = TraceBuilder()
+    for i in range(40):
+        b.cpu_op("aten::add", 10 * i, 5, input_dims=[[2, 2], [2, 2]], input_types=["float", "float"])
+    data = b.to_dict()
+    ops = [e for e in data["traceEvents"] if e.get("cat") == "cpu_op"]
+    ops[3]["args"]["Input type"] = "TYPES"
+    ops[30]["args"]["correlation"] = []
+    path = tmp_path / "float_types.json"
+    path.write_text(json.dumps(data).replace('"TYPES"', "[{}, 1.2210779145025802e16, 1.5e3, 2.50]"))
+    reference = whole_document(path)
+    types = reference.cpu_ops.filter(pl.col("input_types").list.len() == 4)["input_types"].to_list()
+    assert types == [["{}", "1.2210779145025802e16", "1500.0", "2.5"]]  # a non-string as msgspec writes it
+    for block_size in (64, 1 << 16):
+        assert_same(load_file(path, include_flows=True, block_size=block_size, workers=1), reference)
+
+
 # --- mutated traces --------------------------------------------------------------------------------
 
 BASE = base_trace(with_python=True)

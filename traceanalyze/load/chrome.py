@@ -52,7 +52,7 @@ HEADER_LIMIT = 64 << 20  # how far into a document the start of `traceEvents` is
 _document_decoder = msgspec.json.Decoder(TraceDocument, float_hook=decode_hook)
 _event_list_decoder = msgspec.json.Decoder(list[Event], float_hook=decode_hook)
 _untyped_decoder = msgspec.json.Decoder(float_hook=decode_hook)
-_encoder = msgspec.json.Encoder(enc_hook=encode_hook, decimal_format="number")  # their text, digit for digit
+_encoder = msgspec.json.Encoder(enc_hook=encode_hook)  # floats in their own text, digit for digit
 
 
 def open_trace_file(path: Path) -> BinaryIO:

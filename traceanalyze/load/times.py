@@ -15,6 +15,8 @@ from __future__ import annotations
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
+import msgspec
+
 EXACT_FLOAT_US = 9_007_199_254_740.0  # below this, k ± 1 (k = µs × 1000) are exact float64s
 LARGEST_US = 9e15  # beyond this (in µs) a time is no time: its ns would not fit int64 with room
 
@@ -35,10 +37,11 @@ def decode_hook(text: str) -> DecimalFloat:
 
 
 def encode_hook(value: Any) -> Any:
-    """`enc_hook` for encoding what `decode_hook` made, digit for digit (with
-    `decimal_format="number"`)."""
+    """`enc_hook` for encoding what `decode_hook` made: its own text, as written (a Decimal would
+    be encoded in other digits: `1.2210779145025802e16` as `12210779145025802`, and a shape
+    argument re-encoded by the tolerant path would then read differently from the typed one)."""
     if isinstance(value, DecimalFloat):
-        return Decimal(value.text)
+        return msgspec.Raw(value.text.encode())
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 

@@ -113,6 +113,7 @@ def op(**args) -> dict:
     json.dumps([{"ph": "i", "cat": "kernel", "name": "x", "ts": 1, "args": None}]),
     json.dumps([{"ph": "M", "name": "process_name", "args": {"name": "x", "nested": {"a": [1, {"b": [[]]}]}}}]),
     '[{"a":1e999,"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"x":-1e999}}]',  # never read: no error
+    '[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"correlation":[[],{"s":1.7976931348632317e+308}]}]',
 ])
 def test_corner_cases_vouched_for(text):
     assert check(text.encode()) is not None

@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import _native
 from traceanalyze.load.columnar import ARG_KEYS
+from traceanalyze.load.fast import msgspec_chunk
 
 KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", *(k.decode() for k, _ in ARG_KEYS)]
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
@@ -43,7 +44,13 @@ def check(text: bytes) -> None:
     scanned = _native.scan(text, ARG_KEYS)
     if scanned is None:
         return
-    msgspec.json.decode(text)  # what the scanner accepts is valid JSON
+    try:
+        msgspec.json.decode(text)  # what the scanner accepts is valid JSON
+    except msgspec.DecodeError as error:
+        # except a float beyond double's range in a field nobody reads: the loader's reference
+        # decoding (msgspec into typed events) passes over such a field without a range check
+        assert "Number out of range" in str(error), error
+        msgspec_chunk(text)
     n = scanned["n"]
     for arrays in scanned["fields"].values():
         assert len(arrays[0]) == n
@@ -72,6 +79,8 @@ def fuzz(chunk, data):
         check(text[:at] + text[at + data.draw(st.integers(1, 8)):])
 
 
+# found by this fuzz: a float just beyond double's range, inside a field nobody reads
+check(b'[{"correlation": [[], {"shared memory": 1.7976931348632317e+308}]}]')
 fuzz()
 print("fuzzed")
 '''

@@ -139,6 +139,22 @@ def test_corner_cases_left_to_msgspec(text):
     assert check(text.encode("utf-8", "surrogateescape") if "\xff" not in text else text.encode("latin-1")) is None
 
 
+def test_names_that_read_as_categories_or_phases_route_by_their_own_field(monkeypatch):
+    """Routing rules run once per distinct category (and phase), not once per string: a chunk of
+    thousands of distinct names asks `chunk.route` only of its few categories; and a name that
+    reads as a category or a phase ("Kernel", "cpu_op", "X", "f") routes nothing."""
+    from traceanalyze.load import chunk as chunk_module
+
+    events = [kernel(f"k{i}") for i in range(300)] + [op(), dict(op(), cat="CPU_OP")]
+    events += [kernel(name) for name in ("Kernel", "cpu_op", "X", "f", "ac2g", "cuda_runtime")]
+    events += [{"ph": "f", "cat": "ac2g", "id": 1, "pid": 1, "tid": "X", "ts": 3, "name": "kernel"}]
+    asked: list[str] = []
+    route = chunk_module.route
+    monkeypatch.setattr(chunk_module, "route", lambda category, *rest: asked.append(category) or route(category, *rest))
+    assert check(json.dumps(events).encode()) is not None  # the same tables as msgspec's
+    assert sorted(asked) == ["CPU_OP", "ac2g", "cpu_op", "kernel"]
+
+
 def test_text_cut_anywhere_is_never_taken():
     """A chunk cut at a wrong place (inside a string, a number, between a key and its value) is
     invalid JSON, and the stream reader must see msgspec's error to cut again."""

@@ -167,16 +167,27 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
         tags, values = np.frombuffer(fields[field][0], dtype=np.uint8), np.frombuffer(fields[field][1], dtype=np.int64)
         return np.where(tags == STR, values, len(strings))
 
-    routes = np.array([chunk.route(s, include_python) for s in strings] + [chunk.DROP], dtype=np.uint8)
-    is_x = np.array([s in chunk.X for s in strings] + [False])
-    is_flow_phase = np.array([s in chunk.PHASES[chunk.FLOW] for s in strings] + [False])
-    route = routes[code_of("cat")]
-    phase = code_of("ph")
+    # a rule per distinct category and phase, not per string: names can be as many as events
+    categories, phase = code_of("cat"), code_of("ph")
+    routes = np.full(len(strings) + 1, chunk.DROP, dtype=np.uint8)
+    for code in _strings_used(categories, strings):
+        routes[code] = chunk.route(strings[code], include_python)
+    is_x, is_flow_phase = np.zeros(len(strings) + 1, dtype=bool), np.zeros(len(strings) + 1, dtype=bool)
+    for code in _strings_used(phase, strings):
+        is_x[code], is_flow_phase[code] = strings[code] in chunk.X, strings[code] in chunk.PHASES[chunk.FLOW]
+    route = routes[categories]
     phase_ok = np.where(route == chunk.FLOW, is_flow_phase[phase], is_x[phase])
     phase_tags = np.frombuffer(fields["ph"][0], dtype=np.uint8)
     missing = np.flatnonzero((route != chunk.DROP) & ((phase_tags == ABSENT) | (phase_tags == NULL)))
     no_phase = (int(missing.size), int(missing[0])) if missing.size else None
     return np.where(phase_ok, route, chunk.DROP).astype(np.uint8), no_phase
+
+
+def _strings_used(codes: Any, strings: list[str]) -> list[int]:
+    """The distinct string indices among `codes` (a field's `code_of`: len(strings) where the
+    value is no string)."""
+    np = _numpy()
+    return [int(code) for code in np.unique(codes) if code < len(strings)]
 
 
 class _Lookups:
@@ -207,8 +218,13 @@ class _Lookups:
                     raise _NotVouched  # the fast path's Int64 column refuses it
                 values[code] = value
             integers[convert.__name__] = pl.Series(values, dtype=pl.Int64)
-        return cls(pl.Series([*strings, None], dtype=pl.String),
-                   pl.Series([*(s.lower() for s in strings), None], dtype=pl.String), integers)
+        # lower case is read for categories only (`lower("cat")`): a handful, where names may be
+        # as many as events
+        lowered: list[str | None] = [None] * (len(strings) + 1)
+        tags = np.frombuffer(fields["cat"][0], dtype=np.uint8)
+        for code in np.unique(np.frombuffer(fields["cat"][1], dtype=np.int64)[tags == STR]).tolist():
+            lowered[code] = strings[code].lower()
+        return cls(pl.Series([*strings, None], dtype=pl.String), pl.Series(lowered, dtype=pl.String), integers)
 
     def code(self, field: str) -> pl.Expr:
         return pl.when(_tag(field) == STR).then(pl.col(f"{field}_int")).otherwise(self.sentinel)
@@ -216,8 +232,9 @@ class _Lookups:
     def string(self, field: str) -> pl.Expr:
         return pl.lit(self.strings).gather(self.code(field))
 
-    def lower(self, field: str) -> pl.Expr:
-        return pl.lit(self.lowered).gather(self.code(field))
+    def lower_category(self) -> pl.Expr:
+        """`cat` in lower case (the one field whose lower case `of` makes)."""
+        return pl.lit(self.lowered).gather(self.code("cat"))
 
     def integer(self, field: str, convert) -> pl.Expr:
         """An `int | str` field as an integer: ints as written, strings by `convert` (what
@@ -275,12 +292,12 @@ def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[p
     thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
     args = [_arg_column(f, lookups) for f in _TABLE_ARGS.get(code, ()) if f.kind != fields.TEXT]
     if code == chunk.GPU:
-        return [*timed, lookups.lower("cat").alias("category"), lookups.integer("pid", conversions.as_int).alias("pid_int"),
+        return [*timed, lookups.lower_category().alias("category"), lookups.integer("pid", conversions.as_int).alias("pid_int"),
                 lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
     if code == chunk.RUNTIME:
         return [*timed, *thread, *args]
     if code == chunk.CPU_OP:
-        return [*timed, lookups.lower("cat").alias("category"), *thread, *args]
+        return [*timed, lookups.lower_category().alias("category"), *thread, *args]
     if code == chunk.SYNC:
         return [*timed, lookups.integer("pid", conversions.as_int).alias("pid_int"),
                 lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
@@ -288,7 +305,7 @@ def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[p
         return [*timed, *thread]
     # flows
     return [lookups.integer("id", conversions.as_int).alias("id"), lookups.string("ph").alias("phase"),
-            lookups.lower("cat").alias("category"), *thread, *timed]
+            lookups.lower_category().alias("category"), *thread, *timed]
 
 
 def _arg_column(field: fields.ArgField, lookups: _Lookups) -> pl.Expr:

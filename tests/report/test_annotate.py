@@ -66,3 +66,75 @@ def test_annotate_writes_plain_json_without_gz(tmp_path):
     out = tmp_path / "annotated.json"
     assert CliRunner().invoke(app, ["annotate", str(FIXTURE), "-o", str(out)]).exit_code == 0
     assert len(events_of(out)) > len(events_of(FIXTURE))
+
+
+def layouts_of(document: dict) -> dict[str, bytes]:
+    """The fixture's document written in the layouts the streamed writer must keep: as it is;
+    with top-level keys after the events; as a bare array; with events that are no objects, a
+    list as a name and a boolean pid among them; with a judged kernel repeated earlier in the file
+    but later in time (each (correlation, name) is matched in time order, not file order); empty."""
+    events = document["traceEvents"]
+    rest = {key: value for key, value in document.items() if key != "traceEvents"}
+    kernel = next(e for e in events if e.get("cat") == "kernel")
+    later = {**kernel, "ts": kernel["ts"] + 0.5, "dur": 0.25}
+    odd = [5, "x", None, [1], {"ph": "X", "name": ["k"], "args": {"correlation": 1}}, {"ph": "i", "pid": True}]
+    return {
+        "as written": json.dumps(document).encode(),
+        "keys after the events": json.dumps({"schemaVersion": 1, "traceEvents": events, **rest}, indent=1).encode(),
+        "bare array": json.dumps(events).encode(),
+        "odd events": json.dumps({**rest, "traceEvents": odd + events + odd}).encode(),
+        "a kernel twice": json.dumps({**rest, "traceEvents": [later, *events]}).encode(),
+        "no events": json.dumps({**rest, "traceEvents": []}).encode(),
+    }
+
+
+def test_streamed_annotation_is_the_whole_document_annotation_in_every_layout(tmp_path, monkeypatch):
+    from traceanalyze.report import annotate
+
+    document = json.loads(gzip.open(FIXTURE).read())
+    for layout, text in layouts_of(document).items():
+        path = tmp_path / "t.json"
+        path.write_bytes(text)
+        try:
+            report = build_report(traceanalyze.load_trace(path))
+        except traceanalyze.TraceAnalyzeError:  # no events: nothing to annotate, as the CLI says
+            assert layout == "no events"
+            continue
+        whole = json.loads(annotate.annotated_document(path, report))
+        with monkeypatch.context() as patched:  # the streamed writer never reads the document whole
+            patched.setattr(annotate, "read_bytes", lambda *_, **__: pytest.fail("read whole"))
+            for block_size in (1 << 10, 1 << 24):  # many chunks, one chunk
+                streamed = b"".join(annotate.annotated_pieces(path, report, block_size=block_size))
+                assert json.loads(streamed) == whole, layout
+        marked = [e for e in whole["traceEvents"] if isinstance(e, dict) and CATEGORY in (e.get("args") or {})]
+        assert len(marked) == report.ranks[0].roofline.filter(pl.col("correlation").is_not_null()).height, layout
+
+
+def test_each_correlation_and_name_is_matched_in_time_order_then_file_order():
+    """The k-th event of a (correlation, name), by `ts` and then by place in the file, gets the
+    k-th judged op's figures (ops in start order)."""
+    from traceanalyze.report.annotate import _candidates, _Judged, _matched
+
+    figures = pl.DataFrame({"correlation": [1, 1, 1, 2], "name_id": [0, 0, 0, 0], "bound": ["a", "b", "c", "d"],
+                            "roof": None, "intensity_flop_per_byte": None, "roof_fraction": [0.1, 0.2, 0.3, 0.4],
+                            "nth": [0, 1, 2, 0]},
+                           schema_overrides={"name_id": pl.Int32, "roof": pl.String, "intensity_flop_per_byte": pl.Float64})
+    candidates = _candidates([(0, 1, 0, 9.0), (5, 1, 0, 1.0), (7, 1, 0, 1.0), (8, 2, 0, 0.0), (9, 3, 0, 0.0),
+                              (11, 1, 0, 20.0)])  # a fourth event of correlation 1: no fourth op
+    marked = _matched([candidates], _Judged(figures, {"k": 0}))
+    assert marked.rows() == [(0, "c", None, None, 0.3), (5, "a", None, None, 0.1), (7, "b", None, None, 0.2),
+                             (8, "d", None, None, 0.4)]
+
+
+def test_streamed_annotation_keeps_each_unjudged_event_as_written(tmp_path):
+    """Events that get no figures are copied byte for byte (layout, key order, number format)."""
+    from traceanalyze.report import annotate
+
+    text = b'{"traceEvents": [\n  {"ph": "i", "name": "marker", "ts": 1.50, "pid": 7, "tid": 1, "s": "g"}\n],\n "x": 1}'
+    path = tmp_path / "t.json"
+    raw_events = json.loads(gzip.open(FIXTURE).read())["traceEvents"]
+    path.write_bytes(text[:18] + json.dumps(raw_events).encode()[1:-1] + b",\n  " + text[19:])
+    report = build_report(traceanalyze.load_trace(path))
+    streamed = b"".join(annotate.annotated_pieces(path, report))
+    assert b'{"ph": "i", "name": "marker", "ts": 1.50, "pid": 7, "tid": 1, "s": "g"}' in streamed
+    assert streamed.endswith(b'],\n "x": 1}')

@@ -360,12 +360,22 @@ class EventChunks:
         self.block_size = block_size
         self.limits = limits
         self.document: TraceDocument | None = None
+        # after `decode_each`: the document's text before its events (up to the array's `[`) and
+        # after them (from the closing `]`), as written
+        self.before_events = b""
+        self.after_events = b""
         self.size = 0  # uncompressed bytes read
         self.position = 0  # bytes of the file (on disk) read
         self._bare = False
 
+    @property
+    def bare_array(self) -> bool:
+        """Whether the document is a bare array of events (no object around it)."""
+        return self._bare
+
     def decode_each(self, decode: Callable[[bytes], T]) -> Iterator[T]:
         blocks, header, data, offset = self._open()
+        self.before_events = header
         for block, self.position in blocks:
             self.size += len(block)
             if len(data) + len(block) >= self.block_size:
@@ -505,7 +515,8 @@ class EventChunks:
             if events.strip(_SPACE):
                 results.append(decode(b"".join((b"[", events, b"]"))))
 
-        _, self.document = self._close(header, data, decode_rest)
+        close, self.document = self._close(header, data, decode_rest)
+        self.after_events = data[close:]
         yield from results
 
     def _close(self, header: bytes, data: bytes, check: Callable[[bytes], Any]) -> tuple[int, TraceDocument]:

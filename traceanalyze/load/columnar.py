@@ -70,6 +70,13 @@ def chunk_tables(text: bytes | memoryview, include_python: bool) -> chunk.ChunkT
         return None
 
 
+def scan(text: bytes | memoryview) -> dict[str, Any] | None:
+    """The compiled scanner's columns of a chunk `[event, …]` (`n`, `strings`, `fields`: per field
+    its tags and values, as `_events_frame` reads them), or None where it does not vouch for the
+    chunk or is not built."""
+    return None if _native is None else _native.scan(text, ARG_KEYS)
+
+
 def _numpy():
     """numpy, imported when a chunk is scanned (not when the loader is: small traces never need it)."""
     import numpy

@@ -7,20 +7,28 @@ trace):
 * one track per finding, each evidence interval a slice named by the finding's title;
 and, on every GPU op the roofline judged, `args["traceanalyze"]` = {bound, roof,
 intensity_flop_per_byte, roof_fraction}. Every other event and top-level key is kept as it was.
+
+The file is read twice as a stream (`load.chrome.EventChunks`), never decoded whole: once to find
+the GPU ops to mark and the largest pid, once to write each event's text as it was, or re-encoded
+with its figures. The output is written as it is made (`output.write_pieces_output`): memory stays
+that of one chunk and the report, whatever the trace's size (a 1 GB trace decoded whole took 7.5 GB).
+A document the stream reader does not take (`NotStreamable`: small or unusual layouts) is decoded
+whole, as before.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import polars as pl
-from isal import igzip
 
 from traceanalyze.errors import TraceFormatError
-from traceanalyze.load.chrome import read_bytes
+from traceanalyze.load.chrome import BLOCK_SIZE, EventChunks, NotStreamable, read_bytes
+from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import Report
 
 CATEGORY = "traceanalyze"  # `cat` of every added event
@@ -67,53 +75,195 @@ def added_events(report: Report, pid: int) -> list[dict[str, Any]]:
     return events
 
 
-def _kernel_args(report: Report) -> dict[tuple[int, str], list[dict[str, Any]]]:
-    """(correlation, name) → the roofline figures of those GPU ops, in start order."""
-    by_key: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
-    for rank in report.ranks:
-        frame = rank.roofline
-        if frame.is_empty():
-            continue
-        rows = frame.filter(pl.col("correlation").is_not_null()).sort("start_ns").select(
-            "correlation", "name", pl.col("regime").cast(pl.String).alias("bound"), "roof",
-            pl.col("intensity").alias("intensity_flop_per_byte"), pl.col("pct_of_roof").alias("roof_fraction"))
-        for row in rows.iter_rows(named=True):
-            key = (row.pop("correlation"), row.pop("name"))
-            by_key[key].append({name: value for name, value in row.items() if value is not None})
-    return by_key
+def annotated_pieces(path: Path, report: Report, *, limits: LoadLimits = LoadLimits(),
+                     block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+    """The annotated trace's JSON text, in pieces to write one after the other (streamed, in
+    chunks of about `block_size` bytes: see the module's docstring); the whole document's when the
+    stream reader does not take the file."""
+    judged = _judged(report)
+    try:
+        marked, largest_pid = _marked_events(EventChunks(path, block_size=block_size, limits=limits), judged)
+    except NotStreamable:
+        yield annotated_document(path, report)
+        return
+    chunks = EventChunks(path, block_size=block_size, limits=limits)
+    rows = marked.iter_rows()
+    pending = next(rows, None)
+    first, written = True, 0
+    for events in chunks.decode_each(_raw_events):
+        if first:
+            yield chunks.before_events if not chunks.bare_array else b'{"traceEvents":['
+        texts: list[Any] = list(events)
+        while pending is not None and pending[0] < written + len(texts):
+            index = pending[0] - written
+            texts[index] = msgspec.json.encode(_with_figures(msgspec.json.decode(texts[index]), pending[1:]))
+            pending = next(rows, None)
+        if texts:
+            yield (b"" if first else b",") + b",".join(texts)
+            first, written = False, written + len(texts)
+    if first:  # no events: the document around them, as written
+        yield chunks.before_events if not chunks.bare_array else b'{"traceEvents":['
+    added = msgspec.json.encode(added_events(report, (largest_pid or 0) + 1))[1:-1]
+    yield (b"," if written and added else b"") + added
+    yield chunks.after_events if not chunks.bare_array else b"]}"
 
 
-def _with_kernel_args(events: list[Any], report: Report) -> list[Any]:
-    """`events` with args["traceanalyze"] on each GPU op the roofline has (matched by correlation
-    and name, in time order)."""
-    figures = _kernel_args(report)
-    if not figures:
-        return events
-    candidates: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for index, event in enumerate(events):
-        if not isinstance(event, dict) or event.get("ph") != "X" or not isinstance(event.get("args"), dict):
-            continue
-        correlation = event["args"].get("correlation")
-        if isinstance(correlation, int) and (correlation, event.get("name")) in figures:
-            candidates[(correlation, event["name"])].append(index)
-    out = list(events)
-    for key, indices in candidates.items():
-        indices.sort(key=lambda i: events[i].get("ts") or 0)
-        for index, values in zip(indices, figures[key]):
-            event = dict(events[index])
-            event["args"] = {**event["args"], CATEGORY: values}
-            out[index] = event
-    return out
+_FIGURES = ("bound", "roof", "intensity_flop_per_byte", "roof_fraction")
 
 
-def annotated_trace(path: Path, report: Report, *, compress: bool) -> bytes:
-    """`annotated_document`, gzip-compressed when `compress` (for an output named `*.gz`)."""
-    document = annotated_document(path, report)
-    return igzip.compress(document) if compress else document
+@dataclass(frozen=True)
+class _Judged:
+    """The GPU ops the roofline judged (with a correlation): `figures` holds each one's
+    correlation, name (`name_id`, its number in `names`), place among the ops of that correlation
+    and name in start order (`nth`), and figures. Names are numbers for the join: joined on
+    300-character kernel names, 320k ops held some 300 MB."""
+
+    figures: pl.DataFrame
+    names: dict[str, int]
+
+
+def _judged(report: Report) -> _Judged:
+    frames = [rank.roofline.filter(pl.col("correlation").is_not_null()).sort("start_ns", maintain_order=True).select(
+        "correlation", pl.col("name").cast(pl.String), pl.col("regime").cast(pl.String).alias("bound"), "roof",
+        pl.col("intensity").alias("intensity_flop_per_byte"), pl.col("pct_of_roof").alias("roof_fraction"))
+        for rank in report.ranks if not rank.roofline.is_empty()]
+    schema = {"correlation": pl.Int64, "name": pl.String, "bound": pl.String, "roof": pl.String,
+              "intensity_flop_per_byte": pl.Float64, "roof_fraction": pl.Float64}
+    figures = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame(schema=schema)
+    names = {name: number for number, name in enumerate(sorted(figures["name"].unique().to_list()))}
+    numbers = pl.DataFrame({"name": list(names), "name_id": list(names.values())},
+                           schema={"name": pl.String, "name_id": pl.Int32})
+    figures = figures.join(numbers, on="name", how="left", maintain_order="left").select("correlation", "name_id", *_FIGURES)
+    return _Judged(figures.with_columns(pl.int_range(pl.len()).over("correlation", "name_id").alias("nth")), names)
+
+
+class _ProbeArgs(msgspec.Struct):
+    correlation: Any = None
+
+
+class _Probe(msgspec.Struct):
+    """What the first pass reads of an event (other keys are passed over)."""
+
+    ph: Any = None
+    name: Any = None
+    ts: Any = None
+    pid: Any = None
+    args: _ProbeArgs | None | bool | int | float | str | list = None
+
+
+_probe_decoder = msgspec.json.Decoder(list[_Probe | None | bool | int | float | str | list])
+_raw_decoder = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _raw_events(text: bytes) -> list[msgspec.Raw]:
+    return _raw_decoder.decode(text)
+
+
+def _marked_events(chunks: EventChunks, judged: _Judged) -> tuple[pl.DataFrame, int | None]:
+    """First pass: the events that get figures → (a frame of event index and figures, sorted by
+    index; the largest integer pid). An event is a GPU op of the roofline when it is complete
+    (`ph` X), its args hold an integer `correlation` and its name is a judged op's: the k-th such
+    event of a (correlation, name) in time order (`ts`, then file order) gets the k-th op's figures."""
+    found: list[pl.DataFrame] = []
+    largest_pid: int | None = None
+    offset = 0
+    for count, candidates, chunk_pid in chunks.decode_each(lambda text: _chunk_candidates(text, judged.names)):
+        found.append(candidates.with_columns(pl.col("index") + offset))
+        if chunk_pid is not None:
+            largest_pid = chunk_pid if largest_pid is None else max(largest_pid, chunk_pid)
+        offset += count
+    return _matched(found, judged), largest_pid
+
+
+def _chunk_candidates(text: bytes, names: dict[str, int]) -> tuple[int, pl.DataFrame, int | None]:
+    """A chunk's events → (how many, the candidates (index in the chunk, correlation, name_id, ts),
+    the largest integer pid); by the compiled scanner where it takes the chunk, else msgspec."""
+    scanned = _scanned_candidates(text, names)
+    if scanned is not None:
+        return scanned
+    events = _probe_decoder.decode(text)
+    marked = [(index, event.args.correlation, names[event.name], _sort_time(event.ts))
+              for index, event in enumerate(events)
+              if type(event) is _Probe and event.ph == "X" and type(event.args) is _ProbeArgs
+              and isinstance(event.args.correlation, int) and isinstance(event.name, str) and event.name in names
+              and -(1 << 63) <= event.args.correlation < (1 << 63)]
+    pids = [int(event.pid) for event in events if type(event) is _Probe and isinstance(event.pid, int)]
+    return len(events), _candidates(marked), max(pids, default=None)
+
+
+def _scanned_candidates(text: bytes, names: dict[str, int]) -> tuple[int, pl.DataFrame, int | None] | None:
+    """`_chunk_candidates` by the compiled scanner; None where it does not take the chunk, or where
+    a `pid` or `correlation` is a boolean (Python counts those as integers: msgspec decides)."""
+    from traceanalyze.load import columnar
+
+    scanned = columnar.scan(text)
+    if scanned is None:
+        return None
+    import numpy as np
+
+    fields, strings = scanned["fields"], scanned["strings"]
+
+    def tags(field: str) -> Any:
+        return np.frombuffer(fields[field][0], dtype=np.uint8)
+
+    def values(field: str, dtype: Any = np.int64) -> Any:
+        return np.frombuffer(fields[field][1 if dtype is np.int64 else -1], dtype=dtype)
+
+    if (tags("pid") == columnar.BOOL).any() or (tags("correlation") == columnar.BOOL).any():
+        return None
+    name_ids = np.array([names.get(s, -1) for s in strings] + [-1], dtype=np.int32)
+    is_x = np.array([s == "X" for s in strings] + [False])
+    sentinel = len(strings)
+    name_code = np.where(tags("name") == columnar.STR, values("name"), sentinel)
+    phase_code = np.where(tags("ph") == columnar.STR, values("ph"), sentinel)
+    chosen = np.flatnonzero(is_x[phase_code] & (name_ids[name_code] >= 0) & (tags("args") == columnar.OBJECT)
+                            & (tags("correlation") == columnar.INT))
+    ts_tags = tags("ts")[chosen]
+    ts = np.where(ts_tags == columnar.INT, values("ts")[chosen].astype(np.float64),
+                  np.where(ts_tags == columnar.FLOAT, values("ts", np.float64)[chosen], 0.0))
+    candidates = pl.DataFrame({
+        "index": chosen.astype(np.int64), "correlation": values("correlation")[chosen],
+        "name_id": name_ids[name_code[chosen]], "ts": ts,
+    }, schema=_CANDIDATES)
+    integer_pids = values("pid")[tags("pid") == columnar.INT]
+    return int(scanned["n"]), candidates, int(integer_pids.max()) if integer_pids.size else None
+
+
+_CANDIDATES = {"index": pl.Int64, "correlation": pl.Int64, "name_id": pl.Int32, "ts": pl.Float64}
+
+
+def _candidates(rows: list[tuple[int, int, int, float]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=_CANDIDATES, orient="row")
+
+
+def _matched(found: list[pl.DataFrame], judged: _Judged) -> pl.DataFrame:
+    """The candidate events (index, correlation, name_id, ts) → index and figures of those that get
+    them: the k-th of a (correlation, name) in time order, then file order, gets the k-th op's."""
+    candidates = pl.concat(found) if found else pl.DataFrame(schema=_CANDIDATES)
+    return (candidates.sort("ts", "index")
+            .with_columns(pl.int_range(pl.len()).over("correlation", "name_id").alias("nth"))
+            .join(judged.figures, on=["correlation", "name_id", "nth"], how="inner")
+            .select("index", *_FIGURES).sort("index"))
+
+
+def _with_figures(event: dict[str, Any], values: tuple[Any, ...]) -> dict[str, Any]:
+    figures = {name: value for name, value in zip(_FIGURES, values) if value is not None}
+    return {**event, "args": {**event["args"], CATEGORY: figures}}
+
+
+def _sort_time(ts: Any) -> float:
+    """An event's `ts` as the first pass orders events by: a number, else 0."""
+    if isinstance(ts, (int, float)):
+        try:
+            return float(ts)
+        except OverflowError:
+            return 0.0
+    return 0.0
 
 
 def annotated_document(path: Path, report: Report) -> bytes:
-    """The trace file at `path` (its whole document) with `report`'s tracks and kernel figures, as JSON."""
+    """The trace file at `path` decoded whole, with `report`'s tracks and kernel figures, as JSON
+    (what `annotated_pieces` gives for a document the stream reader does not take)."""
     raw = read_bytes(path)
     try:
         document = msgspec.json.decode(raw)
@@ -124,7 +274,16 @@ def annotated_document(path: Path, report: Report) -> bytes:
     if not isinstance(document, dict) or not isinstance(document.get("traceEvents"), list):
         raise TraceFormatError(f"{path}: JSON without 'traceEvents': not a Chrome/Kineto trace")
     events = document["traceEvents"]
+    judged = _judged(report)
+    names = judged.names
+    marked = [(index, event["args"]["correlation"], names[event["name"]], _sort_time(event.get("ts")))
+              for index, event in enumerate(events)
+              if isinstance(event, dict) and event.get("ph") == "X" and isinstance(event.get("args"), dict)
+              and isinstance(event["args"].get("correlation"), int) and isinstance(event.get("name"), str)
+              and event["name"] in names
+              and -(1 << 63) <= event["args"]["correlation"] < (1 << 63)]
+    for index, *values in _matched([_candidates(marked)], judged).iter_rows():
+        events[index] = _with_figures(events[index], tuple(values))
     pids = [e["pid"] for e in events if isinstance(e, dict) and isinstance(e.get("pid"), int)]
-    pid = max(pids, default=0) + 1
-    document["traceEvents"] = _with_kernel_args(events, report) + added_events(report, pid)
+    document["traceEvents"] = events + added_events(report, int(max(pids, default=0)) + 1)
     return msgspec.json.encode(document)

@@ -366,12 +366,7 @@ class EventChunks:
         self.after_events = b""
         self.size = 0  # uncompressed bytes read
         self.position = 0  # bytes of the file (on disk) read
-        self._bare = False
-
-    @property
-    def bare_array(self) -> bool:
-        """Whether the document is a bare array of events (no object around it)."""
-        return self._bare
+        self.bare_array = False  # a bare array of events (no object around it)
 
     def decode_each(self, decode: Callable[[bytes], T]) -> Iterator[T]:
         blocks, header, data, offset = self._open()
@@ -459,13 +454,13 @@ class EventChunks:
         if b"\x00" in data[:64]:
             raise TraceFormatError(f"{self.path}: {not_json_message(data.lstrip(_SPACE))}")
         if first == b"[":
-            self._bare = True
+            self.bare_array = True
             return data.index(b"[") + 1
         if first != b"{":
             if first.isdigit() or first in b'"-tfn':
                 self._give_up("not a JSON object")  # JSON, but no trace: the whole-document decode says so
             raise TraceFormatError(f"{self.path}: {not_json_message(data.lstrip(_SPACE))}")
-        self._bare = False
+        self.bare_array = False
         match = _EVENTS_KEY.search(data)
         return match.end() if match else None
 
@@ -546,7 +541,7 @@ class EventChunks:
 
     def _metadata(self, header: bytes, tail: bytes) -> TraceDocument | None:
         """The top-level document around an empty event list; None if `tail` cannot follow it."""
-        if self._bare:
+        if self.bare_array:
             return TraceDocument(traceEvents=[]) if not tail.strip(_SPACE) else None
         try:
             return _document_decoder.decode(b"".join((header, b"]", tail)))

@@ -36,3 +36,11 @@ def test_each_gap_label_names_cause_step_cpu_side_and_next_kernel():
 
 def test_no_gaps_no_labels():
     assert _gap_labels(gaps([])).to_list() == []
+
+
+def test_a_binned_lane_reads_each_bin_as_one_run_of_rows():
+    from traceanalyze.report.plots import _runs_of_equal
+
+    assert list(_runs_of_equal([1, 1, 2, 3, 3, 3, 1])) == [(0, 2), (2, 3), (3, 6), (6, 7)]
+    assert list(_runs_of_equal([])) == []
+    assert list(_runs_of_equal([5])) == [(0, 1)]

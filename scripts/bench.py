@@ -23,6 +23,7 @@ are stated in; `--json FILE` also writes every measurement.
     python scripts/bench.py --ranks 4,8,16 --rank-size 20M   # memory of a folder as the ranks grow
     python scripts/bench.py --ranks 4,16,64 --rank-size 20M --rank-format html   # the same, HTML
     python scripts/bench.py --no-real --sizes 1G --families a100-nccl   # one family
+    python scripts/bench.py --no-real --sizes 1G --no-hta --commands report-html,annotate   # the other commands
 
 Every generated trace also gets one in-process run of scripts/bench_stages.py: where the time goes
 (load, each analysis, render), printed after the table.
@@ -280,6 +281,35 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+# the other commands `--commands` times on each generated trace (one run each, output discarded)
+COMMANDS = {
+    "report-json": ["report", "--format", "json"],
+    "report-html": ["report", "--format", "html"],
+    "report-terminal": ["report", "--format", "terminal"],
+    "annotate": ["annotate"],
+    "info": ["info"],
+    "gate": ["gate", "--max-idle-fraction", "1"],
+}
+
+
+def command_runs(generated: list[tuple[str, Path]], names: list[str], work: Path, env: dict[str, str],
+                 timeout: float) -> str:
+    """Each command of `names` (`COMMANDS`) on each generated trace, without the cache: wall time
+    and peak PSS (and its ratio to the trace's size), as a table."""
+    lines = ["| trace | command | time | peak PSS | mem/size |", "|---|---|---|---|---|"]
+    for label, path in generated:
+        size = uncompressed_size(path)
+        for name in names:
+            output = work / f"command-output{'.json.gz' if name == 'annotate' else ''}"
+            sink = [] if name in ("info", "gate") else ["-o", str(output)]
+            command = [sys.executable, "-m", "traceanalyze", *COMMANDS[name], "--no-cache", *sink, str(path)]
+            run = measure(command, env, timeout)
+            output.unlink(missing_ok=True)
+            ratio = f"{run.peak_bytes / size:.2f}" if run.ok and size else "—"
+            lines.append(f"| {label} | {name} | {fmt_time(run) if run.ok else 'failed'} | {fmt_mem(run)} | {ratio} |")
+    return "\n".join(lines)
+
+
 def stage_breakdown(trace: Path, env: dict[str, str], timeout: float) -> dict | None:
     """scripts/bench_stages.py on `trace`, in its own process: load, each analysis, render (s)."""
     command = [sys.executable, str(Path(__file__).resolve().parent / "bench_stages.py"), "--json", str(trace)]
@@ -387,7 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is abandoned")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "traceanalyze-bench", help="where generated traces go")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
+    parser.add_argument("--commands", default="", help=f"also time these commands once on each generated trace, "
+                        f"comma-separated, among {', '.join(COMMANDS)} (default: none)")
     args = parser.parse_args(argv)
+    unknown_commands = [name for name in args.commands.split(",") if name.strip() and name.strip() not in COMMANDS]
+    if unknown_commands:
+        parser.error(f"unknown commands {unknown_commands}: choose among {', '.join(COMMANDS)}")
     try:
         import psutil  # noqa: F401
     except ImportError:
@@ -470,6 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     breakdowns = {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout) for label, path in generated}
     if breakdowns:
         print("\n" + stages_table(breakdowns))
+    commands = [name.strip() for name in args.commands.split(",") if name.strip()]
+    if commands:
+        print("\n" + command_runs(generated, commands, args.work, env, args.timeout))
     notes = [(r.trace, who, run.note) for r in results for who, runs in r.runs.items() for run in runs[:1] if run.note]
     for trace, who, note in notes:
         print(f"note: {who} on {trace}: {note}")

@@ -288,7 +288,7 @@ COMMANDS = {
     "report-terminal": ["report", "--format", "terminal"],
     "annotate": ["annotate"],
     "info": ["info"],
-    "gate": ["gate", "--max-idle-fraction", "1"],
+    "gate": ["gate", "--max-idle-fraction", "1", "--allow-unreliable"],  # judged even without ProfilerStep spans
 }
 
 

@@ -298,6 +298,23 @@ def test_a_large_file_decoded_by_worker_processes(tmp_path):
     assert_same(load_file(path, include_flows=True, block_size=1 << 20, workers=2), reference)
 
 
+def test_one_file_decodes_in_at_most_a_few_threads_however_many_cores(tmp_path, monkeypatch):
+    """A large file gets one decoding thread per core up to `MAX_DECODE_WORKERS` (each chunk in
+    flight holds 60-100 MB: a 128-core node must not hold 128); a small one, one thread; an asked
+    number is kept."""
+    from traceanalyze.load import files
+
+    large, small = tmp_path / "large.json", tmp_path / "small.json"
+    large.write_bytes(b" " * (4 * files.BLOCK_SIZE))
+    small.write_bytes(b"[]")
+    for cores, expected in ((128, files.MAX_DECODE_WORKERS), (2, 2), (1, 1), (None, 1)):
+        monkeypatch.setattr(files.os, "cpu_count", lambda cores=cores: cores)
+        assert files._chunk_workers(large, None) == expected
+        assert files._chunk_workers(small, None) == 1
+    assert files._chunk_workers(large, 16) == 16
+    assert files.MAX_DECODE_WORKERS <= 8
+
+
 def test_a_folder_of_ranks_on_every_core():
     folder = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "param_v100_dlrm_4ranks"
     if not folder.is_dir():

@@ -34,6 +34,12 @@ _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 PARALLEL_FILE_MIN_BYTES = 160 << 20  # files smaller than this (uncompressed, about) decode in this process
 THREADED_FILE_MIN_BYTES = 2 * BLOCK_SIZE  # with the compiled scanner: any file of several chunks uses threads
 LARGE_TRACE_EVENTS = 1_000_000  # above this, freed memory is handed back to the system after loading
+# At most this many chunks of one file decode at once. Each holds 60-100 MB while it decodes (its
+# text, the scanner's columns, the frames being built), and more threads stop paying before that:
+# one thread gunzips, and every chunk's Python glue holds the GIL. On 2 cores, 1 GB a100-cudagraph
+# loaded in 3.59 / 3.17 / 3.35 / 3.88 s with 2 / 4 / 8 / 16 threads, peaking at 825 / 886 / 1163 /
+# 1424 MB: one thread per core on a 100-core node would hold gigabytes for nothing.
+MAX_DECODE_WORKERS = 4
 
 Progress = Callable[[int, int], None]  # (bytes of the file read so far, its size on disk)
 
@@ -180,7 +186,8 @@ def uncompressed_estimate(path: Path) -> int:
 
 def _chunk_workers(path: Path, workers: int | None) -> int:
     """How many threads (or, without the compiled scanner, processes) decode one file: several
-    only for a file of several chunks (a large one, for processes) on several cores."""
+    only for a file of several chunks (a large one, for processes) on several cores, one per core
+    up to `MAX_DECODE_WORKERS`."""
     from traceanalyze.load import columnar
 
     if workers is not None:
@@ -188,7 +195,7 @@ def _chunk_workers(path: Path, workers: int | None) -> int:
     smallest = THREADED_FILE_MIN_BYTES if columnar.available() else PARALLEL_FILE_MIN_BYTES
     if uncompressed_estimate(path) < smallest:
         return 1
-    return os.cpu_count() or 1
+    return max(1, min(os.cpu_count() or 1, MAX_DECODE_WORKERS))
 
 
 def declared_rank(path: Path) -> int | None:

@@ -319,3 +319,23 @@ def test_cli_multi_rank_folder(tmp_path):
     # one open <details> per rank, all inside the closed Details block under the verdict (issue 14)
     assert result.stdout.count("<details open>") == 4 and result.stdout.count("</details>") == 5
     assert result.stdout.count("<details>\n<summary>Details</summary>") == 1
+
+
+def test_a_trace_of_many_steps_lists_its_slowest_steps(tmp_path):
+    """30 steps of 100 µs, step 7 of 400 µs and step 21 of 300 µs: the per-step table of the
+    Markdown and HTML reports lists 20 rows, slowest first; the HTML's step bars draw them all."""
+    b, start = TraceBuilder(), 0
+    for n in range(30):
+        length = 400 if n == 7 else 300 if n == 21 else 100
+        b.step(n, start, length)
+        b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 10, dur_us=20)
+        start += length
+    path = b.write(tmp_path / "t.json")
+    report = build_report(traceanalyze.load_trace(path))
+    markdown = render_markdown(report)
+    section = markdown.split("### Slowest steps (20 of 30, by CPU step time)")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if re.match(r"\| \d", line)]
+    assert len(rows) == 20
+    assert [int(line.split("|")[1]) for line in rows[:3]] == [7, 21, 0]
+    tree = parse(render_html(report))
+    assert charts(tree, "steps")[0]["marks"] > 2 * 20  # busy and idle bars of more than the 20 listed steps

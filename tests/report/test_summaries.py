@@ -48,3 +48,22 @@ def test_small_kernel_share_of_kernel_time():
     assert summary.share_of_kernel_time == 0.2
     none_small = small_kernel_summary(kernels.with_columns(pl.lit(False).alias("small")))
     assert (none_small.count, none_small.gpu_time_ns, none_small.share_of_kernel_time) == (0, None, 0.0)
+
+
+def test_a_per_step_table_of_many_steps_lists_the_slowest():
+    from traceanalyze.report.summaries import listed_steps
+
+    def steps(durations: list[int], devices: int = 1) -> pl.DataFrame:
+        return pl.DataFrame({"step": [s for s in range(len(durations)) for _ in range(devices)],
+                             "device": [d for _ in durations for d in range(devices)],
+                             "cpu_duration_ns": [t for t in durations for _ in range(devices)]})
+
+    few = steps([5, 1, 3])
+    listed, title = listed_steps(few, most=3)
+    assert title == "Per step" and listed["step"].to_list() == [0, 1, 2]
+    listed, title = listed_steps(steps([5, 1, 9, 3, 9, 7]), most=3)
+    assert title == "Slowest steps (3 of 6, by CPU step time)"
+    assert listed["step"].to_list() == [2, 4, 5]  # 9, 9 (by step number), then 7
+    listed, title = listed_steps(steps([5, 1, 9], devices=2), most=3)
+    assert title == "Slowest steps (3 of 6 step × device rows, by CPU step time)"
+    assert listed.select("step", "device").rows() == [(2, 0), (2, 1), (0, 0)]

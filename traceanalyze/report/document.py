@@ -17,7 +17,7 @@ from traceanalyze.report.document_job import job_blocks
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.wording import CAUSE_HINTS, coverage_sentence, cpu_name, peak_figures, roof_fraction_cell, roof_footnotes
-from traceanalyze.report.summaries import Summary
+from traceanalyze.report.summaries import Summary, listed_steps
 from traceanalyze.report.verdict import findings_blocks
 from traceanalyze.report.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, plural, short_name
 
@@ -207,9 +207,10 @@ def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: 
     blocks += _small_kernels(report, min_run)
     blocks += _queue(report)
     if report.steps.height:
-        blocks.append(Heading(level + 1, "Per step", f"{anchor}-steps"))
+        listed, title = listed_steps(report.steps)
+        blocks.append(Heading(level + 1, title, f"{anchor}-steps"))
         blocks.append(Chart("steps", report))
-        blocks.append(_step_table(report.steps))
+        blocks.append(_step_table(listed))
     return blocks
 
 

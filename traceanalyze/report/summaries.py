@@ -23,6 +23,18 @@ from traceanalyze.analysis.idle import GAP_CAUSES
 
 LATENCY_METRICS = ("launch_to_start_ns", "queue_wait_ns", "launch_overhead_ns", "launch_cpu_ns", "launch_delay_ns")
 SMALL_KERNEL_RUNS_LISTED = 10
+STEPS_LISTED = 20  # a per-step table of more steps shows the slowest this many (every step: JSON, charts)
+
+
+def listed_steps(steps: pl.DataFrame, most: int = STEPS_LISTED) -> tuple[pl.DataFrame, str]:
+    """The rows of a per-step table (one per step and device) and its title: every step in step
+    order when there are at most `most`, else the `most` rows of the slowest CPU steps, slowest
+    first (an inference trace records thousands of steps: a table of them all buries the rest)."""
+    if steps.height <= most:
+        return steps, "Per step"
+    slowest = steps.sort(["cpu_duration_ns", "step", "device"], descending=[True, False, False], nulls_last=True).head(most)
+    rows = f"{steps.height}" if steps["step"].n_unique() == steps.height else f"{steps.height} step × device rows"
+    return slowest, f"Slowest steps ({most} of {rows}, by CPU step time)"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_details, roofline_section
+from traceanalyze.report.summaries import listed_steps
 from traceanalyze.report.text_table import Shrinkable, fit_lines, terminal_width, text_table
 from traceanalyze.report.wording import CAUSE_HINTS, cpu_name
 from traceanalyze.report.terminal_job import detail_ranks, job_section
@@ -165,8 +166,9 @@ def _overhead_details(report: RankReport, options: ReportOptions, width: int | N
                      + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
                         if deepest["time_at_full_ns"] else ""))
     if report.steps.height:
-        lines.append("  per step:")
-        lines.append(_step_table(report.steps, width))
+        listed, title = listed_steps(report.steps)
+        lines.append(f"  {title[0].lower() + title[1:]}:")
+        lines.append(_step_table(listed, width))
     return lines
 
 

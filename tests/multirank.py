@@ -7,7 +7,8 @@ from T_s = (s − 1) × 20 ms on the true clock). In every step each rank runs o
 
 - Straggler: in step 2, rank `STRAGGLER` launches its compute kernel `DELAY_US` (5 ms) late (the
   host was late), so the other three wait 5 ms in the all-reduce.
-- Clocks: rank r's clock reads true time + `OFFSETS_US[r]` (rank 3's host at +3 ms).
+- Clocks: rank r's clock reads true time + `OFFSETS_US[r]` (rank 3's host at +3 ms; ranks past 3, of
+  larger jobs, read true time).
 - Overlap: on rank 0, in step 1, a compute kernel on another stream runs 1 ms inside the
   all-reduce.
 
@@ -64,7 +65,7 @@ def build_rank(rank: int, *, ranks: int = RANKS, delays: Delays | None = None, l
     """Rank `rank` of the job. `delays`/`late_starts`: the late hosts (default: the straggler's
     5 ms in step 2); `hide_collectives`: a compute kernel on another stream runs through every
     all-reduce (nothing exposed)."""
-    b = TraceBuilder(rank=rank, world_size=ranks, base_us=DEFAULT_BASE_US + OFFSETS_US[rank])
+    b = TraceBuilder(rank=rank, world_size=ranks, base_us=DEFAULT_BASE_US + OFFSETS_US.get(rank, 0))
     for step in range(1, STEPS + 1):
         t = step_start(step)
         late_start = (late_starts or {}).get((rank, step), 0)

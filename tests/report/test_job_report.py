@@ -83,3 +83,27 @@ def test_html_job_charts(folder, tmp_path):
     assert "all_reduce #1: waited 5000.0 µs" in html
     markdown = runner.invoke(app, ["report", str(folder), "--format", "markdown"]).output
     assert f"**rank {mr.STRAGGLER} is the straggler**: the other ranks waited 15 ms" in markdown
+
+
+def test_a_job_of_many_ranks_draws_the_timelines_of_the_straggler_and_the_most_idle(tmp_path):
+    """Ten ranks, rank 7 the straggler: the HTML draws the timeline and roofline of 8 ranks
+    (`document.CHARTED_RANKS`), the straggler among them; each other rank's section says why its
+    charts are missing and how to draw them; the Markdown says nothing of charts."""
+    from html import unescape
+
+    from traceanalyze.report.document import CHARTED_RANKS
+
+    folder = mr.write_job(tmp_path / "job", ranks=10, delays={(7, mr.DELAY_STEP): mr.DELAY_US})
+    html_path, md_path = tmp_path / "job.html", tmp_path / "job.md"
+    for fmt, out in (("html", html_path), ("markdown", md_path)):
+        result = CliRunner().invoke(app, ["report", str(folder), "--format", fmt, "-o", str(out), "--no-cache"])
+        assert result.exit_code == 0, result.output
+    html = unescape(html_path.read_text())
+    sections = html.split('<details class="rank" id="rank-')[1:]
+    assert len(sections) == 10
+    drawn = [int(s.split('"', 1)[0]) for s in sections if "Timeline and roofline not drawn" not in s]
+    assert len(drawn) == CHARTED_RANKS == 8 and 7 in drawn
+    undrawn = next(s for s in sections if "Timeline and roofline not drawn" in s)
+    assert "traceanalyze report " in undrawn and "--format html" in undrawn
+    assert "drawn for 8 of the 10 ranks" in html
+    assert "roofline charts" not in md_path.read_text()

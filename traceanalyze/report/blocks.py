@@ -70,10 +70,12 @@ class Figures:
 class Chart:
     """A slot for a chart of `rank` (None: all ranks of the report). Kinds: `ranks`, `regimes`,
     `timeline`, `causes`, `latency`, `steps`, `roofline`, and the job's `job-heatmap`,
-    `job-timeline`, `job-collectives` (report.html_job)."""
+    `job-timeline`, `job-collectives` (report.html_job); `charted-ranks` is only a note (`omitted`)
+    saying which ranks' charts a job draws. Formats without charts (Markdown) skip every chart."""
 
     kind: str
     rank: Any = None  # a report.model.RankReport (not imported: the blocks sit below the report model)
+    omitted: str = ""  # when set, the chart is not drawn and this says why (a rank past `document.CHARTED_RANKS`)
 
 
 @dataclass(frozen=True, eq=False)

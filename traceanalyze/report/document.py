@@ -191,10 +191,10 @@ def _step_table(steps: pl.DataFrame) -> Table:
     )
 
 
-def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: int) -> list[Block]:
+def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: int, omitted: str) -> list[Block]:
     blocks: list[Block] = [Heading(level, "Overhead — is the GPU waiting on the CPU?", f"{anchor}-overhead")]
     blocks += _device_lines(report)
-    blocks.append(Chart("timeline", report))
+    blocks.append(Chart("timeline", report, omitted=omitted))
     blocks.append(Heading(level + 1, "Idle time by cause", f"{anchor}-causes"))
     blocks.append(Chart("causes", report))
     blocks += _cause_table(report.idle_causes)
@@ -246,7 +246,7 @@ def _regimes(report: RankReport, level: int, anchor: str) -> list[Block]:
     return blocks
 
 
-def _kernels(report: RankReport, level: int, anchor: str) -> list[Block]:
+def _kernels(report: RankReport, level: int, anchor: str, omitted: str = "") -> list[Block]:
     kernels = report.kernels
     if kernels.is_empty():
         return []
@@ -264,7 +264,7 @@ def _kernels(report: RankReport, level: int, anchor: str) -> list[Block]:
             _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["bound"] == "memcpy" else "–"),
             _num(roof_fraction_cell(r["pct_of_roof"], str(r["bound"]))), Cell(r["roof"] or "–"), Cell(str(r["bound"]), key=str(r["bound"])),
         ))
-    blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report)]
+    blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report, omitted=omitted)]
     blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"), tuple(rows)))
     blocks.extend(Paragraph((line.strip(),)) for line in roof_footnotes(shown))
     reasons = report.unmodeled.select("unmodeled_reason", "count", "duration_ns")
@@ -307,14 +307,16 @@ def _health(report: RankReport, level: int, anchor: str) -> list[Block]:
     return [Heading(level, "Trace health", f"{anchor}-health"), Table(("finding", "count", "makes unreliable", "detail"), rows)]
 
 
-def rank_blocks(report: RankReport, *, limit: int, level: int, anchor: str, min_run: int = 8) -> list[Block]:
-    """Every section of one rank, headings at `level`."""
+def rank_blocks(report: RankReport, *, limit: int, level: int, anchor: str, min_run: int = 8,
+                omitted: str = "") -> list[Block]:
+    """Every section of one rank, headings at `level`; `omitted`: why its timeline and roofline
+    charts are not drawn (empty: they are)."""
     blocks: list[Block] = _notes(report)
     if report.has_gpu:
-        blocks += _overhead(report, limit, level, anchor, min_run)
+        blocks += _overhead(report, limit, level, anchor, min_run, omitted)
     if report.has_gpu:
         blocks += _regimes(report, level, anchor)
-        blocks += _kernels(report, level, anchor)
+        blocks += _kernels(report, level, anchor, omitted)
         blocks += _fusion(report, level, anchor)
     blocks += findings_blocks(report.findings, report.summary.attribution.window_ns, level=level, anchor=anchor)
     blocks += _cpu_ops(report, level, anchor)
@@ -322,7 +324,7 @@ def rank_blocks(report: RankReport, *, limit: int, level: int, anchor: str, min_
     return blocks
 
 
-def _ranks_overview(report: Report) -> list[Block]:
+def _ranks_overview(report: Report, charted: list[int]) -> list[Block]:
     rows = []
     for r in report.ranks:
         window = r.summary.window
@@ -331,8 +333,13 @@ def _ranks_overview(report: Report) -> list[Block]:
         rows.append((_num(str(r.rank)), _num(format_duration_ns(window.window_ns)), _num(format_percent(window.idle_fraction)),
                      _num(format_duration_ns(r.summary.latency["launch_to_start_ns"].p50)), _num(str(r.gap_count)),
                      Cell(top, key=top if top != "–" else None)))
-    return [Heading(2, "Ranks", "ranks"), Chart("ranks"),
-            Table(("rank", "GPU window", "idle", "launch→start p50", "gaps", "biggest regime"), tuple(rows))]
+    blocks: list[Block] = [Heading(2, "Ranks", "ranks"), Chart("ranks"),
+                           Table(("rank", "GPU window", "idle", "launch→start p50", "gaps", "biggest regime"), tuple(rows))]
+    if len(charted) < len(report.ranks):  # said where charts are drawn only (HTML)
+        blocks.append(Chart("charted-ranks", omitted=(
+            f"The timeline and roofline charts below are drawn for {len(charted)} of the {len(report.ranks)} ranks: "
+            f"the straggler first, then the most idle (ranks {', '.join(map(str, sorted(charted)))}).")))
+    return blocks
 
 
 def _rank_summary(report: RankReport) -> tuple[Inline, ...]:
@@ -365,9 +372,26 @@ def document(report: Report) -> list[Block]:
         blocks += rank_blocks(single, limit=limit, level=2, anchor="rank-%d" % single.rank, min_run=min_run)
         return blocks
     blocks += job_blocks(report)
-    blocks += _ranks_overview(report)
+    charted = charted_ranks(report)
+    blocks += _ranks_overview(report, charted)
     for rank in report.ranks:
         anchor = f"rank-{rank.rank}"
-        inner = rank_blocks(rank, limit=min(limit, 5), level=3, anchor=anchor, min_run=min_run)
+        omitted = "" if rank.rank in charted else (
+            f"Timeline and roofline not drawn: they are for {len(charted)} of the {len(report.ranks)} ranks (see Ranks); "
+            f"this rank's alone: traceanalyze report {rank.source} --format html")
+        inner = rank_blocks(rank, limit=min(limit, 5), level=3, anchor=anchor, min_run=min_run, omitted=omitted)
         blocks.append(Group(anchor, _rank_summary(rank), tuple(inner)))
     return blocks
+
+
+# the ranks of a job whose timeline and roofline charts are drawn: each is some 200 KB of SVG, and
+# a job of 256 ranks drew 70 MB of HTML; the job's own charts cover every rank
+CHARTED_RANKS = 8
+
+
+def charted_ranks(report: Report) -> list[int]:
+    """The ranks whose timeline and roofline a job's report draws (`CHARTED_RANKS` at most): the
+    straggler, then the most idle, then by rank."""
+    slowest = report.job.slowest_rank
+    order = sorted(report.ranks, key=lambda r: (r.rank != slowest, -(r.summary.window.idle_fraction or 0.0), r.rank))
+    return [r.rank for r in order[:CHARTED_RANKS]]

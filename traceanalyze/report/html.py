@@ -202,6 +202,8 @@ def _figure(svg: str, caption: str = "") -> str:
 
 
 def _chart(block: Chart, report: Report) -> str:
+    if block.omitted:
+        return f'<p class="note">{esc(block.omitted)}</p>'
     rank = block.rank
     if block.kind == "ranks":
         return _figure(_ranks_chart(report))

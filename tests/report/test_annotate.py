@@ -138,3 +138,22 @@ def test_streamed_annotation_keeps_each_unjudged_event_as_written(tmp_path):
     streamed = b"".join(annotate.annotated_pieces(path, report))
     assert b'{"ph": "i", "name": "marker", "ts": 1.50, "pid": 7, "tid": 1, "s": "g"}' in streamed
     assert streamed.endswith(b'],\n "x": 1}')
+
+
+def test_an_empty_chunk_writes_nothing_twice(tmp_path, monkeypatch):
+    """The document's head is written once, whatever chunks the reader yields (an empty one
+    first, here): the output stays one valid document, the same as without it."""
+    from traceanalyze.load.chrome import EventChunks
+    from traceanalyze.report import annotate
+
+    report = build_report(traceanalyze.load_trace(FIXTURE))
+    plain = json.loads(b"".join(annotate.annotated_pieces(FIXTURE, report)))
+    decode_each = EventChunks.decode_each
+
+    def with_empty_chunks(self, decode):
+        for chunk in decode_each(self, decode):
+            yield decode(b"[]")
+            yield chunk
+
+    monkeypatch.setattr(EventChunks, "decode_each", with_empty_chunks)
+    assert json.loads(b"".join(annotate.annotated_pieces(FIXTURE, report))) == plain

@@ -89,19 +89,20 @@ def annotated_pieces(path: Path, report: Report, *, limits: LoadLimits = LoadLim
     chunks = EventChunks(path, block_size=block_size, limits=limits)
     rows = marked.iter_rows()
     pending = next(rows, None)
-    first, written = True, 0
+    opened, written = False, 0
     for events in chunks.decode_each(_raw_events):
-        if first:
-            yield chunks.before_events if not chunks.bare_array else b'{"traceEvents":['
         texts: list[Any] = list(events)
         while pending is not None and pending[0] < written + len(texts):
             index = pending[0] - written
             texts[index] = msgspec.json.encode(_with_figures(msgspec.json.decode(texts[index]), pending[1:]))
             pending = next(rows, None)
+        if not opened:  # the document up to its events, as written (known once the reading began)
+            yield chunks.before_events if not chunks.bare_array else b'{"traceEvents":['
+            opened = True
         if texts:
-            yield (b"" if first else b",") + b",".join(texts)
-            first, written = False, written + len(texts)
-    if first:  # no events: the document around them, as written
+            yield (b"," if written else b"") + b",".join(texts)
+            written += len(texts)
+    if not opened:  # no events
         yield chunks.before_events if not chunks.bare_array else b'{"traceEvents":['
     added = msgspec.json.encode(added_events(report, (largest_pid or 0) + 1))[1:-1]
     yield (b"," if written and added else b"") + added

@@ -17,6 +17,8 @@ import sys  # noqa: E402
 from enum import Enum  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Annotated, Optional  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 
 import typer  # noqa: E402
 
@@ -265,10 +267,31 @@ def annotate(
         built = _analyze(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=limits, cache=not no_cache)
-        write_pieces_output(output, annotated_pieces(trace, built, limits=limits), compress=output.name.endswith(".gz"))
+        with _byte_progress(f"annotating {trace.name}", trace) as progress:
+            write_pieces_output(output, annotated_pieces(trace, built, limits=limits, progress=progress),
+                                compress=output.name.endswith(".gz"))
     except TraceAnalyzeError as error:
         fail(error)
     typer.echo(f"wrote {output}", err=True)
+
+
+@contextmanager
+def _byte_progress(description: str, path: Path) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich bar on stderr, filled by calls of (done, total) bytes, while the block runs: only on
+    a terminal and for a file large enough to take a while (`load.PROGRESS_MIN_BYTES`); else None."""
+    from traceanalyze.load import PROGRESS_MIN_BYTES
+    from traceanalyze.load.files import uncompressed_estimate
+
+    if not sys.stderr.isatty() or uncompressed_estimate(path) < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bars:
+        task = bars.add_task(description, total=None)
+        yield lambda done, total: bars.update(task, completed=done, total=total)
 
 
 @app.command(context_settings={"allow_interspersed_args": False})

@@ -157,3 +157,15 @@ def test_an_empty_chunk_writes_nothing_twice(tmp_path, monkeypatch):
 
     monkeypatch.setattr(EventChunks, "decode_each", with_empty_chunks)
     assert json.loads(b"".join(annotate.annotated_pieces(FIXTURE, report))) == plain
+
+
+def test_annotating_reports_its_progress_over_both_passes(tmp_path):
+    from traceanalyze.report import annotate
+
+    report = build_report(traceanalyze.load_trace(FIXTURE))
+    seen: list[tuple[int, int]] = []
+    b"".join(annotate.annotated_pieces(FIXTURE, report, block_size=1 << 10, progress=lambda *p: seen.append(p)))
+    size = FIXTURE.stat().st_size
+    assert len(seen) > 2 and all(total == 2 * size for _, total in seen)
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[-1] == 2 * size and any(d <= size for d in done)

@@ -18,7 +18,7 @@ whole, as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,13 +76,21 @@ def added_events(report: Report, pid: int) -> list[dict[str, Any]]:
 
 
 def annotated_pieces(path: Path, report: Report, *, limits: LoadLimits = LoadLimits(),
-                     block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+                     block_size: int = BLOCK_SIZE, progress: Callable[[int, int], None] | None = None) -> Iterator[bytes]:
     """The annotated trace's JSON text, in pieces to write one after the other (streamed, in
     chunks of about `block_size` bytes: see the module's docstring); the whole document's when the
-    stream reader does not take the file."""
+    stream reader does not take the file. `progress(done, total)`: bytes of the file read over
+    both passes, after each chunk."""
+    size = path.stat().st_size
+
+    def read(chunks: EventChunks, before: int) -> None:
+        if progress is not None:
+            progress(before + chunks.position, 2 * size)
+
     judged = _judged(report)
     try:
-        marked, largest_pid = _marked_events(EventChunks(path, block_size=block_size, limits=limits), judged)
+        marked, largest_pid = _marked_events(EventChunks(path, block_size=block_size, limits=limits), judged,
+                                             lambda chunks: read(chunks, 0))
     except NotStreamable:
         yield annotated_document(path, report)
         return
@@ -102,6 +110,7 @@ def annotated_pieces(path: Path, report: Report, *, limits: LoadLimits = LoadLim
         if texts:
             yield (b"," if written else b"") + b",".join(texts)
             written += len(texts)
+        read(chunks, size)
     if not opened:  # no events
         yield chunks.before_events if not chunks.bare_array else b'{"traceEvents":['
     added = msgspec.json.encode(added_events(report, (largest_pid or 0) + 1))[1:-1]
@@ -160,7 +169,8 @@ def _raw_events(text: bytes) -> list[msgspec.Raw]:
     return _raw_decoder.decode(text)
 
 
-def _marked_events(chunks: EventChunks, judged: _Judged) -> tuple[pl.DataFrame, int | None]:
+def _marked_events(chunks: EventChunks, judged: _Judged,
+                   after_chunk: Callable[[EventChunks], None]) -> tuple[pl.DataFrame, int | None]:
     """First pass: the events that get figures → (a frame of event index and figures, sorted by
     index; the largest integer pid). An event is a GPU op of the roofline when it is complete
     (`ph` X), its args hold an integer `correlation` and its name is a judged op's: the k-th such
@@ -173,6 +183,7 @@ def _marked_events(chunks: EventChunks, judged: _Judged) -> tuple[pl.DataFrame, 
         if chunk_pid is not None:
             largest_pid = chunk_pid if largest_pid is None else max(largest_pid, chunk_pid)
         offset += count
+        after_chunk(chunks)
     return _matched(found, judged), largest_pid
 
 

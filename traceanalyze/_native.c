@@ -36,9 +36,6 @@
 #include <stdlib.h>
 
 #include "_native.h"
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 enum {
     TAG_ABSENT = 0, TAG_NULL = 1, TAG_INT = 2, TAG_FLOAT = 3, TAG_STR = 4, TAG_BOOL = 5,
@@ -160,23 +157,22 @@ static void release(Scanner *s) {
     Py_XDECREF(s->strings);
 }
 
-/* How many '{' the text holds: no more events than that. */
-static Py_ssize_t count_braces(const unsigned char *t, Py_ssize_t n) {
-    Py_ssize_t count = 0, i = 0;
-#ifdef __SSE2__
-    /* 16 bytes a step: each lane counts its matches in a byte (-1 per match), summed every 255 steps */
-    const __m128i brace = _mm_set1_epi8('{');
-    while (i + 16 <= n) {
-        __m128i lanes = _mm_setzero_si128();
-        for (int step = 0; step < 255 && i + 16 <= n; step++, i += 16)
-            lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(t + i)), brace));
-        __m128i sums = _mm_sad_epu8(lanes, _mm_setzero_si128());
-        count += _mm_cvtsi128_si64(sums) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
+/* How many '{' open an item of an array (the last other than whitespace before it is '[' or ','):
+ * every event does, and nested "args" objects (after ':') do not, so the columns are sized for
+ * about the events, not twice as many. Linear: each run of whitespace is walked back once, by the
+ * brace that ends it. */
+static Py_ssize_t count_item_braces(const unsigned char *t, Py_ssize_t n) {
+    Py_ssize_t count = 0;
+    const unsigned char *p = t, *end = t + n;
+    while (p < end && (p = memchr(p, '{', (size_t)(end - p))) != NULL) {
+        const unsigned char *q = p;
+        while (q > t && (q[-1] == ' ' || q[-1] == '\n' || q[-1] == '\r' || q[-1] == '\t')) q--;
+        if (q == t || q[-1] == '[' || q[-1] == ',') count++;
+        p++;
     }
-#endif
-    for (; i < n; i++) count += t[i] == '{';
     return count;
 }
+
 
 /* ---------------------------------------------------------------------------------------------
  * Lexing */
@@ -892,7 +888,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     s.slots = malloc(s.n_slots * sizeof(Slot));
     if (!s.slots) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t k = 0; k < s.n_slots; k++) s.slots[k].code = -1;
-    int status = allocate(&s, count_braces(s.text, s.size) + 1);
+    int status = allocate(&s, count_item_braces(s.text, s.size) + 1);
     if (status == OK) {
         /* the scan touches no Python object: other threads decode other chunks meanwhile */
         Py_BEGIN_ALLOW_THREADS

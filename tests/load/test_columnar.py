@@ -114,6 +114,10 @@ def op(**args) -> dict:
     json.dumps([{"ph": "M", "name": "process_name", "args": {"name": "x", "nested": {"a": [1, {"b": [[]]}]}}}]),
     '[{"a":1e999,"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"x":-1e999}}]',  # never read: no error
     '[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"correlation":[[],{"s":1.7976931348632317e+308}]}]',
+    # events apart by tabs, CR LF and a comma on its own line; objects in arrays inside args (the
+    # scanner sizes its columns by the braces that open an array item)
+    '[\r\n\t{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"l":[{"a":1},{"b":[{}]}]}}\r\n\t,\r\n\t'
+    '{"ph":"X","cat":"kernel","name":"j","ts":2,"dur":1} , {"ph":"i","name":"}, {","ts":3}]',
 ])
 def test_corner_cases_vouched_for(text):
     assert check(text.encode()) is not None

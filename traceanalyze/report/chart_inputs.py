@@ -85,23 +85,29 @@ def _gap_labels(gaps: pl.DataFrame) -> pl.Series:
 def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, all_streams: pl.DataFrame,
                all_steps: pl.DataFrame) -> list[DeviceTimeline]:
     timelines = []
-    for window in idle.iter_rows(named=True):
+    ops = ops.select("device", "stream", "start_ns", "end_ns", "regime", "name")  # not the roofline's 69 columns:
+    for window in idle.iter_rows(named=True):  # a filter of them all copied 160 MB on 1 GB traces
         device = window["device"]
         start, end = window["window_start_ns"], window["window_end_ns"]
         streams = all_streams.filter(pl.col("device") == device).sort("busy_ns", descending=True)
         shown = streams.head(MAX_TIMELINE_LANES)["stream"].sort().to_list()
         device_ops = ops.filter(pl.col("device") == device)
-        names = {n: short_name(n, 100) for n in device_ops["name"].unique().to_list()}
+        gaps = all_gaps.filter(pl.col("device") == device)
+        # past this many intervals the lanes are binned (`plots.binned_rows`), and binned lanes
+        # draw no interval's own tooltip: none is made (on 1 GB, 800k labels of up to 100 characters)
+        labelled = (device_ops.filter(pl.col("stream").is_in(shown)).height + gaps.height
+                    <= min(plots.EXACT_TIMELINE_MARKS, plots.MAX_MARKS))
+        names = {n: short_name(n, 100) for n in device_ops["name"].unique().to_list()} if labelled else {}
         lanes = []
         for stream in shown:
             frame = device_ops.filter(pl.col("stream") == stream).select(
                 "start_ns", "end_ns", pl.col("regime").cast(pl.String).alias("category"),
-                pl.col("name").replace_strict(names, default=None, return_dtype=pl.String).alias("label"))
+                pl.col("name").replace_strict(names, default=None, return_dtype=pl.String).alias("label") if labelled
+                else pl.lit(None, dtype=pl.String).alias("label"))
             lanes.append(plots.TimelineRow(f"stream {stream}", frame, plots.REGIME_COLOURS))
-        gaps = all_gaps.filter(pl.col("device") == device)
         gap_frame = pl.DataFrame(
             {"start_ns": gaps["start_ns"], "end_ns": gaps["end_ns"], "category": gaps["cause"].cast(pl.String),
-             "label": _gap_labels(gaps)},
+             "label": _gap_labels(gaps) if labelled else pl.repeat(None, gaps.height, dtype=pl.String, eager=True)},
             schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "category": pl.String, "label": pl.String},
         )
         lanes.append(plots.TimelineRow("GPU idle", gap_frame, plots.CAUSE_COLOURS, what="idle"))

@@ -169,3 +169,17 @@ def test_annotating_reports_its_progress_over_both_passes(tmp_path):
     assert len(seen) > 2 and all(total == 2 * size for _, total in seen)
     done = [d for d, _ in seen]
     assert done == sorted(done) and done[-1] == 2 * size and any(d <= size for d in done)
+
+
+def test_the_added_tracks_are_written_in_batches_as_one_array(monkeypatch):
+    """The idle-gap and finding slices are encoded a batch at a time (a 1 GB trace has some 400k
+    gaps); batches of two give the same document as one batch."""
+    from traceanalyze.report import annotate
+
+    assert list(annotate._batches(iter(range(5)), 2)) == [[0, 1], [2, 3], [4]]
+    assert list(annotate._batches(iter([]), 2)) == []
+    report = build_report(traceanalyze.load_trace(FIXTURE))
+    whole = json.loads(b"".join(annotate.annotated_pieces(FIXTURE, report)))
+    monkeypatch.setattr(annotate, "ADDED_BATCH", 2)
+    assert json.loads(b"".join(annotate.annotated_pieces(FIXTURE, report))) == whole
+    assert len(annotate.added_events(report, 1)) > 4

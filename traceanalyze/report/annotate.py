@@ -35,6 +35,7 @@ CATEGORY = "traceanalyze"  # `cat` of every added event
 PROCESS_NAME = "traceanalyze"
 GAP_TRACK_TID = 1  # + device: one idle-gap track per (rank, device)
 FINDING_TRACK_TID = 1000  # + index of the finding: one track per finding
+ADDED_BATCH = 10_000  # added events encoded at a time when streamed
 
 
 def _us(ns: int) -> float:
@@ -52,7 +53,13 @@ def _metadata(name: str, pid: int, tid: int, value: str) -> dict[str, Any]:
 
 def added_events(report: Report, pid: int) -> list[dict[str, Any]]:
     """The idle-gap and finding tracks of `report`, under process `pid`."""
-    events = [_metadata("process_name", pid, 0, PROCESS_NAME)]
+    return list(_added(report, pid))
+
+
+def _added(report: Report, pid: int) -> Iterator[dict[str, Any]]:
+    """`added_events`, one at a time (a 1 GB trace has some 400k idle gaps: as a list of dicts
+    and then its JSON, they held 200 MB at once)."""
+    yield _metadata("process_name", pid, 0, PROCESS_NAME)
     tracks: set[tuple[int, int]] = set()
     finding_index = 0
     for rank in report.ranks:
@@ -61,18 +68,17 @@ def added_events(report: Report, pid: int) -> list[dict[str, Any]]:
             tid = GAP_TRACK_TID + gap["device"] + 10_000 * rank.rank  # ranks of a folder never share a track
             if (rank.rank, gap["device"]) not in tracks:
                 tracks.add((rank.rank, gap["device"]))
-                events.append(_metadata("thread_name", pid, tid, f"idle gaps: rank {rank.rank} device {gap['device']}"))
+                yield _metadata("thread_name", pid, tid, f"idle gaps: rank {rank.rank} device {gap['device']}")
             args = {key: gap[key] for key in ("cause", "cpu_op", "annotation", "step", "sync_call") if gap[key] is not None}
-            events.append(_complete(f"idle: {gap['cause']}", pid, tid, gap["start_ns"], gap["end_ns"], args))
+            yield _complete(f"idle: {gap['cause']}", pid, tid, gap["start_ns"], gap["end_ns"], args)
         job_found = report.job.findings.filter(pl.col("rank") == rank.rank)  # the straggler etc., on its own clock
         for finding in pl.concat([rank.findings, job_found]).iter_rows(named=True):
             tid = FINDING_TRACK_TID + finding_index
             finding_index += 1
-            events.append(_metadata("thread_name", pid, tid, f"finding: {finding['id']} (rank {rank.rank})"))
+            yield _metadata("thread_name", pid, tid, f"finding: {finding['id']} (rank {rank.rank})")
             args = {key: finding[key] for key in ("id", "regime", "evidence", "action", "gain_ns", "confidence")}
             for span in finding["spans"]:
-                events.append(_complete(finding["title"], pid, tid, span["start_ns"], span["end_ns"], args))
-    return events
+                yield _complete(finding["title"], pid, tid, span["start_ns"], span["end_ns"], args)
 
 
 def annotated_pieces(path: Path, report: Report, *, limits: LoadLimits = LoadLimits(),
@@ -113,12 +119,24 @@ def annotated_pieces(path: Path, report: Report, *, limits: LoadLimits = LoadLim
         read(chunks, size)
     if not opened:  # no events
         yield chunks.before_events if not chunks.bare_array else b'{"traceEvents":['
-    added = msgspec.json.encode(added_events(report, (largest_pid or 0) + 1))[1:-1]
-    yield (b"," if written and added else b"") + added
+    for batch in _batches(_added(report, (largest_pid or 0) + 1), ADDED_BATCH):
+        yield (b"," if written else b"") + msgspec.json.encode(batch)[1:-1]
+        written += len(batch)
     yield chunks.after_events if not chunks.bare_array else b"]}"
 
 
 _FIGURES = ("bound", "roof", "intensity_flop_per_byte", "roof_fraction")
+
+
+def _batches(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 @dataclass(frozen=True)
@@ -133,16 +151,19 @@ class _Judged:
 
 
 def _judged(report: Report) -> _Judged:
+    # names stay categorical until the few distinct ones are numbered (as text, one per row, the
+    # names of 400k kernels held 120 MB)
     frames = [rank.roofline.filter(pl.col("correlation").is_not_null()).sort("start_ns", maintain_order=True).select(
-        "correlation", pl.col("name").cast(pl.String), pl.col("regime").cast(pl.String).alias("bound"), "roof",
+        "correlation", pl.col("name").cast(pl.Categorical), pl.col("regime").cast(pl.String).alias("bound"), "roof",
         pl.col("intensity").alias("intensity_flop_per_byte"), pl.col("pct_of_roof").alias("roof_fraction"))
         for rank in report.ranks if not rank.roofline.is_empty()]
-    schema = {"correlation": pl.Int64, "name": pl.String, "bound": pl.String, "roof": pl.String,
+    schema = {"correlation": pl.Int64, "name": pl.Categorical(), "bound": pl.String, "roof": pl.String,
               "intensity_flop_per_byte": pl.Float64, "roof_fraction": pl.Float64}
     figures = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame(schema=schema)
-    names = {name: number for number, name in enumerate(sorted(figures["name"].unique().to_list()))}
+    distinct = figures.select(pl.col("name").unique().drop_nulls().cast(pl.String))["name"].to_list()
+    names = {name: number for number, name in enumerate(sorted(distinct))}
     numbers = pl.DataFrame({"name": list(names), "name_id": list(names.values())},
-                           schema={"name": pl.String, "name_id": pl.Int32})
+                           schema={"name": pl.String, "name_id": pl.Int32}).with_columns(pl.col("name").cast(pl.Categorical))
     figures = figures.join(numbers, on="name", how="left", maintain_order="left").select("correlation", "name_id", *_FIGURES)
     return _Judged(figures.with_columns(pl.int_range(pl.len()).over("correlation", "name_id").alias("nth")), names)
 

@@ -8,8 +8,12 @@ import json
 from pathlib import Path
 
 import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
+
+from mutations import base_trace, json_values, mutated
 
 import traceanalyze
 from traceanalyze.cli import app
@@ -17,6 +21,7 @@ from traceanalyze.report.annotate import CATEGORY
 from traceanalyze.report.model import build_report
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
+MUTATION_BASE = base_trace()
 
 
 def events_of(path: Path) -> list[dict]:
@@ -183,3 +188,21 @@ def test_the_added_tracks_are_written_in_batches_as_one_array(monkeypatch):
     monkeypatch.setattr(annotate, "ADDED_BATCH", 2)
     assert json.loads(b"".join(annotate.annotated_pieces(FIXTURE, report))) == whole
     assert len(annotate.added_events(report, 1)) > 4
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_streamed_annotation_is_the_whole_document_annotation_on_mutated_traces(tmp_path_factory, data):
+    """Any field or args key of a small trace replaced by any JSON value, or removed: the streamed
+    writer (many chunks, one chunk) gives the document the whole-document one gives."""
+    from traceanalyze.report import annotate
+
+    path = tmp_path_factory.mktemp("mutated") / "t.json"
+    path.write_text(json.dumps(mutated(MUTATION_BASE, data, json_values(allow_infinity=False))))
+    try:
+        report = build_report(traceanalyze.load_trace(path, cache=False))
+    except traceanalyze.TraceAnalyzeError:
+        return
+    whole = json.loads(annotate.annotated_document(path, report))
+    for block_size in (1 << 8, 1 << 24):
+        assert json.loads(b"".join(annotate.annotated_pieces(path, report, block_size=block_size))) == whole

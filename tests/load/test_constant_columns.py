@@ -1,5 +1,5 @@
 """Columns of one value in every row are kept once (a polars scalar column), not once per row:
-the same frames, less memory (`load.assemble.constants_as_scalars`, `column_by_column`)."""
+the same frames, less memory (`scalar_columns.constants_as_scalars`, `load.assemble.column_by_column`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from polars.testing import assert_frame_equal
 
 from tests.shared_traces import shared_trace
 from traceanalyze.load import load_trace
-from traceanalyze.load.assemble import column_by_column, constant_columns, constants_as_scalars
+from traceanalyze.load.assemble import column_by_column
+from traceanalyze.scalar_columns import constant_columns, constants_as_scalars
 
 ROWS = 100_000
 
@@ -29,6 +30,22 @@ def frame() -> pl.DataFrame:
 def test_constant_columns_are_the_all_null_and_single_valued_ones():
     assert sorted(constant_columns(frame())) == ["flag", "missing", "rank", "shapes"]
     assert constant_columns(frame().head(1)) == {}  # too short to say
+
+
+def test_a_float_column_with_a_nan_or_a_zero_is_not_taken_for_one_value():
+    # min and max skip NaN and see -0.0 and 0.0 as equal: either would put another value in a row
+    floats = pl.DataFrame({
+        "nan": [1.5, float("nan"), 1.5],
+        "signed_zeros": [-0.0, 0.0, 0.0],
+        "zeros": [0.0, 0.0, 0.0],
+        "all_nan": [float("nan")] * 3,
+        "one_value": [2.5, 2.5, 2.5],
+        "infinite": [float("inf")] * 3,
+    })
+    assert sorted(constant_columns(floats)) == ["infinite", "one_value"]
+    compact = constants_as_scalars(floats)
+    assert_frame_equal(compact, floats)
+    assert [str(v) for v in compact["signed_zeros"]] == ["-0.0", "0.0", "0.0"]
 
 
 def test_scalar_columns_are_the_same_frame_in_less_memory():

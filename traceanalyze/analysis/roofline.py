@@ -23,6 +23,7 @@ from traceanalyze.analysis.names import contains, starts_with
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
+from traceanalyze.scalar_columns import constants_as_scalars
 
 REGIMES = ("compute", "bandwidth", "latency", "communication", "memcpy", "unmodeled")
 ON_ROOFLINE = ("compute", "bandwidth", "latency")  # kernels with FLOPs, bytes and a roof
@@ -139,7 +140,8 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     )
     frame = _with_tensor_core(frame)
     frame = _with_peaks(frame, choices)
-    return _with_regime(frame)
+    # what a trace does not record (graph ids, collectives, costs of unmodeled ops), once
+    return constants_as_scalars(_with_regime(frame), nulls_only=True)
 
 
 def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:

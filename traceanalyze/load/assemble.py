@@ -16,6 +16,7 @@ from traceanalyze.load.chunk import CHUNK_SCHEMAS, SKIP_MALFORMED, ChunkTables, 
 from traceanalyze.load.convert import fitting
 from traceanalyze.load.general import general_tables
 from traceanalyze.load.nesting import with_nesting
+from traceanalyze.scalar_columns import constant_columns, constants_as_scalars
 from traceanalyze.load.shapes import ArgumentTexts, arguments_slowly
 from traceanalyze.model import (
     CPU_OPS_SCHEMA,
@@ -52,7 +53,9 @@ class TraceTables:
                 if not self.include_flows:
                     continue
             if frame.height:
-                self.frames[name].append(frame)
+                # a column null in all of the chunk's rows (a shape argument, flops, sequence
+                # numbers the trace does not record) is held once until the table is made
+                self.frames[name].append(constants_as_scalars(frame, nulls_only=True))
                 if name == "cpu_ops":
                     assert chunk.arguments is not None
                     chunk.arguments.height = frame.height
@@ -115,36 +118,6 @@ class TraceTables:
             meta=(meta,),
             python=None if python_frame is None else constants_as_scalars(python_frame),
         )
-
-
-def constants_as_scalars(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with each column that holds one value in every row (all null: a shape argument a
-    trace does not record; one number: `rank`, the one `pid`) kept as that value once (a polars
-    scalar column) instead of once per row: the same frame, without the memory. Filters, gathers,
-    sorts and joins keep such a column a scalar; taking it out as a Series makes its rows."""
-    constants = constant_columns(frame)
-    return frame.with_columns(constants.values()) if constants else frame
-
-
-def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
-    """column → the literal it equals in every row, for the columns of `frame` that are all null
-    or (numbers and booleans) one value without nulls; none for frames of fewer than 2 rows."""
-    if frame.height < 2:
-        return {}
-    valued = [name for name, dtype in frame.schema.items() if dtype.is_numeric() or dtype == pl.Boolean]
-    stats = frame.select(
-        *[pl.col(name).null_count().alias(f"n{k}") for k, name in enumerate(frame.columns)],
-        *[pl.col(name).min().alias(f"lo{k}") for k, name in enumerate(valued)],
-        *[pl.col(name).max().alias(f"hi{k}") for k, name in enumerate(valued)],
-    ).row(0)
-    nulls = dict(zip(frame.columns, stats))
-    lows, highs = stats[len(nulls):len(nulls) + len(valued)], stats[len(nulls) + len(valued):]
-    constants = {name: pl.lit(None, dtype=dtype).alias(name)
-                 for name, dtype in frame.schema.items() if nulls[name] == frame.height}
-    for name, low, high in zip(valued, lows, highs):
-        if nulls[name] == 0 and low == high:
-            constants[name] = pl.lit(low, dtype=frame.schema[name]).alias(name)
-    return constants
 
 
 def column_by_column(held: list[pl.DataFrame], transform) -> pl.DataFrame:

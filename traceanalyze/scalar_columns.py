@@ -1,0 +1,53 @@
+"""Columns that hold one value in every row, kept as that value once (a polars scalar column):
+the same frame, without the memory. The loaded tables use it (a shape argument a trace does not
+record, the one `rank`), and so do the per-kernel results of the analyses (the device's peaks).
+Filters, gathers, sorts and joins keep such a column a scalar; taking it out as a Series
+(`frame["rank"]`) makes its rows, and polars then keeps them with the frame."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def constants_as_scalars(frame: pl.DataFrame, *, nulls_only: bool = False) -> pl.DataFrame:
+    """`frame` with each column that holds one value in every row (all null: a shape argument a
+    trace does not record; one number: `rank`, the one `pid`) kept as that value once (a polars
+    scalar column) instead of once per row: the same frame, without the memory. Filters, gathers,
+    sorts and joins keep such a column a scalar; taking it out as a Series makes its rows.
+
+    `nulls_only`: only the all-null columns (no column is read: polars knows its null count), for
+    a frame whose numbers are computed with further (polars divides by a scalar as a product with
+    its reciprocal, which can differ from the quotient in the last bit), or checked often."""
+    if nulls_only:  # a column's null count is known without reading it
+        constants = {name: pl.lit(None, dtype=dtype).alias(name) for name, dtype in frame.schema.items()
+                     if frame.height > 1 and frame.get_column(name).null_count() == frame.height}
+    else:
+        constants = constant_columns(frame)
+    return frame.with_columns(constants.values()) if constants else frame
+
+
+def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
+    """column → the literal it equals in every row, for the columns of `frame` that are all null
+    or (numbers and booleans) one value without nulls; none for frames of fewer than 2 rows.
+    A float column holding a NaN or a zero is not taken for one value: min and max skip NaN, and
+    see -0.0 and 0.0 as equal."""
+    if frame.height < 2:
+        return {}
+    valued = [name for name, dtype in frame.schema.items() if dtype.is_numeric() or dtype == pl.Boolean]
+    floats = [name for name in valued if frame.schema[name].is_float()]
+    stats = frame.select(
+        *[pl.col(name).null_count().alias(f"n{k}") for k, name in enumerate(frame.columns)],
+        *[pl.col(name).min().alias(f"lo{k}") for k, name in enumerate(valued)],
+        *[pl.col(name).max().alias(f"hi{k}") for k, name in enumerate(valued)],
+        *[(pl.col(name).is_nan() | (pl.col(name) == 0)).any().alias(f"f{k}") for k, name in enumerate(floats)],
+    ).row(0)
+    nulls = dict(zip(frame.columns, stats))
+    count, valued_count = len(nulls), len(valued)
+    lows, highs = stats[count:count + valued_count], stats[count + valued_count:count + 2 * valued_count]
+    ambiguous = {name for name, flag in zip(floats, stats[count + 2 * valued_count:]) if flag}
+    constants = {name: pl.lit(None, dtype=dtype).alias(name)
+                 for name, dtype in frame.schema.items() if nulls[name] == frame.height}
+    for name, low, high in zip(valued, lows, highs):
+        if nulls[name] == 0 and low == high and name not in ambiguous:
+            constants[name] = pl.lit(low, dtype=frame.schema[name]).alias(name)
+    return constants

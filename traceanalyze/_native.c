@@ -27,6 +27,13 @@
  * join_spans(text: bytes, offsets: bytes, lengths: bytes) -> bytes
  *   The raw texts at the given int64 offsets and lengths joined with NUL (a length of -1 or 0
  *   gives an empty text): the shape arguments of a table, split again by polars.
+ *
+ * intern_spans(text: bytes, offsets: bytes, lengths: bytes) -> (ids: bytes, firsts: bytes)
+ *   Numbers the distinct raw texts at the given int64 offsets and lengths, in order of first
+ *   appearance: ids holds each span's number (int64; -1 for a length of -1 or 0: no text), firsts
+ *   each number's first span (int64). Texts are equal when their bytes are. A training step
+ *   repeats its ops, so a chunk's thousands of shape arguments are a few hundred distinct texts:
+ *   only those are copied out and decoded.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -939,9 +946,77 @@ done:
     return out;
 }
 
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t first; /* the span that brought this text; -1: empty slot */
+    int64_t id;
+} SpanSlot;
+
+static PyObject *intern_spans(PyObject *self, PyObject *args) {
+    Py_buffer text, offsets, lengths;
+    if (!PyArg_ParseTuple(args, "y*y*y*:intern_spans", &text, &offsets, &lengths)) return NULL;
+    PyObject *out = NULL, *ids_bytes = NULL, *firsts_bytes = NULL;
+    SpanSlot *slots = NULL;
+    int64_t *firsts = NULL;
+    Py_ssize_t n = offsets.len / (Py_ssize_t)sizeof(int64_t), distinct = 0, n_slots = 16;
+    const int64_t *offset = offsets.buf, *length = lengths.buf;
+    if (lengths.len != offsets.len) { PyErr_SetString(PyExc_ValueError, "offsets and lengths differ"); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (length[i] > 0 && (offset[i] < 0 || offset[i] > text.len - length[i])) {
+            PyErr_SetString(PyExc_ValueError, "span outside the text");
+            goto done;
+        }
+    }
+    while (n_slots < 2 * n) n_slots *= 2; /* at most n distinct texts: never more than half full */
+    ids_bytes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    slots = malloc(n_slots * sizeof(SpanSlot));
+    firsts = malloc((n ? n : 1) * sizeof(int64_t));
+    if (!ids_bytes || !slots || !firsts) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
+    int64_t *ids = (int64_t *)PyBytes_AS_STRING(ids_bytes);
+    const unsigned char *base = text.buf, *end = base + text.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < n_slots; k++) slots[k].first = -1;
+    Py_ssize_t mask = n_slots - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (length[i] <= 0) { ids[i] = -1; continue; }
+        const unsigned char *p = base + offset[i];
+        uint64_t h = hash_bytes(p, length[i], end);
+        Py_ssize_t j = (Py_ssize_t)(h & mask);
+        for (;;) {
+            SpanSlot *slot = &slots[j];
+            if (slot->first < 0) {
+                *slot = (SpanSlot){h, i, distinct};
+                firsts[distinct] = i;
+                ids[i] = distinct++;
+                break;
+            }
+            if (slot->hash == h && length[slot->first] == length[i]
+                    && memcmp(base + offset[slot->first], p, length[i]) == 0) {
+                ids[i] = slot->id;
+                break;
+            }
+            j = (j + 1) & mask;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    firsts_bytes = PyBytes_FromStringAndSize((const char *)firsts, distinct * (Py_ssize_t)sizeof(int64_t));
+    if (!firsts_bytes) goto done;
+    out = PyTuple_Pack(2, ids_bytes, firsts_bytes);
+done:
+    Py_XDECREF(ids_bytes);
+    Py_XDECREF(firsts_bytes);
+    free(slots);
+    free(firsts);
+    PyBuffer_Release(&text);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&lengths);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Columnar scan of a JSON array of trace events (None: use msgspec)."},
     {"join_spans", join_spans, METH_VARARGS, "Raw texts at (offset, length) joined with NUL."},
+    {"intern_spans", intern_spans, METH_VARARGS, "Numbers of the distinct raw texts at (offset, length), and each one's first span."},
     {"enclose", native_enclose, METH_VARARGS, "The first op up each point's chain that is ok and ends after it."},
     {"merge", native_merge, METH_VARARGS, "Union of intervals sorted by group and start."},
     {"nest", native_nest, METH_VARARGS, "Parent positions and depths of ops sorted by thread, start and end descending."},

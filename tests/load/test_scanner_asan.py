@@ -63,6 +63,11 @@ def check(text: bytes) -> None:
             joined = _native.join_spans(text, *spans)
             if n:
                 assert joined.split(b"\x00") == [text[o:o + k] if k > 0 else b"" for o, k in zip(*spans)]
+            ids, firsts = (np.frombuffer(a, dtype=np.int64) for a in _native.intern_spans(text, *spans))
+            numbered = {}
+            expected = [numbered.setdefault(text[o:o + k], len(numbered)) if k > 0 else -1 for o, k in zip(*spans)]
+            assert ids.tolist() == expected
+            assert [text[spans[0][i]:spans[0][i] + spans[1][i]] for i in firsts] == list(numbered)
 
 
 @settings(max_examples=int(sys.argv[1]), deadline=None, suppress_health_check=list(HealthCheck), database=None)

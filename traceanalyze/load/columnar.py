@@ -24,6 +24,7 @@ from traceanalyze.load import chunk
 from traceanalyze.load import convert as conversions
 from traceanalyze.load import times as time_rules
 from traceanalyze.load.raw import finish_chunk
+from traceanalyze.load.shapes import InternedText
 from traceanalyze.native import compiled, int64_array
 
 _native = compiled()
@@ -349,14 +350,22 @@ def _text_spans() -> list[pl.Expr]:
     ]
 
 
-def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[pl.Series, ...]:
-    """The shape arguments as `fast.joined_text` gives them: one NUL-joined string each."""
+def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[InternedText, ...]:
+    """The shape arguments of the cpu_ops rows, numbered: per row the number of its text (null
+    when absent), and only the distinct texts copied out of the chunk and decoded to `str` (as
+    `fast.joined_text` decodes them)."""
+    np = _numpy()
     spans = rows.select(_text_spans())
-    return tuple(
-        pl.Series([_native.join_spans(text, int64_array(spans[f"{key}_offset"]),
-                                      int64_array(spans[f"{key}_length"])).decode("utf-8", "replace")], dtype=pl.String)
-        for key in _TEXT_KEYS
-    )
+    interned = []
+    for key in _TEXT_KEYS:
+        offsets, lengths = int64_array(spans[f"{key}_offset"]), int64_array(spans[f"{key}_length"])
+        ids, firsts = _native.intern_spans(text, offsets, lengths)
+        ids, firsts = np.frombuffer(ids, dtype=np.int64), np.frombuffer(firsts, dtype=np.int64)
+        joined = _native.join_spans(text, offsets[firsts], lengths[firsts]).decode("utf-8", "replace")
+        distinct = pl.Series(joined.split("\x00") if len(firsts) else [], dtype=pl.String)
+        numbers = pl.Series("ids", ids)
+        interned.append(InternedText(ids=pl.select(pl.when(numbers >= 0).then(numbers)).to_series(), distinct=distinct))
+    return tuple(interned)
 
 
 _TEXT_KEYS = tuple(f.key for f in fields.text_fields())

@@ -20,21 +20,26 @@ from traceanalyze.load.chunk import (
     merge_skipped,
 )
 from traceanalyze.load.convert import EXACT_FLOAT_US
-from traceanalyze.load.shapes import TEXT_COLUMNS, decode_chunk_arguments
+from traceanalyze.load.shapes import TEXT_COLUMNS, InternedText, decode_chunk_arguments, decode_interned_arguments
 from traceanalyze.model import CPU_OPS_SCHEMA, GPU_SCHEMA, RUNTIME_SCHEMA
 
 
-def finish_chunk(frames: dict[str, pl.DataFrame], texts: tuple[pl.Series, ...], events: int,
+def finish_chunk(frames: dict[str, pl.DataFrame], texts: tuple[pl.Series, ...] | tuple[InternedText, ...], events: int,
                  no_phase: tuple[int, int] | None) -> ChunkTables:
-    """A chunk's raw frames (one per table; `texts`: the cpu_ops shape arguments, NUL-joined)
+    """A chunk's raw frames (one per table; `texts`: the cpu_ops shape arguments, NUL-joined, or
+    numbered by the compiled scanner: `shapes.InternedText`)
     → its `ChunkTables`; `no_phase`: (count, first event) of the events without `ph` that a
     table would read."""
     finished: dict[str, pl.DataFrame] = {}
     skipped: dict[str, tuple[int, int]] = {}
     arguments = None
+    interned = all(isinstance(text, InternedText) for text in texts) and bool(texts)
     for name, frame in frames.items():
         finished[name], dropped = finish_raw(name, [frame], [texts] if name == "cpu_ops" else [])
-        if name == "cpu_ops":
+        if name == "cpu_ops" and interned:
+            distinct = {column: text.distinct for column, text in zip(TEXT_COLUMNS, texts)}
+            finished[name], arguments = decode_interned_arguments(finished[name], distinct)
+        elif name == "cpu_ops":
             finished[name], arguments = decode_chunk_arguments(finished[name])
         for reason, count, first in dropped:
             merge_skipped(skipped, reason, count, first)
@@ -93,7 +98,11 @@ def finish_raw(name: str, frames: list[pl.DataFrame], texts: list[tuple[pl.Serie
     if (frame["_skip"] > 0).any():
         counts = frame.filter(pl.col("_skip") > 0).group_by("_skip").agg(pl.len(), pl.col("seq").min())
         skipped = [(_SKIP_REASONS[code], count, first) for code, count, first in counts.iter_rows()]
-    if name == "cpu_ops":
+    if name == "cpu_ops" and texts and isinstance(texts[0][0], InternedText):  # numbers, decoded after the filter
+        frame = frame.with_columns(
+            pl.concat([t[k].ids for t in texts]).alias(column) for k, column in enumerate(TEXT_COLUMNS)
+        )
+    elif name == "cpu_ops":
         frame = frame.with_columns(
             _split_texts([t[k] for t in texts]).alias(column) for k, column in enumerate(TEXT_COLUMNS)
         )

@@ -140,6 +140,35 @@ def decode_chunk_arguments(frame: pl.DataFrame) -> tuple[pl.DataFrame, ArgumentT
     return result.select(_CHUNK_CPU_COLUMNS), ArgumentTexts(failed=failed, texts=kept, height=frame.height)
 
 
+@dataclass(frozen=True)
+class InternedText:
+    """One shape argument of a chunk's cpu_ops rows as the compiled scanner numbers it: per row
+    the number of its text (null when absent), and the distinct texts by number."""
+
+    ids: pl.Series  # Int64, one per row
+    distinct: pl.Series  # String
+
+
+def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series]) -> tuple[pl.DataFrame, ArgumentTexts]:
+    """`decode_chunk_arguments` for a chunk whose shape columns hold the numbers of their texts
+    (`InternedText.ids`) and `distinct` the texts by number, per column: each distinct text is
+    decoded once, and each row takes its text's value. The same frame and `ArgumentTexts` as
+    `decode_chunk_arguments` gives for the texts themselves."""
+    keys = list(TEXT_COLUMNS)
+    tallest = max(len(distinct[column]) for column in keys)
+    padded = pl.DataFrame({column: pl.concat([distinct[column], pl.repeat(None, tallest - len(distinct[column]),
+                                                                          dtype=pl.String, eager=True)])
+                           for column in keys})  # columns of one height; a null decodes to null
+    decoded, failed, impure = _decoded_arguments(padded)
+    ids = {column: frame[column] for column in keys}
+    by_row = {column: decoded[column].head(len(distinct[column])).gather(ids[column]) for column in keys}
+    by_row["input_tensor_lists"] = decoded["input_tensor_lists"].head(len(distinct["input_dims"])).gather(ids["input_dims"])
+    kept = {column: distinct[column].gather(ids[column]) if impure[column] and not failed[column] else None
+            for column in keys}
+    result = frame.with_columns(values.alias(column) for column, values in by_row.items())
+    return result.select(_CHUNK_CPU_COLUMNS), ArgumentTexts(failed=failed, texts=kept, height=frame.height)
+
+
 def _decoded_arguments(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[str, bool], dict[str, bool]]:
     """The four shape texts of `frame` decoded → (column → decoded series, whether the column's fast
     decode failed, whether a value of it could decode differently slowly). Plain values are

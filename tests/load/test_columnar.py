@@ -42,6 +42,12 @@ def assert_same_chunk(fast, reference) -> None:
     if "cpu_ops" in kept:
         assert fast.arguments.failed == reference.arguments.failed
         assert fast.arguments.texts.keys() == reference.arguments.texts.keys()
+        for column, texts in reference.arguments.texts.items():  # what a later chunk may decode again
+            if texts is None:
+                assert fast.arguments.texts[column] is None, column
+            else:
+                assert fast.arguments.texts[column].to_list() == texts.to_list(), column
+        assert fast.arguments.height == reference.arguments.height
 
 
 def check(text: bytes, include_python: bool = False):
@@ -121,6 +127,27 @@ def op(**args) -> dict:
 ])
 def test_corner_cases_vouched_for(text):
     assert check(text.encode()) is not None
+
+
+def test_shape_arguments_numbered_by_text_decode_as_msgspec_decodes_them():
+    """The scanner numbers each shape argument's distinct texts and decodes each once
+    (`_native.intern_spans`): texts repeated, equal values written apart (spaces), TensorLists,
+    values the fast decode refuses (a null in a shape, a number in the types), JSON null, absent."""
+    variants = [
+        {"Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"]},
+        {"Input Dims": [[[1, 2], [3]], []], "Input type": ["TensorList", "int"]},
+        {"Input Dims": [[1, None], [2]], "Input type": ["float", 3]},
+        {"Input Dims": None, "Input type": None, "Concrete Inputs": ["", "1", "}, {"]},
+        {"Input Strides": [[3, 1], [4, 1]], "Concrete Inputs": ["\u00e9", "\\"]},
+        {},
+    ]
+    events = [op(**variants[i % len(variants)]) for i in range(60)]
+    for event in events[5::6]:  # no shape argument at all
+        event["args"] = {"External id": 9}
+    text = json.dumps(events).encode()
+    spaced = text.replace(b"[[2, 3], [3, 4]]", b"[[2,3],[3,4]]", 5)  # the same value, other bytes
+    for chunk in (text, spaced):
+        assert check(chunk) is not None
 
 
 @pytest.mark.parametrize("text", [

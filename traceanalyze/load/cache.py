@@ -76,7 +76,7 @@ def _loader_code() -> list[Path]:
     compiled scanner (its sources and its built module), and the entry file's layout."""
     package = Path(model.__file__).parent
     found = [*(package / "load").glob("*.py"),
-             *(package / name for name in ("model.py", "fields.py", "native.py", "cache_files.py")),
+             *(package / name for name in ("model.py", "fields.py", "native.py", "cache_files.py", "scalar_columns.py")),
              *package.glob("_native*")]
     return sorted(path for path in found if path.is_file())
 

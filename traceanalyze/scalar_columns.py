@@ -19,8 +19,9 @@ def constants_as_scalars(frame: pl.DataFrame, *, nulls_only: bool = False) -> pl
     a frame whose numbers are computed with further (polars divides by a scalar as a product with
     its reciprocal, which can differ from the quotient in the last bit), or checked often."""
     if nulls_only:  # a column's null count is known without reading it
-        constants = {name: pl.lit(None, dtype=dtype).alias(name) for name, dtype in frame.schema.items()
-                     if frame.height > 1 and frame.get_column(name).null_count() == frame.height}
+        counts = frame.select(pl.all().null_count()).row(0) if frame.height > 1 else [0] * frame.width
+        constants = {name: pl.lit(None, dtype=dtype).alias(name) for (name, dtype), count in zip(frame.schema.items(), counts)
+                     if frame.height > 1 and count == frame.height}
     else:
         constants = constant_columns(frame)
     return frame.with_columns(constants.values()) if constants else frame
@@ -33,21 +34,27 @@ def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
     see -0.0 and 0.0 as equal."""
     if frame.height < 2:
         return {}
-    valued = [name for name, dtype in frame.schema.items() if dtype.is_numeric() or dtype == pl.Boolean]
+    nulls = dict(zip(frame.columns, frame.select(pl.all().null_count()).row(0)))  # known counts: nothing read
+    constants = {name: pl.lit(None, dtype=dtype).alias(name) for name, dtype in frame.schema.items()
+                 if nulls[name] == frame.height}
+    # a number column without nulls whose first and last rows agree, the only ones that may hold one
+    # value: the times, ids and sizes of a table differ there, and are not read in full
+    numbers = [name for name, dtype in frame.schema.items() if (dtype.is_numeric() or dtype == pl.Boolean)
+               and nulls[name] == 0]
+    ends = frame.select(*[(pl.col(name).first() == pl.col(name).last()).alias(name) for name in numbers]).row(0) if numbers else ()
+    valued = [name for name, same in zip(numbers, ends) if same]
+    if not valued:
+        return constants
     floats = [name for name in valued if frame.schema[name].is_float()]
     stats = frame.select(
-        *[pl.col(name).null_count().alias(f"n{k}") for k, name in enumerate(frame.columns)],
         *[pl.col(name).min().alias(f"lo{k}") for k, name in enumerate(valued)],
         *[pl.col(name).max().alias(f"hi{k}") for k, name in enumerate(valued)],
         *[(pl.col(name).is_nan() | (pl.col(name) == 0)).any().alias(f"f{k}") for k, name in enumerate(floats)],
     ).row(0)
-    nulls = dict(zip(frame.columns, stats))
-    count, valued_count = len(nulls), len(valued)
-    lows, highs = stats[count:count + valued_count], stats[count + valued_count:count + 2 * valued_count]
-    ambiguous = {name for name, flag in zip(floats, stats[count + 2 * valued_count:]) if flag}
-    constants = {name: pl.lit(None, dtype=dtype).alias(name)
-                 for name, dtype in frame.schema.items() if nulls[name] == frame.height}
+    count = len(valued)
+    lows, highs = stats[:count], stats[count:2 * count]
+    ambiguous = {name for name, flag in zip(floats, stats[2 * count:]) if flag}
     for name, low, high in zip(valued, lows, highs):
-        if nulls[name] == 0 and low == high and name not in ambiguous:
+        if low == high and name not in ambiguous:
             constants[name] = pl.lit(low, dtype=frame.schema[name]).alias(name)
     return constants

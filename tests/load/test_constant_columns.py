@@ -84,3 +84,18 @@ def test_a_loaded_trace_keeps_its_unrecorded_columns_once():
     materialised = pl.DataFrame([ops.get_column(c) for c in ops.columns])
     assert_frame_equal(ops, materialised)
     assert all(ops[c].null_count() == ops.height or ops[c].n_unique() == 1 for c in unrecorded)
+
+
+def test_a_column_whose_ends_agree_is_read_in_full():
+    # only the columns whose first and last rows agree are read in full; those may still vary
+    ends_agree = pl.DataFrame({"middle_differs": [5, 7, 5], "one_value": [4, 4, 4], "ends_differ": [1, 1, 2]})
+    assert sorted(constant_columns(ends_agree)) == ["one_value"]
+
+
+def test_finding_the_null_columns_leaves_scalar_columns_scalars():
+    # a scalar column taken out as a Series would make its rows, and polars would keep them
+    compact = constants_as_scalars(frame())
+    size = compact.estimated_size()
+    again = constants_as_scalars(compact, nulls_only=True)
+    assert compact.estimated_size() == size and again.estimated_size() == size
+    assert_frame_equal(again, frame())

@@ -53,9 +53,7 @@ class TraceTables:
                 if not self.include_flows:
                     continue
             if frame.height:
-                # a column null in all of the chunk's rows (a shape argument, flops, sequence
-                # numbers the trace does not record) is held once until the table is made
-                self.frames[name].append(constants_as_scalars(frame, nulls_only=True))
+                self.frames[name].append(frame)
                 if name == "cpu_ops":
                     assert chunk.arguments is not None
                     chunk.arguments.height = frame.height

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from traceanalyze.load.chunk import ChunkTables
 from traceanalyze.load.fast import msgspec_chunk
+from traceanalyze.scalar_columns import constants_as_scalars
 
 def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
     """The JSON text of a list of events → its tables. Raises `msgspec.DecodeError` if the text is
@@ -25,8 +26,16 @@ def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
 
         scanned = columnar.chunk_tables(text, include_python)
         if scanned is not None:
-            return scanned
-    return msgspec_chunk(text, include_python=include_python)
+            return _nulls_once(scanned)
+    return _nulls_once(msgspec_chunk(text, include_python=include_python))
+
+
+def _nulls_once(chunk: ChunkTables) -> ChunkTables:
+    """The chunk with each column null in all of its rows (a shape argument, flops, sequence
+    numbers the trace does not record) held once until its table is made: done here, by the
+    thread or process that decoded the chunk, not by the one that collects the chunks."""
+    chunk.frames = {name: constants_as_scalars(frame, nulls_only=True) for name, frame in chunk.frames.items()}
+    return chunk
 
 
 # Below this, a chunk decodes with msgspec: the scanner saves less than importing numpy costs,

@@ -21,7 +21,14 @@ def run(env: dict[str, str]) -> str:
 def test_jemalloc_decay_set_when_the_command_line_loads_polars():
     """polars puts its own defaults first; jemalloc takes the last value of each option: ours."""
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    assert run(env).endswith("," + allocator.JEMALLOC_CONF)
+    assert run(env).endswith("," + allocator.jemalloc_conf(allocator.usable_cores()))
+
+
+def test_one_jemalloc_arena_on_few_cores_only():
+    assert allocator.jemalloc_conf(2) == allocator.JEMALLOC_CONF + ",narenas:1"
+    assert allocator.jemalloc_conf(allocator.ONE_ARENA_MAX_CORES).endswith(",narenas:1")
+    assert allocator.jemalloc_conf(allocator.ONE_ARENA_MAX_CORES + 1) == allocator.JEMALLOC_CONF
+    assert 1 <= allocator.usable_cores() <= (os.cpu_count() or 1)
 
 
 def test_a_setting_in_the_environment_wins():

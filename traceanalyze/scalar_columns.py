@@ -1,6 +1,6 @@
 """Columns that hold one value in every row, kept as that value once (a polars scalar column):
 the same frame, without the memory. The loaded tables use it (a shape argument a trace does not
-record, the one `rank`), and so do the per-kernel results of the analyses (the device's peaks).
+record, the one `rank`), each decoded chunk and the per-kernel roofline for their all-null columns.
 Filters, gathers, sorts and joins keep such a column a scalar; taking it out as a Series
 (`frame["rank"]`) makes its rows, and polars then keeps them with the frame."""
 
@@ -18,13 +18,21 @@ def constants_as_scalars(frame: pl.DataFrame, *, nulls_only: bool = False) -> pl
     `nulls_only`: only the all-null columns (no column is read: polars knows its null count), for
     a frame whose numbers are computed with further (polars divides by a scalar as a product with
     its reciprocal, which can differ from the quotient in the last bit), or checked often."""
-    if nulls_only:  # a column's null count is known without reading it
-        counts = frame.select(pl.all().null_count()).row(0) if frame.height > 1 else [0] * frame.width
-        constants = {name: pl.lit(None, dtype=dtype).alias(name) for (name, dtype), count in zip(frame.schema.items(), counts)
-                     if frame.height > 1 and count == frame.height}
+    if nulls_only:
+        constants = _all_null(frame, _null_counts(frame)) if frame.height >= 2 else {}
     else:
         constants = constant_columns(frame)
     return frame.with_columns(constants.values()) if constants else frame
+
+
+def _null_counts(frame: pl.DataFrame) -> dict[str, int]:
+    """Each column's null count, known without reading the column (nor making a scalar one's rows)."""
+    return dict(zip(frame.columns, frame.select(pl.all().null_count()).row(0)))
+
+
+def _all_null(frame: pl.DataFrame, nulls: dict[str, int]) -> dict[str, pl.Expr]:
+    return {name: pl.lit(None, dtype=dtype).alias(name) for name, dtype in frame.schema.items()
+            if nulls[name] == frame.height}
 
 
 def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
@@ -34,9 +42,8 @@ def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
     see -0.0 and 0.0 as equal."""
     if frame.height < 2:
         return {}
-    nulls = dict(zip(frame.columns, frame.select(pl.all().null_count()).row(0)))  # known counts: nothing read
-    constants = {name: pl.lit(None, dtype=dtype).alias(name) for name, dtype in frame.schema.items()
-                 if nulls[name] == frame.height}
+    nulls = _null_counts(frame)
+    constants = _all_null(frame, nulls)
     # a number column without nulls whose first and last rows agree, the only ones that may hold one
     # value: the times, ids and sizes of a table differ there, and are not read in full
     numbers = [name for name, dtype in frame.schema.items() if (dtype.is_numeric() or dtype == pl.Boolean)

@@ -14,6 +14,7 @@ from traceanalyze.load.chunk import ChunkTables
 from traceanalyze.load.fast import msgspec_chunk
 from traceanalyze.scalar_columns import constants_as_scalars
 
+
 def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
     """The JSON text of a list of events → its tables. Raises `msgspec.DecodeError` if the text is
     not valid JSON (the caller may have cut it at a wrong place).

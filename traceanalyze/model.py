@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.fields import arg_columns
+from traceanalyze.scalar_columns import join_keys
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "communication")
 RUNTIME_KINDS = ("launch", "graph_launch", "memcpy", "memset", "sync", "other")
@@ -266,12 +267,12 @@ def launch_rows(trace: Trace) -> pl.Series:
         trace.runtime.select("rank", "correlation", "kind")
         .with_row_index("runtime_row")
         .filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
-        .unique(subset=["rank", "correlation"], keep="first")
-        .select("rank", "correlation", "runtime_row")
+        .drop("kind")
     )
-    joined = trace.gpu.select("rank", "correlation").join(launches, on=["rank", "correlation"], how="left",
-                                                          maintain_order="left")
-    return joined["runtime_row"]
+    ops = trace.gpu.select("rank", "correlation")
+    keys = join_keys(ops, launches, ("rank", "correlation"))  # one rank: on correlation alone
+    first = launches.filter(pl.struct(keys).is_first_distinct() if len(keys) > 1 else pl.col(keys[0]).is_first_distinct())
+    return ops.join(first.select(*keys, "runtime_row"), on=keys, how="left", maintain_order="left")["runtime_row"]
 
 
 LAUNCH_COLUMNS = ("launch_name", "launch_kind", "launch_start_ns", "launch_end_ns", "launch_pid", "launch_tid",

@@ -174,3 +174,28 @@ def test_straggler_cause_leaves_out_waiting_on_peers():
     }, schema_overrides={"rank": pl.Int32, "last_rank": pl.Int32})
     row = stragglers.stragglers(stragglers.step_waits(steps, matched), matched).row(0, named=True)
     assert (row["slowest_rank"], row["cause"], row["cause_ns"], row["behind_ns"]) == (1, "sync", 10, 30)
+
+
+def test_per_op_analyses_of_several_ranks_at_once_are_each_ranks_own(tmp_path):
+    """Ranks share correlation ids, devices and streams: keyed by rank, the launch join, launch
+    latencies, queue depths and idle gaps of the job's trace are each rank's own, row for row
+    (on one rank these run without the rank key: `scalar_columns.varying_keys`)."""
+    from traceanalyze.analysis import idle, launch
+    from traceanalyze.model import launch_rows
+
+    whole = traceanalyze.load_trace(mr.write_job(tmp_path))
+    ranks = whole.split_by_rank()
+    assert len(ranks) == mr.RANKS and whole.gpu["rank"].n_unique() == mr.RANKS
+    assert whole.gpu.group_by("correlation").agg(pl.col("rank").n_unique()).filter(pl.col("rank") > 1).height > 0
+    offsets = [0, *(rank.runtime.height for rank in ranks)]
+    expected_rows = pl.concat([launch_rows(rank) + sum(offsets[:i + 1]) for i, rank in enumerate(ranks)])
+    assert launch_rows(whole).to_list() == expected_rows.to_list()
+
+    def each(analysis, order):
+        return pl.concat([analysis(rank) for rank in ranks]).sort(order, maintain_order=True)
+
+    order = ["rank", "device", "stream", "launch_start_ns"]
+    assert launch.launch_latency(whole).sort(order, maintain_order=True).equals(each(launch.launch_latency, order))
+    assert launch.queue_summary(whole).equals(each(launch.queue_summary, launch.STREAM))
+    gaps = ["rank", "device", "start_ns"]
+    assert idle.idle_gaps(whole).sort(gaps).equals(each(idle.idle_gaps, gaps))

@@ -208,6 +208,31 @@ def test_queue_depth_applies_starts_before_launches_at_equal_times(tmp_path, far
     assert depth.select("rank", "device", "stream").equals(depth.select("rank", "device", "stream").sort("rank", "device", "stream"))
 
 
+def test_queue_summary_one_stream_at_a_time_matches_the_whole_timeline(tmp_path):
+    """`queue_summary` builds each stream's timeline on its own; summed from `queue_depth` (every
+    stream's timeline at once) the figures are the same, on two devices and three streams with
+    launches queued behind each other and equal times."""
+    b = TraceBuilder(devices=2)
+    for i in range(40):
+        device, stream = (0, 7 + i % 2) if i % 3 else (1, 9)
+        b.launch_kernel(launch_us=i * 2, launch_dur_us=0.5, start_us=30 + i * 3 - (i % 4), dur_us=1,
+                        device=device, stream=stream)
+    trace = load(b, tmp_path)
+    depth = launch.queue_depth(trace)
+    held = (pl.col("time_ns").shift(-1).over(launch.STREAM) - pl.col("time_ns")).fill_null(0)
+    whole = (
+        depth.with_columns(held.alias("held_ns")).group_by(launch.STREAM)
+        .agg(pl.col("depth").max().alias("max_depth"),
+             ((pl.col("depth") * pl.col("held_ns")).sum() / pl.col("held_ns").sum()).alias("mean_depth"),
+             pl.col("held_ns").filter(pl.col("depth") >= 5).sum().alias("time_at_full_ns"))
+        .sort(launch.STREAM)
+    )
+    summary = launch.queue_summary(trace, full_depth=5)
+    assert summary.select("device", "stream").rows() == [(0, 7), (0, 8), (1, 9)]
+    assert summary["max_depth"].min() > 1 and summary["time_at_full_ns"].max() > 0  # the queues do fill
+    assert summary.equals(whole)
+
+
 def test_queue_full_time_at_the_default_depth(tmp_path):
     """1100 launches 1 µs apart from t=0; kernel i runs [2000 + i, 2001 + i). After launch i the
     depth is i + 1, so it reaches 1024 at t=1023; from t=2000 + k it is 1100 − (k + 1), below 1024

@@ -1,5 +1,6 @@
 """Columns of one value in every row are kept once (a polars scalar column), not once per row:
-the same frames, less memory (`scalar_columns.constants_as_scalars`, `load.assemble.column_by_column`)."""
+the same frames, less memory (`scalar_columns.constants_as_scalars`, `load.assemble.column_by_column`);
+and keys of one value are left out of sorts, windows and joins (`varying_keys`, `join_keys`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from polars.testing import assert_frame_equal
 from tests.shared_traces import shared_trace
 from traceanalyze.load import load_trace
 from traceanalyze.load.assemble import column_by_column
-from traceanalyze.scalar_columns import constant_columns, constants_as_scalars
+from traceanalyze.scalar_columns import constant_columns, constants_as_scalars, join_keys, varying_keys
 
 ROWS = 100_000
 
@@ -99,3 +100,39 @@ def test_finding_the_null_columns_leaves_scalar_columns_scalars():
     again = constants_as_scalars(compact, nulls_only=True)
     assert compact.estimated_size() == size and again.estimated_size() == size
     assert_frame_equal(again, frame())
+
+
+def test_varying_keys_leave_out_the_keys_of_one_value():
+    keyed = frame()
+    assert varying_keys(keyed, ["rank", "varies"]) == ["varies"]
+    assert varying_keys(keyed, ["missing", "flag", "varies"]) == ["varies"]  # all null is one value
+    assert varying_keys(keyed, ["some_null", "varies"]) == ["some_null", "varies"]  # null and 1: two values
+    assert varying_keys(keyed, ["rank", "flag"]) == ["flag"]  # every key constant: the last one stays
+    assert varying_keys(keyed, ["name", "varies"]) == ["name", "varies"]  # only integer and boolean keys are checked
+    assert varying_keys(keyed.clear(), ["rank", "varies"]) == ["rank", "varies"]
+
+
+@pytest.mark.parametrize("ranks", [[0], [0, 1]])
+def test_grouping_and_sorting_on_the_varying_keys_is_the_same_as_on_all(ranks):
+    rows = pl.DataFrame({"rank": [ranks[i % len(ranks)] for i in range(12)], "device": [0] * 12,
+                         "stream": [7, 8, 9] * 4, "start_ns": list(range(12, 0, -1))}, schema_overrides={"rank": pl.Int32})
+    keys = ["rank", "device", "stream"]
+    kept = varying_keys(rows, keys)
+    assert kept == (["stream"] if len(ranks) == 1 else ["rank", "stream"])
+    assert_frame_equal(rows.sort(*kept, "start_ns"), rows.sort(*keys, "start_ns"))
+    over = pl.col("start_ns").rank("ordinal")
+    assert_frame_equal(rows.with_columns(over.over(kept).alias("nth")), rows.with_columns(over.over(keys).alias("nth")))
+
+
+def test_join_keys_leave_out_only_one_same_non_null_value_on_both_sides():
+    left = pl.DataFrame({"rank": [1, 1], "device": [None, None], "correlation": [5, 6]}, schema_overrides={"device": pl.Int32})
+    assert join_keys(left, left, ["rank", "device", "correlation"]) == ["device", "correlation"]  # nulls never match
+    other_rank = left.with_columns(pl.lit(2).alias("rank"))
+    assert join_keys(left, other_rank, ["rank", "correlation"]) == ["rank", "correlation"]  # different ranks: no pair
+    assert join_keys(left, left.clear(), ["rank", "correlation"]) == ["rank", "correlation"]
+    assert join_keys(left.select("rank"), left.select("rank"), ["rank"]) == ["rank"]  # the last key stays
+    right = pl.DataFrame({"rank": [1, 1], "correlation": [6, 7], "value": ["b", "c"]})
+    kept = join_keys(left, right, ["rank", "correlation"])
+    assert kept == ["correlation"]
+    assert_frame_equal(left.drop("device").join(right.select(*kept, "value"), on=kept, how="left", maintain_order="left"),
+                       left.drop("device").join(right, on=["rank", "correlation"], how="left", maintain_order="left"))

@@ -16,6 +16,7 @@ from traceanalyze.analysis.names import contains
 from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, covered_in_windows, union_intervals
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace, linked_gpu
+from traceanalyze.scalar_columns import join_keys
 
 Window = Literal["activity", "steps"]
 GapCause = Literal["host", "sync", "collective", "stream_wait", "launch", "other"]
@@ -134,27 +135,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         pl.int_range(pl.len(), dtype=pl.Int64).alias("gap_id"),
     ).join(bounds, on=DEVICE, how="left")
 
-    linked = linked_gpu(trace, (*DEVICE, "stream", "kind", "start_ns", "end_ns", "name"),
-                        launch=("launch_start_ns", "launch_pid", "launch_tid"))
-    by_start = linked.select(
-        *DEVICE,
-        pl.col("start_ns").alias("next_start_ns"),
-        pl.col("name").alias("next_gpu_op"),
-        pl.col("correlation").alias("next_correlation"),
-        pl.col("launch_start_ns").alias("next_launch_start_ns"),
-        pl.col("launch_pid"),
-        pl.col("launch_tid"),
-        (pl.col("kind") == "communication").alias("next_is_collective"),
-        after_stream_wait(linked, trace).alias("next_after_stream_wait"),
-    ).sort("next_start_ns", pl.col("next_launch_start_ns").is_null())
-    by_end = linked.select(*DEVICE, pl.col("end_ns").alias("previous_end_ns"), pl.col("name").alias("previous_gpu_op")).sort("previous_end_ns")
-
-    gaps = (
-        gaps.sort("end_ns")
-        .join_asof(by_start, left_on="end_ns", right_on="next_start_ns", by=DEVICE, strategy="forward", check_sortedness=False)
-        .sort("start_ns")
-        .join_asof(by_end, left_on="start_ns", right_on="previous_end_ns", by=DEVICE, strategy="backward", check_sortedness=False)
-    )
+    gaps = _with_neighbouring_ops(gaps, trace)
     gaps = gaps.join(_blocking_calls_during(gaps, trace), on="gap_id", how="left")
     gaps = gaps.with_columns(
         pl.when(pl.col("sync_call").is_not_null())
@@ -181,7 +162,10 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         .otherwise(pl.col("start_ns"))
         .alias("time_ns"),
     )
+    # what the cause was read from goes before the CPU context is found (memory: 400 k gaps)
+    gaps = gaps.select(*(name for name in _GAP_COLUMNS if name in gaps.columns), "window_start_ns", "window_end_ns")
     context = cpu_context(points, trace).drop("point_id")  # in the order of `gaps`
+    del points
     return (
         gaps.hstack(context)
         .with_columns(
@@ -189,6 +173,34 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
         )
         .select(_GAP_COLUMNS)
         .sort("duration_ns", "start_ns", descending=[True, False])
+    )
+
+
+def _with_neighbouring_ops(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """`gaps` with the GPU op that ends last before each gap and the one that starts first after
+    it (with its launch), on the gap's device; sorted by start. Its frames of every GPU op are gone
+    when it returns."""
+    linked = linked_gpu(trace, (*DEVICE, "stream", "kind", "start_ns", "end_ns", "name"),
+                        launch=("launch_start_ns", "launch_pid", "launch_tid"))
+    device = join_keys(gaps, linked, DEVICE)  # one device of one rank: by device alone
+    by_start = linked.select(
+        *device,
+        pl.col("start_ns").alias("next_start_ns"),
+        pl.col("name").alias("next_gpu_op"),
+        pl.col("correlation").alias("next_correlation"),
+        pl.col("launch_start_ns").alias("next_launch_start_ns"),
+        pl.col("launch_pid"),
+        pl.col("launch_tid"),
+        (pl.col("kind") == "communication").alias("next_is_collective"),
+        after_stream_wait(linked, trace).alias("next_after_stream_wait"),
+    ).sort("next_start_ns", pl.col("next_launch_start_ns").is_null())
+    by_end = linked.select(*device, pl.col("end_ns").alias("previous_end_ns"), pl.col("name").alias("previous_gpu_op")).sort("previous_end_ns")
+
+    return (
+        gaps.sort("end_ns")
+        .join_asof(by_start, left_on="end_ns", right_on="next_start_ns", by=device, strategy="forward", check_sortedness=False)
+        .sort("start_ns")
+        .join_asof(by_end, left_on="start_ns", right_on="previous_end_ns", by=device, strategy="backward", check_sortedness=False)
     )
 
 

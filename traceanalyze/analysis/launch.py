@@ -18,6 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.model import Trace, linked_gpu
+from traceanalyze.scalar_columns import varying_keys
 
 STREAM = ["rank", "device", "stream"]
 QUEUE_FULL_DEPTH = 1024
@@ -33,18 +34,24 @@ def launch_latency(trace: Trace) -> pl.DataFrame:
     launch_overhead_ns, launch_delay_ns, skewed`."""
     linked = linked_gpu(trace, (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns"),
                         launch=("launch_name", "launch_kind", "launch_start_ns", "launch_end_ns"))
-    # sorts and picks on the time columns and row numbers; the other columns are gathered once
+    # sorts and picks on the time columns and row numbers (keyed by the stream columns that vary),
+    # then gathers the other columns once, in the final order
     times = linked.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), *STREAM, "correlation",
                           "start_ns", "end_ns", "launch_start_ns")
+    stream = varying_keys(times, STREAM)
     busy_until = (
-        times.sort(*STREAM, "start_ns", "end_ns", "_row")
-        .select("_row", pl.col("end_ns").cum_max().shift(1).over(STREAM).alias("stream_busy_until_ns"))
+        times.select("_row", *stream, "start_ns", "end_ns").sort(*stream, "start_ns", "end_ns", "_row")
+        .select("_row", pl.col("end_ns").cum_max().shift(1).over(stream).alias("stream_busy_until_ns"))
         .sort("_row")["stream_busy_until_ns"]
     )
+    launch = varying_keys(times, ("rank", "correlation"))
     first_rows = (
         times.filter(pl.col("launch_start_ns").is_not_null())
+        .select("_row", "start_ns", "launch_start_ns", *launch)
         .sort("start_ns", "_row")
-        .unique(["rank", "correlation"], keep="first", maintain_order=True)["_row"]
+        .filter(pl.struct(launch).is_first_distinct() if len(launch) > 1 else pl.col(launch[0]).is_first_distinct())
+        .select("_row", "launch_start_ns")
+        .sort("launch_start_ns")["_row"]
     )
     first_of_launch = linked.with_columns(busy_until)[first_rows]
     launch_to_start = pl.col("start_ns") - pl.col("launch_start_ns")
@@ -67,7 +74,6 @@ def launch_latency(trace: Trace) -> pl.DataFrame:
             "launch_kind", "launch_start_ns", "launch_end_ns", "launch_cpu_ns", "launch_to_start_ns",
             "queue_wait_ns", "launch_overhead_ns", "launch_delay_ns", "skewed",
         )
-        .sort("launch_start_ns")
     )
 
 
@@ -127,7 +133,11 @@ def small_kernels(trace: Trace, *, latency: pl.DataFrame | None = None) -> pl.Da
     """Kernels that run shorter than their launch call takes on the CPU: for these the GPU cannot
     be kept busy by one launching thread → the per-kernel rows of `launch_latency` with
     `small = duration_ns < launch_cpu_ns`. `latency`: `launch_latency(trace)` if already computed."""
-    latency = launch_latency(trace) if latency is None else latency
+    return small_kernels_of(launch_latency(trace) if latency is None else latency)
+
+
+def small_kernels_of(latency: pl.DataFrame) -> pl.DataFrame:
+    """`small_kernels` from the rows of `launch_latency`."""
     return latency.filter(pl.col("kind") == "kernel").with_columns(
         (pl.col("duration_ns") < pl.col("launch_cpu_ns")).alias("small")
     )
@@ -165,47 +175,56 @@ def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | N
 def queue_depth(trace: Trace) -> pl.DataFrame:
     """Launch-queue depth per stream over time: GPU ops launched and not yet started. Each op with
     a launch adds 1 at its launch start and removes 1 at its own start (a graph launch enqueues all
-    of its ops at once) → `rank, device, stream, time_ns, depth` after each change. Ops that start
-    when they are launched never wait, and ops that start before it (clock skew) are left out, so
-    the depth is never negative."""
-    ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).filter(
-        pl.col("start_ns") > pl.col("launch_start_ns"))
-    events = pl.concat(
-        [
-            ops.select(*STREAM, pl.col("launch_start_ns").alias("time_ns"), pl.lit(1, pl.Int64).alias("delta")),
-            ops.select(*STREAM, pl.col("start_ns").alias("time_ns"), pl.lit(-1, pl.Int64).alias("delta")),
-        ]
-    )
-    # at equal times, starts (−1) are applied before launches (+1); each stream sorted on its own
-    # (a few streams of many events: faster than one sort on five keys)
-    order = ["time_ns", "delta"]
-    if events.height:
-        low, high = events["time_ns"].min(), events["time_ns"].max()
-        if high - low < 2**61:  # one integer key: time, then starts before launches
-            events = events.with_columns(((pl.col("time_ns") - low) * 2 + (pl.col("delta") > 0).cast(pl.Int64)).alias("_key"))
-            order = ["_key"]
-    parts = events.partition_by(STREAM, as_dict=True)
-    streams = events.select(STREAM).unique().sort(STREAM).rows()
-    return pl.concat(
-        [parts[stream].sort(order).select(*STREAM, "time_ns", pl.col("delta").cum_sum().alias("depth")) for stream in streams]
-        or [events.select(*STREAM, "time_ns", pl.col("delta").alias("depth"))]
-    )
+    of its ops at once) → `rank, device, stream, time_ns, depth` after each change, streams in
+    order. Ops that start when they are launched never wait, and ops that start before it (clock
+    skew) are left out, so the depth is never negative."""
+    timelines = [timeline.with_columns(pl.lit(value, dtype).alias(name) for name, (value, dtype) in stream.items())
+                 .select(*STREAM, "time_ns", "depth") for stream, timeline in _stream_timelines(trace)]
+    if timelines:
+        return pl.concat(timelines, rechunk=True)
+    return pl.DataFrame(schema={**trace.gpu.select(STREAM).schema, "time_ns": pl.Int64, "depth": pl.Int64})
 
 
 def queue_summary(trace: Trace, *, full_depth: int = QUEUE_FULL_DEPTH) -> pl.DataFrame:
     """Per stream → `rank, device, stream, max_depth, mean_depth, time_at_full_ns` where mean
     depth is time-weighted over the stream's queue timeline and `time_at_full_ns` is the time
-    spent with `full_depth` (1024: the launch queue is full) or more ops waiting."""
-    depth = queue_depth(trace)
-    timed = depth.with_columns(
-        (pl.col("time_ns").shift(-1).over(STREAM) - pl.col("time_ns")).fill_null(0).alias("held_ns")
-    )
-    return (
-        timed.group_by(STREAM)
-        .agg(
+    spent with `full_depth` (1024: the launch queue is full) or more ops waiting. One stream's
+    timeline at a time (`queue_depth` holds them all)."""
+    rows = []
+    for stream, timeline in _stream_timelines(trace):
+        held = (pl.col("time_ns").shift(-1) - pl.col("time_ns")).fill_null(0)
+        rows.append(timeline.select(
+            *(pl.lit(value, dtype).alias(name) for name, (value, dtype) in stream.items()),
             pl.col("depth").max().alias("max_depth"),
-            ((pl.col("depth") * pl.col("held_ns")).sum() / pl.col("held_ns").sum()).alias("mean_depth"),
-            pl.col("held_ns").filter(pl.col("depth") >= full_depth).sum().alias("time_at_full_ns"),
-        )
-        .sort(STREAM)
-    )
+            ((pl.col("depth") * held).sum() / held.sum()).alias("mean_depth"),
+            held.filter(pl.col("depth") >= full_depth).sum().alias("time_at_full_ns"),
+        ))
+    if rows:
+        return pl.concat(rows, rechunk=True)
+    return pl.DataFrame(schema={**trace.gpu.select(STREAM).schema, "max_depth": pl.Int64, "mean_depth": pl.Float64,
+                                "time_at_full_ns": pl.Int64})
+
+
+def _stream_timelines(trace: Trace):
+    """Each stream's queue timeline, streams in order: (`{column: (value, dtype)}` of its
+    `STREAM` columns, `time_ns, depth` after each change). At equal times, starts (−1) are applied
+    before launches (+1)."""
+    ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).filter(
+        pl.col("start_ns") > pl.col("launch_start_ns")).select(*STREAM, "launch_start_ns", "start_ns")
+    if ops.is_empty():
+        return
+    schema = ops.schema
+    parts = ops.partition_by(STREAM, as_dict=True, maintain_order=False)
+    for values, part in sorted(parts.items(), key=lambda item: [(value is not None, value) for value in item[0]]):  # nulls first
+        yield {name: (value, schema[name]) for name, value in zip(STREAM, values)}, _depth_timeline(part["launch_start_ns"], part["start_ns"])
+
+
+def _depth_timeline(launches: pl.Series, starts: pl.Series) -> pl.DataFrame:
+    """`time_ns, depth` of one stream: +1 at each launch, −1 at each start, in time order."""
+    low = min(launches.min(), starts.min())
+    if max(launches.max(), starts.max()) - low < 2**61:  # one integer key: time, then starts before launches
+        keys = pl.concat([(starts - low) * 2, (launches - low) * 2 + 1]).sort()
+        return pl.DataFrame([(keys // 2 + low).alias("time_ns"), ((keys % 2) * 2 - 1).cum_sum().alias("depth")])
+    events = pl.DataFrame([pl.concat([starts, launches]).alias("time_ns"),
+                           pl.Series("delta", [-1] * len(starts) + [1] * len(launches), dtype=pl.Int64)])
+    return events.sort("time_ns", "delta").select("time_ns", pl.col("delta").cum_sum().alias("depth"))

@@ -23,7 +23,7 @@ from traceanalyze.analysis.names import contains, starts_with
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
-from traceanalyze.scalar_columns import constants_as_scalars
+from traceanalyze.scalar_columns import constants_as_scalars, varying_keys
 
 REGIMES = ("compute", "bandwidth", "latency", "communication", "memcpy", "unmodeled")
 ON_ROOFLINE = ("compute", "bandwidth", "latency")  # kernels with FLOPs, bytes and a roof
@@ -113,7 +113,8 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     ops = ops.join(owners, on="op_id", how="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
     costs = costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"})
     kernels_per_op = (
-        ops.filter(pl.col("cost_op_id").is_not_null() & (pl.col("kind") == "kernel"))
+        ops.select("cost_op_id", "kind", "duration_ns")
+        .filter(pl.col("cost_op_id").is_not_null() & (pl.col("kind") == "kernel"))
         .group_by("cost_op_id")
         .agg(pl.col("duration_ns").sum().alias("op_kernel_ns"), pl.len().alias("op_kernels"))
     )
@@ -230,6 +231,7 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
     memory bandwidth and its host link."""
     by_device = {(c.rank, c.device): c.peaks for c in choices}
     combos = frame.select("rank", "device", "compute_dtype", "tensor_core").unique()
+    keys = varying_keys(combos, ("rank", "device")) + ["compute_dtype", "tensor_core"]  # one device: not keyed
     rows = []
     for rank, device, dtype, tensor_core in combos.iter_rows():
         peaks = by_device.get((rank, device))
@@ -250,7 +252,7 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
                                         "host_link_bytes_per_s": pl.Float64, "tf32_peak_flops_per_s": pl.Float64})
     seconds = pl.col("duration_ns") / 1e9
     return (
-        frame.join(lookup, on=["rank", "device", "compute_dtype", "tensor_core"], how="left", nulls_equal=True)
+        frame.join(lookup.select(*keys, pl.exclude("rank", "device", "compute_dtype", "tensor_core")), on=keys, how="left", nulls_equal=True)
         .with_columns(
             pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
             (pl.col("peak_flops_per_s") / pl.col("peak_bytes_per_s")).alias("ridge_flops_per_byte"),

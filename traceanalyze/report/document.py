@@ -176,7 +176,7 @@ def _queue(report: RankReport) -> list[Block]:
     queue = report.queue
     if not queue.height:
         return []
-    deepest = queue.sort("max_depth", descending=True).row(0, named=True)
+    deepest = queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)  # ties: the first stream
     full = f", full (≥1024) for {format_duration_ns(deepest['time_at_full_ns'])}" if deepest["time_at_full_ns"] else ""
     return [Paragraph((f"launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}{full}",))]
 

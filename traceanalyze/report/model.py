@@ -62,7 +62,6 @@ class RankReport:
     latency_stats: pl.DataFrame
     latency_by_kernel: pl.DataFrame
     latency_by_group: pl.DataFrame
-    small_kernels: pl.DataFrame
     small_kernel_runs: pl.DataFrame
     queue: pl.DataFrame
     health: pl.DataFrame
@@ -94,6 +93,15 @@ class RankReport:
     charts: RankCharts | None = None
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
+
+    @property
+    def small_kernels(self) -> pl.DataFrame:
+        """The kernel rows of `latency`, with `small` (`launch.small_kernels`): made when read, not
+        held beside `latency` (a copy of most of its rows). Empty for a `bounded` rank, whose
+        latency rows keep only what the statistics read."""
+        if "duration_ns" not in self.latency.columns:
+            return pl.DataFrame()
+        return launch.small_kernels_of(self.latency)
 
     @property
     def gap_count(self) -> int:
@@ -308,13 +316,12 @@ def _time_parts(trace: Trace, window: Window) -> dict[str, object]:
 def _launch_parts(trace: Trace, options: ReportOptions) -> dict[str, object]:
     """Launch latencies, small kernels and their runs, queue depths."""
     per_op = launch.launch_latency(trace)
-    small = launch.small_kernels(trace, latency=per_op)  # computed once, used three times
+    small = launch.small_kernels(trace, latency=per_op)  # computed once, used twice (`RankReport.small_kernels` makes it again)
     return {
         "latency": per_op,
         "latency_stats": launch.latency_stats(per_op),
         "latency_by_kernel": launch.latency_by_kernel(per_op),
         "latency_by_group": launch.latency_by_group(per_op),
-        "small_kernels": small,
         "small_kernel_runs": launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
         "small_kernel_summary": small_kernel_summary(small),
         "queue": launch.queue_summary(trace),
@@ -344,7 +351,6 @@ def bounded(rank: RankReport, max_gaps: int) -> RankReport:
         gaps=rank.gaps.head(max_gaps),
         latency=latency.select("skewed", "kind", *launch.STAT_COLUMNS),
         roofline=rank.roofline.clear(),
-        small_kernels=rank.small_kernels.clear(),
     )
     # every frame in buffers of its own: a slice or a result built from a larger frame can keep
     # the larger one's buffers alive (in this process; a result sent to another one is copied)

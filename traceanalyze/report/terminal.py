@@ -161,7 +161,7 @@ def _overhead_details(report: RankReport, options: ReportOptions, width: int | N
     lines.extend(_small_kernel_lines(report, options.min_small_kernel_run, width))
     queue = report.queue
     if queue.height:
-        deepest = queue.sort("max_depth", descending=True).row(0, named=True)
+        deepest = queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)  # ties: the first stream
         lines.append(f"  launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}"
                      + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
                         if deepest["time_at_full_ns"] else ""))

@@ -755,3 +755,16 @@ def test_any_recorded_arguments_give_a_cost_or_a_reason(name, data):
         assert result.flops >= 0 and result.bytes >= 0 and math.isfinite(result.flops) and math.isfinite(result.bytes)
     else:
         assert isinstance(result, str) and result
+
+
+@pytest.mark.parametrize("sizes", ["-1", "[8, -1, 3, 3]", "[8, 4]", "[8, 4, 3, 3, 3]"])
+def test_convolution_backward_sizes_that_cannot_be_a_batch_or_weight_give_a_reason(sizes):
+    """Found by the property above: recorded sizes of `[-1]` made a negative FLOP count. Sizes
+    must have the gradient's dimensions (3 or more) and none negative."""
+    dims = [[], [8, 16, 30, 30], [8, 4, 32, 32], [], [], []]
+    result = op_cost_or_reason("aten::cudnn_convolution_backward_weight", dims, ["int[]", "float", "float"] + [""] * 3,
+                               [sizes, "", "", "", "", ""])
+    assert isinstance(result, str) and result.startswith("shape arguments incomplete")
+    good = op_cost_or_reason("aten::cudnn_convolution_backward_weight", dims, ["int[]", "float", "float"] + [""] * 3,
+                             ["[16, 4, 3, 3]", "", "", "", "", ""])
+    assert isinstance(good, OpCost) and good.flops == 2.0 * 8 * 30 * 30 * 16 * 4 * 3 * 3

@@ -156,6 +156,9 @@ def _conv_backward_part(args: Args, name: str) -> OpCost:
     sizes = args.int_list(0)
     if sizes is None:
         raise Unmodelled("shape arguments incomplete: convolution backward sizes not recorded")
+    # sizes of a batch or a weight: as many dimensions as the gradient (3 or more), none negative
+    if len(sizes) < 3 or len(sizes) != len(gout.shape) or min(sizes) < 0:
+        raise Unmodelled(f"shape arguments incomplete: convolution backward sizes {sizes} do not fit grad_output {list(gout.shape)}")
     other = args.need(2, "weight" if name.endswith("input") else "input")
     if name.endswith("input"):
         w, grad = other, gout.like(sizes)

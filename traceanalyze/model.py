@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.fields import arg_columns
-from traceanalyze.scalar_columns import join_keys
+from traceanalyze.scalar_columns import join_keys, varying_keys
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "communication")
 RUNTIME_KINDS = ("launch", "graph_launch", "memcpy", "memset", "sync", "other")
@@ -309,7 +309,7 @@ def latest_on_thread(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, r
     each thread's rows of `right` are then joined on their own, on time alone. A join `by` thread
     builds a table of every right row's thread first (150 MB for 1.6 M ops); it remains for rows on
     many threads, or of a thread with a null id."""
-    threads = left.select(THREAD).unique()
+    threads = left.select(THREAD).unique(subset=varying_keys(left, THREAD))  # hashed on what varies: the tid
     if threads.is_empty() or threads.height > PER_THREAD_MAX or threads.null_count().sum_horizontal().item():
         joined = left.sort(left_on).join_asof(right.sort(right_on), left_on=left_on, right_on=right_on, by=list(THREAD),
                                               strategy="backward", check_sortedness=False)
@@ -317,9 +317,10 @@ def latest_on_thread(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, r
         parts = []
         for rank, pid, tid in threads.iter_rows():
             same = (pl.col("rank") == rank) & (pl.col("pid") == pid) & (pl.col("tid") == tid)
+            # only the columns joined are filtered and sorted (a thread's ops: most of `cpu_ops`)
+            on_thread = right.lazy().filter(same).select(pl.exclude(THREAD)).sort(right_on).collect()
             parts.append(left.filter(same).sort(left_on).join_asof(
-                right.filter(same).drop(THREAD).sort(right_on), left_on=left_on, right_on=right_on, strategy="backward",
-                check_sortedness=False))
+                on_thread, left_on=left_on, right_on=right_on, strategy="backward", check_sortedness=False))
         joined = pl.concat(parts)
     return joined.drop(right_on) if right_on != left_on and right_on in joined.columns else joined
 

@@ -16,7 +16,7 @@ from traceanalyze.analysis.names import contains
 from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, covered_in_windows, union_intervals
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace, linked_gpu
-from traceanalyze.scalar_columns import join_keys
+from traceanalyze.scalar_columns import join_keys, varying_keys
 
 Window = Literal["activity", "steps"]
 GapCause = Literal["host", "sync", "collective", "stream_wait", "launch", "other"]
@@ -234,17 +234,21 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
         .sort("thread_wait_ns")
     )
     rows = linked.select(*DEVICE, "stream", "start_ns", "launch_start_ns", "launch_pid", "launch_tid").with_row_index("row")
-    launched = (
-        rows.filter(pl.col("launch_start_ns").is_not_null())
-        .with_columns(pl.col("launch_start_ns").shift(1).over(*DEVICE, "stream", order_by=["launch_start_ns", "start_ns"])
-                      .alias("previous_on_stream_ns"),
-                      pl.col("launch_start_ns").shift(1).over("rank", "launch_pid", "launch_tid", order_by="launch_start_ns")
-                      .alias("previous_on_thread_ns"))
+    launched = rows.filter(pl.col("launch_start_ns").is_not_null())
+    # keyed by what varies (one rank, one device, one launching process: not keyed; the same in
+    # the waits, or they are keyed in full)
+    stream = join_keys(launched, on_stream, [*DEVICE, "stream"]) if on_stream.height else varying_keys(launched, [*DEVICE, "stream"])
+    thread = join_keys(launched, on_thread, ["rank", "launch_pid", "launch_tid"]) if on_thread.height else \
+        varying_keys(launched, ["rank", "launch_pid", "launch_tid"])
+    launched = launched.with_columns(
+        pl.col("launch_start_ns").shift(1).over(stream, order_by=["launch_start_ns", "start_ns"]).alias("previous_on_stream_ns"),
+        pl.col("launch_start_ns").shift(1).over(thread, order_by="launch_start_ns").alias("previous_on_thread_ns"),
     )
     launched = (
-        launched.sort("launch_start_ns").join_asof(on_stream, left_on="launch_start_ns", right_on="wait_ns", by=[*DEVICE, "stream"],
-                           strategy="backward", check_sortedness=False)
-        .join_asof(on_thread, left_on="launch_start_ns", right_on="thread_wait_ns", by=["rank", "launch_pid", "launch_tid"],
+        launched.sort("launch_start_ns")
+        .join_asof(on_stream.select(*stream, "wait_ns"), left_on="launch_start_ns", right_on="wait_ns", by=stream,
+                   strategy="backward", check_sortedness=False)
+        .join_asof(on_thread.select(*thread, "thread_wait_ns"), left_on="launch_start_ns", right_on="thread_wait_ns", by=thread,
                    strategy="backward", check_sortedness=False)
     )
     waited = (

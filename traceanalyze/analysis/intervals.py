@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.native import compiled, int64_array
+from traceanalyze.scalar_columns import join_keys, varying_keys
 
 
 NATIVE_MIN_ROWS = 50_000  # fewer intervals merge as fast in polars, without importing numpy
@@ -15,10 +16,11 @@ def union_intervals(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Merge overlapping or touching intervals per group → `by + [start_ns, end_ns]`, sorted."""
     if frame.is_empty():
         return frame.select(*by, "start_ns", "end_ns")
-    ordered = frame.select(*by, "start_ns", "end_ns").sort(*by, "start_ns", "end_ns")
+    groups = varying_keys(frame, by) if by else []  # the one rank, the one device: not sorted on
+    ordered = frame.select(*by, "start_ns", "end_ns").sort(*groups, "start_ns", "end_ns")
     _native = compiled()
     if _native is not None and ordered.height >= NATIVE_MIN_ROWS:
-        return _union_native(_native, ordered, by)
+        return _union_native(_native, ordered, by, groups)
     return _union_vectorised(ordered, by)
 
 
@@ -39,11 +41,13 @@ def _union_vectorised(ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     )
 
 
-def _union_native(native, ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """The same sweep in one pass of C (`_native.merge`)."""
+def _union_native(native, ordered: pl.DataFrame, by: list[str], groups: list[str] | None = None) -> pl.DataFrame:
+    """The same sweep in one pass of C (`_native.merge`); a group starts where one of `groups`
+    (default `by`; the columns of `by` that vary are enough) changes."""
     import numpy as np
 
-    new_group = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in by).fill_null(True) if by else pl.lit(False)
+    groups = by if groups is None else groups
+    new_group = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in groups).fill_null(True) if groups else pl.lit(False)
     group_start = ordered.select(
         pl.when(new_group | (pl.int_range(pl.len()) == 0)).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
     ).to_series()
@@ -57,8 +61,9 @@ def _union_native(native, ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 def clip_to_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Intervals cut to the window of their group (`windows`: `by + [window_start_ns,
     window_end_ns]`); intervals outside the window are dropped."""
+    keys = join_keys(intervals, windows, by)  # one same rank, device... in both: joined without it
     return (
-        intervals.join(windows, on=by, how="inner")
+        intervals.join(windows.drop(*(key for key in by if key not in keys)), on=keys, how="inner")
         .with_columns(
             pl.max_horizontal("start_ns", "window_start_ns").alias("start_ns"),
             pl.min_horizontal("end_ns", "window_end_ns").alias("end_ns"),
@@ -76,6 +81,7 @@ def covered_in_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[
     `disjoint=True` says the intervals of a group never overlap (idle gaps): no union is needed."""
     if windows.is_empty() or intervals.is_empty():
         return pl.Series("ns", [0] * windows.height, dtype=pl.Int64)
+    by = join_keys(intervals, windows, by)  # one same rank, device... in both: not keyed
     merged = (
         (intervals.select(*by, "start_ns", "end_ns") if disjoint else union_intervals(intervals, by))
         .sort("start_ns")
@@ -101,21 +107,25 @@ def complement_in_windows(union: pl.DataFrame, windows: pl.DataFrame, by: list[s
     clipped to the windows) → `by + [start_ns, end_ns]`. Windows with no interval at all are
     one gap from end to end."""
     bounds = windows.select(*by, "window_start_ns", "window_end_ns")
-    covered = union.join(bounds, on=by, how="inner").sort(*by, "start_ns")
+    # the keys of one same value in both (the rank, one device) are kept as columns, not keyed on
+    keys = join_keys(union, bounds, by)
+    constant = [key for key in by if key not in keys]
+    covered = union.join(bounds.drop(constant), on=keys, how="inner").sort(*keys, "start_ns")
     gaps_between = (
         covered.with_columns(
-            pl.col("end_ns").shift(1).over(by).fill_null(pl.col("window_start_ns")).alias("gap_start_ns"),
+            pl.col("end_ns").shift(1).over(keys).fill_null(pl.col("window_start_ns")).alias("gap_start_ns"),
         )
         .select(*by, pl.col("gap_start_ns").alias("start_ns"), pl.col("start_ns").alias("end_ns"))
     )
     trailing = (
-        covered.group_by(by).agg(pl.col("end_ns").max().alias("start_ns"), pl.col("window_end_ns").first().alias("end_ns"))
+        covered.group_by(keys).agg(*(pl.col(key).first() for key in constant),
+                                   pl.col("end_ns").max().alias("start_ns"), pl.col("window_end_ns").first().alias("end_ns"))
     )
-    empty_windows = bounds.join(covered.select(by).unique(), on=by, how="anti").select(
+    empty_windows = bounds.join(covered.select(keys).unique(), on=keys, how="anti").select(
         *by, pl.col("window_start_ns").alias("start_ns"), pl.col("window_end_ns").alias("end_ns")
     )
     return (
         pl.concat([gaps_between, trailing.select(*by, "start_ns", "end_ns"), empty_windows], how="vertical_relaxed")
         .filter(pl.col("end_ns") > pl.col("start_ns"))
-        .sort(*by, "start_ns")
+        .sort(*keys, "start_ns")
     )

@@ -14,12 +14,16 @@ from traceanalyze.analysis.cpu_context import by_op_id, enclosing_ops, in_place
 from traceanalyze.model import Trace, linked_gpu
 
 
+_LAUNCH_READ = ("launch_pid", "launch_tid", "launch_external_id")  # what finds the op, not kept
+
+
 def kernel_ops(trace: Trace) -> pl.DataFrame:
     """Every GPU op with its launching CPU op → the columns of `gpu` plus `gpu_op_id`,
     `launch_kind`, `launch_start_ns`, `op_id`, `op_name`, `op_source` (`aten`, `cpu_op`,
     `external_id`), `annotation` (innermost non-step user annotation at the launch) and
     `no_op_reason`."""
-    linked = linked_gpu(trace).with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("gpu_op_id"))
+    linked = linked_gpu(trace, launch=("launch_kind", "launch_start_ns", *_LAUNCH_READ)).with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("gpu_op_id"))
     points = linked.filter(pl.col("launch_start_ns").is_not_null()).select(
         pl.col("gpu_op_id").alias("point_id"), "rank",
         pl.col("launch_pid").alias("pid"), pl.col("launch_tid").alias("tid"),
@@ -66,7 +70,7 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
     linked = linked.with_columns(in_place(linked.height, chosen["point_id"], chosen[c], c)
                                  for c in ("op_id", "op_name", "op_source", "annotation"))
     graph_replay = pl.col("launch_kind") == "graph_launch"
-    return linked.with_columns(
+    return linked.drop(_LAUNCH_READ).with_columns(
         # a graph launch replays kernels recorded earlier: the op around the launch did not make them
         *[pl.when(graph_replay).then(None).otherwise(pl.col(c)).alias(c) for c in ("op_id", "op_name", "op_source")]
     ).with_columns(

@@ -35,6 +35,9 @@ LATENCY_ROOF_SHARE = 0.25
 # Helper kernels of an op (layout changes, split-K reductions, fills, the sorts and scans of an
 # embedding backward) move data but do not do the op's FLOPs: they get their share of its bytes,
 # the other kernels all of its FLOPs.
+# how an op's cost was split among its kernels, read while the roofline is made and not kept:
+# the op's FLOPs and bytes, its kernels' time, each kernel's share of time and of FLOPs
+COST_SPLIT_COLUMNS = ("gpu_op_id", "op_flops", "op_bytes", "op_kernel_ns", "share", "flops_share")
 HELPER_KERNEL = (r"(?i)nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|transpose|convertTensor|convert_kernel|"
                  r"splitKreduce|splitK_reduce|splitKReduction|FillFunctor|fill_kernel|memset|RadixSort|DeviceScan")
 Regime = pl.Enum(REGIMES)
@@ -102,10 +105,13 @@ def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
 
 
 def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.DataFrame:
-    """One row per GPU op → the `kernel_ops` columns plus `flops`, `bytes`, `cost_model`,
-    `compute_dtype`, `tensor_core`, `peak_flops_per_s`, `peak_bytes_per_s`, `intensity`
-    (FLOP/byte), `ridge_flops_per_byte`, `achieved_flops_per_s`, `achieved_bytes_per_s`,
-    `pct_of_roof` (a fraction of the roof that binds it), `tf32_peak_flops_per_s`, `tf32_roof_fraction`, `ideal_ns`, `recoverable_ns`, `regime` and `unmodeled_reason`."""
+    """One row per GPU op → the `kernel_ops` columns (but `gpu_op_id`; `bytes` as `copy_bytes`)
+    plus `cost_op_id`, `flops`, `bytes`, `cost_model`, `compute_dtype`, `tensor_core`,
+    `helper_kernel`, `peak_flops_per_s`, `peak_bytes_per_s`, `intensity` (FLOP/byte),
+    `ridge_flops_per_byte`, `achieved_flops_per_s`, `achieved_bytes_per_s`, `pct_of_roof` (a
+    fraction of the roof that binds it), `tf32_peak_flops_per_s`, `tf32_roof_fraction`,
+    `ideal_ns`, `recoverable_ns`, `regime`, `roof` and `unmodeled_reason`. How each op's cost was
+    split among its kernels (`COST_SPLIT_COLUMNS`) is not kept."""
     ops = kernel_ops(trace).rename({"bytes": "copy_bytes"})
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
     costs = recover_costs(costs, trace.cpu_ops)
@@ -141,8 +147,9 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
     )
     frame = _with_tensor_core(frame)
     frame = _with_peaks(frame, choices)
-    # what a trace does not record (graph ids, collectives, costs of unmodeled ops), once
-    return constants_as_scalars(_with_regime(frame), nulls_only=True)
+    # what a trace does not record (graph ids, collectives, costs of unmodeled ops), once; the
+    # steps of the cost split go (a fifth of the frame)
+    return constants_as_scalars(_with_regime(frame).drop(COST_SPLIT_COLUMNS), nulls_only=True)
 
 
 def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:

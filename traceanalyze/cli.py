@@ -28,7 +28,6 @@ from traceanalyze.gate import formats as gate_formats  # noqa: E402
 from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
 from traceanalyze.report import formats as report_formats  # noqa: E402
 from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
-from traceanalyze.report.terminal import render_terminal  # noqa: E402
 
 app = typer.Typer(
     name="traceanalyze",
@@ -233,8 +232,8 @@ def report(
         fail(error)
     if details:
         built = dataclasses.replace(built, options=dataclasses.replace(built.options, details=True))
-    render = report_formats.RENDERERS[format.value]
-    text = render_terminal(built, width=width) if render is render_terminal else render(built)
+    text = (report_formats.render_terminal(built, width=width) if format.value == "terminal"
+            else report_formats.RENDERERS[format.value](built))
     _write_or_echo(text, output, json=format.value == "json")
 
 
@@ -523,7 +522,6 @@ def diff(
     """Two runs side by side: step time, idle fraction, attribution, launch latency, and kernels
     added, removed, faster and slower (matched by name)."""
     from traceanalyze.diff import diff_reports
-    from traceanalyze.diff.render_text import render_diff_terminal
     from traceanalyze.gate.budgets import parse_regression, parse_statistic
     from traceanalyze.gate.inputs import load_report
 
@@ -541,7 +539,7 @@ def diff(
                                 min_change=threshold, sources=(str(base), str(new)))
     except TraceAnalyzeError as error:
         fail(error)
-    text = (render_diff_terminal(compared, top=top, width=width) if format.value == "terminal"
+    text = (diff_formats.render_diff_terminal(compared, top=top, width=width) if format.value == "terminal"
             else diff_formats.RENDERERS[format.value](compared, top=top))
     _write_or_echo(text, output, json=format.value == "json")
 

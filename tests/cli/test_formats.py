@@ -50,3 +50,25 @@ def test_diff_prints_the_mapped_renderer(name):
 def test_an_unknown_format_is_refused():
     result = runner.invoke(app, ["report", str(FIXTURE), "--format", "pdf"])
     assert result.exit_code == 2 and "pdf" in result.output
+
+
+def test_a_json_report_imports_no_other_renderer(tmp_path):
+    """The renderers are imported when called: `report --format json` (the start-up the benchmark
+    times) loads neither the HTML renderer nor the plots (charts are made for HTML only), nor the
+    text tables' tabulate."""
+    import subprocess
+    import sys
+
+    watched = ["tabulate", "traceanalyze.report.html", "traceanalyze.report.plots", "traceanalyze.report.terminal", "traceanalyze.report.markdown",
+               "traceanalyze.diff.render_html", "traceanalyze.diff.render_text", "traceanalyze.gate.render_text",
+               "traceanalyze.report.jsonout"]
+    code = (
+        "import sys\n"
+        "from traceanalyze.cli import main\n"
+        f"sys.argv = ['traceanalyze', 'report', '--format', 'json', '--no-cache', '-o', {str(tmp_path / 'r.json')!r}, {str(FIXTURE)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        f"print(sorted(name for name in {watched!r} if name in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "['traceanalyze.report.jsonout']"
+    assert (tmp_path / "r.json").stat().st_size > 0

@@ -1,13 +1,32 @@
 """`traceanalyze gate --format NAME`: the verdict's output formats, by name (the CLI's choices).
-JUnit XML and GitHub annotations (`gate.ci`) are written beside the chosen format, not instead."""
+JUnit XML and GitHub annotations (`gate.ci`) are written beside the chosen format, not instead.
+Each renderer's module is imported when it is first called (report/formats.py says why)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from traceanalyze.gate.render_json import render_verdict_json
-from traceanalyze.gate.render_text import render_verdict_markdown, render_verdict_terminal
 from traceanalyze.gate.verdict import Verdict
+
+
+def render_verdict_terminal(verdict: Verdict, *, width: int | None = None) -> str:
+    """`gate.render_text.render_verdict_terminal` (`width`: the terminal's columns, default this one's)."""
+    from traceanalyze.gate.render_text import render_verdict_terminal as render
+
+    return render(verdict, width=width)
+
+
+def render_verdict_json(verdict: Verdict) -> str:
+    from traceanalyze.gate.render_json import render_verdict_json as render
+
+    return render(verdict)
+
+
+def render_verdict_markdown(verdict: Verdict) -> str:
+    from traceanalyze.gate.render_text import render_verdict_markdown as render
+
+    return render(verdict)
+
 
 RENDERERS: Mapping[str, Callable[[Verdict], str]] = {
     "terminal": render_verdict_terminal,

@@ -16,7 +16,7 @@ from traceanalyze.analysis.devices import DevicePeaks, device_peaks, math_unit_f
 from traceanalyze.analysis.costs.autograd_pairs import recover_costs
 from traceanalyze.analysis.costs.conv_geometry import recover_forward_costs
 from traceanalyze.analysis.costs.registry import FAMILIES
-from traceanalyze.analysis.costs.table import op_costs
+from traceanalyze.analysis.costs.table import OP_COST_INPUTS, op_costs
 from traceanalyze.analysis.device_match import device_file_mismatches, matched_devices
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.analysis.names import contains, starts_with
@@ -100,8 +100,8 @@ def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[P
 
 
 def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
-    ops = trace.cpu_ops.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode()))
-    return op_costs(ops)
+    inputs = trace.cpu_ops.select([name for name in OP_COST_INPUTS if name in trace.cpu_ops.columns])  # filtered: copied
+    return op_costs(inputs.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode())))
 
 
 def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.DataFrame:

@@ -34,6 +34,11 @@ def _with_tensor_lists(row: dict[str, Any]) -> list[Any] | None:
             for i, shape in enumerate(dims)]
 
 
+# the columns of `cpu_ops` that `op_costs` reads
+OP_COST_INPUTS = ("op_id", "name", "input_dims", "input_tensor_lists", "input_types", "concrete_inputs",
+                  "input_strides", "flops", "category")
+
+
 def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     """`op_cost` for every row of a `cpu_ops` table (`traceanalyze.model.CPU_OPS_SCHEMA`).
 
@@ -54,10 +59,7 @@ def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     (1, 48.0, 104.0)
     """
     has_category = "category" in cpu_ops.columns
-    wanted = ["op_id", "name", "input_dims", "input_tensor_lists", "input_types", "concrete_inputs",
-              "input_strides", "flops"]
-    frame = cpu_ops.select([c for c in wanted if c in cpu_ops.columns]
-                           + (["category"] if has_category else []))
+    frame = cpu_ops.select([c for c in OP_COST_INPUTS if c in cpu_ops.columns])
     # ops with the same name and arguments cost the same (each step repeats its ops): the model
     # runs once per distinct op, and a `flops` value recorded in the trace is applied per op
     keys = [c for c in frame.columns if c not in ("op_id", "flops")]

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.fields import arg_columns
-from traceanalyze.scalar_columns import join_keys, varying_keys
+from traceanalyze.scalar_columns import first_of_keys, join_keys, varying_keys
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "communication")
 RUNTIME_KINDS = ("launch", "graph_launch", "memcpy", "memset", "sync", "other")
@@ -271,7 +271,7 @@ def launch_rows(trace: Trace) -> pl.Series:
     )
     ops = trace.gpu.select("rank", "correlation")
     keys = join_keys(ops, launches, ("rank", "correlation"))  # one rank: on correlation alone
-    first = launches.filter(pl.struct(keys).is_first_distinct() if len(keys) > 1 else pl.col(keys[0]).is_first_distinct())
+    first = launches.filter(first_of_keys(keys))
     return ops.join(first.select(*keys, "runtime_row"), on=keys, how="left", maintain_order="left")["runtime_row"]
 
 

@@ -93,6 +93,12 @@ def join_keys(left: pl.DataFrame, right: pl.DataFrame, keys: list[str] | tuple[s
     return kept or keys[-1:]
 
 
+def first_of_keys(keys: list[str]) -> pl.Expr:
+    """True on the first row of each distinct value of `keys` (one key: the column itself, not a
+    struct of one)."""
+    return pl.struct(keys).is_first_distinct() if len(keys) > 1 else pl.col(keys[0]).is_first_distinct()
+
+
 def _constant_keys(frame: pl.DataFrame, keys: list[str], *, non_null: bool = False) -> dict[str, object]:
     """key → its one value, for the integer or boolean `keys` of `frame` that hold one value in every
     row (None when all null, unless `non_null`)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.model import Trace, linked_gpu
-from traceanalyze.scalar_columns import varying_keys
+from traceanalyze.scalar_columns import first_of_keys, varying_keys
 
 STREAM = ["rank", "device", "stream"]
 QUEUE_FULL_DEPTH = 1024
@@ -49,7 +49,7 @@ def launch_latency(trace: Trace) -> pl.DataFrame:
         times.filter(pl.col("launch_start_ns").is_not_null())
         .select("_row", "start_ns", "launch_start_ns", *launch)
         .sort("start_ns", "_row")
-        .filter(pl.struct(launch).is_first_distinct() if len(launch) > 1 else pl.col(launch[0]).is_first_distinct())
+        .filter(first_of_keys(launch))
         .select("_row", "launch_start_ns")
         .sort("launch_start_ns")["_row"]
     )
@@ -178,8 +178,7 @@ def queue_depth(trace: Trace) -> pl.DataFrame:
     of its ops at once) → `rank, device, stream, time_ns, depth` after each change, streams in
     order. Ops that start when they are launched never wait, and ops that start before it (clock
     skew) are left out, so the depth is never negative."""
-    timelines = [timeline.with_columns(pl.lit(value, dtype).alias(name) for name, (value, dtype) in stream.items())
-                 .select(*STREAM, "time_ns", "depth") for stream, timeline in _stream_timelines(trace)]
+    timelines = [timeline.with_columns(stream).select(*STREAM, "time_ns", "depth") for stream, timeline in _stream_timelines(trace)]
     if timelines:
         return pl.concat(timelines, rechunk=True)
     return pl.DataFrame(schema={**trace.gpu.select(STREAM).schema, "time_ns": pl.Int64, "depth": pl.Int64})
@@ -194,7 +193,7 @@ def queue_summary(trace: Trace, *, full_depth: int = QUEUE_FULL_DEPTH) -> pl.Dat
     for stream, timeline in _stream_timelines(trace):
         held = (pl.col("time_ns").shift(-1) - pl.col("time_ns")).fill_null(0)
         rows.append(timeline.select(
-            *(pl.lit(value, dtype).alias(name) for name, (value, dtype) in stream.items()),
+            *stream,
             pl.col("depth").max().alias("max_depth"),
             ((pl.col("depth") * held).sum() / held.sum()).alias("mean_depth"),
             held.filter(pl.col("depth") >= full_depth).sum().alias("time_at_full_ns"),
@@ -206,9 +205,9 @@ def queue_summary(trace: Trace, *, full_depth: int = QUEUE_FULL_DEPTH) -> pl.Dat
 
 
 def _stream_timelines(trace: Trace):
-    """Each stream's queue timeline, streams in order: (`{column: (value, dtype)}` of its
-    `STREAM` columns, `time_ns, depth` after each change). At equal times, starts (−1) are applied
-    before launches (+1)."""
+    """Each stream's queue timeline, streams in order: (its `STREAM` values as literal columns,
+    `time_ns, depth` after each change). At equal times, starts (−1) are applied before launches
+    (+1)."""
     ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).filter(
         pl.col("start_ns") > pl.col("launch_start_ns")).select(*STREAM, "launch_start_ns", "start_ns")
     if ops.is_empty():
@@ -216,7 +215,8 @@ def _stream_timelines(trace: Trace):
     schema = ops.schema
     parts = ops.partition_by(STREAM, as_dict=True, maintain_order=False)
     for values, part in sorted(parts.items(), key=lambda item: [(value is not None, value) for value in item[0]]):  # nulls first
-        yield {name: (value, schema[name]) for name, value in zip(STREAM, values)}, _depth_timeline(part["launch_start_ns"], part["start_ns"])
+        yield ([pl.lit(value, schema[name]).alias(name) for name, value in zip(STREAM, values)],
+               _depth_timeline(part["launch_start_ns"], part["start_ns"]))
 
 
 def _depth_timeline(launches: pl.Series, starts: pl.Series) -> pl.DataFrame:

@@ -32,12 +32,12 @@ ON_ROOFLINE = ("compute", "bandwidth", "latency")  # kernels with FLOPs, bytes a
 # LATENCY_ROOF_SHARE of the roof that binds it (far below both roofs). docs/roofline.md.
 LATENCY_WORK_NS = 2_000
 LATENCY_ROOF_SHARE = 0.25
-# Helper kernels of an op (layout changes, split-K reductions, fills, the sorts and scans of an
-# embedding backward) move data but do not do the op's FLOPs: they get their share of its bytes,
-# the other kernels all of its FLOPs.
 # how an op's cost was split among its kernels, read while the roofline is made and not kept:
 # the op's FLOPs and bytes, its kernels' time, each kernel's share of time and of FLOPs
 COST_SPLIT_COLUMNS = ("gpu_op_id", "op_flops", "op_bytes", "op_kernel_ns", "share", "flops_share")
+# Helper kernels of an op (layout changes, split-K reductions, fills, the sorts and scans of an
+# embedding backward) move data but do not do the op's FLOPs: they get their share of its bytes,
+# the other kernels all of its FLOPs.
 HELPER_KERNEL = (r"(?i)nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|transpose|convertTensor|convert_kernel|"
                  r"splitKreduce|splitK_reduce|splitKReduction|FillFunctor|fill_kernel|memset|RadixSort|DeviceScan")
 Regime = pl.Enum(REGIMES)

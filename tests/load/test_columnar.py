@@ -129,6 +129,31 @@ def test_corner_cases_vouched_for(text):
     assert check(text.encode()) is not None
 
 
+def _spaced(value, space) -> str:
+    """`value` as JSON with `space()` (a run of whitespace) around every token."""
+    if isinstance(value, dict):
+        items = f"{space()},{space()}".join(f"{json.dumps(k)}{space()}:{space()}{_spaced(v, space)}"
+                                           for k, v in value.items())
+        return f"{{{space()}{items}{space()}}}"
+    if isinstance(value, list):
+        return f"[{space()}{f'{space()},{space()}'.join(_spaced(v, space) for v in value)}{space()}]"
+    return json.dumps(value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs=st.lists(st.text(alphabet=" \t\r\n", max_size=19), min_size=1, max_size=40))
+def test_any_whitespace_between_tokens(runs):
+    """Runs of spaces, tabs, CR and LF of every length around every token (the scanner skips
+    spaces 8 bytes at a time): the same tables as msgspec's, never left to it."""
+    spaces = iter(runs * 200)
+    events = [kernel(), op(), kernel("k2", ts=12.5, dur=1.25), {"ph": "s", "cat": "ac2g", "id": 5, "pid": 1,
+                                                                "tid": "stream 7", "ts": 3, "name": "f"}]
+    text = _spaced(events, lambda: next(spaces))
+    fast = check(text.encode())
+    assert fast is not None
+    assert_same_chunk(fast, columnar.chunk_tables(json.dumps(events).encode(), False))
+
+
 def test_shape_arguments_numbered_by_text_decode_as_msgspec_decodes_them():
     """The scanner numbers each shape argument's distinct texts and decodes each once
     (`_native.intern_spans`): texts repeated, equal values written apart (spaces), TensorLists,

@@ -240,6 +240,11 @@ class _Lookups:
     def string(self, field: str) -> pl.Expr:
         return pl.lit(self.strings).gather(self.code(field))
 
+    def category(self, field: str) -> pl.Expr:
+        """A string field as a categorical: each distinct string hashed once per chunk, not once
+        per row (event names are the table's `Categorical` name column in the end)."""
+        return pl.lit(self.strings.cast(pl.Categorical())).gather(self.code(field))
+
     def lower_category(self) -> pl.Expr:
         """`cat` in lower case (the one field whose lower case `of` makes)."""
         return pl.lit(self.lowered).gather(self.code("cat"))
@@ -296,7 +301,7 @@ def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[p
                        pl.when(_beyond_float(field)).then(pl.col(f"{field}_int")).alias(f"{field}_x"))
     ]
     if code != chunk.FLOW:
-        timed = [pl.col("seq").cast(pl.Int64), lookups.string("name").alias("name"), *timed]
+        timed = [pl.col("seq").cast(pl.Int64), lookups.category("name").alias("name"), *timed]
     thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
     args = [_arg_column(f, lookups) for f in _TABLE_ARGS.get(code, ()) if f.kind != fields.TEXT]
     if code == chunk.GPU:
@@ -326,8 +331,17 @@ def _arg_column(field: fields.ArgField, lookups: _Lookups) -> pl.Expr:
     elif field.kind == fields.STRING:
         value = lookups.string(key)
     else:  # a list of three integers
-        value = pl.when(_tag(key) == LIST3).then(pl.concat_list(f"{key}_0", f"{key}_1", f"{key}_2"))
+        value = pl.when(_tag(key) == LIST3).then(_three_ints(f"{key}_0", f"{key}_1", f"{key}_2"))
     return value.alias(field.raw_column)
+
+
+def _three_ints(*columns: str) -> pl.Expr:
+    """Three Int64 columns as one List(Int64) column (a kernel's grid or block). Made as a
+    fixed-size array, then cast: `concat_list` builds each row's list on its own, 20 times slower
+    (4.2 against 0.19 ms for a chunk's 7,160 kernels)."""
+    if hasattr(pl, "concat_arr"):  # polars 1.17 and later
+        return pl.concat_arr(*columns).cast(pl.List(pl.Int64))
+    return pl.concat_list(*columns)
 
 
 _EXACT_FLOAT_US, _LARGEST_US = time_rules.EXACT_FLOAT_US, time_rules.LARGEST_US

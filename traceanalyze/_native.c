@@ -915,7 +915,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     s.slots = malloc(s.n_slots * sizeof(Slot));
     if (!s.slots) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t k = 0; k < s.n_slots; k++) s.slots[k].code = -1;
-    int status = allocate(&s, count_item_braces(s.text, s.size) + 1);
+    Py_ssize_t braces;
+    Py_BEGIN_ALLOW_THREADS /* a pass over the whole chunk: other threads run meanwhile */
+    braces = count_item_braces(s.text, s.size);
+    Py_END_ALLOW_THREADS
+    int status = allocate(&s, braces + 1);
     if (status == OK) {
         /* the scan touches no Python object: other threads decode other chunks meanwhile */
         Py_BEGIN_ALLOW_THREADS

@@ -194,8 +194,14 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
 def _strings_used(codes: Any, strings: list[str]) -> list[int]:
     """The distinct string indices among `codes` (a field's `code_of`: len(strings) where the
     value is no string)."""
+    return [code for code in _distinct_codes(codes, len(strings) + 1) if code < len(strings)]
+
+
+def _distinct_codes(codes: Any, size: int) -> list[int]:
+    """The distinct values among `codes`, all in [0, size), increasing: counted, not sorted or
+    hashed (`np.unique` of a chunk's 100,000 codes costs more than the table it routes)."""
     np = _numpy()
-    return [int(code) for code in np.unique(codes) if code < len(strings)]
+    return np.flatnonzero(np.bincount(codes, minlength=size)).tolist()
 
 
 class _Lookups:
@@ -216,7 +222,7 @@ class _Lookups:
         used: set[int] = set()
         for field in ("pid", "tid", "id"):
             tags = np.frombuffer(fields[field][0], dtype=np.uint8)
-            used.update(np.unique(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR]).tolist())
+            used.update(_distinct_codes(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR], len(strings)))
         integers = {}
         for convert in (conversions.as_int, conversions.thread_id, conversions.stream_from_tid):
             values: list[int | None] = [None] * (len(strings) + 1)
@@ -230,7 +236,7 @@ class _Lookups:
         # as many as events
         lowered: list[str | None] = [None] * (len(strings) + 1)
         tags = np.frombuffer(fields["cat"][0], dtype=np.uint8)
-        for code in np.unique(np.frombuffer(fields["cat"][1], dtype=np.int64)[tags == STR]).tolist():
+        for code in _distinct_codes(np.frombuffer(fields["cat"][1], dtype=np.int64)[tags == STR], len(strings)):
             lowered[code] = strings[code].lower()
         return cls(pl.Series([*strings, None], dtype=pl.String), pl.Series(lowered, dtype=pl.String), integers)
 

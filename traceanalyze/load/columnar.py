@@ -15,6 +15,7 @@ False and every chunk takes the msgspec path.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import polars as pl
@@ -213,7 +214,6 @@ class _Lookups:
         self.strings = strings
         self.lowered = lowered
         self.integers = integers
-        self.sentinel = len(strings) - 1
 
     @classmethod
     def of(cls, scanned: dict[str, Any], strings: list[str]) -> "_Lookups":
@@ -241,7 +241,9 @@ class _Lookups:
         return cls(pl.Series([*strings, None], dtype=pl.String), pl.Series(lowered, dtype=pl.String), integers)
 
     def code(self, field: str) -> pl.Expr:
-        return pl.when(_tag(field) == STR).then(pl.col(f"{field}_int")).otherwise(self.sentinel)
+        """The string's index where the field is a string; null (gathers null: the lookups' last
+        entry) where it is not."""
+        return _string_index(field)
 
     def string(self, field: str) -> pl.Expr:
         return pl.lit(self.strings).gather(self.code(field))
@@ -258,22 +260,14 @@ class _Lookups:
     def integer(self, field: str, convert) -> pl.Expr:
         """An `int | str` field as an integer: ints as written, strings by `convert` (what
         `fast.mapped_ints` gives)."""
-        return pl.when(_tag(field) == INT).then(pl.col(f"{field}_int")).otherwise(
-            pl.lit(self.integers[convert.__name__]).gather(self.code(field)))
+        return _int(field).otherwise(pl.lit(self.integers[convert.__name__]).gather(self.code(field)))
 
 
 def _raw_frame(code: int, table_rows: pl.LazyFrame, lookups: _Lookups) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One table's rows → the raw columns `fast.raw_gpu` (…) build, and the rows themselves (only
     the scanned columns that the checks, those columns and the shape texts read: filtered out of
     the chunk's events once, then read by each step)."""
-    rules = [_tag(f.key).is_in(_ALLOWED[f.kind]) for f in _TABLE_ARGS.get(code, ()) if f.kind in _ALLOWED]
-    times = ("ts",) if code == chunk.FLOW else ("ts", "dur")
-    magnitudes = [
-        expr.abs().max().alias(f"{field}_{suffix}")
-        for field in times
-        for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
-    ]
-    unread = {field: (_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any() for field in times}
+    times, rules, magnitudes, unread = _checks(code)
     columns = _raw_columns(code, times, lookups)
     read = [*rules, *magnitudes, *unread.values(), *columns, *(_text_spans() if code == chunk.CPU_OP else ())]
     rows = table_rows.select(sorted({name for expr in read for name in expr.meta.root_names()})).collect()
@@ -297,17 +291,39 @@ def _raw_frame(code: int, table_rows: pl.LazyFrame, lookups: _Lookups) -> tuple[
     return rows.select(columns), rows
 
 
-def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[pl.Expr]:
-    """The raw columns of table `code`, as expressions over the scanned columns."""
-    timed = [
+@functools.cache
+def _checks(code: int) -> tuple[tuple[str, ...], list[pl.Expr], list[pl.Expr], dict[str, pl.Expr]]:
+    """What `_raw_frame` checks of table `code`'s rows: its time fields, the types its args may
+    have, the largest time magnitudes and whether a time's exact ns are missing. The same for
+    every chunk: made once (building polars expressions is most of a small chunk's time)."""
+    rules = [_tag(f.key).is_in(_ALLOWED[f.kind]) for f in _TABLE_ARGS.get(code, ()) if f.kind in _ALLOWED]
+    times = ("ts",) if code == chunk.FLOW else ("ts", "dur")
+    magnitudes = [
+        expr.abs().max().alias(f"{field}_{suffix}")
+        for field in times
+        for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
+    ]
+    unread = {field: (_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any() for field in times}
+    return times, rules, magnitudes, unread
+
+
+@functools.cache
+def _time_columns(times: tuple[str, ...]) -> list[pl.Expr]:
+    """`<field>_i`, `_f` and `_x` of each time field (`fast.raw_times`)."""
+    return [
         column
         for field in times
         for column in (_int(field).alias(f"{field}_i"),
                        pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float")).alias(f"{field}_f"),
                        pl.when(_beyond_float(field)).then(pl.col(f"{field}_int")).alias(f"{field}_x"))
     ]
+
+
+def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[pl.Expr]:
+    """The raw columns of table `code`, as expressions over the scanned columns."""
+    timed = _time_columns(times)
     if code != chunk.FLOW:
-        timed = [pl.col("seq").cast(pl.Int64), lookups.category("name").alias("name"), *timed]
+        timed = [_SEQ, lookups.category("name").alias("name"), *timed]
     thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
     args = [_arg_column(f, lookups) for f in _TABLE_ARGS.get(code, ()) if f.kind != fields.TEXT]
     if code == chunk.GPU:
@@ -329,16 +345,27 @@ def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[p
 
 def _arg_column(field: fields.ArgField, lookups: _Lookups) -> pl.Expr:
     """An `args` field's raw column (`fields.ArgField.raw_column`), as the msgspec struct reads it."""
+    if field.kind == fields.STRING:
+        return lookups.string(field.key).alias(field.raw_column)
+    return _typed_arg_column(field)
+
+
+@functools.cache
+def _typed_arg_column(field: fields.ArgField) -> pl.Expr:
+    """`_arg_column` of a field that is no string (the same expression for every chunk)."""
     key = field.key
     if field.kind == fields.INT:
         value = _int(key)
     elif field.kind == fields.FLOAT:
         value = _number(key)
-    elif field.kind == fields.STRING:
-        value = lookups.string(key)
     else:  # a list of three integers
         value = pl.when(_tag(key) == LIST3).then(_three_ints(f"{key}_0", f"{key}_1", f"{key}_2"))
     return value.alias(field.raw_column)
+
+
+@functools.cache
+def _string_index(field: str) -> pl.Expr:
+    return pl.when(_tag(field) == STR).then(pl.col(f"{field}_int"))
 
 
 def _three_ints(*columns: str) -> pl.Expr:
@@ -350,6 +377,7 @@ def _three_ints(*columns: str) -> pl.Expr:
     return pl.concat_list(*columns)
 
 
+_SEQ = pl.col("seq").cast(pl.Int64)
 _EXACT_FLOAT_US, _LARGEST_US = time_rules.EXACT_FLOAT_US, time_rules.LARGEST_US
 _NOT_EXACT = -(1 << 63)  # the scanner's "no exact ns" (an exponent in the text)
 
@@ -360,6 +388,7 @@ def _beyond_float(field: str) -> pl.Expr:
     return (_tag(field) == FLOAT) & (magnitude >= _EXACT_FLOAT_US) & (magnitude < _LARGEST_US)
 
 
+@functools.cache
 def _text_spans() -> list[pl.Expr]:
     """Where each shape argument's text lies in the chunk (offset and length; 0 when absent)."""
     return [

@@ -5,6 +5,8 @@ skips what the general path skips (counting why), and computes the table's colum
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from traceanalyze.fields import plain_fields
@@ -48,6 +50,7 @@ def finish_chunk(frames: dict[str, pl.DataFrame], texts: tuple[pl.Series, ...] |
     return ChunkTables(frames=finished, events=events, skipped=skipped, arguments=arguments)
 
 
+@functools.cache
 def ns_expr(prefix: str) -> pl.Expr:
     """`to_ns` of the times `raw_times` kept, vectorised: integers × 1000; for a float, the k
     among round(µs × 1000) and its neighbours for which k / 1000 == µs (exactly `to_ns`'s order
@@ -73,6 +76,23 @@ def ns_expr(prefix: str) -> pl.Expr:
 _SKIP_REASONS = {1: SKIP_NO_TS_OR_NAME, 2: SKIP_NO_DUR, 3: SKIP_BAD_DUR}
 
 
+@functools.cache
+def _skip_reason() -> pl.Expr:
+    """`_skip`: why a row is skipped (a key of `_SKIP_REASONS`), 0 when it is kept."""
+    start, duration = pl.col("start_ns"), pl.col("duration_ns")
+    written = (pl.col("dur_i") > classify.MAX_DURATION_US).fill_null(False) | (
+        pl.col("dur_f") > classify.MAX_DURATION_US
+    ).fill_null(False)
+    return (
+        pl.when(start.is_null() | pl.col("name").is_null()).then(1)
+        .when(duration.is_null()).then(2)
+        .when((duration < 0) | written).then(3)
+        .otherwise(0)
+        .cast(pl.UInt8)
+        .alias("_skip")
+    )
+
+
 def finish_raw(name: str, frames: list[pl.DataFrame], texts: list[tuple[pl.Series, ...]]) -> tuple[pl.DataFrame, list[tuple[str, int, int]]]:
     """A table's raw columns (of one or more chunks) → its frame in the chunk schema, and what
     was skipped: (reason, count, first event)."""
@@ -81,19 +101,8 @@ def finish_raw(name: str, frames: list[pl.DataFrame], texts: list[tuple[pl.Serie
     if name == "flows":
         flows = raw.with_columns(ns_expr("ts").alias("ts_ns"))
         return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(schema.names()), []
-    start, duration = pl.col("start_ns"), pl.col("duration_ns")
-    written = (pl.col("dur_i") > classify.MAX_DURATION_US).fill_null(False) | (
-        pl.col("dur_f") > classify.MAX_DURATION_US
-    ).fill_null(False)
     frame = raw.with_columns(ns_expr("ts").alias("start_ns"), ns_expr("dur").alias("duration_ns"))
-    frame = frame.with_columns(
-        pl.when(start.is_null() | pl.col("name").is_null()).then(1)
-        .when(duration.is_null()).then(2)
-        .when((duration < 0) | written).then(3)
-        .otherwise(0)
-        .cast(pl.UInt8)
-        .alias("_skip")
-    )
+    frame = frame.with_columns(_skip_reason())
     skipped: list[tuple[str, int, int]] = []
     if (frame["_skip"] > 0).any():
         counts = frame.filter(pl.col("_skip") > 0).group_by("_skip").agg(pl.len(), pl.col("seq").min())
@@ -158,6 +167,7 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
     return ["pid", "tid", event_name, *times]  # python
 
 
+@functools.cache
 def _plain(table: str) -> list[pl.Expr]:
     """The columns a table takes from its `args` fields as they are (`fields.plain_fields`), in
     their column's type (an Int64 beyond an Int32 column: null)."""

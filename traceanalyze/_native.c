@@ -53,6 +53,7 @@ enum { OK = 0, DELEGATE = 1, NOMEM = 2 };
 
 #define MAX_DEPTH 512
 #define MAX_KEYS 64
+#define KEY_SLOTS 128 /* open addressing over at most MAX_KEYS keys: half full at most */
 
 static const char *TOP_NAMES[] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "id"};
 #define N_TOP 8
@@ -100,6 +101,7 @@ typedef struct {
     Py_ssize_t distinct_capacity;
     Deferred *deferred; /* floats to parse once the GIL is back */
     Py_ssize_t n_deferred, deferred_capacity;
+    int16_t top_slots[KEY_SLOTS], arg_slots[KEY_SLOTS]; /* the columns by key (`index_keys`) */
     PyObject *strings; /* list, made after the scan */
     char *scratch; /* unescaped string */
     Py_ssize_t scratch_size;
@@ -184,6 +186,14 @@ static Py_ssize_t count_item_braces(const unsigned char *t, Py_ssize_t n) {
 /* ---------------------------------------------------------------------------------------------
  * Lexing */
 
+/* Whether the first byte of an 8-byte load is its lowest (little-endian), and the compiler has
+ * __builtin_ctzll to find a flagged byte; else the scans go a byte at a time after a flag. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define LITTLE_ENDIAN_BITS 1
+#else
+#define LITTLE_ENDIAN_BITS 0
+#endif
+
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 #define HAS_ZERO(v) (((v) - ONES) & ~(v) & HIGHS)
@@ -201,7 +211,7 @@ static inline void skip_space(Scanner *s) {
     /* none, or one (compact JSON's ", " and ": "), without a wide load */
     if (p >= n || !is_space(t[p])) return;
     if (++p >= n || !is_space(t[p])) { s->pos = p; return; }
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if LITTLE_ENDIAN_BITS
     while (p + 8 <= n) {
         uint64_t other = load8(t + p) ^ (ONES * ' ');
         if (!other) { p += 8; continue; }
@@ -240,9 +250,11 @@ static Py_ssize_t utf8_sequence(const unsigned char *t, Py_ssize_t p, Py_ssize_t
 }
 
 
-/* Whether any of 8 bytes is a quote, a backslash, a control character or not ASCII. */
-static inline int special_byte(uint64_t v) {
-    return (HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')) | ((v - ONES * 0x20) & ~v & HIGHS) | (v & HIGHS)) != 0;
+/* The high bit of each of 8 bytes that is a quote, a backslash, a control character or not
+ * ASCII; 0 when none is. Bytes above the first such byte may be flagged wrongly (a borrow), the
+ * lowest flag is always right. */
+static inline uint64_t special_bytes(uint64_t v) {
+    return HAS_ZERO(v ^ (ONES * '"')) | HAS_ZERO(v ^ (ONES * '\\')) | ((v - ONES * 0x20) & ~v & HIGHS) | (v & HIGHS);
 }
 
 /* A string at s->pos (on its opening quote): validated, s->pos after the closing quote.
@@ -253,9 +265,21 @@ static int scan_string(Scanner *s, Py_ssize_t *start, Py_ssize_t *len, int *esca
     int esc = 0;
     *start = p;
     for (;;) {
-        /* the common case: plain ASCII, 8 bytes at a time */
-        while (p + 8 <= n && !special_byte(load8(t + p))) p += 8;
+        /* the common case: plain ASCII, 8 bytes at a time, up to the first byte that is not */
+#if LITTLE_ENDIAN_BITS
+        for (;;) {
+            if (p + 8 > n) {
+                while (p < n && t[p] != '"' && t[p] != '\\' && t[p] >= 0x20 && t[p] < 0x80) p++;
+                break;
+            }
+            uint64_t special = special_bytes(load8(t + p));
+            if (special) { p += __builtin_ctzll(special) >> 3; break; }
+            p += 8;
+        }
+#else
+        while (p + 8 <= n && !special_bytes(load8(t + p))) p += 8;
         while (p < n && t[p] != '"' && t[p] != '\\' && t[p] >= 0x20 && t[p] < 0x80) p++;
+#endif
         if (p >= n) return DELEGATE;
         unsigned char c = t[p];
         if (c == '"') break;
@@ -751,10 +775,25 @@ static int scan_key(Scanner *s, Py_ssize_t *start, Py_ssize_t *len) {
     return OK;
 }
 
-static Column *find_column(Scanner *s, int first, int last, Py_ssize_t start, Py_ssize_t len) {
-    uint64_t head = load_head_in(s->text + start, len, s->text + s->size);
+static inline int key_slot(uint64_t head, Py_ssize_t len) {
+    return (int)(((head ^ (uint64_t)len) * 0x9E3779B97F4A7C15ULL) >> 57); /* 7 bits: KEY_SLOTS */
+}
+
+/* slots[]: the columns [first, last) by their key's slot (-1: empty), in column order, so that
+ * of two columns with one key the first is found (as a walk over the columns finds it). */
+static void index_keys(Scanner *s, int16_t *slots, int first, int last) {
+    for (int k = 0; k < KEY_SLOTS; k++) slots[k] = -1;
     for (int i = first; i < last; i++) {
-        Column *col = &s->columns[i];
+        int k = key_slot(s->columns[i].key_head, s->columns[i].key_len);
+        while (slots[k] >= 0) k = (k + 1) & (KEY_SLOTS - 1);
+        slots[k] = (int16_t)i;
+    }
+}
+
+static Column *find_column(Scanner *s, const int16_t *slots, Py_ssize_t start, Py_ssize_t len) {
+    uint64_t head = load_head_in(s->text + start, len, s->text + s->size);
+    for (int k = key_slot(head, len); slots[k] >= 0; k = (k + 1) & (KEY_SLOTS - 1)) {
+        Column *col = &s->columns[slots[k]];
         if (col->key_len == len && col->key_head == head
             && (len <= 8 || memcmp(col->key + 8, s->text + start + 8, len - 8) == 0))
             return col;
@@ -764,9 +803,9 @@ static Column *find_column(Scanner *s, int first, int last, Py_ssize_t start, Py
 
 static int scan_args(Scanner *s, Py_ssize_t row);
 
-/* The members of the object at s->pos (on its `{`): a key among columns [first, last) goes into
- * its column, `args` (at the top level) into the args columns, any other key is passed over. */
-static int scan_members(Scanner *s, Py_ssize_t row, int first, int last, int top_level) {
+/* The members of the object at s->pos (on its `{`): a key of a column in `slots` goes into its
+ * column, `args` (at the top level) into the args columns, any other key is passed over. */
+static int scan_members(Scanner *s, Py_ssize_t row, const int16_t *slots, int top_level) {
     s->pos++;
     skip_space(s);
     if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
@@ -777,7 +816,7 @@ static int scan_members(Scanner *s, Py_ssize_t row, int first, int last, int top
         if (top_level && len == 4 && memcmp(s->text + start, "args", 4) == 0) {
             status = scan_args(s, row);
         } else {
-            Column *col = find_column(s, first, last, start, len);
+            Column *col = find_column(s, slots, start, len);
             status = col ? scan_into(s, col, row) : skip_value(s, top_level ? 1 : 2);
         }
         if (status) return status;
@@ -803,16 +842,19 @@ static int scan_args(Scanner *s, Py_ssize_t row) {
         return OK;
     }
     args->tag[row] = TAG_OBJECT;
-    return scan_members(s, row, N_TOP + 1, s->n_columns, 0);
+    return scan_members(s, row, s->arg_slots, 0);
 }
 
 static int scan_event(Scanner *s, Py_ssize_t row) {
     skip_space(s);
     if (s->pos >= s->size || s->text[s->pos] != '{') return DELEGATE; /* not an object */
-    return scan_members(s, row, 0, N_TOP, 1);
+    return scan_members(s, row, s->top_slots, 1);
 }
 
 static int scan_array(Scanner *s) {
+    /* every field absent until an event gives it: one pass over each tag column, not a store
+     * into every column per event */
+    for (int i = 0; i < s->n_columns; i++) memset(s->columns[i].tag, TAG_ABSENT, (size_t)s->capacity);
     skip_space(s);
     if (s->pos >= s->size || s->text[s->pos] != '[') return DELEGATE;
     s->pos++;
@@ -824,7 +866,6 @@ static int scan_array(Scanner *s) {
         for (;;) {
             if (s->rows == s->capacity) return DELEGATE; /* cannot happen: one '{' per event */
             Py_ssize_t row = s->rows;
-            for (int i = 0; i < s->n_columns; i++) s->columns[i].tag[row] = TAG_ABSENT;
             if ((status = scan_event(s, row))) return status;
             s->rows++;
             int more;
@@ -911,6 +952,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         col->kind = kind;
         col->shared = kind == KIND_SCALAR;
     }
+    index_keys(&s, s.top_slots, 0, N_TOP);
+    index_keys(&s, s.arg_slots, N_TOP + 1, s.n_columns);
     s.n_slots = 1024;
     s.slots = malloc(s.n_slots * sizeof(Slot));
     if (!s.slots) { PyErr_NoMemory(); goto done; }

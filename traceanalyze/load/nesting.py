@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.native import compiled, int64_array
+from traceanalyze.scalar_columns import varying_keys
 
 
 def with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
@@ -20,8 +21,9 @@ def with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     """
     if ops.is_empty():
         return ops
+    threads = varying_keys(ops, ("pid", "tid"))  # most traces have one process: not keyed on
     ordered = ops.select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
-        ["pid", "tid", "start_ns", "end_ns"], descending=[False, False, False, True]
+        [*threads, "start_ns", "end_ns"], descending=[*[False] * len(threads), False, True]
     )
     _native = compiled()
     if _native is None or ordered.height < NATIVE_NESTING_MIN_OPS:

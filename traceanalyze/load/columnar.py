@@ -292,7 +292,7 @@ def _raw_frame(code: int, table_rows: pl.LazyFrame, lookups: _Lookups) -> tuple[
 
 
 @functools.cache
-def _checks(code: int) -> tuple[tuple[str, ...], list[pl.Expr], list[pl.Expr], dict[str, pl.Expr]]:
+def _checks(code: int) -> tuple[tuple[str, ...], tuple[pl.Expr, ...], tuple[pl.Expr, ...], dict[str, pl.Expr]]:
     """What `_raw_frame` checks of table `code`'s rows: its time fields, the types its args may
     have, the largest time magnitudes and whether a time's exact ns are missing. The same for
     every chunk: made once (building polars expressions is most of a small chunk's time)."""
@@ -304,24 +304,24 @@ def _checks(code: int) -> tuple[tuple[str, ...], list[pl.Expr], list[pl.Expr], d
         for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
     ]
     unread = {field: (_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any() for field in times}
-    return times, rules, magnitudes, unread
+    return times, tuple(rules), tuple(magnitudes), unread  # tuples: shared by every chunk, never changed
 
 
 @functools.cache
-def _time_columns(times: tuple[str, ...]) -> list[pl.Expr]:
+def _time_columns(times: tuple[str, ...]) -> tuple[pl.Expr, ...]:
     """`<field>_i`, `_f` and `_x` of each time field (`fast.raw_times`)."""
-    return [
+    return tuple(
         column
         for field in times
         for column in (_int(field).alias(f"{field}_i"),
                        pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float")).alias(f"{field}_f"),
                        pl.when(_beyond_float(field)).then(pl.col(f"{field}_int")).alias(f"{field}_x"))
-    ]
+    )
 
 
 def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[pl.Expr]:
     """The raw columns of table `code`, as expressions over the scanned columns."""
-    timed = _time_columns(times)
+    timed = list(_time_columns(times))
     if code != chunk.FLOW:
         timed = [_SEQ, lookups.category("name").alias("name"), *timed]
     thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
@@ -389,14 +389,14 @@ def _beyond_float(field: str) -> pl.Expr:
 
 
 @functools.cache
-def _text_spans() -> list[pl.Expr]:
+def _text_spans() -> tuple[pl.Expr, ...]:
     """Where each shape argument's text lies in the chunk (offset and length; 0 when absent)."""
-    return [
+    return tuple(
         column
         for key in _TEXT_KEYS
         for column in (pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_offset")).alias(f"{key}_offset"),
                        pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
-    ]
+    )
 
 
 def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[InternedText, ...]:

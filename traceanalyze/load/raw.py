@@ -168,10 +168,10 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
 
 
 @functools.cache
-def _plain(table: str) -> list[pl.Expr]:
+def _plain(table: str) -> tuple[pl.Expr, ...]:
     """The columns a table takes from its `args` fields as they are (`fields.plain_fields`), in
     their column's type (an Int64 beyond an Int32 column: null)."""
-    return [pl.col(f.raw_column).cast(f.column_dtype, strict=False).alias(f.column) for f in plain_fields(table)]
+    return tuple(pl.col(f.raw_column).cast(f.column_dtype, strict=False).alias(f.column) for f in plain_fields(table))
 
 
 def _int32(column: str) -> pl.Expr:

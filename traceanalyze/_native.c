@@ -249,7 +249,6 @@ static Py_ssize_t utf8_sequence(const unsigned char *t, Py_ssize_t p, Py_ssize_t
     return len;
 }
 
-
 /* The high bit of each of 8 bytes that is a quote, a backslash, a control character or not
  * ASCII; 0 when none is. Bytes above the first such byte may be flagged wrongly (a borrow), the
  * lowest flag is always right. */

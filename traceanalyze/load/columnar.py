@@ -207,8 +207,8 @@ def _distinct_codes(codes: Any, size: int) -> list[int]:
 
 class _Lookups:
     """Per chunk, what a string index becomes: the string, its lower case, and the integer that
-    each of the fast path's conversions gives (`as_int`, `thread_id`, `_stream_from_tid`). Each
-    lookup has one more entry, null, for "not a string"."""
+    each of the fast path's conversions gives (`as_int`, `thread_id`, `_stream_from_tid`), by
+    index; a field that is not a string gathers null (`code`)."""
 
     def __init__(self, strings: pl.Series, lowered: pl.Series, integers: dict[str, pl.Series]):
         self.strings = strings
@@ -225,7 +225,7 @@ class _Lookups:
             used.update(_distinct_codes(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR], len(strings)))
         integers = {}
         for convert in (conversions.as_int, conversions.thread_id, conversions.stream_from_tid):
-            values: list[int | None] = [None] * (len(strings) + 1)
+            values: list[int | None] = [None] * len(strings)
             for code in used:
                 value = convert(strings[code])
                 if value is not None and not -(1 << 63) <= value < (1 << 63):
@@ -234,15 +234,15 @@ class _Lookups:
             integers[convert.__name__] = pl.Series(values, dtype=pl.Int64)
         # lower case is read for categories only (`lower("cat")`): a handful, where names may be
         # as many as events
-        lowered: list[str | None] = [None] * (len(strings) + 1)
+        lowered: list[str | None] = [None] * len(strings)
         tags = np.frombuffer(fields["cat"][0], dtype=np.uint8)
         for code in _distinct_codes(np.frombuffer(fields["cat"][1], dtype=np.int64)[tags == STR], len(strings)):
             lowered[code] = strings[code].lower()
-        return cls(pl.Series([*strings, None], dtype=pl.String), pl.Series(lowered, dtype=pl.String), integers)
+        return cls(pl.Series(strings, dtype=pl.String), pl.Series(lowered, dtype=pl.String), integers)
 
     def code(self, field: str) -> pl.Expr:
-        """The string's index where the field is a string; null (gathers null: the lookups' last
-        entry) where it is not."""
+        """The string's index where the field is a string; null (which gathers null) where it is
+        not."""
         return _string_index(field)
 
     def string(self, field: str) -> pl.Expr:

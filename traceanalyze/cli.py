@@ -1,14 +1,8 @@
 """The `traceanalyze` command line. It parses options, calls the library, and turns our own
 errors (`TraceAnalyzeError`) into a one-line message and an exit code; nothing else lives here."""
 
-from __future__ import annotations
-
 import dataclasses
 
-import sys
-from enum import Enum
-from pathlib import Path
-from typing import Annotated, Optional
 from traceanalyze.allocator import configure_before_polars
 
 configure_before_polars()  # before anything imports polars: the command line's process is ours to set

@@ -5,9 +5,10 @@ when it is first called (report/formats.py says why)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from traceanalyze.diff.compare import Diff
+if TYPE_CHECKING:
+    from traceanalyze.diff.compare import Diff
 
 
 class DiffRenderer(Protocol):

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from traceanalyze.gate.verdict import Verdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traceanalyze.gate.verdict import Verdict
 
 
 def render_verdict_terminal(verdict: Verdict, *, width: int | None = None) -> str:

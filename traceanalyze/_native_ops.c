@@ -65,6 +65,7 @@ PyObject *native_nest(PyObject *self, PyObject *args) {
         int64_t *parent = (int64_t *)PyBytes_AS_STRING(items[0]);
         int32_t *depth = (int32_t *)PyBytes_AS_STRING(items[1]);
         Py_ssize_t top = 0; /* stack size */
+        Py_BEGIN_ALLOW_THREADS /* arrays only: the loader's other threads run meanwhile */
         for (Py_ssize_t i = 0; i < n; i++) {
             if (thread[i] == i) top = 0; /* a new thread */
             /* the op's threshold: an enclosing op ends at or after its end, and after its start */
@@ -74,6 +75,7 @@ PyObject *native_nest(PyObject *self, PyObject *args) {
             depth[i] = top ? depth[stack[top - 1]] + 1 : 0;
             stack[top++] = i;
         }
+        Py_END_ALLOW_THREADS
     } else if (!stack) {
         Py_CLEAR(items[0]);
         PyErr_NoMemory();
@@ -94,6 +96,7 @@ PyObject *native_merge(PyObject *self, PyObject *args) {
         int64_t *first = (int64_t *)PyBytes_AS_STRING(items[0]);
         int64_t *low = (int64_t *)PyBytes_AS_STRING(items[1]);
         int64_t *high = (int64_t *)PyBytes_AS_STRING(items[2]);
+        Py_BEGIN_ALLOW_THREADS /* arrays only: analyses in other threads run meanwhile */
         for (Py_ssize_t i = 0; i < n; i++) {
             if (m && group[i] != i && start[i] <= high[m - 1]) {
                 if (end[i] > high[m - 1]) high[m - 1] = end[i];
@@ -104,6 +107,7 @@ PyObject *native_merge(PyObject *self, PyObject *args) {
             high[m] = end[i];
             m++;
         }
+        Py_END_ALLOW_THREADS
         for (int k = 0; k < 3; k++)
             if (items[k] && _PyBytes_Resize(&items[k], m * (Py_ssize_t)sizeof(int64_t))) items[k] = NULL;
     }
@@ -125,6 +129,7 @@ PyObject *native_enclose(PyObject *self, PyObject *args) {
     const int64_t *candidate = candidates.buf, *time = times.buf, *end = ends.buf, *parent = parents.buf;
     const uint8_t *ok = oks.buf;
     int64_t *found = (int64_t *)PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS /* arrays only: analyses in other threads run meanwhile */
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t op = candidate[i];
         Py_ssize_t steps = 0; /* a parent cycle (never in a nesting) cannot loop forever */
@@ -139,6 +144,7 @@ PyObject *native_enclose(PyObject *self, PyObject *args) {
         }
         found[i] = op >= 0 && op < m ? op : -1;
     }
+    Py_END_ALLOW_THREADS
 done:
     PyBuffer_Release(&candidates);
     PyBuffer_Release(&times);

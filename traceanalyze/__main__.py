@@ -1,3 +1,3 @@
-from traceanalyze.cli import main
+from traceanalyze.cli import run
 
-main()
+run()

@@ -2,6 +2,8 @@
 errors (`TraceAnalyzeError`) into a one-line message and an exit code; nothing else lives here."""
 
 import dataclasses
+import os
+import threading
 
 from traceanalyze.allocator import configure_before_polars
 
@@ -544,3 +546,34 @@ def main() -> None:
     except TraceAnalyzeError as error:  # errors raised outside a command's own handling
         typer.echo(error_line(error), err=True)
         sys.exit(error.exit_code)
+
+
+def run() -> None:
+    """The program (`traceanalyze`, `python -m traceanalyze`): `main`, then out without tearing
+    the interpreter down. Freeing every module and object at exit took 50 ms of the 0.43 s that a
+    1 MB report takes, and 70 ms after a 1 GB one; the command has written and closed its outputs
+    by then, and what is left to flush is flushed here. Where a cluster client (Ray, Dask) may
+    have registered its shutdown for exit, or a thread of the program still runs, the exit is
+    the ordinary one."""
+    try:
+        main()
+    except SystemExit as done:
+        code = done.code
+    else:
+        code = 0
+    if not isinstance(code, (int, type(None))) or not _nothing_left_at_exit():
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe, a closed stream: nothing more to write there
+            pass
+    os._exit(code or 0)
+
+
+def _nothing_left_at_exit() -> bool:
+    """No cluster client that shuts down at exit was imported, and no other thread of ours runs."""
+    if any(name in sys.modules for name in ("ray", "dask.distributed", "distributed")):
+        return False
+    return not any(thread.is_alive() and not thread.daemon for thread in threading.enumerate()
+                   if thread is not threading.main_thread())

@@ -286,10 +286,8 @@ def read_blocks(path: Path, block_size: int = BLOCK_SIZE, *,
 
 
 def _prefetched(read: Callable[[], tuple[bytes, int]], path: Path, compressed: bool) -> Iterator[tuple[bytes, int]]:
-    # one block read ahead, no more: the next is read (gunzipped) only once the consumer has taken
-    # the last. Gunzipping a block takes a few milliseconds and decoding it tens, so the consumer
-    # never waits; a second block ahead (a full queue and a block waiting to enter it) only held
-    # 16 MB more and left holes in the heap (1 GB a100-cudagraph: 30-50 MB lower peak while loading)
+    # one block read ahead, read only once the consumer has taken the last (gunzipping takes a few
+    # ms, decoding tens): a second one only held 16 MB more (docs/performance.md, 2026-11-27)
     blocks: queue.Queue[tuple[bytes, int] | BaseException] = queue.Queue(maxsize=1)
     taken = threading.Semaphore(1)
     stop = threading.Event()
@@ -297,9 +295,8 @@ def _prefetched(read: Callable[[], tuple[bytes, int]], path: Path, compressed: b
     def work() -> None:
         try:
             while True:
-                while not taken.acquire(timeout=0.1):
-                    if stop.is_set():
-                        return
+                while not taken.acquire(timeout=0.1) and not stop.is_set():
+                    pass
                 if stop.is_set():
                     return
                 item = read()

@@ -142,7 +142,7 @@ def column_by_column(held: list[pl.DataFrame], transform) -> pl.DataFrame:
 def _sorted(held: list[pl.DataFrame], *by: str) -> pl.DataFrame:
     """The frame in `held` (handed over, as `column_by_column` takes it) sorted by `by` (stable),
     made a column at a time; a frame already in order (many traces list their GPU ops and
-    runtime calls by start: 15 of the 21 shared traces) as it is, not copied."""
+    runtime calls by start: 17 of 21 shared traces checked) as it is, not copied."""
     order = held[0].select(pl.arg_sort_by(*by, maintain_order=True)).to_series()
     if order.is_sorted():  # a permutation in ascending order: the identity
         return held.pop()

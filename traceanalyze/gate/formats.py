@@ -5,7 +5,6 @@ Each renderer's module is imported when it is first called (report/formats.py sa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:

@@ -117,6 +117,9 @@ def op(**args) -> dict:
     json.dumps([op(), op(**{"Input Dims": [[[1, 2], [3]], []]})]),
     json.dumps([{"ph": "s", "cat": "ac2g", "id": 5, "pid": 1, "tid": "stream 7", "ts": 3, "name": "f"}]),
     json.dumps([{"ph": "i", "cat": "kernel", "name": "x", "ts": 1, "args": None}]),
+    # an args field's type matters only to the tables that read it
+    json.dumps([op(device="x", grid="a", correlation=1.5),
+                {"ph": "X", "cat": "python_function", "name": "f", "ts": 1, "dur": 1, "args": None}]),
     json.dumps([{"ph": "M", "name": "process_name", "args": {"name": "x", "nested": {"a": [1, {"b": [[]]}]}}}]),
     '[{"a":1e999,"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"x":-1e999}}]',  # never read: no error
     '[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"correlation":[[],{"s":1.7976931348632317e+308}]}]',
@@ -182,6 +185,10 @@ def test_shape_arguments_numbered_by_text_decode_as_msgspec_decodes_them():
     json.dumps([kernel(args=None)]),  # a kernel's args must be an object
     json.dumps([kernel(args={"grid": [1, 2]})]),  # not three integers
     json.dumps([kernel(args={"correlation": 1.0})]),  # a float where an integer is expected
+    json.dumps([{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
+                 "args": {"correlation": "3"}}]),  # a string where the runtime table reads an integer
+    json.dumps([op(**{"Sequence number": 1.5})]),  # a float where cpu_ops read an integer
+    json.dumps([op(), kernel(dur=2.0**62)]),  # a time beyond what the fast path converts, in one table of two
     '[{"ph":"X","cat":"kernel","name":"k","name":"j","ts":1,"dur":1}]',  # a repeated key
     '[{"ph":"X","cat":"kernel","na\\u006de":"k","ts":1,"dur":1}]',  # a key written with an escape
     '[{"ph":"X","cat":"kernel","name":"\\ud800","ts":1,"dur":1}]',  # a lone surrogate

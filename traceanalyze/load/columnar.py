@@ -1,6 +1,8 @@
 """The fastest way from a chunk's JSON text to its tables: the compiled columnar scanner
-(`_native.c`) writes every event's fields and the `args` keys the tables read into typed columns,
-and polars expressions route, check and convert them: no Python object per event.
+(`_native.c`) writes every event's fields and the `args` keys the tables read into typed columns;
+numpy routes the events and checks their types, and one polars plan per table converts them
+(all of a chunk's plans collected at once, by the in-memory engine: polars 2's default streaming
+engine costs about 0.2 ms more per query, most of a small table's time): no Python object per event.
 
 It computes exactly the raw columns of `fast.fast_chunk` (the msgspec fast path) and hands
 them to the same finishing code, so the three paths give the same tables. `chunk_tables` returns
@@ -133,36 +135,85 @@ def _number(name: str) -> pl.Expr:
     )
 
 
-def _check(frame: pl.DataFrame, rules: list[pl.Expr]) -> None:
-    if rules and not frame.select(pl.all_horizontal(rules).all()).item():
+def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python: bool) -> chunk.ChunkTables:
+    strings: list[str] = scanned["strings"]
+    codes, no_phase = _table_codes(scanned, strings, include_python)
+    _check(scanned, codes)
+    events = _events_frame(scanned).with_row_index("seq").with_columns(pl.Series("table", codes))
+    present = tuple(code for code in _distinct_codes(codes, chunk.FLOW + 1) if code != chunk.DROP)
+    lookups = _Lookups.of(scanned, strings)
+    rows = events.lazy().filter(pl.col("table") == chunk.CPU_OP)
+    texts = _raw_texts(text, rows) if chunk.CPU_OP in present else ()
+    plans: dict[str, pl.LazyFrame] = {}
+    names: dict[str, list[str]] = {}
+    for code in present:
+        name = chunk.TABLE_OF_CODE[code]
+        columns = _raw_columns(code, _TIMES[code], lookups)
+        read = sorted({column for expr in columns for column in expr.meta.root_names()})
+        plans[name] = events.lazy().filter(pl.col("table") == code).select(read).select(columns)
+        names[name] = lookups.names_of(codes == code)
+    events_count = scanned["n"]
+    del events, rows
+    return finish_chunk(plans, texts, events_count, no_phase, names)
+
+
+def _check(scanned: dict[str, Any], codes: Any) -> None:
+    """Raise `_NotVouched` unless the msgspec path would read every event as the scanner did:
+    each field of a type the typed decode accepts (`args` an object where a table decodes them),
+    and the times of the events the tables read within what `fast.raw_times` converts (checked
+    over all those tables at once: stricter than per table, and any chunk it turns away the
+    msgspec path decodes to the same tables)."""
+    np = _numpy()
+    fields = scanned["fields"]
+    by_table = codes * _TAGS  # each event's (table, tag) as one bit of 64: or-ed, not looked up per event
+    for field, refused in _type_rules().items():
+        if np.bitwise_or.reduce(np.left_shift(np.uint64(1), by_table + np.frombuffer(fields[field][0], dtype=np.uint8))) & refused:
+            raise _NotVouched
+    routed = codes != chunk.DROP
+    largest = {}
+    for field, rows in (("ts", routed), ("dur", routed & (codes != chunk.FLOW))):
+        tags = np.frombuffer(fields[field][0], dtype=np.uint8)
+        ints, floats = np.frombuffer(fields[field][1], dtype=np.int64), np.frombuffer(fields[field][-1], dtype=np.float64)
+        written_int, written_float = ints[rows & (tags == INT)], np.abs(floats[rows & (tags == FLOAT)])
+        int_max = max(int(written_int.max()), -int(written_int.min())) if written_int.size else 0
+        float_max = float(written_float.max()) if written_float.size else 0.0
+        if int_max >= conversions.INT64_US_LIMIT:  # `fast.raw_times`' limits: larger values take the general path
+            raise _NotVouched
+        largest[field] = max(float(int_max), float_max)
+        if float_max >= _EXACT_FLOAT_US:  # the scanner's exact ns (`decimal_ns`) where the float has lost them;
+            if not getattr(_native, "EXACT_FLOAT_NS", 0):  # the Python paths decide a text it could not read (1.7e15)
+                raise _NotVouched  # a scanner built before it kept them
+            magnitude = np.abs(floats)
+            beyond = rows & (tags == FLOAT) & (magnitude >= _EXACT_FLOAT_US) & (magnitude < _LARGEST_US)
+            if (beyond & (ints == _NOT_EXACT)).any():
+                raise _NotVouched
+    if largest["ts"] + largest["dur"] >= conversions.END_LIMIT_US:
         raise _NotVouched
 
 
-def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python: bool) -> chunk.ChunkTables:
-    strings: list[str] = scanned["strings"]
-    events = _events_frame(scanned)
-    _check(events, [_tag(field).is_in(allowed) for field, allowed in _TOP_ALLOWED.items()])
-    codes, no_phase = _table_codes(scanned, strings, include_python)
-    events = events.with_row_index("seq").with_columns(pl.Series("table", codes))
-    # args: an object (or absent) where a table decodes them; else also null (never read)
-    reads_args = pl.col("table").is_in(_READ_TABLES)
-    _check(events, [pl.when(reads_args).then(_tag("args").is_in((ABSENT, OBJECT)))
-                    .otherwise(_tag("args").is_in((ABSENT, NULL, OBJECT)))])
-    lookups = _Lookups.of(scanned, strings)
-    frames: dict[str, pl.DataFrame] = {}
-    texts: tuple[pl.Series, ...] = ()
-    rows = None
-    for code in sorted(events["table"].unique().to_list()):
-        if code == chunk.DROP:
-            continue
-        name = chunk.TABLE_OF_CODE[code]  # the filter reads only the columns the table needs
-        frames[name], rows = _raw_frame(code, events.lazy().filter(pl.col("table") == code), lookups)
-        if code == chunk.CPU_OP:
-            texts = _raw_texts(text, rows)
-    events_count = scanned["n"]
-    del events, rows
-    scanned.clear()  # the scanned columns are not needed past here: freed before the tables are finished
-    return finish_chunk(frames, texts, events_count, no_phase)
+@functools.cache
+def _type_rules() -> dict[str, int]:
+    """Per scanned field, the (table, tag) pairs refused, as the bits `table code × _TAGS + tag`:
+    the tags the typed decode refuses of the event itself, of `args` (an object where a table
+    decodes them, else also null) and of each args field a table reads (none where no table
+    reads it)."""
+    tables = range(chunk.FLOW + 1)
+
+    def refusing(code: int, allowed: tuple[int, ...]) -> int:
+        return sum(1 << (code * _TAGS + tag) for tag in range(_TAGS) if tag not in allowed)
+
+    rules = {field: sum(refusing(code, allowed) for code in tables) for field, allowed in _TOP_ALLOWED.items()}
+    rules["args"] = sum(refusing(code, (ABSENT, OBJECT) if code in _READ_TABLES else (ABSENT, NULL, OBJECT))
+                        for code in tables)
+    for code, table_fields in _TABLE_ARGS.items():
+        for f in table_fields:
+            if f.kind in _ALLOWED:
+                rules[f.key] = rules.get(f.key, 0) | refusing(code, _ALLOWED[f.kind])
+    return rules
+
+
+_TIMES = {code: ("ts",) if code == chunk.FLOW else ("ts", "dur") for code in chunk.TABLE_OF_CODE}
+_TAGS = OBJECT + 1  # the scanner's tags: 9, so 7 tables × 9 tags fit in 64 bits
 
 
 def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> tuple[Any, tuple[int, int] | None]:
@@ -172,12 +223,8 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
     fields = scanned["fields"]
     np = _numpy()
 
-    def code_of(field: str) -> Any:  # the string's index, or len(strings) when not a string
-        tags, values = np.frombuffer(fields[field][0], dtype=np.uint8), np.frombuffer(fields[field][1], dtype=np.int64)
-        return np.where(tags == STR, values, len(strings))
-
     # a rule per distinct category and phase, not per string: names can be as many as events
-    categories, phase = code_of("cat"), code_of("ph")
+    categories, phase = _string_codes(fields["cat"], len(strings)), _string_codes(fields["ph"], len(strings))
     routes = np.full(len(strings) + 1, chunk.DROP, dtype=np.uint8)
     for code in _strings_used(categories, strings):
         routes[code] = chunk.route(strings[code], include_python)
@@ -192,8 +239,16 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
     return np.where(phase_ok, route, chunk.DROP).astype(np.uint8), no_phase
 
 
+def _string_codes(scanned_field: list[Any], count: int) -> Any:
+    """A scanned field's string index per event, or `count` (the number of strings) where it is
+    not a string."""
+    np = _numpy()
+    tags, values = np.frombuffer(scanned_field[0], dtype=np.uint8), np.frombuffer(scanned_field[1], dtype=np.int64)
+    return np.where(tags == STR, values, count)
+
+
 def _strings_used(codes: Any, strings: list[str]) -> list[int]:
-    """The distinct string indices among `codes` (a field's `code_of`: len(strings) where the
+    """The distinct string indices among `codes` (a field's `_string_codes`: len(strings) where the
     value is no string)."""
     return [code for code in _distinct_codes(codes, len(strings) + 1) if code < len(strings)]
 
@@ -208,12 +263,17 @@ def _distinct_codes(codes: Any, size: int) -> list[int]:
 class _Lookups:
     """Per chunk, what a string index becomes: the string, its lower case, and the integer that
     each of the fast path's conversions gives (`as_int`, `thread_id`, `_stream_from_tid`), by
-    index; a field that is not a string gathers null (`code`)."""
+    index; a field that is not a string gathers null (`code`). `name_codes`, `category_codes`:
+    each event's index of its name and category (len(strings) when not a string)."""
 
-    def __init__(self, strings: pl.Series, lowered: pl.Series, integers: dict[str, pl.Series]):
-        self.strings = strings
-        self.lowered = lowered
+    def __init__(self, strings: list[str], lowered: list[str | None], integers: dict[str, pl.Series],
+                 name_codes: Any, category_codes: Any):
+        self.texts, self.lowered_texts = strings, lowered
+        self.strings = pl.Series(strings, dtype=pl.String)
+        self.lowered = pl.Series(lowered, dtype=pl.String)
         self.integers = integers
+        self.name_codes = name_codes
+        self.category_codes = category_codes
 
     @classmethod
     def of(cls, scanned: dict[str, Any], strings: list[str]) -> "_Lookups":
@@ -235,10 +295,17 @@ class _Lookups:
         # lower case is read for categories only (`lower("cat")`): a handful, where names may be
         # as many as events
         lowered: list[str | None] = [None] * len(strings)
-        tags = np.frombuffer(fields["cat"][0], dtype=np.uint8)
-        for code in _distinct_codes(np.frombuffer(fields["cat"][1], dtype=np.int64)[tags == STR], len(strings)):
+        category_codes, name_codes = _string_codes(fields["cat"], len(strings)), _string_codes(fields["name"], len(strings))
+        for code in _strings_used(category_codes, strings):
             lowered[code] = strings[code].lower()
-        return cls(pl.Series(strings, dtype=pl.String), pl.Series(lowered, dtype=pl.String), integers)
+        return cls(strings, lowered, integers, name_codes, category_codes)
+
+    def names_of(self, rows: Any) -> list[str]:
+        """The distinct names and lower-case categories of the events where `rows` (a mask)."""
+        strings, lowered = self.texts, self.lowered_texts
+        names = _strings_used(self.name_codes[rows], strings)
+        categories = _strings_used(self.category_codes[rows], strings)
+        return [*(strings[code] for code in names), *(lowered[code] for code in categories)]
 
     def code(self, field: str) -> pl.Expr:
         """The string's index where the field is a string; null (which gathers null) where it is
@@ -261,50 +328,6 @@ class _Lookups:
         """An `int | str` field as an integer: ints as written, strings by `convert` (what
         `fast.mapped_ints` gives)."""
         return _int(field).otherwise(pl.lit(self.integers[convert.__name__]).gather(self.code(field)))
-
-
-def _raw_frame(code: int, table_rows: pl.LazyFrame, lookups: _Lookups) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """One table's rows → the raw columns `fast.raw_gpu` (…) build, and the rows themselves (only
-    the scanned columns that the checks, those columns and the shape texts read: filtered out of
-    the chunk's events once, then read by each step)."""
-    times, rules, magnitudes, unread = _checks(code)
-    columns = _raw_columns(code, times, lookups)
-    read = [*rules, *magnitudes, *unread.values(), *columns, *(_text_spans() if code == chunk.CPU_OP else ())]
-    rows = table_rows.select(sorted({name for expr in read for name in expr.meta.root_names()})).collect()
-    checked = rows.select(pl.all_horizontal(rules or [pl.lit(True)]).all().alias("ok"), *magnitudes).row(0, named=True)
-    if not checked["ok"]:
-        raise _NotVouched
-    largest = {}
-    for field in times:  # `fast.raw_times`' limits: larger values take the general path
-        int_max, float_max = checked[f"{field}_i"] or 0, checked[f"{field}_f"] or 0.0
-        if int_max >= conversions.INT64_US_LIMIT:
-            raise _NotVouched
-        largest[field] = (max(float(int_max), float_max), float_max)
-    if len(times) == 2 and largest["ts"][0] + largest["dur"][0] >= conversions.END_LIMIT_US:
-        raise _NotVouched
-    for field in times:  # the scanner's exact ns (`decimal_ns`) where the float has lost them; the
-        if largest[field][1] >= _EXACT_FLOAT_US:  # Python paths decide a text it could not read (1.7e15)
-            if not getattr(_native, "EXACT_FLOAT_NS", 0):
-                raise _NotVouched  # a scanner built before it kept them
-            if rows.select(unread[field]).item():
-                raise _NotVouched
-    return rows.select(columns), rows
-
-
-@functools.cache
-def _checks(code: int) -> tuple[tuple[str, ...], tuple[pl.Expr, ...], tuple[pl.Expr, ...], dict[str, pl.Expr]]:
-    """What `_raw_frame` checks of table `code`'s rows: its time fields, the types its args may
-    have, the largest time magnitudes and whether a time's exact ns are missing. The same for
-    every chunk: made once (building polars expressions is most of a small chunk's time)."""
-    rules = [_tag(f.key).is_in(_ALLOWED[f.kind]) for f in _TABLE_ARGS.get(code, ()) if f.kind in _ALLOWED]
-    times = ("ts",) if code == chunk.FLOW else ("ts", "dur")
-    magnitudes = [
-        expr.abs().max().alias(f"{field}_{suffix}")
-        for field in times
-        for suffix, expr in (("i", _int(field)), ("f", pl.when(_tag(field) == FLOAT).then(pl.col(f"{field}_float"))))
-    ]
-    unread = {field: (_beyond_float(field) & (pl.col(f"{field}_int") == _NOT_EXACT)).any() for field in times}
-    return times, tuple(rules), tuple(magnitudes), unread  # tuples: shared by every chunk, never changed
 
 
 @functools.cache
@@ -399,12 +422,12 @@ def _text_spans() -> tuple[pl.Expr, ...]:
     )
 
 
-def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[InternedText, ...]:
-    """The shape arguments of the cpu_ops rows, numbered: per row the number of its text (null
+def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[InternedText, ...]:
+    """The shape arguments of the cpu_ops rows, numbered: per row the number of its text (-1
     when absent), and only the distinct texts copied out of the chunk and decoded to `str` (as
     `fast.joined_text` decodes them)."""
     np = _numpy()
-    spans = rows.select(_text_spans())
+    spans = rows.select(_text_spans()).collect(engine="in-memory")
     interned = []
     for key in _TEXT_KEYS:
         offsets, lengths = int64_array(spans[f"{key}_offset"]), int64_array(spans[f"{key}_length"])
@@ -412,8 +435,7 @@ def _raw_texts(text: bytes | memoryview, rows: pl.DataFrame) -> tuple[InternedTe
         ids, firsts = np.frombuffer(ids, dtype=np.int64), np.frombuffer(firsts, dtype=np.int64)
         joined = _native.join_spans(text, offsets[firsts], lengths[firsts]).decode("utf-8", "replace")
         distinct = pl.Series(joined.split("\x00") if len(firsts) else [], dtype=pl.String)
-        numbers = pl.Series("ids", ids)
-        interned.append(InternedText(ids=pl.select(pl.when(numbers >= 0).then(numbers)).to_series(), distinct=distinct))
+        interned.append(InternedText(ids=pl.Series("ids", ids), distinct=distinct))
     return tuple(interned)
 
 

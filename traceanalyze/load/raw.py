@@ -26,28 +26,39 @@ from traceanalyze.load.shapes import TEXT_COLUMNS, InternedText, decode_chunk_ar
 from traceanalyze.model import CPU_OPS_SCHEMA, GPU_SCHEMA, RUNTIME_SCHEMA
 
 
-def finish_chunk(frames: dict[str, pl.DataFrame], texts: tuple[pl.Series, ...] | tuple[InternedText, ...], events: int,
-                 no_phase: tuple[int, int] | None) -> ChunkTables:
-    """A chunk's raw frames (one per table; `texts`: the cpu_ops shape arguments, NUL-joined, or
-    numbered by the compiled scanner: `shapes.InternedText`)
-    → its `ChunkTables`; `no_phase`: (count, first event) of the events without `ph` that a
-    table would read."""
+def finish_chunk(frames: dict[str, pl.DataFrame | pl.LazyFrame], texts: tuple[pl.Series, ...] | tuple[InternedText, ...],
+                 events: int, no_phase: tuple[int, int] | None,
+                 names: dict[str, list[str]] | None = None) -> ChunkTables:
+    """A chunk's raw frames (one per table, eager or lazy; `texts`: the cpu_ops shape arguments,
+    NUL-joined, or numbered by the compiled scanner: `shapes.InternedText`) → its `ChunkTables`;
+    `no_phase`: (count, first event) of the events without `ph` that a table would read; `names`:
+    per table, its distinct event names and lower-case categories (a superset will do), read
+    from the frames when not given. Every table is finished by one plan, all of them collected
+    together."""
+    names = names if names is not None else {name: _distinct_values(frame) for name, frame in frames.items()}
+    plans = [_finish_plan(name, frame.lazy(), texts if name == "cpu_ops" else (), names[name])
+             for name, frame in frames.items()]
     finished: dict[str, pl.DataFrame] = {}
     skipped: dict[str, tuple[int, int]] = {}
     arguments = None
-    interned = all(isinstance(text, InternedText) for text in texts) and bool(texts)
-    for name, frame in frames.items():
-        finished[name], dropped = finish_raw(name, [frame], [texts] if name == "cpu_ops" else [])
-        if name == "cpu_ops" and interned:
-            distinct = {column: text.distinct for column, text in zip(TEXT_COLUMNS, texts)}
-            finished[name], arguments = decode_interned_arguments(finished[name], distinct)
-        elif name == "cpu_ops":
-            finished[name], arguments = decode_chunk_arguments(finished[name])
+    for name, frame in zip(frames, pl.collect_all(plans, engine="in-memory")):
+        finished[name], dropped = _without_skipped(name, frame)
         for reason, count, first in dropped:
             merge_skipped(skipped, reason, count, first)
+    if "cpu_ops" in finished and texts and all(isinstance(text, InternedText) for text in texts):
+        distinct = {column: text.distinct for column, text in zip(TEXT_COLUMNS, texts)}
+        finished["cpu_ops"], arguments = decode_interned_arguments(finished["cpu_ops"], distinct)
+    elif "cpu_ops" in finished:
+        finished["cpu_ops"], arguments = decode_chunk_arguments(finished["cpu_ops"])
     if no_phase is not None:
         merge_skipped(skipped, SKIP_NO_PHASE, *no_phase)
     return ChunkTables(frames=finished, events=events, skipped=skipped, arguments=arguments)
+
+
+def _distinct_values(frame: pl.DataFrame) -> list[str]:
+    """The distinct event names and categories of a raw frame (what `_final_columns` maps)."""
+    columns = [frame[column].unique().drop_nulls() for column in ("name", "category") if column in frame.columns]
+    return [value for values in columns for value in values.to_list()]
 
 
 @functools.cache
@@ -93,33 +104,39 @@ def _skip_reason() -> pl.Expr:
     )
 
 
-def finish_raw(name: str, frames: list[pl.DataFrame], texts: list[tuple[pl.Series, ...]]) -> tuple[pl.DataFrame, list[tuple[str, int, int]]]:
-    """A table's raw columns (of one or more chunks) → its frame in the chunk schema, and what
-    was skipped: (reason, count, first event)."""
-    raw = pl.concat(frames, how="vertical", rechunk=True) if len(frames) > 1 else frames[0]
-    schema = CHUNK_SCHEMAS[name]
+def _finish_plan(name: str, raw: pl.LazyFrame, texts: tuple[pl.Series, ...] | tuple[InternedText, ...],
+                 names: list[str]) -> pl.LazyFrame:
+    """A table's raw columns → its columns in the chunk schema, and for a table of timed events
+    `_skip` (why a row is to be skipped, 0 when kept) and `seq` (`_without_skipped` reads them)."""
     if name == "flows":
         flows = raw.with_columns(ns_expr("ts").alias("ts_ns"))
-        return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(schema.names()), []
+        return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(CHUNK_SCHEMAS[name].names())
     frame = raw.with_columns(ns_expr("ts").alias("start_ns"), ns_expr("dur").alias("duration_ns"))
     frame = frame.with_columns(_skip_reason())
-    skipped: list[tuple[str, int, int]] = []
-    if (frame["_skip"] > 0).any():
-        counts = frame.filter(pl.col("_skip") > 0).group_by("_skip").agg(pl.len(), pl.col("seq").min())
-        skipped = [(_SKIP_REASONS[code], count, first) for code, count, first in counts.iter_rows()]
-    if name == "cpu_ops" and texts and isinstance(texts[0][0], InternedText):  # numbers, decoded after the filter
+    if name == "cpu_ops" and texts and isinstance(texts[0], InternedText):  # numbers, decoded after the filter
         frame = frame.with_columns(
-            pl.concat([t[k].ids for t in texts]).alias(column) for k, column in enumerate(TEXT_COLUMNS)
+            pl.when(ids >= 0).then(ids).alias(column)
+            for ids, column in ((pl.lit(text.ids), column) for text, column in zip(texts, TEXT_COLUMNS))
         )
     elif name == "cpu_ops":
         frame = frame.with_columns(
-            _split_texts([t[k] for t in texts]).alias(column) for k, column in enumerate(TEXT_COLUMNS)
+            pl.lit(_split_texts([text])).alias(column) for text, column in zip(texts, TEXT_COLUMNS)
         )
-    if skipped:
+    schema = CPU_TEXT_SCHEMA if name == "cpu_ops" else CHUNK_SCHEMAS[name]
+    return frame.select(*_final_columns(name, names), "_skip", "seq").select(*schema.names(), "_skip", "seq")
+
+
+def _without_skipped(name: str, frame: pl.DataFrame) -> tuple[pl.DataFrame, list[tuple[str, int, int]]]:
+    """A finished table without the rows `_skip` marks, and what was skipped: (reason, count,
+    first event)."""
+    if name == "flows":
+        return frame, []
+    skipped: list[tuple[str, int, int]] = []
+    if frame["_skip"].max():  # UInt8: 0 when kept
+        counts = frame.filter(pl.col("_skip") > 0).group_by("_skip").agg(pl.len(), pl.col("seq").min())
+        skipped = [(_SKIP_REASONS[code], count, first) for code, count, first in counts.iter_rows()]
         frame = frame.filter(pl.col("_skip") == 0)
-    if name == "cpu_ops":
-        schema = CPU_TEXT_SCHEMA
-    return frame.select(_final_columns(name, frame)).select(schema.names()), skipped
+    return frame.drop("_skip", "seq"), skipped
 
 
 def _split_texts(joined: list[pl.Series]) -> pl.Series:
@@ -127,20 +144,23 @@ def _split_texts(joined: list[pl.Series]) -> pl.Series:
     return pl.select(pl.when(texts.str.len_bytes() > 0).then(texts)).to_series()
 
 
-def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
-    """The chunk-schema columns of a table, from its raw columns (and `start_ns`/`duration_ns`)."""
+def _final_columns(name: str, names: list[str]) -> list[pl.Expr | str]:
+    """The chunk-schema columns of a table, from its raw columns (and `start_ns`/`duration_ns`);
+    `names`: its distinct event names and categories (a superset will do: each maps by its own
+    rule)."""
     event_name = pl.col("name").cast(pl.Categorical())  # a few hundred distinct names in millions of rows
     times = [pl.col("start_ns"), (pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"), pl.col("duration_ns")]
     external_id = pl.coalesce("external_id", "external_id_old").alias("external_id")
     if name == "gpu":
-        communication = _names_where(frame["name"], lambda n: classify.gpu_kind("kernel", n) == "communication")
-        kinds = {c: classify.gpu_category_kind(c) for c in frame["category"].unique().drop_nulls().to_list()}
+        communication = [n for n in names if classify.gpu_kind("kernel", n) == "communication"]
+        kinds = {c: classify.gpu_category_kind(c) for c in names}
+        category_kind = pl.col("category").replace_strict(kinds, default=None, return_dtype=pl.String)
         return [
             pl.coalesce(_int32("device_arg"), _int32("pid_int"), 0).alias("device"),
             pl.coalesce("stream_arg", "stream_tid", 0).alias("stream"),
-            pl.when((pl.col("category").replace_strict(kinds) == "kernel") & pl.col("name").is_in(communication))
+            pl.when((category_kind == "kernel") & pl.col("name").is_in(communication))
             .then(pl.lit("communication"))
-            .otherwise(pl.col("category").replace_strict(kinds))
+            .otherwise(category_kind)
             .cast(GPU_SCHEMA["kind"])
             .alias("kind"),
             event_name, *times, external_id, *_plain("gpu"),
@@ -148,9 +168,9 @@ def _final_columns(name: str, frame: pl.DataFrame) -> list[pl.Expr]:
     if name == "runtime":
         return [
             "pid", "tid", event_name,
-            _by_name(frame["name"], classify.runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
+            _by_name(names, classify.runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
             *times, external_id, *_plain("runtime"),
-            _by_name(frame["name"], lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean).alias("blocking"),
+            _by_name(names, lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean).alias("blocking"),
         ]
     if name == "cpu_ops":
         return [
@@ -179,13 +199,9 @@ def _int32(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Int32, strict=False)
 
 
-def _names_where(names: pl.Series, rule) -> list[str]:
-    return [name for name in names.unique().drop_nulls().to_list() if rule(name)]
-
-
-def _by_name(names: pl.Series, rule, dtype: pl.DataType) -> pl.Expr:
+def _by_name(names: list[str], rule, dtype: pl.DataType) -> pl.Expr:
     """A value computed from each distinct name with the general path's rule."""
-    mapping = {name: rule(name) for name in names.unique().drop_nulls().to_list()}
+    mapping = {name: rule(name) for name in names}
     return pl.col("name").replace_strict(mapping, default=None, return_dtype=dtype)
 
 

@@ -145,7 +145,7 @@ class InternedText:
     """One shape argument of a chunk's cpu_ops rows as the compiled scanner numbers it: per row
     the number of its text (null when absent), and the distinct texts by number."""
 
-    ids: pl.Series  # Int64, one per row
+    ids: pl.Series  # Int64, one per row, -1 where absent
     distinct: pl.Series  # String
 
 

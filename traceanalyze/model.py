@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.fields import arg_columns
+from traceanalyze.op_tree import OpTree
 from traceanalyze.scalar_columns import first_of_keys, join_keys, varying_keys
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "communication")
@@ -255,6 +256,12 @@ class Trace:
         trace, on first use."""
         return launch_rows(self)
 
+    @cached_property
+    def op_tree(self) -> OpTree:
+        """`cpu_ops`' parent links as row positions (`OpTree`); computed once per trace, on first
+        use, for every walk up the op tree."""
+        return OpTree.of(self.cpu_ops)
+
 
 LAUNCH_KINDS = ("launch", "graph_launch", "memcpy", "memset")
 
@@ -318,7 +325,7 @@ def latest_on_thread(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, r
         for rank, pid, tid in threads.iter_rows():
             same = (pl.col("rank") == rank) & (pl.col("pid") == pid) & (pl.col("tid") == tid)
             # only the columns joined are filtered and sorted (a thread's ops: most of `cpu_ops`)
-            on_thread = right.lazy().filter(same).select(pl.exclude(THREAD)).sort(right_on).collect()
+            on_thread = right.lazy().filter(same).select(pl.exclude(THREAD)).sort(right_on).collect(engine="in-memory")
             parts.append(left.filter(same).sort(left_on).join_asof(
                 on_thread, left_on=left_on, right_on=right_on, strategy="backward", check_sortedness=False))
         joined = pl.concat(parts)

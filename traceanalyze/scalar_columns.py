@@ -89,13 +89,18 @@ def varying_keys(frame: pl.DataFrame, keys: list[str] | tuple[str, ...]) -> list
 def join_keys(left: pl.DataFrame, right: pl.DataFrame, keys: list[str] | tuple[str, ...]) -> list[str]:
     """`keys` less those that hold one same non-null value in every row of both frames: a join on
     the rest pairs the same rows (see `varying_keys`). The last key stays when every key would go."""
+    return differing_keys(left, right, keys) or list(keys)[-1:]
+
+
+def differing_keys(left: pl.DataFrame, right: pl.DataFrame, keys: list[str] | tuple[str, ...]) -> list[str]:
+    """`join_keys`, but empty when every key holds one same value in both frames (a join of one
+    group with one group: on no key at all)."""
     keys = list(keys)
     if left.is_empty() or right.is_empty():
         return keys
     in_left = _constant_keys(left, keys, non_null=True)
     in_right = _constant_keys(right, keys, non_null=True)
-    kept = [key for key in keys if key not in in_left or key not in in_right or in_left[key] != in_right[key]]
-    return kept or keys[-1:]
+    return [key for key in keys if key not in in_left or key not in in_right or in_left[key] != in_right[key]]
 
 
 def first_of_keys(keys: list[str]) -> pl.Expr:

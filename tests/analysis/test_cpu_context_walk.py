@@ -11,6 +11,7 @@ import pytest
 
 from traceanalyze.analysis import cpu_context
 from traceanalyze.analysis.cpu_context import _native_walk, _walk_vectorised
+from traceanalyze.op_tree import OpTree
 from traceanalyze.native import compiled
 
 _native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE is set",
@@ -46,7 +47,8 @@ def test_compiled_walk_is_the_polars_walk(seed, dense):
         },
         schema={"point_id": pl.Int64, "time_ns": pl.Int64, "candidate": pl.Int64},
     )
-    native = _native_walk(_native, located, matches.drop("ok"))(matches).sort("point_id")
+    ops = matches.drop("ok")
+    native = _native_walk(_native, located, ops, OpTree.of(ops))(matches).sort("point_id")
     vectorised = _walk_vectorised(located, matches).sort("point_id")
     assert native.rows() == vectorised.rows()
     assert native.height > 100  # the trees are deep and accepting enough for the walk to find ops
@@ -56,7 +58,7 @@ def test_large_inputs_take_the_compiled_walk(monkeypatch):
     calls = []
     monkeypatch.setattr(cpu_context, "NATIVE_MIN_POINTS", 1)
     monkeypatch.setattr(cpu_context, "_native_walk",
-                        lambda _native, located, ops: calls.append(1) or (lambda matches: _walk_vectorised(located, matches)))
+                        lambda _native, located, ops, tree: calls.append(1) or (lambda matches: _walk_vectorised(located, matches)))
     ops = pl.DataFrame({"rank": [0, 0], "op_id": [1, 2], "pid": [1, 1], "tid": [1, 1], "start_ns": [0, 10],
                         "end_ns": [100, 20], "parent_id": [None, 1], "category": ["cpu_op", "cpu_op"], "name": ["a", "b"]})
     points = pl.DataFrame({"point_id": [7], "rank": [0], "pid": [1], "tid": [1], "time_ns": [15]})

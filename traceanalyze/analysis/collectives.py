@@ -90,8 +90,8 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
                              if name not in comm.columns)
     if comm.is_empty():
         return pl.DataFrame(schema=RANK_COLLECTIVE_SCHEMA)
-    kinds = {n: collective_kind(n) for n in comm["collective"].drop_nulls().unique().to_list()}
-    kinds.update({n: collective_kind(n) for n in comm["name"].unique().to_list()})
+    kinds = {n: collective_kind(n) for n in comm["collective"].drop_nulls().unique(maintain_order=True).to_list()}
+    kinds.update({n: collective_kind(n) for n in comm["name"].unique(maintain_order=True).to_list()})
     element = pl.col("dtype").replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Int64)
     frame = (
         comm.sort("start_ns", "end_ns")

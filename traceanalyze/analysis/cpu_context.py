@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.names import contains, starts_with
-from traceanalyze.analysis.op_tree import positions_in
+from traceanalyze.op_tree import OpTree, positions_in
 from traceanalyze.model import Trace, latest_on_thread
 from traceanalyze.native import compiled, int64_array
 
@@ -26,7 +26,7 @@ def enclosing_op(
 
 
 def enclosing_ops(
-    points: pl.DataFrame, cpu_ops: pl.DataFrame, selections: list[tuple[str | None, ...]]
+    points: pl.DataFrame, cpu_ops: pl.DataFrame, selections: list[tuple[str | None, ...]], tree: OpTree | None = None
 ) -> list[pl.DataFrame]:
     """`enclosing_op` for several selections of the same ops at the same points: the as-of join
     that finds each point's innermost op runs once. A selection is `(category,
@@ -37,7 +37,8 @@ def enclosing_ops(
     that started last before it on its thread: the walk from that op up its parents meets the
     deepest accepted op enclosing the point first, whatever the selection.
 
-    Each frame is `point_id, op_id` in the order of `points` (row for row)."""
+    Each frame is `point_id, op_id` in the order of `points` (row for row). `tree`: `cpu_ops`' op
+    tree (`Trace.op_tree`) when the caller has it."""
     ops = cpu_ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
     # the walk runs on row positions of `points` (as `point_id`): its hits scatter back in place
     located = latest_on_thread(
@@ -46,7 +47,8 @@ def enclosing_ops(
         ops.select("rank", "pid", "tid", "start_ns", "op_id"), left_on="time_ns", right_on="start_ns",
     ).select("point_id", "time_ns", pl.col("op_id").alias("candidate"))
     _native = compiled()
-    walk = (_native_walk(_native, located, ops) if _native is not None and located.height >= NATIVE_MIN_POINTS
+    walk = (_native_walk(_native, located, ops, tree or OpTree.of(cpu_ops))
+            if _native is not None and located.height >= NATIVE_MIN_POINTS
             else lambda matches: _walk_vectorised(located, matches))
     found = []
     for category, exclude_name_pattern, *prefix in selections:
@@ -83,20 +85,15 @@ def _walk_vectorised(located: pl.DataFrame, matches: pl.DataFrame) -> pl.DataFra
     return pl.concat(resolved) if resolved else pl.DataFrame(schema={"point_id": pl.Int64, "op_id": pl.Int64})
 
 
-def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame):
+def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame, tree: OpTree):
     """The same walk, each point up its own chain in one pass of C (`_native.enclose`), over op
-    positions instead of ids → `walk(matches)`: the positions of the candidates and parents are
-    computed once for every selection of the same ops."""
+    positions instead of ids (`tree`: the op tree of `ops`) → `walk(matches)`: the positions of
+    the candidates are computed once for every selection of the same ops."""
     import numpy as np
 
     op_ids = ops["op_id"]
-    locate = positions_in(op_ids)
-
-    def to_position(ids: pl.Series) -> np.ndarray:
-        return int64_array(locate(ids).fill_null(-1))
-
-    parents = to_position(ops["parent_id"])
-    candidates = to_position(located["candidate"])
+    parents = int64_array(tree.parent)
+    candidates = int64_array(tree.locate(located["candidate"]).fill_null(-1))
     times = int64_array(located["time_ns"])
     ends = int64_array(ops["end_ns"].fill_null(0))
     end_unknown = ops["end_ns"].is_null().cast(pl.UInt8) * 4
@@ -113,12 +110,12 @@ def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame):
     return walk
 
 
-def by_op_id(table: pl.DataFrame, key: str):
+def by_op_id(table: pl.DataFrame, key: str, tree: OpTree | None = None):
     """`lookup(frame)`: `frame` with the other columns of `table` (unique op ids in `key`) for its
     own `key`, in `frame`'s order (null where the id is not in `table`): a gather by position
-    (`op_tree.positions_in`), by offset when the ids are consecutive (a rank's `cpu_ops`). The walks
-    up the op tree look up many times."""
-    locate = positions_in(table[key])
+    (`op_tree.positions_in`, or `tree`'s when `table` has the rows of the ops of `tree`), by offset
+    when the ids are consecutive (a rank's `cpu_ops`). The walks up the op tree look up many times."""
+    locate = tree.locate if tree is not None else positions_in(table[key])
     others = [c for c in table.columns if c != key]
 
     def lookup(frame: pl.DataFrame) -> pl.DataFrame:
@@ -158,10 +155,11 @@ def cpu_context(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     """For each point (`point_id, rank, pid, tid, time_ns`): the deepest `cpu_op` running on that
     thread, the innermost user annotation other than a ProfilerStep, and the step →
     `point_id, cpu_op, cpu_op_id, annotation, step`."""
-    with_name = by_op_id(trace.cpu_ops.select("op_id", "name"), "op_id")
+    with_name = by_op_id(trace.cpu_ops.select("op_id", "name"), "op_id", trace.op_tree)
     op, annotation = (
         with_name(found)
-        for found in enclosing_ops(points, trace.cpu_ops, [("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
+        for found in enclosing_ops(points, trace.cpu_ops, [("cpu_op", None), ("user_annotation", r"^ProfilerStep#")],
+                                   trace.op_tree)
     )
     return pl.DataFrame({  # every part is in the order of `points`
         "point_id": points["point_id"], "cpu_op": op["name"], "cpu_op_id": op["op_id"],

@@ -28,7 +28,7 @@ def matched_devices(trace: Trace) -> pl.DataFrame:
     """Per (rank, device) with GPU work → the columns of `DEVICES_SCHEMA` (null where no entry
     matches) and `properties_device`: the `deviceProperties` id the row was taken from (null
     when none). Sorted by rank and device."""
-    used = trace.gpu.select("rank", "device").unique()
+    used = trace.gpu.select("rank", "device").unique(maintain_order=True)
     mapping = device_id_mapping(trace)
     properties = trace.devices.rename({"device": "properties_device"})
     return (
@@ -44,7 +44,7 @@ def device_id_mapping(trace: Trace) -> pl.DataFrame:
     `deviceProperties` entry describes (rules 1-3 of the module docstring); unmatched ids are
     absent."""
     rows: list[dict] = []
-    used = trace.gpu.select("rank", "device").unique().drop_nulls()
+    used = trace.gpu.select("rank", "device").unique(maintain_order=True).drop_nulls()
     for rank in sorted(used["rank"].unique().to_list()):
         ids = sorted(used.filter(pl.col("rank") == rank)["device"].to_list())
         listed = trace.devices.filter(pl.col("rank") == rank)

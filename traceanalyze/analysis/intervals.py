@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.native import compiled, int64_array
-from traceanalyze.scalar_columns import join_keys, varying_keys
+from traceanalyze.scalar_columns import differing_keys, join_keys, varying_keys
 
 
 NATIVE_MIN_ROWS = 50_000  # fewer intervals merge as fast in polars, without importing numpy
@@ -81,11 +81,14 @@ def covered_in_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[
     `disjoint=True` says the intervals of a group never overlap (idle gaps): no union is needed."""
     if windows.is_empty() or intervals.is_empty():
         return pl.Series("ns", [0] * windows.height, dtype=pl.Int64)
-    by = join_keys(intervals, windows, by)  # one same rank, device... in both: not keyed
+    by = differing_keys(intervals, windows, by)  # one same rank, device... in both: not keyed
+    # in start order: a group's rows are then in start order too, and their running sum needs no
+    # ordering of its own
+    through_end = (pl.col("end_ns") - pl.col("start_ns")).cum_sum()
     merged = (
         (intervals.select(*by, "start_ns", "end_ns") if disjoint else union_intervals(intervals, by))
-        .sort("start_ns")
-        .with_columns((pl.col("end_ns") - pl.col("start_ns")).cum_sum().over(by, order_by="start_ns").alias("_through_end"))
+        .sort("start_ns", maintain_order=True)
+        .with_columns((through_end.over(by) if by else through_end).alias("_through_end"))
     )
     points = pl.concat([
         windows.select(*by, pl.col("window_start_ns").alias("_at")).with_row_index("_row").with_columns(pl.lit(-1).alias("_sign")),
@@ -93,7 +96,7 @@ def covered_in_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[
     ])
     before = (
         points.sort("_at")
-        .join_asof(merged, left_on="_at", right_on="start_ns", by=by, strategy="backward", check_sortedness=False)
+        .join_asof(merged, left_on="_at", right_on="start_ns", by=by or None, strategy="backward", check_sortedness=False)
         .select("_row", (pl.col("_sign") * (pl.col("_through_end") - (pl.col("end_ns") - pl.col("_at")).clip(lower_bound=0))
                          .fill_null(0)).alias("ns"))
         .group_by("_row").agg(pl.col("ns").sum().clip(lower_bound=0))

@@ -31,7 +31,7 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
     )
     ops = trace.cpu_ops
     aten, any_op, annotation = enclosing_ops(
-        points, ops, [("cpu_op", None, "aten::"), ("cpu_op", None), ("user_annotation", r"^ProfilerStep#")])
+        points, ops, [("cpu_op", None, "aten::"), ("cpu_op", None), ("user_annotation", r"^ProfilerStep#")], trace.op_tree)
     # each of them is in the order of `points`
     # the op whose External id the launch carries, only for launches that no op encloses
     unenclosed = (
@@ -51,7 +51,7 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
         )
         .select(pl.col("gpu_op_id").alias("point_id"), "external_op_id")
     )
-    with_name = by_op_id(ops.select("op_id", "name"), "op_id")
+    with_name = by_op_id(ops.select("op_id", "name"), "op_id", trace.op_tree)
     chosen = (
         points.select("point_id", aten["op_id"].alias("aten_op_id"), any_op["op_id"].alias("any_op_id"),
                       with_name(annotation)["name"].alias("annotation"))

@@ -20,7 +20,7 @@ from traceanalyze.analysis.costs.table import OP_COST_INPUTS, op_costs
 from traceanalyze.analysis.device_match import device_file_mismatches, matched_devices
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.analysis.names import contains, starts_with
-from traceanalyze.analysis.op_tree import OpTree
+from traceanalyze.op_tree import OpTree
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
 from traceanalyze.scalar_columns import constants_as_scalars, varying_keys
@@ -104,18 +104,20 @@ def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
     return op_costs(inputs.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode())))
 
 
-def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.DataFrame:
+def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
+                    choices: list[PeakChoice] | None = None) -> pl.DataFrame:
     """One row per GPU op → the `kernel_ops` columns (but `gpu_op_id`; `bytes` as `copy_bytes`)
     plus `cost_op_id`, `flops`, `bytes`, `cost_model`, `compute_dtype`, `tensor_core`,
     `helper_kernel`, `peak_flops_per_s`, `peak_bytes_per_s`, `intensity` (FLOP/byte),
     `ridge_flops_per_byte`, `achieved_flops_per_s`, `achieved_bytes_per_s`, `pct_of_roof` (a
     fraction of the roof that binds it), `tf32_peak_flops_per_s`, `tf32_roof_fraction`,
     `ideal_ns`, `recoverable_ns`, `regime`, `roof` and `unmodeled_reason`. How each op's cost was
-    split among its kernels (`COST_SPLIT_COLUMNS`) is not kept."""
+    split among its kernels (`COST_SPLIT_COLUMNS`) is not kept. `choices`: `choose_peaks(trace,
+    overrides)` when the caller has them already."""
     ops = kernel_ops(trace).rename({"bytes": "copy_bytes"})
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
     costs = recover_costs(costs, trace.cpu_ops)
-    owners, costs = cost_owners(ops, trace.cpu_ops, costs)
+    owners, costs = cost_owners(ops, trace.cpu_ops, costs, trace.op_tree)
     ops = ops.join(owners, on="op_id", how="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
     costs = costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"})
     kernels_per_op = (
@@ -124,7 +126,7 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None) -> pl.
         .group_by("cost_op_id")
         .agg(pl.col("duration_ns").sum().alias("op_kernel_ns"), pl.len().alias("op_kernels"))
     )
-    choices = choose_peaks(trace, overrides)
+    choices = choose_peaks(trace, overrides) if choices is None else choices
     frame = (
         ops.join(costs, on="cost_op_id", how="left")
         .join(kernels_per_op, on="cost_op_id", how="left")
@@ -178,7 +180,8 @@ def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
 LIFTABLE_REASONS = ("shape arguments incomplete", "no shapes recorded")
 
 
-def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame,
+                tree: OpTree | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Which op's cost each launching op's kernels carry → (`op_id, cost_op_id`, costs of every
     op named there).
 
@@ -186,14 +189,14 @@ def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -
     in old traces) hands its kernels to its nearest `aten::` ancestor that has a model (there
     `aten::cudnn_convolution_backward`, which records all three shapes). All kernels under that
     ancestor then share the ancestor's cost, including those of siblings that had a model of their
-    own, so that nothing is counted twice.
+    own, so that nothing is counted twice. `tree`: the op tree of `cpu_ops` when the caller has it.
     """
     schema = {"op_id": pl.Int64, "cost_op_id": pl.Int64}
     incomplete = costs.filter(pl.col("unmodeled_reason").str.starts_with(LIFTABLE_REASONS[0])
                               | pl.col("unmodeled_reason").str.starts_with(LIFTABLE_REASONS[1]))
     if incomplete.is_empty():
         return pl.DataFrame(schema=schema), costs
-    tree = OpTree.of(cpu_ops)
+    tree = tree or OpTree.of(cpu_ops)
     stuck = tree.positions(incomplete["op_id"].unique())
     # every aten:: op above an incomplete one, and which of them have a model
     above = tree.ancestors(stuck)
@@ -216,7 +219,7 @@ def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame) -
 
 
 def _with_tensor_core(frame: pl.DataFrame) -> pl.DataFrame:
-    units = {name: math_unit_from_kernel_name(name) for name in frame["name"].unique().to_list()}
+    units = {name: math_unit_from_kernel_name(name) for name in frame["name"].unique(maintain_order=True).to_list()}
     unit = pl.col("name").replace_strict(units, default=None, return_dtype=pl.String)
     guess = pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS) & pl.col("compute_dtype").is_in(LOW_PRECISION)
     return frame.with_columns(

@@ -33,7 +33,7 @@ def rank_steps(trace: Trace, gaps: pl.DataFrame) -> pl.DataFrame:
     rank used: GPU time inside it is compute (non-collective work), comm (collective time with no
     other work running) or idle; compute + comm + idle = step_ns. Idle gaps count in a step for
     the part of them inside its window."""
-    devices = trace.gpu.select(*DEVICE).unique()
+    devices = trace.gpu.select(*DEVICE).unique(maintain_order=True)
     if trace.steps.is_empty() or devices.is_empty():
         return pl.DataFrame(schema=RANK_STEP_SCHEMA)
     windows = (

@@ -233,10 +233,11 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     # independent analyses run side by side in threads: the roofline, the timeline group and the
     # launch group (each reading only `trace`), then what reads the roofline. polars releases the
     # GIL while it works, so one's Python glue overlaps another's collects. What they all share is
-    # computed first: the join of GPU ops to their launches
+    # computed first: the join of GPU ops to their launches, the op tree
     trace.launch_rows  # noqa: B018
+    trace.op_tree  # noqa: B018  (the roofline's and the gaps' walks up the op tree)
     with ThreadPoolExecutor(max_workers=_workers(options), thread_name_prefix="traceanalyze-analysis") as pool:
-        roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks)
+        roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks, choices=peaks)
         time_done = pool.submit(_time_parts, trace, window)
         launch_done = pool.submit(_launch_parts, trace, options)
         per_kernel = roofline_done.result()

@@ -125,13 +125,13 @@ def recover_costs(costs: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.DataFrame:
 def _embedding_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -> list[dict[str, Any]]:
     """TBE forwards and their backward nodes, each costed from the pair (forward arguments,
     gradient shape); unpaired forwards from their Concrete Inputs, if any."""
-    forward_names = pending["name"].unique().to_list()
+    forward_names = pending["name"].unique(maintain_order=True).to_list()
     is_forward = [n for n in forward_names if embedding_tbe.FORWARD_NAME.match(n or "")]
     is_backward = [n for n in forward_names if embedding_tbe.BACKWARD_NAME.match(n or "")]
     if not is_forward and not is_backward:
         return []
     # every TBE forward in the trace: a launching backward node needs its forward's arguments
-    nodes_of = {n: embedding_tbe.backward_node_name(n) for n in cpu_ops["name"].unique().to_list()
+    nodes_of = {n: embedding_tbe.backward_node_name(n) for n in cpu_ops["name"].unique(maintain_order=True).to_list()
                 if n and embedding_tbe.FORWARD_NAME.match(n)}
     forwards = cpu_ops.select("op_id", "name", "input_dims", "input_types", "concrete_inputs").filter(
         pl.col("name").is_in(list(nodes_of))).with_columns(

@@ -72,18 +72,18 @@ def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
     return constants
 
 
-def varying_keys(frame: pl.DataFrame, keys: list[str] | tuple[str, ...]) -> list[str]:
+def varying_keys(frame: pl.DataFrame, keys: list[str] | tuple[str, ...], *, at_least_one: bool = True) -> list[str]:
     """`keys` less those that hold one value in every row of `frame` (all null counts as one):
     sorting, grouping, partitioning or a window `over` the rest orders and groups the rows as over
     all of `keys`. polars encodes several keys into one row key first, with a table of its own (a
     join on rank and correlation of 400 k GPU ops took 90 MB more than one on correlation); the one
     rank of a rank's trace, the one device of most, need not be keyed. The last key stays when
-    every key is constant, so that there is always one. Integer and boolean keys only are checked
-    (others stay)."""
+    every key is constant, so that there is always one (unless not `at_least_one`: then none).
+    Integer and boolean keys only are checked (others stay)."""
     keys = list(keys)
     constant = set(_constant_keys(frame, keys))
     kept = [key for key in keys if key not in constant]
-    return kept or keys[-1:]
+    return kept or (keys[-1:] if at_least_one else [])
 
 
 def join_keys(left: pl.DataFrame, right: pl.DataFrame, keys: list[str] | tuple[str, ...]) -> list[str]:

@@ -62,3 +62,22 @@ def test_large_inputs_take_the_native_sweep(monkeypatch):
     monkeypatch.setattr(intervals, "NATIVE_MIN_ROWS", 1)
     assert union_intervals(frame, ["device"]).rows() == [(0, 0, 12), (0, 20, 30)]
     assert calls == [1]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_keys_of_one_value_merge_as_one_group_and_are_kept(seed, monkeypatch):
+    """The one rank and device of a trace are not sorted or grouped on (one group), yet come back
+    with every merged interval; the compiled sweep and polars give the sweep's answer."""
+    rng = random.Random(seed)
+    starts = [rng.randrange(0, 5_000) for _ in range(800)]
+    frame = pl.DataFrame(
+        {"rank": [3] * 800, "device": [1] * 800, "start_ns": starts,
+         "end_ns": [s + rng.choice([0, 1, 7, rng.randrange(0, 300)]) for s in starts]},
+        schema={"rank": pl.Int32, "device": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64},
+    )
+    expected = union_by_sweep(list(frame.iter_rows()), ["rank", "device"])
+    for minimum in (1, 10**9):  # the compiled sweep, then polars
+        monkeypatch.setattr(intervals, "NATIVE_MIN_ROWS", minimum)
+        merged = union_intervals(frame, ["rank", "device"])
+        assert merged.columns == ["rank", "device", "start_ns", "end_ns"]
+        assert list(merged.iter_rows()) == expected

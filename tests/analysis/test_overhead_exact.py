@@ -97,6 +97,25 @@ def test_gaps_sum_exactly_to_idle_time(tmp_path):
     assert summary["gpu_busy_ns"] + summary["gpu_idle_ns"] == summary["window_ns"]
 
 
+@pytest.mark.parametrize("window", ["activity", "steps"])
+def test_the_summary_from_the_gaps_is_the_summary_from_the_union(tmp_path, window):
+    """`idle_summary(gaps=…)` takes the busy time as the window less the gaps: the same figures as
+    the union of the GPU ops, on two devices with overlapping streams, a device busy in one piece
+    (no gap) and GPU work outside the steps' window."""
+    b = TraceBuilder(devices=3)
+    b.step(1, 5, 300)
+    for device, offset in ((0, 0), (1, 3)):
+        b.launch_kernel(launch_us=-10, start_us=offset, dur_us=100, stream=7, device=device)
+        b.launch_kernel(launch_us=-9, start_us=offset + 50, dur_us=100, stream=8, device=device)
+        b.launch_kernel(launch_us=-8, start_us=offset + 220, dur_us=30, stream=7, device=device)
+    b.launch_kernel(launch_us=-7, start_us=400, dur_us=20, stream=7, device=2)  # after the step: outside its window
+    trace = load(b, tmp_path)
+    from_union = idle.idle_summary(trace, window=window)
+    from_gaps = idle.idle_summary(trace, window=window, gaps=idle.idle_gaps(trace, window=window))
+    assert from_gaps.rows() == from_union.rows()
+    assert from_union.height == 3 and from_union["gpu_idle_ns"].sum() > 0
+
+
 def test_sync_caused_gap(tmp_path):
     b = TraceBuilder()
     op = b.cpu_op("aten::mm", 0, 4)

@@ -68,15 +68,22 @@ def with_idle(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def idle_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
+def idle_summary(trace: Trace, *, window: Window = "activity", gaps: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per device → `rank, device, window_start_ns, window_end_ns, window_ns, gpu_busy_ns,
-    gpu_idle_ns, idle_fraction, gpu_ops` (the names of the JSON report's `devices[]`)."""
+    gpu_idle_ns, idle_fraction, gpu_ops` (the names of the JSON report's `devices[]`). `gaps`:
+    `idle_gaps(trace, window=window)` when the caller has them: the busy time is then the window
+    less the gaps (they are its complement), not a second union of the GPU ops."""
     bounds = windows(trace, window=window)
-    busy = (
-        clip_to_windows(gpu_activity(trace), bounds, DEVICE)
-        .group_by(DEVICE)
-        .agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
-    )
+    if gaps is not None:
+        idle = gaps.group_by(DEVICE).agg(pl.col("duration_ns").sum().alias("gap_ns"))
+        busy = bounds.join(idle, on=DEVICE, how="left").select(
+            *DEVICE, (pl.col("window_end_ns") - pl.col("window_start_ns") - pl.col("gap_ns").fill_null(0)).alias("busy_ns"))
+    else:
+        busy = (
+            clip_to_windows(gpu_activity(trace), bounds, DEVICE)
+            .group_by(DEVICE)
+            .agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("busy_ns"))
+        )
     ops = trace.gpu.group_by(DEVICE).agg(pl.len().cast(pl.Int64).alias("gpu_ops"))
     return (
         with_idle(bounds.join(busy, on=DEVICE, how="left").join(ops, on=DEVICE, how="left"))

@@ -16,7 +16,7 @@ def union_intervals(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Merge overlapping or touching intervals per group → `by + [start_ns, end_ns]`, sorted."""
     if frame.is_empty():
         return frame.select(*by, "start_ns", "end_ns")
-    groups = varying_keys(frame, by) if by else []  # the one rank, the one device: not sorted on
+    groups = varying_keys(frame, by, at_least_one=False)  # the one rank, the one device: not sorted on
     ordered = frame.select(*by, "start_ns", "end_ns").sort(*groups, "start_ns", "end_ns")
     _native = compiled()
     if _native is not None and ordered.height >= NATIVE_MIN_ROWS:
@@ -47,11 +47,14 @@ def _union_native(native, ordered: pl.DataFrame, by: list[str], groups: list[str
     import numpy as np
 
     groups = by if groups is None else groups
-    new_group = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in groups).fill_null(True) if groups else pl.lit(False)
-    group_start = ordered.select(
-        pl.when(new_group | (pl.int_range(pl.len()) == 0)).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
-    ).to_series()
-    first, start, end = native.merge(*map(int64_array, (group_start, ordered["start_ns"], ordered["end_ns"])))
+    if groups:
+        new_group = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in groups).fill_null(True)
+        group_start = int64_array(ordered.select(
+            pl.when(new_group | (pl.int_range(pl.len()) == 0)).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
+        ).to_series())
+    else:  # one group: every interval's group starts at the first
+        group_start = np.zeros(ordered.height, dtype=np.int64)
+    first, start, end = native.merge(group_start, *map(int64_array, (ordered["start_ns"], ordered["end_ns"])))
     merged = pl.DataFrame({"start_ns": np.frombuffer(start, dtype=np.int64), "end_ns": np.frombuffer(end, dtype=np.int64)})
     if not by:
         return merged

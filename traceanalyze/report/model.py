@@ -303,7 +303,7 @@ def _time_parts(trace: Trace, window: Window) -> dict[str, object]:
     gaps = idle.idle_gaps(trace, window=window)
     return {
         "steps": idle.step_breakdown(trace),
-        "idle": idle.idle_summary(trace, window=window),
+        "idle": idle.idle_summary(trace, window=window, gaps=gaps),
         "gaps": gaps,
         "step_split": stragglers.rank_steps(trace, gaps),
         "streams": idle.stream_summary(trace, window=window),

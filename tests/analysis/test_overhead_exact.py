@@ -298,6 +298,14 @@ def test_latency_by_kind_keeps_collectives_out_of_the_kernel_statistics(tmp_path
     ]
     # per-op values are unchanged: the collective is still in the per-op table
     assert latency.filter(pl.col("kind") == "communication")["launch_to_start_ns"].to_list() == [5_000_000]
+    # every metric of a group, in `STAT_COLUMNS` order, group after group; one metric asked for is
+    # its rows alone
+    every = launch.latency_by_group(latency)
+    assert every.select("group", "metric").rows() == [(g, m) for g in ("kernels", "memcpy/memset", "communication")
+                                                       for m in launch.STAT_COLUMNS]
+    for metric in launch.STAT_COLUMNS:
+        alone = launch.latency_stats(latency, metrics=(metric,))
+        assert alone.rows() == launch.latency_stats(latency).filter(pl.col("metric") == metric).rows()
 
 
 def test_latency_per_kernel_name(tmp_path):

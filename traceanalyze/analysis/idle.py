@@ -140,10 +140,10 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     gaps = gaps.with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"),
         pl.int_range(pl.len(), dtype=pl.Int64).alias("gap_id"),
-    ).join(bounds, on=DEVICE, how="left")
+    ).join(bounds, on=DEVICE, how="left", maintain_order="left")
 
     gaps = _with_neighbouring_ops(gaps, trace)
-    gaps = gaps.join(_blocking_calls_during(gaps, trace), on="gap_id", how="left")
+    gaps = gaps.join(_blocking_calls_during(gaps, trace), on="gap_id", how="left", maintain_order="left")
     gaps = gaps.with_columns(
         pl.when(pl.col("sync_call").is_not_null())
         .then(pl.lit("sync"))

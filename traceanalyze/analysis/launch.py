@@ -94,20 +94,21 @@ def distribution(column: str) -> list[pl.Expr]:
 
 
 def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None,
-                  kinds: tuple[str, ...] | None = SUMMARY_KINDS) -> pl.DataFrame:
-    """Distributions of each latency metric over non-skewed launches of GPU ops of `kinds`
-    (default: kernels, memcpy and memset; None: all) → long table
-    `[*by], metric, count, mean, p50, p90, p99, max` (ns)."""
+                  kinds: tuple[str, ...] | None = SUMMARY_KINDS,
+                  metrics: tuple[str, ...] = STAT_COLUMNS) -> pl.DataFrame:
+    """Distributions of each latency metric (of `metrics`: by default every one) over non-skewed
+    launches of GPU ops of `kinds` (default: kernels, memcpy and memset; None: all) → long table
+    `[*by], metric, count, mean, p50, p90, p99, max` (ns), a metric's rows after another's."""
     valid = latency.filter(~pl.col("skewed"))
     if kinds is not None:
         valid = valid.filter(pl.col("kind").cast(pl.String).is_in(kinds))
-    frames = []
-    for metric in STAT_COLUMNS:
-        grouped = valid.group_by(by, maintain_order=True) if by else None
-        stats = grouped.agg(distribution(metric)) if grouped is not None else valid.select(distribution(metric))
-        frames.append(stats.with_columns(pl.lit(metric).alias("metric")))
-    order = [*(by or []), "metric", "count", "mean", "p50", "p90", "p99", "max"]
-    return pl.concat([f.select(order) for f in frames], how="vertical_relaxed")
+    # every metric's figures in one pass over the rows (one grouping), then a block of rows each
+    figures = [expr.alias(f"{metric}\x00{expr.meta.output_name()}") for metric in metrics for expr in distribution(metric)]
+    wide = valid.group_by(by, maintain_order=True).agg(figures) if by else valid.select(figures)
+    names = [expr.meta.output_name() for expr in distribution(metrics[0])]
+    return pl.concat([wide.select(*(by or []), pl.lit(metric).alias("metric"),
+                                  *(pl.col(f"{metric}\x00{name}").alias(name) for name in names))
+                      for metric in metrics], how="vertical_relaxed")
 
 
 def latency_by_group(latency: pl.DataFrame) -> pl.DataFrame:
@@ -124,7 +125,7 @@ def latency_by_group(latency: pl.DataFrame) -> pl.DataFrame:
 def latency_by_kernel(latency: pl.DataFrame, *, limit: int | None = None) -> pl.DataFrame:
     """`launch_to_start` per kernel name (kernels only, no collectives, no skewed launches), most
     launches first → `name, count, mean, p50, p90, p99, max` (ns)."""
-    stats = latency_stats(latency, by=["name"], kinds=("kernel",)).filter(pl.col("metric") == "launch_to_start_ns")
+    stats = latency_stats(latency, by=["name"], kinds=("kernel",), metrics=("launch_to_start_ns",))
     ordered = stats.drop("metric").sort(["count", "mean", "name"], descending=[True, True, False])
     return ordered if limit is None else ordered.head(limit)
 

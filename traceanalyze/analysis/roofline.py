@@ -118,7 +118,7 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
     costs = recover_costs(costs, trace.cpu_ops)
     owners, costs = cost_owners(ops, trace.cpu_ops, costs, trace.op_tree)
-    ops = ops.join(owners, on="op_id", how="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
+    ops = ops.join(owners, on="op_id", how="left", maintain_order="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
     costs = costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"})
     kernels_per_op = (
         ops.select("cost_op_id", "kind", "duration_ns")
@@ -128,8 +128,8 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
     )
     choices = choose_peaks(trace, overrides) if choices is None else choices
     frame = (
-        ops.join(costs, on="cost_op_id", how="left")
-        .join(kernels_per_op, on="cost_op_id", how="left")
+        ops.join(costs, on="cost_op_id", how="left", maintain_order="left")
+        .join(kernels_per_op, on="cost_op_id", how="left", maintain_order="left")
         .with_columns(
             # kernels recorded as 0 ns (integer-µs traces) share their op's cost evenly
             pl.when(pl.col("op_kernel_ns") > 0).then(pl.col("duration_ns") / pl.col("op_kernel_ns"))
@@ -167,7 +167,7 @@ def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("duration_ns").filter(pl.col("_main")).sum().alias("_main_ns"),
         pl.col("_main").sum().alias("_mains"),
     )
-    frame = frame.join(per_op, on="cost_op_id", how="left", nulls_equal=False)
+    frame = frame.join(per_op, on="cost_op_id", how="left", nulls_equal=False, maintain_order="left")
     helper = pl.col("helper_kernel") & (pl.col("_mains") > 0)
     main_share = (pl.when(pl.col("_main_ns") > 0).then(pl.col("duration_ns") / pl.col("_main_ns"))
                   .otherwise(1 / pl.col("_mains")))
@@ -262,7 +262,8 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
                                         "host_link_bytes_per_s": pl.Float64, "tf32_peak_flops_per_s": pl.Float64})
     seconds = pl.col("duration_ns") / 1e9
     return (
-        frame.join(lookup.select(*keys, pl.exclude("rank", "device", "compute_dtype", "tensor_core")), on=keys, how="left", nulls_equal=True)
+        frame.join(lookup.select(*keys, pl.exclude("rank", "device", "compute_dtype", "tensor_core")), on=keys, how="left",
+                   nulls_equal=True, maintain_order="left")
         .with_columns(
             pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
             (pl.col("peak_flops_per_s") / pl.col("peak_bytes_per_s")).alias("ridge_flops_per_byte"),

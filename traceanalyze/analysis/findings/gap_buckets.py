@@ -43,7 +43,7 @@ def bucketed_gaps(inputs: FindingInputs) -> pl.DataFrame:
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("bucket"), pl.lit(False).alias("in_outlier_step"))
     outliers = outlier_first_steps(inputs.steps).with_columns(pl.lit(True).alias("in_outlier_step"))
-    gaps = gaps.join(outliers, on=["rank", "device", "step"], how="left").with_columns(
+    gaps = gaps.join(outliers, on=["rank", "device", "step"], how="left", maintain_order="left").with_columns(
         pl.col("in_outlier_step").fill_null(False))
     runs = _run_spans(inputs.small_kernel_runs)
     gaps = gaps.sort("start_ns").join_asof(runs, left_on="start_ns", right_on="run_start_ns", by=["rank", "device"],

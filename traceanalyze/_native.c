@@ -12,8 +12,11 @@
  * key, nesting deeper than 512, ...) it returns None and the caller decodes the chunk with
  * msgspec as before. So it only has to be right about what it accepts.
  *
- * scan(text: bytes, arg_keys: tuple[tuple[bytes, int], ...]) -> dict | None
+ * scan(text: bytes, arg_keys: tuple[tuple[bytes, int], ...], passed: tuple[bytes, ...] = ()) -> dict | None
  *   arg_keys: (JSON key, kind) with kind 0 = scalar, 1 = list of 3 integers, 2 = raw JSON text.
+ *   passed: categories (as written, at most 8) no table reads: an event of one of them has the
+ *   members after its `cat` validated and tagged, but its name is no string (a = -1) and its
+ *   args' keys are not read (python_function events: half of many traces).
  *   Returns {"n": events, "strings": [distinct str], "fields": {name: (tag, a, b[, c])}} where
  *   each column is a bytes object of n values: tag uint8 (see TAG_*), then for a scalar a = int64
  *   (the integer, the string's index in `strings`, 0/1 for a bool, or for a float its exact ns
@@ -54,6 +57,7 @@ enum { OK = 0, DELEGATE = 1, NOMEM = 2 };
 #define MAX_DEPTH 512
 #define MAX_KEYS 64
 #define KEY_SLOTS 128 /* open addressing over at most MAX_KEYS keys: half full at most */
+#define MAX_PASSED 8 /* categories whose events' names and args are passed over */
 
 static const char *TOP_NAMES[] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "id"};
 #define N_TOP 8
@@ -105,6 +109,9 @@ typedef struct {
     PyObject *strings; /* list, made after the scan */
     char *scratch; /* unescaped string */
     Py_ssize_t scratch_size;
+    const char *passed[MAX_PASSED]; /* categories whose events' details are passed over */
+    Py_ssize_t passed_len[MAX_PASSED];
+    int n_passed;
 } Scanner;
 
 static inline uint64_t load8(const unsigned char *p) {
@@ -800,23 +807,58 @@ static Column *find_column(Scanner *s, const int16_t *slots, Py_ssize_t start, P
     return NULL;
 }
 
-static int scan_args(Scanner *s, Py_ssize_t row);
+static int scan_args(Scanner *s, Py_ssize_t row, int passed);
+
+/* Whether a string of `strings` (by code) is one of the categories passed over: as written,
+ * without escapes. */
+static int is_passed(const Scanner *s, Py_ssize_t code) {
+    const Distinct *d = &s->distinct[code];
+    if (d->escaped) return 0;
+    for (int k = 0; k < s->n_passed; k++)
+        if (d->len == s->passed_len[k] && memcmp(s->text + d->start, s->passed[k], d->len) == 0) return 1;
+    return 0;
+}
+
+/* An event's name once its category is passed over: validated and tagged, not made a string
+ * (no table reads the name of an event of such a category). */
+static int scan_passed_name(Scanner *s, Column *col, Py_ssize_t row) {
+    if (col->tag[row] != TAG_ABSENT) return DELEGATE; /* a repeated key */
+    skip_space(s);
+    if (s->pos >= s->size || s->text[s->pos] != '"') return scan_scalar(s, col, row);
+    Py_ssize_t start, len;
+    int escaped;
+    if (scan_string(s, &start, &len, &escaped)) return DELEGATE;
+    col->tag[row] = TAG_STR;
+    col->a[row] = -1; /* no string: `columnar` reads it as none */
+    return OK;
+}
 
 /* The members of the object at s->pos (on its `{`): a key of a column in `slots` goes into its
- * column, `args` (at the top level) into the args columns, any other key is passed over. */
+ * column, `args` (at the top level) into the args columns, any other key is passed over. An
+ * event whose category is passed over (`passed`): its name and args after the category are
+ * validated and tagged only. */
 static int scan_members(Scanner *s, Py_ssize_t row, const int16_t *slots, int top_level) {
     s->pos++;
     skip_space(s);
     if (s->pos < s->size && s->text[s->pos] == '}') { s->pos++; return OK; }
-    int more = 1, status;
+    int more = 1, status, passed = 0;
+    Column *category = &s->columns[1], *name = &s->columns[2]; /* TOP_NAMES */
     while (more) {
         Py_ssize_t start, len;
         if (scan_key(s, &start, &len)) return DELEGATE;
         if (top_level && len == 4 && memcmp(s->text + start, "args", 4) == 0) {
-            status = scan_args(s, row);
+            status = scan_args(s, row, passed);
         } else {
             Column *col = find_column(s, slots, start, len);
-            status = col ? scan_into(s, col, row) : skip_value(s, top_level ? 1 : 2);
+            if (!col) {
+                status = skip_value(s, top_level ? 1 : 2);
+            } else if (passed && col == name) {
+                status = scan_passed_name(s, col, row);
+            } else {
+                status = scan_into(s, col, row);
+                if (!status && top_level && col == category && s->n_passed && col->tag[row] == TAG_STR)
+                    passed = is_passed(s, col->a[row]);
+            }
         }
         if (status) return status;
         if (item_end(s, '}', &more)) return DELEGATE;
@@ -824,7 +866,7 @@ static int scan_members(Scanner *s, Py_ssize_t row, const int16_t *slots, int to
     return OK;
 }
 
-static int scan_args(Scanner *s, Py_ssize_t row) {
+static int scan_args(Scanner *s, Py_ssize_t row, int passed) {
     Column *args = &s->columns[N_TOP];
     if (args->tag[row] != TAG_ABSENT) return DELEGATE;
     skip_space(s);
@@ -841,7 +883,8 @@ static int scan_args(Scanner *s, Py_ssize_t row) {
         return OK;
     }
     args->tag[row] = TAG_OBJECT;
-    return scan_members(s, row, s->arg_slots, 0);
+    /* passed over: validated as any value (its members at the depth they have when read) */
+    return passed ? skip_value(s, 1) : scan_members(s, row, s->arg_slots, 0);
 }
 
 static int scan_event(Scanner *s, Py_ssize_t row) {
@@ -913,8 +956,8 @@ done:
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer text;
-    PyObject *keys;
-    if (!PyArg_ParseTuple(args, "y*O!:scan", &text, &PyTuple_Type, &keys)) return NULL;
+    PyObject *keys, *passed = NULL;
+    if (!PyArg_ParseTuple(args, "y*O!|O!:scan", &text, &PyTuple_Type, &keys, &PyTuple_Type, &passed)) return NULL;
     Scanner s;
     memset(&s, 0, sizeof s);
     s.text = text.buf;
@@ -924,6 +967,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (n_keys > MAX_KEYS) {
         PyErr_SetString(PyExc_ValueError, "too many args keys");
         goto done;
+    }
+    if (passed && PyTuple_GET_SIZE(passed) > MAX_PASSED) {
+        PyErr_SetString(PyExc_ValueError, "too many categories passed over");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; passed && i < PyTuple_GET_SIZE(passed); i++) {
+        PyObject *item = PyTuple_GET_ITEM(passed, i);
+        if (!PyBytes_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "categories passed over are bytes");
+            goto done;
+        }
+        s.passed[s.n_passed] = PyBytes_AS_STRING(item); /* the tuple keeps it alive */
+        s.passed_len[s.n_passed++] = PyBytes_GET_SIZE(item);
     }
     for (int i = 0; i < N_TOP; i++) {
         s.columns[i].key = TOP_NAMES[i];
@@ -1129,5 +1185,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     /* a float's `a` holds its exact ns (`decimal_ns`): what columnar.py checks before reading it */
     if (m && PyModule_AddIntConstant(m, "EXACT_FLOAT_NS", 1) < 0) { Py_DECREF(m); return NULL; }
+    if (m && PyModule_AddIntConstant(m, "PASSES_CATEGORIES", 1) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

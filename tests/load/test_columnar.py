@@ -294,3 +294,57 @@ def test_surrogate_escapes_even_where_no_column_reads_them(escape, taken):
     else:
         with pytest.raises(msgspec.DecodeError):
             msgspec.json.decode(text)
+
+
+def python_event(**overrides) -> dict:
+    event = {"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1520): _call_impl",
+             "pid": 1, "tid": 1, "ts": 3, "dur": 4, "args": {"Python parent id": 7, "Python id": 8}}
+    event.update(overrides)
+    return event
+
+
+@pytest.mark.parametrize("include_python", [False, True])
+@pytest.mark.parametrize("text", [
+    # the name and args of a python_function event are passed over unless python events are kept
+    json.dumps([op(), python_event(name='a "quoted" \u00e9 \\ name'), kernel()]),
+    json.dumps([python_event(name=None), python_event(args=None), python_event(args={"a": [1, {"b": [2.5e3, None]}]})]),
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Python id":1,"Python id":2}}]',  # repeated key
+
+    # the category after the name and args: those were read in full
+    '[{"name":"g","args":{"External id":"not an int"},"ph":"X","cat":"python_function","ts":1,"dur":1}]',
+    # a category written with an escape is not compared (its events are read in full)
+    '[{"ph":"X","cat":"python\\u005ffunction","name":"f","ts":1,"dur":1,"args":{"Python id":1}}]',
+])
+def test_python_events_passed_over_give_the_same_tables(text, include_python):
+    assert check(text.encode(), include_python) is not None
+
+
+def test_args_keys_of_python_events_are_read_only_when_python_events_are_kept():
+    """A key written with an escape is left to msgspec where the scanner reads the keys: in the args
+    of a python_function event only when those events are kept."""
+    text = b'[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Inp\\u0075t Dims":[[1]]}}]'
+    assert check(text, include_python=False) is not None
+    assert check(text, include_python=True) is None
+
+
+@pytest.mark.parametrize("text", [
+    '[{"ph":"X","cat":"python_function","name":"f\x01","ts":1,"dur":1}]',  # a raw control character
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"a":[1,}}]',  # invalid JSON
+    '[{"ph":"X","cat":"python_function","name":"f","name":"g","ts":1,"dur":1}]',  # a repeated key
+    '[{"ph":"X","cat":"python_function","name":"\\ud800","ts":1,"dur":1}]',  # a lone surrogate
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"a":"\\ud800"}}]',
+    json.dumps([python_event(name=12)]),  # a name of a type the typed decode refuses: msgspec decides
+    json.dumps([python_event(args=[1])]),  # args that are no object
+])
+def test_python_events_passed_over_are_still_validated(text):
+    assert check(text.encode()) is None
+
+
+def test_python_event_names_are_not_made_strings():
+    from traceanalyze import _native
+
+    text = json.dumps([python_event(name=f"frame {i}") for i in range(50)] + [op()]).encode()
+    scanned = _native.scan(text, columnar.ARG_KEYS, (b"python_function",))
+    assert scanned is not None and not any(s.startswith("frame") for s in scanned["strings"])
+    assert "aten::mm" in scanned["strings"]
+    assert any(s.startswith("frame") for s in _native.scan(text, columnar.ARG_KEYS)["strings"])

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze import fields
-from traceanalyze.load import chunk
+from traceanalyze.load import chunk, classify
 from traceanalyze.load import convert as conversions
 from traceanalyze.load import times as time_rules
 from traceanalyze.load.raw import finish_chunk
@@ -65,13 +65,23 @@ def chunk_tables(text: bytes | memoryview, include_python: bool) -> chunk.ChunkT
     """A chunk's JSON text `[event, …]` → its tables, or None when the msgspec path must decide."""
     if _native is None:
         return None
-    scanned = _native.scan(text, ARG_KEYS)
+    scanned = _native.scan(text, ARG_KEYS, *_passed_over(include_python))
     if scanned is None:
         return None
     try:
         return _tables_of(text, scanned, include_python)
     except _NotVouched:
         return None
+
+
+@functools.cache
+def _passed_over(include_python: bool) -> tuple[tuple[bytes, ...], ...]:
+    """The scanner's third argument: the categories whose events no table reads (as written), so
+    that their names and args are validated, not read (`python_function` unless kept: half the
+    events of many traces); none for a scanner built before it could."""
+    if not getattr(_native, "PASSES_CATEGORIES", 0):
+        return ()
+    return (tuple(c.encode() for c in sorted(classify.PYTHON_CATEGORIES) if chunk.route(c, include_python) == chunk.DROP),)
 
 
 def scan(text: bytes | memoryview) -> dict[str, Any] | None:
@@ -244,7 +254,7 @@ def _string_codes(scanned_field: list[Any], count: int) -> Any:
     not a string."""
     np = _numpy()
     tags, values = np.frombuffer(scanned_field[0], dtype=np.uint8), np.frombuffer(scanned_field[1], dtype=np.int64)
-    return np.where(tags == STR, values, count)
+    return np.where((tags == STR) & (values >= 0), values, count)  # -1: a name passed over (`_passed_over`)
 
 
 def _strings_used(codes: Any, strings: list[str]) -> list[int]:

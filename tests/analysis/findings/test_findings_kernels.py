@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from builder import TraceBuilder
@@ -187,3 +188,24 @@ def test_bigger_gpu_stays_silent_where_a_lower_format_exists(tmp_path):
     mm(b, 0, 8192, 8192, 8192, BF16, H100_GEMM, 1200)  # 93% of the H100's bf16 roof: FP8 is the advice
     found = findings_of(b, tmp_path)
     assert "lower-precision-bf16" in found and not [key for key in found if key.startswith("bigger-gpu")]
+
+
+def test_misaligned_gemms_are_those_the_shape_rule_names():
+    """`_misaligned` (on the shapes, in polars) against the rule written out per op: a last or
+    second-to-last size of an input of two or more dimensions that is no multiple of 8 (fp16,
+    bf16) or 16 (fp8); 1-D inputs, missing shapes and missing sizes do not count."""
+    from traceanalyze.analysis.findings.rules_kernels import ALIGNMENT, _misaligned
+
+    ops = pl.DataFrame({
+        "op_id": list(range(9)),
+        "compute_dtype": ["fp16", "bf16", "fp8", "fp8", "fp16", "bf16", "fp16", "fp16", "fp8"],
+        "input_dims": [[[64, 128], [128, 256]], [[64, 130], [130, 256]], [[16, 32], [32, 48]], [[8, 16]],
+                       [[7], [3, 8, 16]], None, [[4, 8, 12], None], [[None, 16], [16, 8]], [[16, 16, 3, 32]]],
+    }, schema={"op_id": pl.Int64, "compute_dtype": pl.String, "input_dims": pl.List(pl.List(pl.Int64))})
+
+    def by_hand(dtype, dims):
+        shapes = [shape for shape in (dims or []) if shape is not None and len(shape) >= 2]
+        return any(size % ALIGNMENT[dtype] for shape in shapes for size in shape[-2:] if size is not None)
+
+    expected = [by_hand(dtype, dims) for dtype, dims in ops.select("compute_dtype", "input_dims").iter_rows()]
+    assert _misaligned(ops).to_list() == expected == [False, True, False, True, False, False, True, False, True]

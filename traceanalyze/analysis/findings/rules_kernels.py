@@ -171,24 +171,20 @@ def gemm_alignment(inputs: FindingInputs) -> list[Finding]:
     if rows.is_empty() or not caps.tensor_cores:
         return []
     shapes = inputs.cpu_ops.select("op_id", "input_dims")
-    rows = rows.join(shapes, on="op_id", how="left")
-    misaligned = []
+    rows = rows.join(shapes, on="op_id", how="left", maintain_order="left")
     # longest kernel first (ties by op id), so that the example is the costliest op, the same on every run
-    ordered = rows.sort("duration_ns", "op_id", descending=[True, False], nulls_last=True)
-    for row in ordered.select("op_id", "compute_dtype", "input_dims").unique("op_id", maintain_order=True).iter_rows(named=True):
-        dims = [shape for shape in (row["input_dims"] or []) if shape is not None and len(shape) >= 2]
-        multiple = ALIGNMENT[row["compute_dtype"]]
-        sizes = sorted({size for shape in dims for size in shape[-2:]})
-        bad = [size for size in sizes if size % multiple]
-        if bad:
-            misaligned.append((row["op_id"], multiple, dims, bad))
-    if not misaligned:
+    ordered = (rows.sort("duration_ns", "op_id", descending=[True, False], nulls_last=True)
+               .select("op_id", "compute_dtype", "input_dims").unique("op_id", maintain_order=True))
+    ids = ordered.filter(_misaligned(ordered))["op_id"]
+    if ids.is_empty():
         return []
-    ids = [op_id for op_id, *_ in misaligned]
-    hit = rows.filter(pl.col("op_id").is_in(ids))
+    hit = rows.filter(pl.col("op_id").is_in(ids.implode()))
     total = int(hit["duration_ns"].sum())
     gain = float(hit["recoverable_ns"].fill_null(0).sum())
-    _, multiple, dims, bad = misaligned[0]
+    example = ordered.filter(pl.col("op_id") == ids[0]).row(0, named=True)
+    dims = [shape for shape in (example["input_dims"] or []) if shape is not None and len(shape) >= 2]
+    multiple = ALIGNMENT[example["compute_dtype"]]
+    bad = [size for size in sorted({size for shape in dims for size in shape[-2:] if size is not None}) if size % multiple]
     shape_text = " × ".join(str(list(shape)) for shape in dims)
     return [Finding(
         id="gemm-shape-alignment", regime="compute", title="GEMM dimensions the tensor cores must pad",
@@ -197,6 +193,22 @@ def gemm_alignment(inputs: FindingInputs) -> list[Finding]:
         action=f"pad the dimension to a multiple of {multiple} (vocabulary, hidden size, batch × sequence): e.g. "
                "`torch.nn.functional.pad` or choose sizes that are multiples of 64",
         gain_ns=gain, confidence="low", spans=spans_of(hit))]
+
+
+def _misaligned(ops: pl.DataFrame) -> pl.Series:
+    """Per op (`op_id, compute_dtype, input_dims`), whether one of the last two sizes of one of its
+    input shapes of two dimensions or more is no multiple of its format's (`ALIGNMENT`): computed
+    on the shapes, not per op in Python (a model repeats its GEMMs thousands of times)."""
+    multiple = pl.col("compute_dtype").replace_strict(ALIGNMENT, return_dtype=pl.Int64)
+    sizes = (
+        ops.select(pl.int_range(pl.len()).alias("_op"), multiple.alias("_multiple"), pl.col("input_dims").alias("_shape"))
+        .explode("_shape")
+        .filter(pl.col("_shape").list.len() >= 2)
+        .select("_op", "_multiple", pl.col("_shape").list.tail(2).alias("_size"))
+        .explode("_size")
+    )
+    bad = sizes.filter(pl.col("_size") % pl.col("_multiple") != 0)["_op"].unique()
+    return pl.int_range(ops.height, eager=True).is_in(bad.implode())
 
 
 def latency_bound(inputs: FindingInputs) -> list[Finding]:

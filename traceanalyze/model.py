@@ -14,7 +14,6 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.fields import arg_columns
-from traceanalyze.op_tree import OpTree
 from traceanalyze.scalar_columns import first_of_keys, join_keys, varying_keys
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "communication")
@@ -255,12 +254,6 @@ class Trace:
         """Per GPU op, the runtime row of its launch call (see `launch_rows`); computed once per
         trace, on first use."""
         return launch_rows(self)
-
-    @cached_property
-    def op_tree(self) -> OpTree:
-        """`cpu_ops`' parent links as row positions (`OpTree`); computed once per trace, on first
-        use, for every walk up the op tree."""
-        return OpTree.of(self.cpu_ops)
 
 
 LAUNCH_KINDS = ("launch", "graph_launch", "memcpy", "memset")

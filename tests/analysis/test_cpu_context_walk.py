@@ -11,7 +11,7 @@ import pytest
 
 from traceanalyze.analysis import cpu_context
 from traceanalyze.analysis.cpu_context import _native_walk, _walk_vectorised
-from traceanalyze.op_tree import OpTree
+from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.native import compiled
 
 _native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE is set",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from traceanalyze.op_tree import OpTree, positions_in
+from traceanalyze.analysis.op_tree import OpTree, positions_in
 
 #        10
 #       /  \

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.names import contains, starts_with
-from traceanalyze.op_tree import OpTree, positions_in
+from traceanalyze.analysis.op_tree import OpTree, positions_in
 from traceanalyze.model import Trace, latest_on_thread
 from traceanalyze.native import compiled, int64_array
 
@@ -38,7 +38,7 @@ def enclosing_ops(
     deepest accepted op enclosing the point first, whatever the selection.
 
     Each frame is `point_id, op_id` in the order of `points` (row for row). `tree`: `cpu_ops`' op
-    tree (`Trace.op_tree`) when the caller has it."""
+    tree (`OpTree.of(cpu_ops)`) when the caller has it."""
     ops = cpu_ops.select("rank", "op_id", "pid", "tid", "start_ns", "end_ns", "parent_id", "category", "name")
     # the walk runs on row positions of `points` (as `point_id`): its hits scatter back in place
     located = latest_on_thread(
@@ -151,15 +151,17 @@ def step_at(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     return points.select("point_id").with_columns(in_place(points.height, found["_row"], found["step"], "step"))
 
 
-def cpu_context(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+def cpu_context(points: pl.DataFrame, trace: Trace, tree: OpTree | None = None) -> pl.DataFrame:
     """For each point (`point_id, rank, pid, tid, time_ns`): the deepest `cpu_op` running on that
     thread, the innermost user annotation other than a ProfilerStep, and the step →
-    `point_id, cpu_op, cpu_op_id, annotation, step`."""
-    with_name = by_op_id(trace.cpu_ops.select("op_id", "name"), "op_id", trace.op_tree)
+    `point_id, cpu_op, cpu_op_id, annotation, step`. `tree`: the op tree of `trace.cpu_ops` when
+    the caller has it."""
+    tree = tree or OpTree.of(trace.cpu_ops)
+    with_name = by_op_id(trace.cpu_ops.select("op_id", "name"), "op_id", tree)
     op, annotation = (
         with_name(found)
         for found in enclosing_ops(points, trace.cpu_ops, [("cpu_op", None), ("user_annotation", r"^ProfilerStep#")],
-                                   trace.op_tree)
+                                   tree)
     )
     return pl.DataFrame({  # every part is in the order of `points`
         "point_id": points["point_id"], "cpu_op": op["name"], "cpu_op_id": op["op_id"],

@@ -12,6 +12,7 @@ from typing import Literal
 import polars as pl
 
 from traceanalyze.analysis.cpu_context import in_place, cpu_context
+from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.analysis.names import contains
 from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, covered_in_windows, union_intervals
 from traceanalyze.errors import ConfigError
@@ -111,7 +112,7 @@ def stream_summary(trace: Trace, *, window: Window = "activity") -> pl.DataFrame
     )
 
 
-def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
+def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None = None) -> pl.DataFrame:
     """Every maximal idle interval of each device's window, longest first, with its cause.
 
     Columns: `rank, device, start_ns, end_ns, duration_ns, share_of_window, cause, cpu_op,
@@ -171,7 +172,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity") -> pl.DataFrame:
     )
     # what the cause was read from goes before the CPU context is found (memory: 400 k gaps)
     gaps = gaps.select(*(name for name in _GAP_COLUMNS if name in gaps.columns), "window_start_ns", "window_end_ns")
-    context = cpu_context(points, trace).drop("point_id")  # in the order of `gaps`
+    context = cpu_context(points, trace, tree).drop("point_id")  # in the order of `gaps`
     del points
     return (
         gaps.hstack(context)

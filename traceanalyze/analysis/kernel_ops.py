@@ -11,17 +11,18 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.cpu_context import by_op_id, enclosing_ops, in_place
+from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.model import Trace, linked_gpu
 
 
 _LAUNCH_READ = ("launch_pid", "launch_tid", "launch_external_id")  # what finds the op, not kept
 
 
-def kernel_ops(trace: Trace) -> pl.DataFrame:
+def kernel_ops(trace: Trace, tree: OpTree | None = None) -> pl.DataFrame:
     """Every GPU op with its launching CPU op → the columns of `gpu` plus `gpu_op_id`,
     `launch_kind`, `launch_start_ns`, `op_id`, `op_name`, `op_source` (`aten`, `cpu_op`,
     `external_id`), `annotation` (innermost non-step user annotation at the launch) and
-    `no_op_reason`."""
+    `no_op_reason`. `tree`: the op tree of `trace.cpu_ops` when the caller has it."""
     linked = linked_gpu(trace, launch=("launch_kind", "launch_start_ns", *_LAUNCH_READ)).with_columns(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("gpu_op_id"))
     points = linked.filter(pl.col("launch_start_ns").is_not_null()).select(
@@ -30,8 +31,9 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
         pl.col("launch_start_ns").alias("time_ns"),
     )
     ops = trace.cpu_ops
+    tree = tree or OpTree.of(ops)
     aten, any_op, annotation = enclosing_ops(
-        points, ops, [("cpu_op", None, "aten::"), ("cpu_op", None), ("user_annotation", r"^ProfilerStep#")], trace.op_tree)
+        points, ops, [("cpu_op", None, "aten::"), ("cpu_op", None), ("user_annotation", r"^ProfilerStep#")], tree)
     # each of them is in the order of `points`
     # the op whose External id the launch carries, only for launches that no op encloses
     unenclosed = (
@@ -51,7 +53,7 @@ def kernel_ops(trace: Trace) -> pl.DataFrame:
         )
         .select(pl.col("gpu_op_id").alias("point_id"), "external_op_id")
     )
-    with_name = by_op_id(ops.select("op_id", "name"), "op_id", trace.op_tree)
+    with_name = by_op_id(ops.select("op_id", "name"), "op_id", tree)
     chosen = (
         points.select("point_id", aten["op_id"].alias("aten_op_id"), any_op["op_id"].alias("any_op_id"),
                       with_name(annotation)["name"].alias("annotation"))

@@ -20,7 +20,7 @@ from traceanalyze.analysis.costs.table import OP_COST_INPUTS, op_costs
 from traceanalyze.analysis.device_match import device_file_mismatches, matched_devices
 from traceanalyze.analysis.kernel_ops import kernel_ops
 from traceanalyze.analysis.names import contains, starts_with
-from traceanalyze.op_tree import OpTree
+from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.errors import ConfigError
 from traceanalyze.model import Trace
 from traceanalyze.scalar_columns import constants_as_scalars, varying_keys
@@ -105,7 +105,7 @@ def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
 
 
 def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
-                    choices: list[PeakChoice] | None = None) -> pl.DataFrame:
+                    choices: list[PeakChoice] | None = None, tree: OpTree | None = None) -> pl.DataFrame:
     """One row per GPU op → the `kernel_ops` columns (but `gpu_op_id`; `bytes` as `copy_bytes`)
     plus `cost_op_id`, `flops`, `bytes`, `cost_model`, `compute_dtype`, `tensor_core`,
     `helper_kernel`, `peak_flops_per_s`, `peak_bytes_per_s`, `intensity` (FLOP/byte),
@@ -113,11 +113,12 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
     fraction of the roof that binds it), `tf32_peak_flops_per_s`, `tf32_roof_fraction`,
     `ideal_ns`, `recoverable_ns`, `regime`, `roof` and `unmodeled_reason`. How each op's cost was
     split among its kernels (`COST_SPLIT_COLUMNS`) is not kept. `choices`: `choose_peaks(trace,
-    overrides)` when the caller has them already."""
-    ops = kernel_ops(trace).rename({"bytes": "copy_bytes"})
+    overrides)`, `tree`: the op tree of `trace.cpu_ops`, when the caller has them already."""
+    tree = tree or OpTree.of(trace.cpu_ops)
+    ops = kernel_ops(trace, tree).rename({"bytes": "copy_bytes"})
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
     costs = recover_costs(costs, trace.cpu_ops)
-    owners, costs = cost_owners(ops, trace.cpu_ops, costs, trace.op_tree)
+    owners, costs = cost_owners(ops, trace.cpu_ops, costs, tree)
     ops = ops.join(owners, on="op_id", how="left", maintain_order="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
     costs = costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"})
     kernels_per_op = (

@@ -131,7 +131,6 @@ def analysis_code() -> list[Path]:
     package = Path(model.__file__).parent
     report = package / "report"
     found = [*(package / "analysis").rglob("*.py"), package / "errors.py", package / "version.py",
-             package / "op_tree.py",
              *(report / name for name in ("model.py", "summaries.py", "units.py", "verdict.py", "escape.py", "blocks.py",
                                           "html_text.py", "results_cache.py", "chart_inputs.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())

@@ -28,7 +28,7 @@ def _regime_time_in(intervals: pl.DataFrame, bounds: pl.DataFrame) -> pl.DataFra
     """Exclusive time per regime in each window of `bounds` (`rank, device, window_start_ns,
     window_end_ns`, any other key columns; windows may overlap) → `bounds` plus a `<regime>_ns`
     column per regime: time(k) = |union of regimes ≤ k| − |union of regimes < k| (priority order)."""
-    priority = pl.col("regime").cast(pl.String).replace_strict(
+    priority = pl.col("regime").replace_strict(  # on the Enum itself: a String cast costs 4 times the lookup
         {name: k for k, name in enumerate(PRIORITY)}, default=None, return_dtype=pl.Int8)
     ranked = intervals.select(*DEVICE, "start_ns", "end_ns", priority.alias("_priority")).drop_nulls("_priority")
     columns = []

@@ -48,11 +48,11 @@ def rank_steps(trace: Trace, gaps: pl.DataFrame) -> pl.DataFrame:
         covered_in_windows(gpu, windows, DEVICE).alias("busy_ns"),
         covered_in_windows(gpu.filter(pl.col("kind") != "communication"), windows, DEVICE).alias("compute_ns"),
     )
-    gaps = gaps.select(*DEVICE, "start_ns", "end_ns", pl.col("cause").cast(pl.String))
+    gaps = gaps.select(*DEVICE, "start_ns", "end_ns", "cause")
     per_cause = [
         windows.select("_window", pl.lit(cause).alias("cause"),
                        covered_in_windows(gaps.filter(pl.col("cause") == cause), windows, DEVICE, disjoint=True).alias("ns"))
-        for cause in gaps["cause"].drop_nulls().unique().sort()
+        for cause in sorted(gaps["cause"].drop_nulls().unique().cast(pl.String).to_list())  # the causes, not each gap's, as text
     ]
     by_cause = (
         pl.concat(per_cause).filter(pl.col("ns") > 0)

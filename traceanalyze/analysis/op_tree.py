@@ -13,28 +13,18 @@ import polars as pl
 def positions_in(op_ids: pl.Series) -> Callable[[pl.Series], pl.Series]:
     """`locate(ids)`: the row position in `op_ids` (a `cpu_ops` column of unique ids) of each of
     `ids`, in their order, null where it is not there. A rank's ops have consecutive ids in order:
-    then a subtraction, else a join (which of the two is decided once, here). A `Positions`, so it
-    pickles with the trace that holds it."""
+    then a subtraction, else a join (which of the two is decided once, here)."""
     first = op_ids.min() if op_ids.len() else 0
     if op_ids.null_count() == 0 and bool((op_ids.diff().drop_nulls() == 1).all()):
-        return Positions(first=first, count=op_ids.len())
-    return Positions(table=op_ids.to_frame("op_id").with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_position")))
+        def by_offset(ids: pl.Series) -> pl.Series:
+            inside = (ids >= first) & (ids - first < op_ids.len())
+            return pl.select(pl.when(inside).then(ids - first)).to_series().cast(pl.Int64)
+        return by_offset
+    position = op_ids.to_frame("op_id").with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_position"))
 
-
-@dataclass(frozen=True)
-class Positions:
-    """`positions_in`'s lookup: by offset from `first` (ids consecutive), else by a join with
-    `table` (`op_id, _position`)."""
-
-    first: int = 0
-    count: int = 0
-    table: pl.DataFrame | None = None
-
-    def __call__(self, ids: pl.Series) -> pl.Series:
-        if self.table is not None:
-            return ids.to_frame("op_id").join(self.table, on="op_id", how="left", maintain_order="left")["_position"]
-        inside = (ids >= self.first) & (ids - self.first < self.count)
-        return pl.select(pl.when(inside).then(ids - self.first)).to_series().cast(pl.Int64)
+    def by_join(ids: pl.Series) -> pl.Series:
+        return ids.to_frame("op_id").join(position, on="op_id", how="left", maintain_order="left")["_position"]
+    return by_join
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,47 @@ def test_shape_arguments_numbered_by_text_decode_as_msgspec_decodes_them():
         assert check(chunk) is not None
 
 
+def test_a_chunk_without_shape_arguments_decodes_none():
+    """Ops recorded without shapes (no `Input Dims`, …: most traces): the scanner path takes its
+    shortcut (nothing to decode) and still gives msgspec's tables, null shape columns."""
+    events = [op() for _ in range(8)]
+    for event in events:
+        event["args"] = {"External id": 3}
+    fast = check(json.dumps(events).encode())
+    assert fast is not None
+    ops = fast.frames["cpu_ops"]
+    assert ops.height == 8
+    assert all(ops[column].null_count() == 8 for column in ("input_dims", "input_tensor_lists", "input_types",
+                                                           "input_strides", "concrete_inputs"))
+
+
+@pytest.mark.parametrize("texts", [
+    ['[[2, 3], [3]]', '[]', None],  # plain shapes
+    ['[[[1, 2], [3]], []]', '[[4]]', None],  # a TensorList: the separate decode
+    ['[[1, null]]', '[[2]]', None],  # refused by the Rust decode
+    ['[[1.0]]', '[[2]]', None],  # a float: decodes fast, could decode differently slowly (impure)
+    [None, None, None],
+])
+@pytest.mark.parametrize("concrete", [['["", "1"]', None, '["2"]'], ['["", "1"]', None, '[1]']])
+def test_shape_texts_decoded_in_one_query_as_separately(texts, concrete):
+    """`shapes._decoded_arguments` (one fused query where it can) gives what the separate decodes
+    give, column by column, with the same failure and purity flags."""
+    import polars as pl
+
+    from traceanalyze.load import shapes
+
+    frame = pl.DataFrame({"input_dims": texts, "input_types": ['["float", "int"]', None, '["x"]'],
+                          "input_strides": list(reversed(texts)), "concrete_inputs": concrete},
+                         schema={column: pl.String for column in shapes.TEXT_COLUMNS})
+    fused, fused_failed, fused_impure = shapes._decoded_arguments(frame)
+    separate, failed, impure = shapes._decoded_separately(frame)
+    assert (fused_failed, fused_impure) == (failed, impure)
+    if texts[0] == '[[2, 3], [3]]':
+        assert not any(failed.values())  # the one-query decode, no fallback
+    for column, values in separate.items():
+        assert fused[column].to_list() == values.to_list(), column
+
+
 @pytest.mark.parametrize("text", [
     # not for the scanner: msgspec decides (tables, the general path, or an error)
     json.dumps([kernel(ts=2**63)]),  # beyond int64

@@ -28,7 +28,7 @@ from traceanalyze.load import convert as conversions
 from traceanalyze.load import times as time_rules
 from traceanalyze.load.raw import finish_chunk
 from traceanalyze.load.shapes import InternedText
-from traceanalyze.native import compiled, int64_array
+from traceanalyze.native import compiled
 
 _native = compiled()
 
@@ -152,8 +152,7 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     events = _events_frame(scanned).with_row_index("seq").with_columns(pl.Series("table", codes))
     present = tuple(code for code in _distinct_codes(codes, chunk.FLOW + 1) if code != chunk.DROP)
     lookups = _Lookups.of(scanned, strings)
-    rows = events.lazy().filter(pl.col("table") == chunk.CPU_OP)
-    texts = _raw_texts(text, rows) if chunk.CPU_OP in present else ()
+    texts = _raw_texts(text, scanned["fields"], codes == chunk.CPU_OP) if chunk.CPU_OP in present else ()
     plans: dict[str, pl.LazyFrame] = {}
     names: dict[str, list[str]] = {}
     for code in present:
@@ -163,7 +162,7 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
         plans[name] = events.lazy().filter(pl.col("table") == code).select(read).select(columns)
         names[name] = lookups.names_of(codes == code)
     events_count = scanned["n"]
-    del events, rows
+    del events
     return finish_chunk(plans, texts, events_count, no_phase, names)
 
 
@@ -421,26 +420,21 @@ def _beyond_float(field: str) -> pl.Expr:
     return (_tag(field) == FLOAT) & (magnitude >= _EXACT_FLOAT_US) & (magnitude < _LARGEST_US)
 
 
-@functools.cache
-def _text_spans() -> tuple[pl.Expr, ...]:
-    """Where each shape argument's text lies in the chunk (offset and length; 0 when absent)."""
-    return tuple(
-        column
-        for key in _TEXT_KEYS
-        for column in (pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_offset")).alias(f"{key}_offset"),
-                       pl.when(_tag(key) == ABSENT).then(0).otherwise(pl.col(f"{key}_length")).alias(f"{key}_length"))
-    )
-
-
-def _raw_texts(text: bytes | memoryview, rows: pl.LazyFrame) -> tuple[InternedText, ...]:
-    """The shape arguments of the cpu_ops rows, numbered: per row the number of its text (-1
-    when absent), and only the distinct texts copied out of the chunk and decoded to `str` (as
-    `fast.joined_text` decodes them)."""
+def _raw_texts(text: bytes | memoryview, fields: dict[str, Any], rows: Any) -> tuple[InternedText, ...]:
+    """The shape arguments of the cpu_ops rows (`rows`: a mask of the events), numbered: per row
+    the number of its text (-1 when absent), and only the distinct texts copied out of the chunk
+    and decoded to `str` (as `fast.joined_text` decodes them)."""
     np = _numpy()
-    spans = rows.select(_text_spans()).collect(engine="in-memory")
     interned = []
     for key in _TEXT_KEYS:
-        offsets, lengths = int64_array(spans[f"{key}_offset"]), int64_array(spans[f"{key}_length"])
+        tags = np.frombuffer(fields[key][0], dtype=np.uint8)[rows]
+        present = tags != ABSENT
+        if not present.any():  # a trace recorded without shapes
+            interned.append(InternedText(ids=pl.Series("ids", np.full(tags.size, -1, dtype=np.int64)),
+                                         distinct=pl.Series([], dtype=pl.String)))
+            continue
+        offsets = np.where(present, np.frombuffer(fields[key][1], dtype=np.int64)[rows], 0)
+        lengths = np.where(present, np.frombuffer(fields[key][2], dtype=np.int64)[rows], 0)
         ids, firsts = _native.intern_spans(text, offsets, lengths)
         ids, firsts = np.frombuffer(ids, dtype=np.int64), np.frombuffer(firsts, dtype=np.int64)
         joined = _native.join_spans(text, offsets[firsts], lengths[firsts]).decode("utf-8", "replace")

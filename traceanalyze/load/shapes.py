@@ -151,27 +151,63 @@ class InternedText:
 
 def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series]) -> tuple[pl.DataFrame, ArgumentTexts]:
     """`decode_chunk_arguments` for a chunk whose shape columns hold the numbers of their texts
-    (`InternedText.ids`) and `distinct` the texts by number, per column: each distinct text is
-    decoded once, and each row takes its text's value. The same frame and `ArgumentTexts` as
-    `decode_chunk_arguments` gives for the texts themselves."""
+    (`InternedText.ids`, null where absent) and `distinct` the texts by number, per column: each
+    distinct text is decoded once, and each row takes its text's value (all rows in one query). The
+    same frame and `ArgumentTexts` as `decode_chunk_arguments` gives for the texts themselves. A
+    chunk without any shape argument (a trace recorded without shapes) decodes nothing."""
     keys = list(TEXT_COLUMNS)
+    if not any(len(distinct[column]) for column in keys):
+        nulls = (pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists"))
+        return (frame.with_columns(nulls).select(_CHUNK_CPU_COLUMNS),
+                ArgumentTexts(failed={column: False for column in keys}, texts={column: None for column in keys},
+                              height=frame.height))
     tallest = max(len(distinct[column]) for column in keys)
     padded = pl.DataFrame({column: pl.concat([distinct[column], pl.repeat(None, tallest - len(distinct[column]),
                                                                           dtype=pl.String, eager=True)])
                            for column in keys})  # columns of one height; a null decodes to null
     decoded, failed, impure = _decoded_arguments(padded)
-    ids = {column: frame[column] for column in keys}
-    by_row = {column: decoded[column].head(len(distinct[column])).gather(ids[column]) for column in keys}
-    by_row["input_tensor_lists"] = decoded["input_tensor_lists"].head(len(distinct["input_dims"])).gather(ids["input_dims"])
-    kept = {column: distinct[column].gather(ids[column]) if impure[column] and not failed[column] else None
+    kept = {column: distinct[column].gather(frame[column]) if impure[column] and not failed[column] else None
             for column in keys}
-    result = frame.with_columns(values.alias(column) for column, values in by_row.items())
+    by_row = [pl.lit(decoded[column]).gather(pl.col(column)).alias(column) for column in keys]
+    tensor_lists = decoded["input_tensor_lists"]
+    by_row.append(pl.lit(None, dtype=TENSOR_LISTS).alias("input_tensor_lists") if not tensor_lists.count()
+                  else pl.lit(tensor_lists).gather(pl.col("input_dims")).alias("input_tensor_lists"))
+    result = frame.with_columns(by_row)
     return result.select(_CHUNK_CPU_COLUMNS), ArgumentTexts(failed=failed, texts=kept, height=frame.height)
 
 
 def _decoded_arguments(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[str, bool], dict[str, bool]]:
     """The four shape texts of `frame` decoded → (column → decoded series, whether the column's fast
-    decode failed, whether a value of it could decode differently slowly). Plain values are
+    decode failed, whether a value of it could decode differently slowly). Most chunks' texts
+    decode in Rust in one query (the four decodes, whether any value holds a TensorList, whether
+    any is impure); the rest as `_decoded_separately` does."""
+    if not frame.height:  # the flags below are aggregates, broadcast to the frame's height
+        return _decoded_separately(frame)
+    try:
+        fused = frame.select(
+            *(pl.col(column).str.json_decode(dtype) for column, dtype, _ in _ARGUMENTS),
+            *(_impure(column, pattern).alias(f"_impure_{column}") for column, _, pattern in _ARGUMENTS),
+            pl.any_horizontal(pl.col(column).str.contains("[[[", literal=True).fill_null(False).any()
+                              for column, dtype, _ in _ARGUMENTS if dtype == SHAPES).alias("_nested"),
+        )
+    except pl.exceptions.PolarsError:  # a value the Rust decode refuses
+        return _decoded_separately(frame)
+    if fused["_nested"][0]:
+        return _decoded_separately(frame)
+    decoded = {column: fused[column] for column, _, _ in _ARGUMENTS}
+    decoded["input_tensor_lists"] = pl.repeat(None, frame.height, dtype=TENSOR_LISTS, eager=True)
+    return (decoded, {column: False for column, _, _ in _ARGUMENTS},
+            {column: bool(fused[f"_impure_{column}"][0]) for column, _, _ in _ARGUMENTS})
+
+
+def _impure(column: str, pattern: str) -> pl.Expr:
+    """Whether a value of `column` could decode differently slowly (`_PURE_SHAPES`, `_PURE_STRINGS`)."""
+    return (pl.col(column).is_not_null() & ~pl.col(column).str.contains(pattern)).any()
+
+
+def _decoded_separately(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[str, bool], dict[str, bool]]:
+    """`_decoded_arguments` of texts among which a value holds a TensorList or defeats the Rust
+    decode. Plain values are
     decoded in Rust, the four decodes side by side in one select; values holding a TensorList
     (`[[[`) always, and a whole column when any of its values defeats the Rust decode, take the
     slow path (msgspec, per value)."""
@@ -195,10 +231,7 @@ def _decoded_arguments(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[
             except pl.exceptions.PolarsError:
                 failed[column] = True
                 decoded[column] = _slowly(plain[column], dtype)
-    impure = texts.select(
-        (pl.col(column).is_not_null() & ~pl.col(column).str.contains(pattern)).any()
-        for column, _, pattern in _ARGUMENTS
-    ).row(0)
+    impure = texts.select(_impure(column, pattern) for column, _, pattern in _ARGUMENTS).row(0)
     input_dims, input_tensor_lists = _with_nested(frame["input_dims"], decoded["input_dims"], nested["input_dims"])
     input_strides, _ = _with_nested(frame["input_strides"], decoded["input_strides"], nested["input_strides"])
     result = {

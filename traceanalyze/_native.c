@@ -88,8 +88,10 @@ typedef struct {
 } Distinct;
 
 typedef struct {
-    double *target;
+    double *target; /* in a column's b values */
     Py_ssize_t start, len;
+    int column; /* where target is, while the columns grow (`grow`) */
+    Py_ssize_t row;
 } Deferred;
 
 typedef struct {
@@ -112,6 +114,7 @@ typedef struct {
     const char *passed[MAX_PASSED]; /* categories whose events' details are passed over */
     Py_ssize_t passed_len[MAX_PASSED];
     int n_passed;
+    PyThreadState *released; /* while the scan runs without the GIL: taken back to grow */
 } Scanner;
 
 static inline uint64_t load8(const unsigned char *p) {
@@ -173,20 +176,55 @@ static void release(Scanner *s) {
     Py_XDECREF(s->strings);
 }
 
-/* How many '{' open an item of an array (the last other than whitespace before it is '[' or ','):
- * every event does, and nested "args" objects (after ':') do not, so the columns are sized for
- * about the events, not twice as many. Linear: each run of whitespace is walked back once, by the
- * brace that ends it. */
-static Py_ssize_t count_item_braces(const unsigned char *t, Py_ssize_t n) {
-    Py_ssize_t count = 0;
-    const unsigned char *p = t, *end = t + n;
-    while (p < end && (p = memchr(p, '{', (size_t)(end - p))) != NULL) {
-        const unsigned char *q = p;
-        while (q > t && (q[-1] == ' ' || q[-1] == '\n' || q[-1] == '\r' || q[-1] == '\t')) q--;
-        if (q == t || q[-1] == '[' || q[-1] == ',') count++;
-        p++;
+/* Rows to start with: one per 160 bytes of text (Kineto writes 200 to 600 per event); the
+ * columns grow when a chunk holds more (`grow`), and are shrunk to their rows at the end. */
+static Py_ssize_t first_capacity(Py_ssize_t size) {
+    return size / 160 + 256;
+}
+
+/* Every column twice as long, its new rows' tags absent. Called during the scan, without the
+ * GIL: takes it back to resize the bytes objects (a resize of a large one moves no data: the
+ * allocator remaps it), and points the floats deferred so far into the moved columns. */
+static int grow(Scanner *s) {
+    Py_ssize_t old = s->capacity, capacity = 2 * old;
+    int status = OK;
+    PyEval_RestoreThread(s->released);
+    for (Py_ssize_t i = 0; i < s->n_deferred; i++) { /* each deferred float's column and row */
+        Deferred *d = &s->deferred[i];
+        for (int c = 0; c < s->n_columns; c++) {
+            Column *col = &s->columns[c];
+            if (col->b && (int64_t *)d->target >= col->b && (int64_t *)d->target < col->b + old) {
+                d->column = c;
+                d->row = (int64_t *)d->target - col->b;
+                break;
+            }
+        }
     }
-    return count;
+    for (int i = 0; i < s->n_columns && status == OK; i++) {
+        Column *col = &s->columns[i];
+        int count = column_arrays(col, i == N_TOP);
+        for (int k = 0; k <= count; k++) {
+            if (_PyBytes_Resize(&col->values[k], k ? capacity * (Py_ssize_t)sizeof(int64_t) : capacity)) {
+                status = NOMEM;
+                break;
+            }
+        }
+        if (status != OK) break;
+        col->tag = (uint8_t *)PyBytes_AS_STRING(col->values[0]);
+        col->a = count > 0 ? (int64_t *)PyBytes_AS_STRING(col->values[1]) : NULL;
+        col->b = col->shared ? col->a : count > 1 ? (int64_t *)PyBytes_AS_STRING(col->values[2]) : NULL;
+        col->c = count > 2 ? (int64_t *)PyBytes_AS_STRING(col->values[3]) : NULL;
+        memset(col->tag + old, TAG_ABSENT, (size_t)(capacity - old));
+    }
+    if (status == OK) {
+        for (Py_ssize_t i = 0; i < s->n_deferred; i++) {
+            Deferred *d = &s->deferred[i];
+            d->target = (double *)&s->columns[d->column].b[d->row];
+        }
+        s->capacity = capacity;
+    }
+    s->released = PyEval_SaveThread();
+    return status;
 }
 
 
@@ -347,7 +385,7 @@ static int defer(Scanner *s, double *target, Py_ssize_t start, Py_ssize_t len) {
         s->deferred = grown;
         s->deferred_capacity = capacity;
     }
-    s->deferred[s->n_deferred++] = (Deferred){target, start, len};
+    s->deferred[s->n_deferred++] = (Deferred){target, start, len, 0, 0};
     return OK;
 }
 
@@ -895,7 +933,7 @@ static int scan_event(Scanner *s, Py_ssize_t row) {
 
 static int scan_array(Scanner *s) {
     /* every field absent until an event gives it: one pass over each tag column, not a store
-     * into every column per event */
+     * into every column per event (`grow` does the same for the rows it adds) */
     for (int i = 0; i < s->n_columns; i++) memset(s->columns[i].tag, TAG_ABSENT, (size_t)s->capacity);
     skip_space(s);
     if (s->pos >= s->size || s->text[s->pos] != '[') return DELEGATE;
@@ -906,7 +944,7 @@ static int scan_array(Scanner *s) {
         s->pos++;
     } else {
         for (;;) {
-            if (s->rows == s->capacity) return DELEGATE; /* cannot happen: one '{' per event */
+            if (s->rows == s->capacity && (status = grow(s))) return status;
             Py_ssize_t row = s->rows;
             if ((status = scan_event(s, row))) return status;
             s->rows++;
@@ -1013,16 +1051,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     s.slots = malloc(s.n_slots * sizeof(Slot));
     if (!s.slots) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t k = 0; k < s.n_slots; k++) s.slots[k].code = -1;
-    Py_ssize_t braces;
-    Py_BEGIN_ALLOW_THREADS /* a pass over the whole chunk: other threads run meanwhile */
-    braces = count_item_braces(s.text, s.size);
-    Py_END_ALLOW_THREADS
-    int status = allocate(&s, braces + 1);
+    int status = allocate(&s, first_capacity(s.size));
     if (status == OK) {
-        /* the scan touches no Python object: other threads decode other chunks meanwhile */
-        Py_BEGIN_ALLOW_THREADS
+        /* the scan touches no Python object (but to grow the columns): other threads decode
+         * other chunks meanwhile */
+        s.released = PyEval_SaveThread();
         status = scan_array(&s);
-        Py_END_ALLOW_THREADS
+        PyEval_RestoreThread(s.released);
     }
     if (status == OK) status = make_strings(&s);
     if (status == OK) status = parse_deferred(&s);

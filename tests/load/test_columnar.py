@@ -123,8 +123,7 @@ def op(**args) -> dict:
     json.dumps([{"ph": "M", "name": "process_name", "args": {"name": "x", "nested": {"a": [1, {"b": [[]]}]}}}]),
     '[{"a":1e999,"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"x":-1e999}}]',  # never read: no error
     '[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"correlation":[[],{"s":1.7976931348632317e+308}]}]',
-    # events apart by tabs, CR LF and a comma on its own line; objects in arrays inside args (the
-    # scanner sizes its columns by the braces that open an array item)
+    # events apart by tabs, CR LF and a comma on its own line; objects in arrays inside args
     '[\r\n\t{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"l":[{"a":1},{"b":[{}]}]}}\r\n\t,\r\n\t'
     '{"ph":"X","cat":"kernel","name":"j","ts":2,"dur":1} , {"ph":"i","name":"}, {","ts":3}]',
 ])
@@ -176,6 +175,22 @@ def test_shape_arguments_numbered_by_text_decode_as_msgspec_decodes_them():
     spaced = text.replace(b"[[2, 3], [3, 4]]", b"[[2,3],[3,4]]", 5)  # the same value, other bytes
     for chunk in (text, spaced):
         assert check(chunk) is not None
+
+
+def test_columns_grow_for_a_chunk_of_many_small_events():
+    """The scanner starts with a row per 160 bytes and grows its columns when a chunk holds more
+    events (compact JSON, short names): the floats it parses after the scan (more digits than a
+    double's fast path takes) land in the right rows after the columns have moved."""
+    def ts(i: int) -> str:
+        return f"{i}.1234567890123456789" if i % 7 == 0 else str(i)  # 23 digits: parsed after the scan
+
+    events = [f'{{"ph":"X","cat":"kernel","name":"k","ts":{ts(i)},"dur":1}}' for i in range(3000)]
+    text = ("[" + ",".join(events) + "]").encode()
+    assert len(text) / len(events) < 80  # more events than the first capacity: the columns grow
+    fast = check(text)
+    assert fast is not None
+    starts = fast.frames["gpu"]["start_ns"].to_list()
+    assert starts == [i * 1000 + (123 if i % 7 == 0 else 0) for i in range(3000)]
 
 
 def test_a_chunk_without_shape_arguments_decodes_none():

@@ -86,6 +86,10 @@ def fuzz(chunk, data):
 
 # found by this fuzz: a float just beyond double's range, inside a field nobody reads
 check(b'[{"correlation": [[], {"shared memory": 1.7976931348632317e+308}]}]')
+# more events than the columns' first capacity: they grow, with floats parsed after the scan
+many = b",".join(b'{"ph":"X","cat":"kernel","name":"k","ts":%d.1234567890123456789,"dur":1}' % i for i in range(3000))
+check(b"[" + many + b"]")
+assert _native.scan(b"[" + many + b"]", ARG_KEYS)["n"] == 3000
 fuzz()
 print("fuzzed")
 '''

@@ -12,12 +12,17 @@
  * key, nesting deeper than 512, ...) it returns None and the caller decodes the chunk with
  * msgspec as before. So it only has to be right about what it accepts.
  *
- * scan(text: bytes, arg_keys: tuple[tuple[bytes, int], ...], passed: tuple[bytes, ...] = ()) -> dict | None
+ * scan(text: bytes, arg_keys: tuple[tuple[bytes, int], ...], passed: tuple[bytes, ...] = (),
+ *      dropped: tuple[int, ...] = ()) -> dict | None
  *   arg_keys: (JSON key, kind) with kind 0 = scalar, 1 = list of 3 integers, 2 = raw JSON text.
  *   passed: categories (as written, at most 8) no table reads: an event of one of them has the
  *   members after its `cat` validated and tagged, but its name is no string (a = -1) and its
  *   args' keys are not read (python_function events: half of many traces).
- *   Returns {"n": events, "strings": [distinct str], "fields": {name: (tag, a, b[, c])}} where
+ *   dropped: per top-level field, then `args` (9 masks), the tags (bit 1 << tag) an event of a
+ *   passed category may have: such an event whose every tag is allowed gets no row at all (the
+ *   table it would have gone to is none); any other keeps its row, for the caller to judge.
+ *   Returns {"n": rows, "events": events, "seq": each row's event number (int64 bytes),
+ *   "strings": [distinct str], "fields": {name: (tag, a, b[, c])}} where
  *   each column is a bytes object of n values: tag uint8 (see TAG_*), then for a scalar a = int64
  *   (the integer, the string's index in `strings`, 0/1 for a bool, or for a float its exact ns
  *   when read as µs, INT64_MIN when not exact: see `decimal_ns`) and b = float64; for a
@@ -115,6 +120,13 @@ typedef struct {
     Py_ssize_t passed_len[MAX_PASSED];
     int n_passed;
     PyThreadState *released; /* while the scan runs without the GIL: taken back to grow */
+    PyObject *seq_bytes; /* each row's event number (int64) */
+    int64_t *seq;
+    Py_ssize_t events; /* scanned so far, rows or not */
+    int event_passed; /* the event just scanned is of a passed category */
+    int drops; /* whether `dropped` was given */
+    uint16_t dropped[N_TOP + 1]; /* the tags allowed, per top-level field and args, to drop a row */
+    double discard; /* where a dropped event's deferred float goes (still parsed: validated) */
 } Scanner;
 
 static inline uint64_t load8(const unsigned char *p) {
@@ -162,6 +174,9 @@ static int allocate(Scanner *s, Py_ssize_t capacity) {
         col->b = col->shared ? col->a : count > 1 ? (int64_t *)PyBytes_AS_STRING(col->values[2]) : NULL;
         col->c = count > 2 ? (int64_t *)PyBytes_AS_STRING(col->values[3]) : NULL;
     }
+    s->seq_bytes = PyBytes_FromStringAndSize(NULL, capacity * (Py_ssize_t)sizeof(int64_t));
+    if (!s->seq_bytes) return NOMEM;
+    s->seq = (int64_t *)PyBytes_AS_STRING(s->seq_bytes);
     s->capacity = capacity;
     return OK;
 }
@@ -169,6 +184,7 @@ static int allocate(Scanner *s, Py_ssize_t capacity) {
 static void release(Scanner *s) {
     for (int i = 0; i < s->n_columns; i++)
         for (int k = 0; k < 4; k++) Py_CLEAR(s->columns[i].values[k]);
+    Py_CLEAR(s->seq_bytes);
     free(s->slots);
     free(s->distinct);
     free(s->deferred);
@@ -191,6 +207,7 @@ static int grow(Scanner *s) {
     PyEval_RestoreThread(s->released);
     for (Py_ssize_t i = 0; i < s->n_deferred; i++) { /* each deferred float's column and row */
         Deferred *d = &s->deferred[i];
+        d->column = -1; /* a dropped event's: `discard` */
         for (int c = 0; c < s->n_columns; c++) {
             Column *col = &s->columns[c];
             if (col->b && (int64_t *)d->target >= col->b && (int64_t *)d->target < col->b + old) {
@@ -216,10 +233,12 @@ static int grow(Scanner *s) {
         col->c = count > 2 ? (int64_t *)PyBytes_AS_STRING(col->values[3]) : NULL;
         memset(col->tag + old, TAG_ABSENT, (size_t)(capacity - old));
     }
+    if (status == OK && _PyBytes_Resize(&s->seq_bytes, capacity * (Py_ssize_t)sizeof(int64_t))) status = NOMEM;
     if (status == OK) {
+        s->seq = (int64_t *)PyBytes_AS_STRING(s->seq_bytes);
         for (Py_ssize_t i = 0; i < s->n_deferred; i++) {
             Deferred *d = &s->deferred[i];
-            d->target = (double *)&s->columns[d->column].b[d->row];
+            if (d->column >= 0) d->target = (double *)&s->columns[d->column].b[d->row];
         }
         s->capacity = capacity;
     }
@@ -901,6 +920,7 @@ static int scan_members(Scanner *s, Py_ssize_t row, const int16_t *slots, int to
         if (status) return status;
         if (item_end(s, '}', &more)) return DELEGATE;
     }
+    if (top_level) s->event_passed = passed;
     return OK;
 }
 
@@ -926,9 +946,19 @@ static int scan_args(Scanner *s, Py_ssize_t row, int passed) {
 }
 
 static int scan_event(Scanner *s, Py_ssize_t row) {
+    s->event_passed = 0;
     skip_space(s);
     if (s->pos >= s->size || s->text[s->pos] != '{') return DELEGATE; /* not an object */
     return scan_members(s, row, s->top_slots, 1);
+}
+
+/* Whether an event of a passed category may go without a row: each top-level field's tag and
+ * its args' among those `dropped` allows (its args' keys were not read). */
+static int droppable(const Scanner *s, Py_ssize_t row) {
+    if (!s->drops) return 0;
+    for (int i = 0; i <= N_TOP; i++)
+        if (!(s->dropped[i] >> s->columns[i].tag[row] & 1)) return 0;
+    return 1;
 }
 
 static int scan_array(Scanner *s) {
@@ -945,9 +975,16 @@ static int scan_array(Scanner *s) {
     } else {
         for (;;) {
             if (s->rows == s->capacity && (status = grow(s))) return status;
-            Py_ssize_t row = s->rows;
+            Py_ssize_t row = s->rows, deferred = s->n_deferred;
             if ((status = scan_event(s, row))) return status;
-            s->rows++;
+            if (s->event_passed && droppable(s, row)) {
+                for (int i = 0; i < s->n_columns; i++) s->columns[i].tag[row] = TAG_ABSENT; /* the row is free again */
+                for (Py_ssize_t i = deferred; i < s->n_deferred; i++) s->deferred[i].target = &s->discard;
+            } else {
+                s->seq[row] = s->events;
+                s->rows++;
+            }
+            s->events++;
             int more;
             if (item_end(s, ']', &more)) return DELEGATE;
             if (!more) break;
@@ -986,7 +1023,9 @@ static PyObject *result(Scanner *s) {
         Py_DECREF(columns);
         if (failed) goto done;
     }
-    out = Py_BuildValue("{s:n,s:O,s:O}", "n", s->rows, "strings", s->strings, "fields", fields);
+    if (_PyBytes_Resize(&s->seq_bytes, s->rows * (Py_ssize_t)sizeof(int64_t))) goto done;
+    out = Py_BuildValue("{s:n,s:n,s:O,s:O,s:O}", "n", s->rows, "events", s->events, "seq", s->seq_bytes,
+                        "strings", s->strings, "fields", fields);
 done:
     Py_DECREF(fields);
     return out;
@@ -994,8 +1033,9 @@ done:
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer text;
-    PyObject *keys, *passed = NULL;
-    if (!PyArg_ParseTuple(args, "y*O!|O!:scan", &text, &PyTuple_Type, &keys, &PyTuple_Type, &passed)) return NULL;
+    PyObject *keys, *passed = NULL, *dropped = NULL;
+    if (!PyArg_ParseTuple(args, "y*O!|O!O!:scan", &text, &PyTuple_Type, &keys, &PyTuple_Type, &passed,
+                          &PyTuple_Type, &dropped)) return NULL;
     Scanner s;
     memset(&s, 0, sizeof s);
     s.text = text.buf;
@@ -1009,6 +1049,18 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (passed && PyTuple_GET_SIZE(passed) > MAX_PASSED) {
         PyErr_SetString(PyExc_ValueError, "too many categories passed over");
         goto done;
+    }
+    if (dropped && PyTuple_GET_SIZE(dropped)) {
+        if (PyTuple_GET_SIZE(dropped) != N_TOP + 1) {
+            PyErr_SetString(PyExc_ValueError, "dropped: one mask per top-level field and args");
+            goto done;
+        }
+        for (int i = 0; i <= N_TOP; i++) {
+            long mask = PyLong_AsLong(PyTuple_GET_ITEM(dropped, i));
+            if (mask == -1 && PyErr_Occurred()) goto done;
+            s.dropped[i] = (uint16_t)(mask & 0x1FF);
+        }
+        s.drops = 1;
     }
     for (Py_ssize_t i = 0; passed && i < PyTuple_GET_SIZE(passed); i++) {
         PyObject *item = PyTuple_GET_ITEM(passed, i);
@@ -1221,5 +1273,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     /* a float's `a` holds its exact ns (`decimal_ns`): what columnar.py checks before reading it */
     if (m && PyModule_AddIntConstant(m, "EXACT_FLOAT_NS", 1) < 0) { Py_DECREF(m); return NULL; }
     if (m && PyModule_AddIntConstant(m, "PASSES_CATEGORIES", 1) < 0) { Py_DECREF(m); return NULL; }
+    if (m && PyModule_AddIntConstant(m, "DROPS_PASSED", 1) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

@@ -404,3 +404,36 @@ def test_python_event_names_are_not_made_strings():
     assert scanned is not None and not any(s.startswith("frame") for s in scanned["strings"])
     assert "aten::mm" in scanned["strings"]
     assert any(s.startswith("frame") for s in _native.scan(text, columnar.ARG_KEYS)["strings"])
+
+
+def test_python_events_passed_over_get_no_row():
+    """With the tags they may have (`columnar._passed_over`), the scanner gives the events of a
+    category passed over no row: the rows left are the others', each with its event number, and
+    the events are all counted. An event whose tags some table's decode would refuse keeps its row
+    (the caller then lets msgspec decide)."""
+    from traceanalyze import _native
+
+    events = [python_event(), op(), python_event(ts=2.5), kernel(), python_event(name=None, args=None), op()]
+    text = json.dumps(events).encode()
+    scanned = _native.scan(text, columnar.ARG_KEYS, *columnar._passed_over(False))
+    assert (scanned["n"], scanned["events"]) == (3, 6)
+    assert list(struct.unpack("<3q", scanned["seq"])) == [1, 3, 5]
+    assert check(text) is not None
+    refused = json.dumps([python_event(), python_event(ts="3"), op()]).encode()
+    scanned = _native.scan(refused, columnar.ARG_KEYS, *columnar._passed_over(False))
+    assert (scanned["n"], scanned["events"]) == (2, 3)
+    assert check(refused) is None
+    kept = _native.scan(text, columnar.ARG_KEYS, *columnar._passed_over(True))
+    assert kept["n"] == 6
+
+
+@pytest.mark.parametrize("text", [
+    # the event numbers of skipped rows and of events without a phase count the dropped events
+    json.dumps([python_event(), python_event(), {**op(), "dur": None}, python_event(), kernel(ts=None)]),
+    json.dumps([python_event(), python_event(), {k: v for k, v in op().items() if k != "ph"}, kernel()]),
+    # floats parsed after the scan, in a dropped event and in a row after it
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1.1234567890123456789012,"dur":1},'
+    '{"ph":"X","cat":"kernel","name":"k","ts":2.1234567890123456789012,"dur":1}]',
+])
+def test_event_numbers_count_the_events_without_rows(text):
+    assert check(text.encode()) is not None

@@ -396,6 +396,11 @@ class EventChunks:
         """The chunks' events as JSON text without the enclosing brackets, cut but not decoded;
         each as the parts to join (the rest of the last block, the head of this one)."""
         blocks, header, data, _ = self._open()
+        if len(data) >= self.block_size // 2:  # the first chunk from the first block: decoding starts a block sooner
+            found = _boundary(data, len(data))
+            if found is not None:
+                yield (memoryview(data)[:found[0] + 1],)
+                data = data[found[1]:]
         for block, self.position in blocks:
             self.size += len(block)
             if len(data) + len(block) >= self.block_size:

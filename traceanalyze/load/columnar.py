@@ -75,13 +75,23 @@ def chunk_tables(text: bytes | memoryview, include_python: bool) -> chunk.ChunkT
 
 
 @functools.cache
-def _passed_over(include_python: bool) -> tuple[tuple[bytes, ...], ...]:
-    """The scanner's third argument: the categories whose events no table reads (as written), so
-    that their names and args are validated, not read (`python_function` unless kept: half the
-    events of many traces); none for a scanner built before it could."""
+def _passed_over(include_python: bool) -> tuple[tuple[Any, ...], ...]:
+    """The scanner's arguments after the keys: the categories whose events no table reads (as
+    written), so that their names and args are validated, not read (`python_function` unless
+    kept: half the events of many traces); and the tags such an event may have (per field, as
+    `_type_rules` allows them for no table) for it to get no row at all. None for a scanner built
+    before it could."""
     if not getattr(_native, "PASSES_CATEGORIES", 0):
         return ()
-    return (tuple(c.encode() for c in sorted(classify.PYTHON_CATEGORIES) if chunk.route(c, include_python) == chunk.DROP),)
+    passed = tuple(c.encode() for c in sorted(classify.PYTHON_CATEGORIES) if chunk.route(c, include_python) == chunk.DROP)
+    if not getattr(_native, "DROPS_PASSED", 0):
+        return (passed,)
+    every_tag = (1 << _TAGS) - 1
+    allowed = tuple(~_type_rules()[field] >> (chunk.DROP * _TAGS) & every_tag for field in _SCANNED_ORDER)
+    return passed, allowed
+
+
+_SCANNED_ORDER = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")  # the scanner's top-level columns
 
 
 def scan(text: bytes | memoryview) -> dict[str, Any] | None:
@@ -149,7 +159,10 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     strings: list[str] = scanned["strings"]
     codes, no_phase = _table_codes(scanned, strings, include_python)
     _check(scanned, codes)
-    events = _events_frame(scanned).with_row_index("seq").with_columns(pl.Series("table", codes))
+    seq = _event_numbers(scanned)
+    if no_phase is not None:  # its first row → that row's event
+        no_phase = (no_phase[0], int(seq[no_phase[1]]))
+    events = _events_frame(scanned).with_columns(pl.Series("seq", seq), pl.Series("table", codes))
     present = tuple(code for code in _distinct_codes(codes, chunk.FLOW + 1) if code != chunk.DROP)
     lookups = _Lookups.of(scanned, strings)
     texts = _raw_texts(text, scanned["fields"], codes == chunk.CPU_OP) if chunk.CPU_OP in present else ()
@@ -161,9 +174,18 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
         read = sorted({column for expr in columns for column in expr.meta.root_names()})
         plans[name] = events.lazy().filter(pl.col("table") == code).select(read).select(columns)
         names[name] = lookups.names_of(codes == code)
-    events_count = scanned["n"]
+    events_count = scanned.get("events", scanned["n"])
     del events
     return finish_chunk(plans, texts, events_count, no_phase, names)
+
+
+def _event_numbers(scanned: dict[str, Any]) -> Any:
+    """Each row's event number in the chunk: the scanner gives no row to the events it drops (of
+    a category passed over, `_passed_over`)."""
+    np = _numpy()
+    if "seq" in scanned:
+        return np.frombuffer(scanned["seq"], dtype=np.int64)
+    return np.arange(scanned["n"], dtype=np.int64)  # a scanner built before it dropped any
 
 
 def _check(scanned: dict[str, Any], codes: Any) -> None:

@@ -13,7 +13,7 @@
  * msgspec as before. So it only has to be right about what it accepts.
  *
  * scan(text: bytes, arg_keys: tuple[tuple[bytes, int], ...], passed: tuple[bytes, ...] = (),
- *      dropped: tuple[int, ...] = ()) -> dict | None
+ *      dropped: tuple[int, ...] = (), bare: bool = False) -> dict | None
  *   arg_keys: (JSON key, kind) with kind 0 = scalar, 1 = list of 3 integers, 2 = raw JSON text.
  *   passed: categories (as written, at most 8) no table reads: an event of one of them has the
  *   members after its `cat` validated and tagged, but its name is no string (a = -1) and its
@@ -21,6 +21,7 @@
  *   dropped: per top-level field, then `args` (9 masks), the tags (bit 1 << tag) an event of a
  *   passed category may have: such an event whose every tag is allowed gets no row at all (the
  *   table it would have gone to is none); any other keeps its row, for the caller to judge.
+ *   bare: the text holds the array's items without its brackets (`event, …`, or nothing).
  *   Returns {"n": rows, "events": events, "seq": each row's event number (int64 bytes),
  *   "strings": [distinct str], "fields": {name: (tag, a, b[, c])}} where
  *   each column is a bytes object of n values: tag uint8 (see TAG_*), then for a scalar a = int64
@@ -35,6 +36,9 @@
  * join_spans(text: bytes, offsets: bytes, lengths: bytes) -> bytes
  *   The raw texts at the given int64 offsets and lengths joined with NUL (a length of -1 or 0
  *   gives an empty text): the shape arguments of a table, split again by polars.
+ *
+ * uninitialized(n: int) -> bytearray
+ *   n bytes whose values are not set (what is read into them sets them).
  *
  * intern_spans(text: bytes, offsets: bytes, lengths: bytes) -> (ids: bytes, firsts: bytes)
  *   Numbers the distinct raw texts at the given int64 offsets and lengths, in order of first
@@ -961,33 +965,48 @@ static int droppable(const Scanner *s, Py_ssize_t row) {
     return 1;
 }
 
-static int scan_array(Scanner *s) {
+/* One event of the array into the next row (none for an event `droppable`). */
+static int scan_item(Scanner *s) {
+    int status;
+    if (s->rows == s->capacity && (status = grow(s))) return status;
+    Py_ssize_t row = s->rows, deferred = s->n_deferred;
+    if ((status = scan_event(s, row))) return status;
+    if (s->event_passed && droppable(s, row)) {
+        for (int i = 0; i < s->n_columns; i++) s->columns[i].tag[row] = TAG_ABSENT; /* the row is free again */
+        for (Py_ssize_t i = deferred; i < s->n_deferred; i++) s->deferred[i].target = &s->discard;
+    } else {
+        s->seq[row] = s->events;
+        s->rows++;
+    }
+    s->events++;
+    return OK;
+}
+
+static int scan_array(Scanner *s, int bare) {
     /* every field absent until an event gives it: one pass over each tag column, not a store
      * into every column per event (`grow` does the same for the rows it adds) */
     for (int i = 0; i < s->n_columns; i++) memset(s->columns[i].tag, TAG_ABSENT, (size_t)s->capacity);
     skip_space(s);
+    int status, more = 1;
+    if (bare) { /* the items without the brackets: events apart by commas, up to the end */
+        if (s->pos >= s->size) return OK;
+        for (;;) {
+            if ((status = scan_item(s))) return status;
+            skip_space(s);
+            if (s->pos >= s->size) return OK;
+            if (s->text[s->pos] != ',') return DELEGATE;
+            s->pos++;
+        }
+    }
     if (s->pos >= s->size || s->text[s->pos] != '[') return DELEGATE;
     s->pos++;
     skip_space(s);
-    int status;
     if (s->pos < s->size && s->text[s->pos] == ']') {
         s->pos++;
     } else {
-        for (;;) {
-            if (s->rows == s->capacity && (status = grow(s))) return status;
-            Py_ssize_t row = s->rows, deferred = s->n_deferred;
-            if ((status = scan_event(s, row))) return status;
-            if (s->event_passed && droppable(s, row)) {
-                for (int i = 0; i < s->n_columns; i++) s->columns[i].tag[row] = TAG_ABSENT; /* the row is free again */
-                for (Py_ssize_t i = deferred; i < s->n_deferred; i++) s->deferred[i].target = &s->discard;
-            } else {
-                s->seq[row] = s->events;
-                s->rows++;
-            }
-            s->events++;
-            int more;
+        while (more) {
+            if ((status = scan_item(s))) return status;
             if (item_end(s, ']', &more)) return DELEGATE;
-            if (!more) break;
         }
     }
     skip_space(s);
@@ -1034,8 +1053,9 @@ done:
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer text;
     PyObject *keys, *passed = NULL, *dropped = NULL;
-    if (!PyArg_ParseTuple(args, "y*O!|O!O!:scan", &text, &PyTuple_Type, &keys, &PyTuple_Type, &passed,
-                          &PyTuple_Type, &dropped)) return NULL;
+    int bare = 0;
+    if (!PyArg_ParseTuple(args, "y*O!|O!O!p:scan", &text, &PyTuple_Type, &keys, &PyTuple_Type, &passed,
+                          &PyTuple_Type, &dropped, &bare)) return NULL;
     Scanner s;
     memset(&s, 0, sizeof s);
     s.text = text.buf;
@@ -1108,7 +1128,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         /* the scan touches no Python object (but to grow the columns): other threads decode
          * other chunks meanwhile */
         s.released = PyEval_SaveThread();
-        status = scan_array(&s);
+        status = scan_array(&s, bare);
         PyEval_RestoreThread(s.released);
     }
     if (status == OK) status = make_strings(&s);
@@ -1188,6 +1208,15 @@ done:
     return out;
 }
 
+/* A bytearray of n bytes, not set (bytearray(n) writes n zeros, as much work again as reading
+ * into it): a block of the file is read into it. */
+static PyObject *uninitialized(PyObject *self, PyObject *args) {
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "n:uninitialized", &n)) return NULL;
+    if (n < 0) { PyErr_SetString(PyExc_ValueError, "negative size"); return NULL; }
+    return PyByteArray_FromStringAndSize(NULL, n);
+}
+
 typedef struct {
     uint64_t hash;
     Py_ssize_t first; /* the span that brought this text; -1: empty slot */
@@ -1259,6 +1288,7 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Columnar scan of a JSON array of trace events (None: use msgspec)."},
     {"join_spans", join_spans, METH_VARARGS, "Raw texts at (offset, length) joined with NUL."},
     {"concat", concat, METH_VARARGS, "The buffers of a tuple joined into one bytes (b''.join, copied without the GIL)."},
+    {"uninitialized", uninitialized, METH_VARARGS, "A bytearray of n bytes whose values are not set."},
     {"intern_spans", intern_spans, METH_VARARGS, "Numbers of the distinct raw texts at (offset, length), and each one's first span."},
     {"enclose", native_enclose, METH_VARARGS, "The first op up each point's chain that is ok and ends after it."},
     {"merge", native_merge, METH_VARARGS, "Union of intervals sorted by group and start."},
@@ -1274,5 +1304,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (m && PyModule_AddIntConstant(m, "EXACT_FLOAT_NS", 1) < 0) { Py_DECREF(m); return NULL; }
     if (m && PyModule_AddIntConstant(m, "PASSES_CATEGORIES", 1) < 0) { Py_DECREF(m); return NULL; }
     if (m && PyModule_AddIntConstant(m, "DROPS_PASSED", 1) < 0) { Py_DECREF(m); return NULL; }
+    if (m && PyModule_AddIntConstant(m, "SCANS_BARE", 1) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

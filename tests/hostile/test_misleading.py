@@ -37,6 +37,13 @@ def test_a_utf8_byte_order_mark_is_read_past(tmp_path):
     marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
     for table in ("gpu", "runtime", "cpu_ops"):
         assert getattr(load_trace(marked), table).equals(getattr(load_trace(plain), table))
+    # read as a large file is: blocks read after room for the last one's rest, cut into pieces
+    from traceanalyze.load.chrome import EventChunks
+
+    for front in (0, 64):
+        pieces = [b"".join(parts) for parts in EventChunks(marked, block_size=40).pieces(front=front)]
+        plain_pieces = [b"".join(parts) for parts in EventChunks(plain, block_size=40).pieces(front=front)]
+        assert pieces == plain_pieces and len(pieces) > 2
 
 
 def test_events_without_a_phase_are_counted():

@@ -326,14 +326,49 @@ def test_real_traces_through_the_scanner_and_threads(path: Path, monkeypatch):
 
 @pytest.mark.parametrize("count", [0, 1, 2, 15, 16, 17, 255, 4079, 4080, 4081, 70_000])
 def test_room_for_every_event(count):
-    """The scanner sizes its columns by counting `{` (no more events than that): with one `{` per
-    event the count must be exact, across its 16-byte and 255-step boundaries."""
+    """The scanner's columns start at a row per 160 bytes and grow: the smallest events (11 bytes),
+    as many as fit around the first capacity and its doublings, all get their row; the same
+    events without the array's brackets (`bare`) too."""
     from traceanalyze import _native
 
     for padding in ("", " " * 7):
-        text = ("[" + ",".join([padding + '{"ph":"i"}'] * count) + "]").encode()
-        scanned = _native.scan(text, columnar.ARG_KEYS)
+        items = ",".join([padding + '{"ph":"i"}'] * count)
+        scanned = _native.scan(("[" + items + "]").encode(), columnar.ARG_KEYS)
         assert scanned is not None and scanned["n"] == count
+        bare = _native.scan(items.encode(), columnar.ARG_KEYS, (), (), True)
+        assert bare is not None and bare["n"] == count
+
+
+@pytest.mark.parametrize("items, taken", [
+    ("", True), (" \n ", True), ('{"ph":"i"}', True), (' {"ph":"i"} , {"ph":"X"} ', True),
+    ('{"ph":"i"},', False), (',{"ph":"i"}', False), ('{"ph":"i"},,{"ph":"i"}', False), ('[{"ph":"i"}]', False),
+    ('{"ph":"i"}]', False), ('{"ph":"i"} {"ph":"i"}', False), ("1", False),
+])
+def test_bare_items_scan_as_the_array_does(items, taken):
+    """The events without the array's brackets (`bare`: a chunk scanned where the file was read
+    into memory) are the array's items: nothing else may be around or between them."""
+    from traceanalyze import _native
+
+    bare = _native.scan(items.encode(), columnar.ARG_KEYS, (), (), True)
+    assert (bare is not None) == taken
+    if taken:
+        array = _native.scan(("[" + items + "]").encode(), columnar.ARG_KEYS)
+        assert bare["n"] == array["n"] and bare["fields"]["ph"] == array["fields"]["ph"]
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+def test_bare_chunks_of_real_traces_give_the_bracketed_tables(path: Path):
+    """`decode.decode_items` (a chunk's events scanned where they lie) gives `decode_chunk`'s
+    tables for the same events between brackets."""
+    from traceanalyze.load import decode
+
+    chunks = EventChunks(path, block_size=1 << 18)
+    for parts in chunks.pieces():
+        items = b"".join(parts)
+        bare = columnar.chunk_tables(items, False, bare=True)
+        assert bare is not None
+        assert_same_chunk(bare, columnar.chunk_tables(b"".join((b"[", items, b"]")), False))
+        assert_same_chunk(decode.decode_items(items), decode.decode_chunk(b"".join((b"[", items, b"]"))))
 
 
 @pytest.mark.parametrize("escape, taken", [("\\ud83d\\ude00", True), ("\\ud800 ", False), ("\\udc00", False),

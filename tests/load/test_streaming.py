@@ -33,7 +33,7 @@ from traceanalyze import _native
 from traceanalyze.load.times import EXACT_FLOAT_US
 from traceanalyze.load.assemble import TraceTables, build_trace
 from traceanalyze.load.convert import to_ns
-from traceanalyze.load.decode import decode_chunk
+from traceanalyze.load.decode import decode_chunk, decode_items
 from traceanalyze.load.fast import Fallback as _Fallback, raw_times as _times
 from traceanalyze.load.nesting import (nesting_native as _nesting_native, nesting_vectorised as _nesting_vectorised,
                                        with_nesting as _with_nesting)
@@ -54,12 +54,16 @@ def whole_document(path: Path, *, include_python: bool = False):
                        include_python=include_python, include_flows=True)
 
 
-def cut_pieces(path: Path, block_size: int, *, include_python: bool = False):
-    """What the worker processes of a large file compute, here in this process."""
+def cut_pieces(path: Path, block_size: int, *, include_python: bool = False, front: int = 0):
+    """What the worker processes of a large file compute, here in this process; with `front`, what
+    the decoding threads compute (a piece of one part decoded where it lies, `decode_items`)."""
     chunks = EventChunks(path, block_size=block_size)
     tables = TraceTables(include_python=include_python, include_flows=True)
-    for parts in chunks.pieces():
-        tables.add(decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python))
+    for parts in chunks.pieces(front=front):
+        if front and len(parts) == 1:
+            tables.add(decode_items(parts[0], include_python=include_python))
+        else:
+            tables.add(decode_chunk(b"".join((b"[", *parts, b"]")), include_python=include_python))
     info = chunks.document.distributedInfo if isinstance(chunks.document.distributedInfo, dict) else {}
     rank = info.get("rank") if isinstance(info.get("rank"), int) else 0
     source = "distributedInfo" if isinstance(info.get("rank"), int) else "default"
@@ -84,6 +88,7 @@ def test_real_traces_in_small_chunks(path, chunks):
     block_size = block_size_for(path, chunks)
     assert_same(load_file(path, include_flows=True, block_size=block_size, workers=1), reference)
     assert_same(cut_pieces(path, block_size), reference)
+    assert_same(cut_pieces(path, block_size, front=1 << 10), reference)
 
 
 @pytest.mark.parametrize("path", real_trace_params())
@@ -142,6 +147,17 @@ def test_cuts_inside_strings_and_odd_layouts(tmp_path, layout, block_size):
         assert isinstance(error, msgspec.DecodeError)
     else:
         assert_same(pieces, reference)
+    # blocks read after room for the rest of the last one (`front`): a chunk is then one piece of
+    # text where it fits, two where it does not (a small room)
+    for front in (16, 1 << 12):
+        try:
+            pieces = cut_pieces(path, block_size, front=front)
+        except Exception as error:
+            import msgspec
+
+            assert isinstance(error, msgspec.DecodeError)
+        else:
+            assert_same(pieces, reference)
 
 
 def test_shape_columns_decoded_slowly_everywhere_when_one_chunk_needs_it(tmp_path):

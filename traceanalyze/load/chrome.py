@@ -34,6 +34,7 @@ from traceanalyze.errors import EmptyTraceError, TraceFormatError
 from traceanalyze.load.events import Args, Event, TraceDocument
 from traceanalyze.load.limits import INFLATION_FLOOR, LoadLimits, exceeded
 from traceanalyze.load.times import decode_hook, encode_hook
+from traceanalyze.native import compiled
 
 try:  # ISA-L inflates the same gzip format about 3x faster than zlib
     from isal import igzip as _gzip
@@ -249,13 +250,16 @@ class NotStreamable(Exception):
     """The document is not laid out as the streaming reader expects; decode it whole instead."""
 
 
-def read_blocks(path: Path, block_size: int = BLOCK_SIZE, *,
-                limits: LoadLimits = LoadLimits()) -> Iterator[tuple[bytes, int]]:
+def read_blocks(path: Path, block_size: int = BLOCK_SIZE, *, limits: LoadLimits = LoadLimits(),
+                front: int = 0) -> Iterator[tuple[bytes | bytearray, int]]:
     """The uncompressed bytes of a `.json`/`.json.gz` file, in blocks of `block_size`, each with
     how far into the file (on disk) reading got; read and gunzipped ahead by a background thread
     (inflating and file reads release the GIL, so this overlaps with decoding). A UTF-8 byte-order
     mark is dropped. Errors are the same one-line `TraceFormatError`s as `read_bytes`; a gzip that
-    inflates more than `limits.inflation` times its size is refused (`LimitError`)."""
+    inflates more than `limits.inflation` times its size is refused (`LimitError`).
+
+    `front`: each block is a `bytearray` whose first `front` bytes are free (for the caller to
+    write what goes before the block) and the rest the block, read into it."""
     handle = open_trace_file(path)
     with handle:
         try:
@@ -267,15 +271,17 @@ def read_blocks(path: Path, block_size: int = BLOCK_SIZE, *,
             raise EmptyTraceError(f"{path}: empty file")
         compressed = magic == b"\x1f\x8b"
         source: BinaryIO = _gzip.GzipFile(fileobj=handle) if compressed else handle  # type: ignore[assignment]
+        # a gzip file's `readinto` reads and copies (io.BufferedIOBase's); its buffer inflates in place
+        reader = getattr(source, "_buffer", source) if compressed else source
         inflated = 0
 
-        def read() -> tuple[bytes, int]:
+        def read() -> tuple[bytes | bytearray, int]:
             nonlocal inflated
-            block = source.read(block_size)
+            block = source.read(block_size) if not front else _read_after(reader, front, block_size)
             position = handle.tell()
-            if inflated == 0 and block.startswith(UTF8_BOM):
-                block = block[len(UTF8_BOM):] or b" "
-            inflated += len(block)
+            if inflated == 0 and block[front:front + len(UTF8_BOM)] == UTF8_BOM:
+                block = block[:front] + (block[front + len(UTF8_BOM):] or b" ")
+            inflated += len(block) - front if block else 0
             if compressed and inflated > INFLATION_FLOOR and inflated > limits.inflation * max(position, 1):
                 raise exceeded(path, f"inflates more than {limits.inflation:g} times its compressed size "
                                f"({inflated >> 20} MB from {max(position, 1) >> 10} KB so far: a gzip bomb?)",
@@ -283,6 +289,19 @@ def read_blocks(path: Path, block_size: int = BLOCK_SIZE, *,
             return block, position
 
         yield from _prefetched(read, path, compressed)
+
+
+def _read_after(reader: Any, front: int, size: int) -> bytearray | bytes:
+    """Up to `size` bytes read into a new bytearray after `front` free bytes; b"" at the end."""
+    native = compiled()
+    buffer = native.uninitialized(front + size) if native is not None else bytearray(front + size)
+    buffer[:front] = bytes(front)  # no stale bytes before the block, where the caller may search
+    count = reader.readinto(memoryview(buffer)[front:])
+    if not count:
+        return b""
+    if count < size:
+        del buffer[front + count:]
+    return buffer
 
 
 def _prefetched(read: Callable[[], tuple[bytes, int]], path: Path, compressed: bool) -> Iterator[tuple[bytes, int]]:
@@ -392,26 +411,36 @@ class EventChunks:
                     yield chunk
         yield from self._last(header, data, decode, offset)
 
-    def pieces(self) -> Iterator[tuple[bytes | memoryview, ...]]:
+    def pieces(self, front: int = 0) -> Iterator[tuple[bytes | memoryview, ...]]:
         """The chunks' events as JSON text without the enclosing brackets, cut but not decoded;
-        each as the parts to join (the rest of the last block, the head of this one)."""
-        blocks, header, data, _ = self._open()
+        each as the parts to join (the rest of the last block, the head of this one).
+
+        `front`: each block is read after that many free bytes, where the rest of the last block
+        goes when it fits (it is an event's head, a few hundred bytes): the chunk is then one
+        piece of text, in the block's own memory, not two to be copied into a third."""
+        blocks, header, data, _ = self._open(front)
         if len(data) >= self.block_size // 2:  # the first chunk from the first block: decoding starts a block sooner
             found = _boundary(data, len(data))
             if found is not None:
                 yield (memoryview(data)[:found[0] + 1],)
                 data = data[found[1]:]
         for block, self.position in blocks:
-            self.size += len(block)
-            if len(data) + len(block) >= self.block_size:
+            content = memoryview(block)[front:] if front else block
+            self.size += len(content)
+            if len(data) + len(content) >= self.block_size:
                 found = _boundary(block, len(block))
-                if found is not None:
+                if found is not None and found[0] >= front:
                     cut, after = found
-                    yield data, memoryview(block)[:cut + 1]
-                    data = block[after:]
+                    if front and len(data) <= front:
+                        start = front - len(data)
+                        block[start:front] = data  # type: ignore[index]
+                        yield (memoryview(block)[start:cut + 1],)
+                    else:
+                        yield data, memoryview(block)[front:cut + 1]
+                    data = bytes(memoryview(block)[after:]) if front else block[after:]
                     continue
-                self._check_held(data, block)
-            data = data + block if data else block
+                self._check_held(data, content)
+            data = data + content if data else bytes(content)
             if len(data) >= 2 * self.block_size:
                 found = _boundary(data, len(data))
                 if found is not None:
@@ -429,15 +458,17 @@ class EventChunks:
         if events.strip(_SPACE):
             yield (events,)
 
-    def _open(self) -> tuple[Iterator[tuple[bytes, int]], bytes, bytes, int]:
-        """Read up to the start of the events → (the rest of the blocks, the document up to the
-        events' `[`, the data after it, its offset in the document)."""
-        blocks = read_blocks(self.path, self.block_size, limits=self.limits)
+    def _open(self, front: int = 0) -> tuple[Iterator[tuple[bytes | bytearray, int]], bytes, bytes, int]:
+        """Read up to the start of the events → (the rest of the blocks, read with `front` free
+        bytes before each (`read_blocks`), the document up to the events' `[`, the data after it,
+        its offset in the document)."""
+        blocks = read_blocks(self.path, self.block_size, limits=self.limits, front=front)
         data = b""
         blank = 0  # leading whitespace dropped (not held: a file may hold gigabytes of it)
         for block, self.position in blocks:
-            data += block
-            self.size += len(block)
+            content = memoryview(block)[front:] if front else block
+            data += content
+            self.size += len(content)
             if not data.strip(_SPACE):
                 blank += len(data)
                 data = b""

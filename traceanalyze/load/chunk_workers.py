@@ -63,7 +63,7 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
     from concurrent.futures import ThreadPoolExecutor
 
     from traceanalyze.load.columnar import prepare_for_threads
-    from traceanalyze.load.decode import decode_chunk
+    from traceanalyze.load.decode import decode_chunk, decode_items
     from traceanalyze.native import compiled
 
     prepare_for_threads()
@@ -73,7 +73,11 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
     join = native.concat if native is not None else b"".join
 
     def decode(held: list[tuple[bytes | memoryview, ...]]) -> Any:
-        text = join((b"[", *held.pop(), b"]"))  # the parts (views of whole blocks) are freed here
+        parts = held.pop()
+        if len(parts) == 1:  # one piece of text: scanned where it lies
+            return decode_items(parts[0], include_python=include_python)
+        text = join((b"[", *parts, b"]"))
+        del parts  # the parts (views of whole blocks) are freed here
         return decode_chunk(text, include_python=include_python)
 
     in_flight: deque[Future] = deque()

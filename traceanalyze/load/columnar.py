@@ -61,11 +61,14 @@ def available() -> bool:
     return _native is not None
 
 
-def chunk_tables(text: bytes | memoryview, include_python: bool) -> chunk.ChunkTables | None:
-    """A chunk's JSON text `[event, …]` → its tables, or None when the msgspec path must decide."""
-    if _native is None:
+def chunk_tables(text: bytes | memoryview | bytearray, include_python: bool, *,
+                 bare: bool = False) -> chunk.ChunkTables | None:
+    """A chunk's JSON text `[event, …]` (`bare`: `event, …`, the items without the brackets) →
+    its tables, or None when the msgspec path must decide."""
+    if _native is None or (bare and not getattr(_native, "SCANS_BARE", 0)):
         return None
-    scanned = _native.scan(text, ARG_KEYS, *_passed_over(include_python))
+    passed = _passed_over(include_python)
+    scanned = _native.scan(text, ARG_KEYS, *passed, bare) if bare else _native.scan(text, ARG_KEYS, *passed)
     if scanned is None:
         return None
     try:

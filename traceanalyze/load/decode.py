@@ -31,6 +31,18 @@ def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
     return _nulls_once(msgspec_chunk(text, include_python=include_python))
 
 
+def decode_items(items: bytes | memoryview | bytearray, *, include_python: bool = False) -> ChunkTables:
+    """`decode_chunk` of a chunk's events without the array's brackets (`event, …`): a large one
+    is scanned where it lies, not copied between brackets first (a 16 MB copy per chunk)."""
+    if len(items) >= COLUMNAR_MIN_BYTES:
+        from traceanalyze.load import columnar
+
+        scanned = columnar.chunk_tables(items, include_python, bare=True)
+        if scanned is not None:
+            return _nulls_once(scanned)
+    return _nulls_once(msgspec_chunk(b"".join((b"[", items, b"]")), include_python=include_python))
+
+
 def _nulls_once(chunk: ChunkTables) -> ChunkTables:
     """The chunk with each column null in all of its rows (a shape argument, flops, sequence
     numbers the trace does not record) held once until its table is made: done here, by the

@@ -40,6 +40,9 @@ LARGE_TRACE_EVENTS = 1_000_000  # above this, freed memory is handed back to the
 # loaded in 3.59 / 3.17 / 3.35 / 3.88 s with 2 / 4 / 8 / 16 threads, peaking at 825 / 886 / 1163 /
 # 1424 MB: one thread per core on a 100-core node would hold gigabytes for nothing.
 MAX_DECODE_WORKERS = 4
+# the room before each block for the rest of the last one (an event's head: far less), so that a
+# chunk decoded by the threads is one piece of text where it was read (`EventChunks.pieces`)
+PIECE_FRONT = 64 << 10
 
 Progress = Callable[[int, int], None]  # (bytes of the file read so far, its size on disk)
 
@@ -162,7 +165,7 @@ def _stream_parallel(path: Path, *, include_python: bool, include_flows: bool, p
     tables = TraceTables(include_python=include_python, include_flows=include_flows)
     with contextlib.ExitStack() as stack:
         if columnar.available():  # the work releases the GIL: threads
-            decoded = decode_in_threads(chunks.pieces(), workers, include_python=include_python)
+            decoded = decode_in_threads(chunks.pieces(front=PIECE_FRONT), workers, include_python=include_python)
         else:
             pool = stack.enter_context(ChunkPool(workers, include_python=include_python, slot_size=2 * block_size + 2))
             decoded = pool.map(chunks.pieces())

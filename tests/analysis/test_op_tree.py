@@ -6,7 +6,18 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from traceanalyze.analysis import op_tree
 from traceanalyze.analysis.op_tree import OpTree, positions_in
+
+
+@pytest.fixture(params=["polars", "native"])
+def walks(request, monkeypatch):
+    """The walks up the tree in polars, and in C (`_native.enclose`) however few they are."""
+    if request.param == "native":
+        if op_tree.compiled() is None:
+            pytest.skip("the compiled module is not built")
+        monkeypatch.setattr(op_tree, "NATIVE_MIN_STARTS", 0)
+    return request.param
 
 #        10
 #       /  \
@@ -43,7 +54,7 @@ def test_ancestors_are_every_op_above_the_start_ones(order):
 
 
 @pytest.mark.parametrize("order", ORDERS.values(), ids=ORDERS.keys())
-def test_nearest_accepted_op_up_each_chain_itself_included(order):
+def test_nearest_accepted_op_up_each_chain_itself_included(order, walks):
     tree = OpTree.of(ops_frame(order))
     accepted = tree.mask(tree.positions(pl.Series([11, 15])))
     start = pl.concat([tree.positions(pl.Series([12, 11, 15, 14, 16])), pl.Series([-1], dtype=pl.Int64)])
@@ -51,9 +62,16 @@ def test_nearest_accepted_op_up_each_chain_itself_included(order):
     assert [tree.ids[p] if p >= 0 else None for p in found] == [11, 11, 15, None, None, None]
 
 
-def test_a_parent_cycle_ends_the_walks():
+def test_a_parent_cycle_ends_the_walks(walks):
     # never made by the loader's nesting; a hand-made table must still not loop forever
     ops = pl.DataFrame({"op_id": [1, 2, 3], "parent_id": [2, 3, 1]})
     tree = OpTree.of(ops)
     assert sorted(tree.ids.gather(tree.ancestors(pl.Series([0], dtype=pl.Int64))).to_list()) == [1, 2, 3]
     assert tree.nearest(pl.Series([0, 1], dtype=pl.Int64), tree.mask(pl.Series([], dtype=pl.Int64))).to_list() == [-1, -1]
+
+
+def test_an_unknown_acceptance_ends_the_walk(walks):
+    tree = OpTree.of(ops_frame(ORDERS["consecutive"]))
+    accepted = pl.Series([True, None, False, False, False, False, False], dtype=pl.Boolean)  # 11 unknown
+    start = tree.positions(pl.Series([12, 15, 10]))
+    assert tree.nearest(start, accepted).to_list() == [-1, 0, 0]  # 12 → 11 (unknown): none; 15 → 14 → 10

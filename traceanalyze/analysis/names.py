@@ -15,10 +15,30 @@ NameTest = Callable[[pl.Expr], pl.Expr]  # a name expression (String) → a Bool
 
 
 def matching(names: pl.Series, test: NameTest) -> pl.Series:
-    """`test` on each element of `names` (String or Categorical), evaluated once per distinct name."""
+    """`test` on each element of `names` (String, Categorical or Enum), evaluated once per distinct
+    name: for a categorical or enum column whose categories are few beside its rows, once per
+    category (each row's category number is then looked up: no pass over the rows to find the
+    distinct names)."""
+    categories = _categories(names)
+    if categories is not None and len(categories) * CATEGORIES_PER_ROW < len(names):
+        hits = categories.to_frame("name").with_row_index("code").filter(test(pl.col("name")).fill_null(False))["code"]
+        return names.to_physical().is_in(hits.cast(names.to_physical().dtype).implode()).alias(names.name)
     distinct = names.unique(maintain_order=True).cast(pl.String).to_frame("name")  # in order: twice as fast on a categorical
     hits = distinct.filter(test(pl.col("name")).fill_null(False))["name"]
     return names.is_in(hits.implode()).alias(names.name)
+
+
+# a name test on a category costs about what finding the distinct values costs for 256 rows
+CATEGORIES_PER_ROW = 256
+
+
+def _categories(names: pl.Series) -> pl.Series | None:
+    """The strings of a categorical or enum column by their number (`to_physical`), else None."""
+    if isinstance(names.dtype, pl.Enum):
+        return names.dtype.categories
+    if isinstance(names.dtype, pl.Categorical):
+        return names.dtype.categories.to_series()
+    return None
 
 
 def contains(names: pl.Series, pattern: str) -> pl.Series:

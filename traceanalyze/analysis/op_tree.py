@@ -56,15 +56,14 @@ class OpTree:
 
     def ancestors(self, start: pl.Series) -> pl.Series:
         """Every op above `start` (positions; the ops themselves only when above another one),
-        sorted: a level at a time, each op visited once (the ops of a level are the distinct
-        parents of the last level's, less those seen: no pass over the whole tree per level)."""
-        seen = pl.Series([], dtype=pl.Int64)
-        frontier = self._parents_of(start).unique()
-        while frontier.len():  # never longer than `start`: one parent each
-            frontier = frontier.filter(~frontier.is_in(seen.implode()))
-            seen = pl.concat([seen, frontier])
-            frontier = self._parents_of(frontier).unique()
-        return seen.sort()
+        sorted: a level at a time, each op visited once."""
+        seen = self.mask(pl.Series([], dtype=pl.Int64))
+        frontier = self._parents_of(start)
+        while frontier.len():  # never longer than `start`: one parent each (repeats are not removed)
+            frontier = frontier.filter(~seen.gather(frontier))
+            seen = seen.scatter(frontier, True)
+            frontier = self._parents_of(frontier)
+        return seen.arg_true().cast(pl.Int64)
 
     def nearest(self, start: pl.Series, accepted: pl.Series) -> pl.Series:
         """For each position of `start` (-1: none), the first op from it up the tree (itself

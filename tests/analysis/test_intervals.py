@@ -76,8 +76,11 @@ def test_keys_of_one_value_merge_as_one_group_and_are_kept(seed, monkeypatch):
         schema={"rank": pl.Int32, "device": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64},
     )
     expected = union_by_sweep(list(frame.iter_rows()), ["rank", "device"])
+    in_start_order = frame.sort("start_ns")  # as a loaded gpu table: merged without sorting again
     for minimum in (1, 10**9):  # the compiled sweep, then polars
         monkeypatch.setattr(intervals, "NATIVE_MIN_ROWS", minimum)
-        merged = union_intervals(frame, ["rank", "device"])
-        assert merged.columns == ["rank", "device", "start_ns", "end_ns"]
-        assert list(merged.iter_rows()) == expected
+        for given in (frame, in_start_order, in_start_order.sort("start_ns", "end_ns", descending=[False, True])):
+            merged = union_intervals(given, ["rank", "device"])
+            assert merged.columns == ["rank", "device", "start_ns", "end_ns"]
+            assert merged.schema == frame.schema
+            assert list(merged.iter_rows()) == expected

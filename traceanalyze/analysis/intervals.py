@@ -17,7 +17,11 @@ def union_intervals(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     if frame.is_empty():
         return frame.select(*by, "start_ns", "end_ns")
     groups = varying_keys(frame, by, at_least_one=False)  # the one rank, the one device: not sorted on
-    ordered = frame.select(*by, "start_ns", "end_ns").sort(*groups, "start_ns", "end_ns")
+    ordered = frame.select(*by, "start_ns", "end_ns")
+    # intervals of one group in start order (a loaded `gpu` table) merge as they are: the order of
+    # equal starts does not change the union
+    if groups or not ordered["start_ns"].is_sorted():
+        ordered = ordered.sort(*groups, "start_ns", "end_ns")
     _native = compiled()
     if _native is not None and ordered.height >= NATIVE_MIN_ROWS:
         return _union_native(_native, ordered, by, groups)
@@ -58,6 +62,8 @@ def _union_native(native, ordered: pl.DataFrame, by: list[str], groups: list[str
     merged = pl.DataFrame({"start_ns": np.frombuffer(start, dtype=np.int64), "end_ns": np.frombuffer(end, dtype=np.int64)})
     if not by:
         return merged
+    if not groups:  # each of `by` holds one value: that value once, not gathered per interval
+        return merged.select(*(pl.lit(ordered[c][0], dtype=ordered.schema[c]).alias(c) for c in by), "start_ns", "end_ns")
     return ordered.select(by).gather(pl.Series(np.frombuffer(first, dtype=np.int64))).hstack(merged)
 
 
@@ -88,11 +94,10 @@ def covered_in_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[
     # in start order: a group's rows are then in start order too, and their running sum needs no
     # ordering of its own
     through_end = (pl.col("end_ns") - pl.col("start_ns")).cum_sum()
-    merged = (
-        (intervals.select(*by, "start_ns", "end_ns") if disjoint else union_intervals(intervals, by))
-        .sort("start_ns", maintain_order=True)
-        .with_columns((through_end.over(by) if by else through_end).alias("_through_end"))
-    )
+    merged = intervals.select(*by, "start_ns", "end_ns") if disjoint else union_intervals(intervals, by)
+    if not merged["start_ns"].is_sorted():  # (one group's union is in start order already)
+        merged = merged.sort("start_ns", maintain_order=True)
+    merged = merged.with_columns((through_end.over(by) if by else through_end).alias("_through_end"))
     points = pl.concat([
         windows.select(*by, pl.col("window_start_ns").alias("_at")).with_row_index("_row").with_columns(pl.lit(-1).alias("_sign")),
         windows.select(*by, pl.col("window_end_ns").alias("_at")).with_row_index("_row").with_columns(pl.lit(1).alias("_sign")),

@@ -317,12 +317,19 @@ def latest_on_thread(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, r
         parts = []
         for rank, pid, tid in threads.iter_rows():
             same = (pl.col("rank") == rank) & (pl.col("pid") == pid) & (pl.col("tid") == tid)
-            # only the columns joined are filtered and sorted (a thread's ops: most of `cpu_ops`)
-            on_thread = right.lazy().filter(same).select(pl.exclude(THREAD)).sort(right_on).collect(engine="in-memory")
-            parts.append(left.filter(same).sort(left_on).join_asof(
+            # only the columns joined are filtered, and sorted unless in order already (a thread's
+            # ops, most of `cpu_ops`, usually are)
+            on_thread = _in_order(right.lazy().filter(same).select(pl.exclude(THREAD)).collect(engine="in-memory"), right_on)
+            parts.append(_in_order(left.filter(same), left_on).join_asof(
                 on_thread, left_on=left_on, right_on=right_on, strategy="backward", check_sortedness=False))
         joined = pl.concat(parts)
     return joined.drop(right_on) if right_on != left_on and right_on in joined.columns else joined
+
+
+def _in_order(frame: pl.DataFrame, by: str) -> pl.DataFrame:
+    """`frame` sorted by `by`, not copied when it is already (what `sort` gives then: the same
+    rows in the same order, ties included)."""
+    return frame if frame[by].is_sorted() else frame.sort(by)
 
 
 def concat_traces(traces: list[Trace]) -> Trace:

@@ -21,11 +21,14 @@ def brute_force(points: list[tuple], ops: list[tuple]) -> dict[int, int | None]:
     return found
 
 
+@pytest.mark.parametrize("in_start_order", [False, True])  # in order: each thread's ops joined as they are
 @pytest.mark.parametrize("point_threads", [1, 3, PER_THREAD_MAX, PER_THREAD_MAX + 5])
-def test_latest_started_matches_a_brute_force(point_threads):
+def test_latest_started_matches_a_brute_force(point_threads, in_start_order):
     rng = random.Random(point_threads)
     threads = [(0, 100 + k % 3, 7 + k) for k in range(PER_THREAD_MAX + 8)]
     starts = rng.sample(range(0, 100_000, 10), 2_000)  # distinct: which of two ops started at once is the walk's concern
+    if in_start_order:
+        starts.sort()
     ops = [(op_id, *rng.choice(threads), start) for op_id, start in enumerate(starts)]
     points = [(k, *rng.choice(threads[:point_threads]), rng.randrange(-100, 100_100)) for k in range(500)]
     points.append((500, 0, 999, 999, 50_000))  # a thread with no op

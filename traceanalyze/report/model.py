@@ -13,7 +13,7 @@ import polars as pl
 
 from traceanalyze.analysis import attribution, collectives, idle, launch, overlap, roofline, stragglers
 from traceanalyze.analysis.device_match import matched_devices
-from traceanalyze.analysis.findings import FindingInputs, bucketed_gaps, excluded_ns, findings, job_findings
+from traceanalyze.analysis.findings import FindingInputs, excluded_ns, findings, gap_buckets, job_findings
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.job import JobAnalysis, job_analysis
 from traceanalyze.analysis.op_tree import OpTree
@@ -250,7 +250,10 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         del tree
         steps, gaps = timeline["steps"], timeline["gaps"]
         by_step = pool.submit(attribution.step_attribution, per_kernel, steps)  # beside the findings
-        attributed, kernel, launches = attribution_done.result(), kernel_done.result(), launch_done.result()
+        launches = launch_done.result()
+        # each idle gap's finding, once for both uses: beside the roofline's last readers
+        bucketed_done = pool.submit(gap_buckets, gaps, steps, launches["small_kernel_runs"]) if gaps.height else None
+        attributed, kernel = attribution_done.result(), kernel_done.result()
         inputs = FindingInputs(
             rank=meta.rank, device_family=meta.device_family,
             peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
@@ -258,7 +261,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             fusion=kernel["fusion"], attribution=attributed, health=timeline["health"], cpu_ops=trace.cpu_ops,
             cpu_steps=trace.steps, skipped_steps=options.skip_steps,
         )
-        bucketed = bucketed_gaps(inputs) if gaps.height else None  # each idle gap's finding, once for both uses
+        bucketed = bucketed_done.result() if bucketed_done is not None else None
         found = findings(inputs, bucketed)
         step_attribution = by_step.result()
     return RankReport(

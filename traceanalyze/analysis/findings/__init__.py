@@ -9,8 +9,9 @@ synthetic test in tests/analysis/findings/. A rule over a job's cross-rank table
 """
 
 from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding
-from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps, excluded_ns
+from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps, excluded_ns, gap_buckets
 from traceanalyze.analysis.findings.inputs import FindingInputs
 from traceanalyze.analysis.findings.table import findings, job_findings
 
-__all__ = ["FINDINGS_SCHEMA", "Finding", "FindingInputs", "bucketed_gaps", "excluded_ns", "findings", "job_findings"]
+__all__ = ["FINDINGS_SCHEMA", "Finding", "FindingInputs", "bucketed_gaps", "excluded_ns", "findings", "gap_buckets",
+           "job_findings"]

@@ -39,13 +39,18 @@ def outlier_first_steps(steps: pl.DataFrame) -> pl.DataFrame:
 
 def bucketed_gaps(inputs: FindingInputs) -> pl.DataFrame:
     """`inputs.gaps` plus `bucket` (one of BUCKETS) and `in_outlier_step` (bool)."""
-    gaps = inputs.gaps
+    return gap_buckets(inputs.gaps, inputs.steps, inputs.small_kernel_runs)
+
+
+def gap_buckets(gaps: pl.DataFrame, steps: pl.DataFrame, small_kernel_runs: pl.DataFrame) -> pl.DataFrame:
+    """`bucketed_gaps` from what it reads (`idle.idle_gaps`, `idle.step_breakdown`,
+    `launch.small_kernel_runs`): it can run as soon as those are done."""
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("bucket"), pl.lit(False).alias("in_outlier_step"))
-    outliers = outlier_first_steps(inputs.steps).with_columns(pl.lit(True).alias("in_outlier_step"))
+    outliers = outlier_first_steps(steps).with_columns(pl.lit(True).alias("in_outlier_step"))
     gaps = gaps.join(outliers, on=["rank", "device", "step"], how="left", maintain_order="left").with_columns(
         pl.col("in_outlier_step").fill_null(False))
-    runs = _run_spans(inputs.small_kernel_runs)
+    runs = _run_spans(small_kernel_runs)
     gaps = gaps.sort("start_ns").join_asof(runs, left_on="start_ns", right_on="run_start_ns", by=["rank", "device"],
                                            strategy="backward", check_sortedness=False)
     in_run = pl.col("run_end_ns").is_not_null() & (pl.col("end_ns") <= pl.col("run_end_ns"))

@@ -194,18 +194,7 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     candidate = ((pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)).fill_null(False)
     candidates = kernels.filter(candidate)
     fusible_rows = candidates.filter(~_in_optimizer_step(candidates, cpu_ops))["_row"]
-    new_block = (pl.col("op_id") != pl.col("op_id").shift(1).over(stream)).fill_null(True)
-    blocks = (
-        kernels.with_columns(pl.col("_row").is_in(fusible_rows.implode()).alias("_fusible"),
-                             new_block.cast(pl.Int64).cum_sum().over(stream).alias("_block"))
-        .group_by(*stream, "_block", maintain_order=True)
-        .agg(pl.col("op_id").first(), pl.col("_row").first(), pl.col("_fusible").all(),
-             pl.col("cost_model").cast(pl.String).first().alias("_family"),
-             pl.len().alias("kernels"), pl.col("start_ns").min(), pl.col("duration_ns").sum(), pl.col("bytes").sum())
-        .sort(*stream, "_block")
-        .with_columns(pl.col("_fusible").shift(1).over(stream).alias("_previous_fusible"))
-        .filter(pl.col("_fusible"))  # a run holds fusible blocks only; `_previous_fusible` keeps what broke it
-    )
+    blocks = fusible_blocks(kernels, fusible_rows, stream)
     blocks = blocks.with_columns(roofline.select("op_name", "annotation")[blocks["_row"]]).drop("_row")
     blocks = blocks.join(_op_tensors(cpu_ops, blocks["op_id"]), on="op_id", how="left", maintain_order="left")
 
@@ -243,6 +232,33 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
         .drop("_run", "_largest", "_ops")
         .sort("time_saved_ns", "rank", "device", "stream", "start_ns", descending=[True, False, False, False, False])
     )
+
+
+def fusible_blocks(kernels: pl.DataFrame, fusible_rows: pl.Series, stream: list[str]) -> pl.DataFrame:
+    """The fusible blocks (consecutive kernels of one op, all fusible: their `_row` in
+    `fusible_rows`) of `kernels` (sorted by stream and start) → `stream, _block, op_id, _row,
+    _fusible, _family, kernels, start_ns, duration_ns, bytes, _previous_fusible` (whether the
+    block before it on its stream is fusible; null for a stream's first), by stream and block."""
+    new_block = (pl.col("op_id") != pl.col("op_id").shift(1).over(stream)).fill_null(True)
+    kernels = kernels.with_columns(pl.col("_row").is_in(fusible_rows.implode()).alias("_fusible"),
+                                   new_block.cast(pl.Int64).cum_sum().over(stream).alias("_block"))
+    # only the blocks holding a fusible kernel are made (most kernels are in none); a block is
+    # fusible when all its kernels are, and numbered in its stream, so the one before it is
+    # `_block - 1` there
+    touched = kernels.filter(pl.col("_fusible")).select(*stream, "_block").unique()
+    fusible = (
+        kernels.join(touched, on=[*stream, "_block"], how="semi", maintain_order="left")
+        .group_by(*stream, "_block", maintain_order=True)
+        .agg(pl.col("op_id").first(), pl.col("_row").first(), pl.col("_fusible").all(),
+             pl.col("cost_model").cast(pl.String).first().alias("_family"),
+             pl.len().alias("kernels"), pl.col("start_ns").min(), pl.col("duration_ns").sum(), pl.col("bytes").sum())
+        .filter(pl.col("_fusible"))  # a run holds fusible blocks only; `_previous_fusible` keeps what broke it
+        .sort(*stream, "_block")
+    )
+    before = fusible.select(*stream, (pl.col("_block") + 1).alias("_block"), pl.lit(True).alias("_previous_fusible"))
+    return fusible.join(before, on=[*stream, "_block"], how="left", maintain_order="left").with_columns(
+        # the first block of a stream has none before it (null); any other block before it is not fusible
+        pl.when(pl.col("_block") > 1).then(pl.col("_previous_fusible").fill_null(False)).alias("_previous_fusible"))
 
 
 # the roofline columns `op_parts` reads (a filter copies every column it keeps)

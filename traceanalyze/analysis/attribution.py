@@ -286,20 +286,31 @@ def aggregate_parts(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     rows = roofline.select(
         *by, pl.lit(1, dtype=pl.UInt32).alias("count"), pl.col("duration_ns").alias("total_ns"), "flops", "bytes",
         "recoverable_ns", at_roof.alias("_at_roof_ns"), at_roof.is_null().alias("_no_roof"),
-        *[pl.concat_list(c).alias(c) for c in (*SINGLE, "roof")], *FIRST, *[c for c in FIRST_PRESENT if c not in by],
+        *SINGLE, "roof", *FIRST, *[c for c in FIRST_PRESENT if c not in by],
     )
-    return combine_parts(rows, by)
+    # `combine_parts` of the rows as one-value lists, without making a list per row: a group's
+    # value set is its distinct values in order
+    return rows.group_by(by, maintain_order=True).agg(
+        *_SUMMED, *[pl.col(c).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")], *_first_values(rows, by))
 
 
 def combine_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """`aggregate_parts` frames (of one rank or several, concatenated in rank order) → one row per
     group: sums summed, value sets united (in order), first values kept."""
     return parts.group_by(by, maintain_order=True).agg(
-        pl.col("count").sum(), *[pl.col(c).sum() for c in SUMS], pl.col("_at_roof_ns").sum(), pl.col("_no_roof").any(),
+        *_SUMMED,
         *[pl.col(c).list.explode(keep_nulls=True, empty_as_null=False).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")],
-        *[pl.col(c).first() for c in FIRST],
-        *[pl.col(c).drop_nulls().first() for c in FIRST_PRESENT if c in parts.columns and c not in by],
+        *_first_values(parts, by),
     )
+
+
+_SUMMED = (pl.col("count").sum(), *[pl.col(c).sum() for c in SUMS], pl.col("_at_roof_ns").sum(), pl.col("_no_roof").any())
+
+
+def _first_values(parts: pl.DataFrame, by: list[str]) -> list[pl.Expr]:
+    """The first values `aggregate_parts` keeps: of the group's first row, or its first present."""
+    return [*[pl.col(c).first() for c in FIRST],
+            *[pl.col(c).drop_nulls().first() for c in FIRST_PRESENT if c in parts.columns and c not in by]]
 
 
 def finish_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:

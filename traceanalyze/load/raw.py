@@ -152,8 +152,8 @@ def _final_columns(name: str, names: list[str]) -> list[pl.Expr | str]:
     times = [pl.col("start_ns"), (pl.col("start_ns") + pl.col("duration_ns")).alias("end_ns"), pl.col("duration_ns")]
     external_id = pl.coalesce("external_id", "external_id_old").alias("external_id")
     if name == "gpu":
-        communication = [n for n in names if classify.gpu_kind("kernel", n) == "communication"]
-        kinds = {c: classify.gpu_category_kind(c) for c in names}
+        communication = [n for n in names if _kernel_kind(n) == "communication"]
+        kinds = {c: _category_kind(c) for c in names}
         category_kind = pl.col("category").replace_strict(kinds, default=None, return_dtype=pl.String)
         return [
             pl.coalesce(_int32("device_arg"), _int32("pid_int"), 0).alias("device"),
@@ -168,9 +168,9 @@ def _final_columns(name: str, names: list[str]) -> list[pl.Expr | str]:
     if name == "runtime":
         return [
             "pid", "tid", event_name,
-            _by_name(names, classify.runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
+            _by_name(names, _runtime_kind, pl.String).cast(RUNTIME_SCHEMA["kind"]).alias("kind"),
             *times, external_id, *_plain("runtime"),
-            _by_name(names, lambda n: classify.runtime_blocks_host(n, classify.runtime_kind(n)), pl.Boolean).alias("blocking"),
+            _by_name(names, _blocks_host, pl.Boolean).alias("blocking"),
         ]
     if name == "cpu_ops":
         return [
@@ -197,6 +197,31 @@ def _plain(table: str) -> tuple[pl.Expr, ...]:
 def _int32(column: str) -> pl.Expr:
     """An Int64 column as Int32, null where it does not fit (then the next source is used)."""
     return pl.col(column).cast(pl.Int32, strict=False)
+
+
+# The rules for a name, kept per name (a pure function of it) across the chunks of a load: every
+# chunk of a trace holds the same few hundred names, and each rule is a few regular expressions
+_NAMES_KEPT = 1 << 16
+
+
+@functools.lru_cache(maxsize=_NAMES_KEPT)
+def _kernel_kind(name: str) -> str:
+    return classify.gpu_kind("kernel", name)
+
+
+@functools.lru_cache(maxsize=_NAMES_KEPT)
+def _category_kind(category: str) -> str | None:
+    return classify.gpu_category_kind(category)
+
+
+@functools.lru_cache(maxsize=_NAMES_KEPT)
+def _runtime_kind(name: str) -> str:
+    return classify.runtime_kind(name)
+
+
+@functools.lru_cache(maxsize=_NAMES_KEPT)
+def _blocks_host(name: str) -> bool:
+    return classify.runtime_blocks_host(name, classify.runtime_kind(name))
 
 
 def _by_name(names: list[str], rule, dtype: pl.DataType) -> pl.Expr:

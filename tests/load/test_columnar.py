@@ -177,20 +177,31 @@ def test_shape_arguments_numbered_by_text_decode_as_msgspec_decodes_them():
         assert check(chunk) is not None
 
 
-def test_columns_grow_for_a_chunk_of_many_small_events():
-    """The scanner starts with a row per 160 bytes and grows its columns when a chunk holds more
-    events (compact JSON, short names): the floats it parses after the scan (more digits than a
-    double's fast path takes) land in the right rows after the columns have moved."""
-    def ts(i: int) -> str:
-        return f"{i}.1234567890123456789" if i % 7 == 0 else str(i)  # 23 digits: parsed after the scan
+def grown_chunk() -> tuple[bytes, list[int]]:
+    """A chunk whose events the scanner's first capacity underestimates: it samples 16 windows of
+    16 kB spread evenly, and here each of 16 equal stretches begins with long events (where a
+    window falls) and goes on with short ones. Every 7th time has more digits than a double's fast
+    path takes (parsed after the scan). → (the text, each event's start in ns)."""
+    def event(i: int, name: str) -> str:
+        ts = f"{1_000_000 + i}.1234567890123456789" if i % 7 == 0 else str(1_000_000 + i)
+        return f'{{"ph":"X","cat":"kernel","name":"{name}","ts":{ts},"dur":1}}'
 
-    events = [f'{{"ph":"X","cat":"kernel","name":"k","ts":{ts(i)},"dur":1}}' for i in range(3000)]
-    text = ("[" + ",".join(events) + "]").encode()
-    assert len(text) / len(events) < 80  # more events than the first capacity: the columns grow
+    events, starts = [], []
+    for stretch in range(16):
+        for k in range(1507):
+            i = stretch * 1507 + k
+            events.append(event(i, "k" * 3000 if k < 7 else "k"))
+            starts.append((1_000_000 + i) * 1000 + (123 if i % 7 == 0 else 0))
+    return ("[" + ",".join(events) + "]").encode(), starts
+
+
+def test_columns_grow_for_a_chunk_of_many_small_events():
+    """The columns grow when a chunk holds more events than its first capacity: the floats
+    parsed after the scan land in the right rows after the columns have moved."""
+    text, starts = grown_chunk()
     fast = check(text)
     assert fast is not None
-    starts = fast.frames["gpu"]["start_ns"].to_list()
-    assert starts == [i * 1000 + (123 if i % 7 == 0 else 0) for i in range(3000)]
+    assert fast.frames["gpu"]["start_ns"].to_list() == starts
 
 
 def test_a_chunk_without_shape_arguments_decodes_none():

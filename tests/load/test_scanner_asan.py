@@ -89,10 +89,12 @@ def fuzz(chunk, data):
 
 # found by this fuzz: a float just beyond double's range, inside a field nobody reads
 check(b'[{"correlation": [[], {"shared memory": 1.7976931348632317e+308}]}]')
-# more events than the columns' first capacity: they grow, with floats parsed after the scan
-many = b",".join(b'{"ph":"X","cat":"kernel","name":"k","ts":%d.1234567890123456789,"dur":1}' % i for i in range(3000))
+# more events than the columns' first capacity (sized by 16 windows spread over the text, here
+# each on long events, short ones between them): they grow, with floats parsed after the scan
+many = b",".join(b'{"ph":"X","cat":"kernel","name":"%s","ts":%d.1234567890123456789,"dur":1}'
+                 % (b"k" * (3000 if i % 1507 < 7 else 1), 1_000_000 + i) for i in range(16 * 1507))
 check(b"[" + many + b"]")
-assert _native.scan(b"[" + many + b"]", ARG_KEYS)["n"] == 3000
+assert _native.scan(b"[" + many + b"]", ARG_KEYS)["n"] == 16 * 1507
 fuzz()
 print("fuzzed")
 '''

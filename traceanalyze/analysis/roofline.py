@@ -164,7 +164,13 @@ def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
     named = pl.lit(contains(frame["name"], HELPER_KERNEL)) & kernel & (pl.col("op_flops").fill_null(0) > 0)
     main = kernel & ~named
     frame = frame.with_columns(named.alias("helper_kernel"), main.alias("_main"))
-    per_op = frame.group_by("cost_op_id").agg(
+    # an op without a helper kernel gives each of its kernels `share` (its non-helper time is all
+    # its kernel time): only the ops with one, or with a kernel of no name (neither helper nor
+    # not), are grouped
+    with_helpers = frame.filter(pl.col("helper_kernel").fill_null(True)).select("cost_op_id").unique()
+    if with_helpers.is_empty():
+        return frame.with_columns(pl.col("helper_kernel").and_(False), pl.col("share").alias("flops_share")).drop("_main")
+    per_op = frame.join(with_helpers, on="cost_op_id", how="semi").group_by("cost_op_id").agg(
         pl.col("duration_ns").filter(pl.col("_main")).sum().alias("_main_ns"),
         pl.col("_main").sum().alias("_mains"),
     )

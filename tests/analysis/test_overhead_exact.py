@@ -375,3 +375,20 @@ def test_old_schema_gives_the_same_numbers(tmp_path):
     old = load(build("2021"), tmp_path, "old.json")
     for frame in (idle.idle_summary, idle.idle_gaps):
         assert frame(new).drop("cpu_op", "annotation", strict=False).equals(frame(old).drop("cpu_op", "annotation", strict=False))
+
+
+def test_gaps_longest_first_then_by_start(tmp_path):
+    """Gaps come longest first, gaps of one length in start order (two devices: the gaps of both
+    are found in start order, then sorted by length alone)."""
+    b = TraceBuilder(devices=2)
+    b.step(1, -10, 400)
+    kernels = {0: [(0, 10), (30, 10), (100, 10), (120, 10)], 1: [(5, 10), (25, 10), (60, 10), (70, 10)]}
+    for device, spans in kernels.items():
+        for start, duration in spans:
+            b.launch_kernel(launch_us=start - 4, launch_dur_us=2, start_us=start, dur_us=duration, device=device,
+                            stream=7 + device, name=f"k{device}")
+    gaps = idle.idle_gaps(load(b, tmp_path))
+    found = [(row["duration_ns"], row["start_ns"] - BASE_NS, row["device"]) for row in gaps.iter_rows(named=True)]
+    # device 0: [10, 30) 20, [40, 100) 60, [110, 120) 10; device 1: [15, 25) 10, [35, 60) 25, [70, 70)
+    assert found == [(60_000, 40_000, 0), (25_000, 35_000, 1), (20_000, 10_000, 0), (10_000, 15_000, 1),
+                     (10_000, 110_000, 0)]

@@ -174,14 +174,16 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     gaps = gaps.select(*(name for name in _GAP_COLUMNS if name in gaps.columns), "window_start_ns", "window_end_ns")
     context = cpu_context(points, trace, tree).drop("point_id")  # in the order of `gaps`
     del points
-    return (
+    gaps = (
         gaps.hstack(context)
         .with_columns(
             ((pl.col("duration_ns") / (pl.col("window_end_ns") - pl.col("window_start_ns")))).alias("share_of_window")
         )
         .select(_GAP_COLUMNS)
-        .sort("duration_ns", "start_ns", descending=[True, False])
     )
+    if gaps["start_ns"].is_sorted():  # in start order (as found): longest first is one stable sort on one key
+        return gaps.sort("duration_ns", descending=True, maintain_order=True)
+    return gaps.sort("duration_ns", "start_ns", descending=[True, False])
 
 
 def _with_neighbouring_ops(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:

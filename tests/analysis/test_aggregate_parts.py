@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 
 from shared_traces import real_trace_params
 
-from traceanalyze.analysis.attribution import FIRST, FIRST_PRESENT, NAME_KEYS, OP_KEYS, SINGLE, aggregate_parts, combine_parts
+from traceanalyze.analysis.attribution import NAME_KEYS, OP_KEYS, SINGLE, aggregate_parts, combine_parts, part_rows
 from traceanalyze.analysis.roofline import kernel_roofline
 from traceanalyze.load import load_trace
 
@@ -21,16 +21,8 @@ FIXTURES = sorted((Path(__file__).resolve().parents[2] / "fixtures").glob("*.jso
 
 
 def as_lists(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    at_roof = (
-        pl.when(pl.col("regime").is_in(["compute", "bandwidth", "latency"]))
-        .then(pl.max_horizontal(pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")))
-        .when(pl.col("regime") == "memcpy").then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
-    ) * 1e9
-    rows = roofline.select(
-        *by, pl.lit(1, dtype=pl.UInt32).alias("count"), pl.col("duration_ns").alias("total_ns"), "flops", "bytes",
-        "recoverable_ns", at_roof.alias("_at_roof_ns"), at_roof.is_null().alias("_no_roof"),
-        *[pl.concat_list(c).alias(c) for c in (*SINGLE, "roof")], *FIRST, *[c for c in FIRST_PRESENT if c not in by],
-    )
+    """Each row's value sets as one-value lists, combined as other ranks' parts are."""
+    rows = part_rows(roofline, by).with_columns(pl.concat_list(c).alias(c) for c in (*SINGLE, "roof"))
     return combine_parts(rows, by)
 
 

@@ -11,25 +11,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from traceanalyze.analysis.names import contains
-from traceanalyze.analysis.roofline import HELPER_KERNEL, _with_helper_kernels
+from traceanalyze.analysis.roofline import _helper_named, _helper_shares, _with_helper_kernels
 
 
 def every_op(frame: pl.DataFrame) -> pl.DataFrame:
-    kernel = (pl.col("kind") == "kernel") & pl.col("cost_op_id").is_not_null()
-    named = pl.lit(contains(frame["name"], HELPER_KERNEL)) & kernel & (pl.col("op_flops").fill_null(0) > 0)
-    main = kernel & ~named
-    frame = frame.with_columns(named.alias("helper_kernel"), main.alias("_main"))
-    per_op = frame.group_by("cost_op_id").agg(
-        pl.col("duration_ns").filter(pl.col("_main")).sum().alias("_main_ns"), pl.col("_main").sum().alias("_mains"))
-    frame = frame.join(per_op, on="cost_op_id", how="left", nulls_equal=False, maintain_order="left")
-    helper = pl.col("helper_kernel") & (pl.col("_mains") > 0)
-    main_share = (pl.when(pl.col("_main_ns") > 0).then(pl.col("duration_ns") / pl.col("_main_ns"))
-                  .otherwise(1 / pl.col("_mains")))
-    return frame.with_columns(
-        helper.fill_null(False).alias("helper_kernel"),
-        pl.when(helper).then(0.0).when(pl.col("_mains") > 0).then(main_share).otherwise(pl.col("share")).alias("flops_share"),
-    ).drop("_main", "_main_ns", "_mains")
+    """Every op grouped for its non-helper kernel time."""
+    named = _helper_named(frame)
+    return _helper_shares(named, named)
 
 
 @pytest.mark.parametrize("seed", range(6))

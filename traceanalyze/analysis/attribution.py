@@ -278,20 +278,26 @@ def aggregate_parts(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     roofline's rows: a small frame that can be concatenated with other ranks' and combined
     (`combine_parts`) into the totals the concatenated rows would give (one rank: the same
     numbers; several: float sums summed per rank first, which may differ in the last digit)."""
+    # `combine_parts` of the rows as one-value lists, without making a list per row: a group's
+    # value set is its distinct values in order
+    rows = part_rows(roofline, by)
+    return rows.group_by(by, maintain_order=True).agg(
+        *_SUMMED, *[pl.col(c).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")], *_first_values(rows, by))
+
+
+def part_rows(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Each roofline row as `aggregate_parts` adds it up: one count, its sums, its time at the roof,
+    and the values whose sets and first ones a group keeps."""
     at_roof = (
         pl.when(pl.col("regime").is_in(["compute", "bandwidth", "latency"]))
         .then(pl.max_horizontal(pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")))
         .when(pl.col("regime") == "memcpy").then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
     ) * 1e9
-    rows = roofline.select(
+    return roofline.select(
         *by, pl.lit(1, dtype=pl.UInt32).alias("count"), pl.col("duration_ns").alias("total_ns"), "flops", "bytes",
         "recoverable_ns", at_roof.alias("_at_roof_ns"), at_roof.is_null().alias("_no_roof"),
         *SINGLE, "roof", *FIRST, *[c for c in FIRST_PRESENT if c not in by],
     )
-    # `combine_parts` of the rows as one-value lists, without making a list per row: a group's
-    # value set is its distinct values in order
-    return rows.group_by(by, maintain_order=True).agg(
-        *_SUMMED, *[pl.col(c).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")], *_first_values(rows, by))
 
 
 def combine_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:

@@ -160,17 +160,27 @@ def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
     reduction or fill, `HELPER_KERNEL`, while the op has other kernels) and `flops_share`: the
     share of its op's FLOPs it carries: 0 for a helper; for the others their duration over the
     op's non-helper kernel time (evenly when that is 0). Bytes keep `share` (all kernels)."""
-    kernel = (pl.col("kind") == "kernel") & pl.col("cost_op_id").is_not_null()
-    named = pl.lit(contains(frame["name"], HELPER_KERNEL)) & kernel & (pl.col("op_flops").fill_null(0) > 0)
-    main = kernel & ~named
-    frame = frame.with_columns(named.alias("helper_kernel"), main.alias("_main"))
+    frame = _helper_named(frame)
     # an op without a helper kernel gives each of its kernels `share` (its non-helper time is all
     # its kernel time): only the ops with one, or with a kernel of no name (neither helper nor
     # not), are grouped
     with_helpers = frame.filter(pl.col("helper_kernel").fill_null(True)).select("cost_op_id").unique()
     if with_helpers.is_empty():
         return frame.with_columns(pl.col("helper_kernel").and_(False), pl.col("share").alias("flops_share")).drop("_main")
-    per_op = frame.join(with_helpers, on="cost_op_id", how="semi").group_by("cost_op_id").agg(
+    return _helper_shares(frame, frame.join(with_helpers, on="cost_op_id", how="semi"))
+
+
+def _helper_named(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with `helper_kernel` (its name is a helper's, of an op with FLOPs) and `_main`."""
+    kernel = (pl.col("kind") == "kernel") & pl.col("cost_op_id").is_not_null()
+    named = pl.lit(contains(frame["name"], HELPER_KERNEL)) & kernel & (pl.col("op_flops").fill_null(0) > 0)
+    return frame.with_columns(named.alias("helper_kernel"), (kernel & ~named).alias("_main"))
+
+
+def _helper_shares(frame: pl.DataFrame, grouped: pl.DataFrame) -> pl.DataFrame:
+    """`_with_helper_kernels` of `frame` (`_helper_named`), its ops' non-helper time from the rows
+    of `grouped` (the rows of the ops that need it; any other op keeps `share`)."""
+    per_op = grouped.group_by("cost_op_id").agg(
         pl.col("duration_ns").filter(pl.col("_main")).sum().alias("_main_ns"),
         pl.col("_main").sum().alias("_mains"),
     )

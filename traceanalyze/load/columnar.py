@@ -119,27 +119,31 @@ def prepare_for_threads() -> None:
         pl.Series(_numpy().empty(0, dtype=_numpy().uint8))
 
 
-def _events_frame(scanned: dict[str, Any]) -> pl.DataFrame:
+def _events_frame(scanned: dict[str, Any], needed: set[str] | None = None,
+                  extra: dict[str, Any] | None = None) -> pl.DataFrame:
     """One row per event: `<field>_tag`, and its values (`<field>_int`, `<field>_float`;
-    `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text)."""
+    `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text); only
+    the columns in `needed` when given (each made series holds the GIL a while); `extra`: more
+    columns of one value per row."""
     np = _numpy()
-    columns: dict[str, pl.Series] = {}
+    arrays_of: dict[str, Any] = {}
     kinds = {key.decode(): kind for key, kind in ARG_KEYS}
     for name, arrays in scanned["fields"].items():
-        columns[f"{name}_tag"] = pl.Series(np.frombuffer(arrays[0], dtype=np.uint8))
+        arrays_of[f"{name}_tag"] = (arrays[0], np.uint8)
         kind = kinds.get(name, SCALAR)
         if name == "args":
             continue
         if kind == SCALAR:  # one value column but for the times: the tag says int or float
-            columns[f"{name}_int"] = pl.Series(np.frombuffer(arrays[1], dtype=np.int64))
-            columns[f"{name}_float"] = pl.Series(np.frombuffer(arrays[-1], dtype=np.float64))
+            arrays_of[f"{name}_int"] = (arrays[1], np.int64)
+            arrays_of[f"{name}_float"] = (arrays[-1], np.float64)
         elif kind == INTS3:
             for k in range(3):
-                columns[f"{name}_{k}"] = pl.Series(np.frombuffer(arrays[1 + k], dtype=np.int64))
+                arrays_of[f"{name}_{k}"] = (arrays[1 + k], np.int64)
         else:
-            columns[f"{name}_offset"] = pl.Series(np.frombuffer(arrays[1], dtype=np.int64))
-            columns[f"{name}_length"] = pl.Series(np.frombuffer(arrays[2], dtype=np.int64))
-    return pl.DataFrame(columns)
+            arrays_of[f"{name}_offset"] = (arrays[1], np.int64)
+            arrays_of[f"{name}_length"] = (arrays[2], np.int64)
+    return pl.DataFrame({**{column: pl.Series(np.frombuffer(array, dtype=dtype)) for column, (array, dtype) in arrays_of.items()
+                            if needed is None or column in needed}, **(extra or {})})
 
 
 def _tag(name: str) -> pl.Expr:
@@ -165,8 +169,9 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     seq = _event_numbers(scanned)
     if no_phase is not None:  # its first row → that row's event
         no_phase = (no_phase[0], int(seq[no_phase[1]]))
-    events = _events_frame(scanned).with_columns(pl.Series("seq", seq), pl.Series("table", codes))
     present = tuple(code for code in _distinct_codes(codes, chunk.FLOW + 1) if code != chunk.DROP)
+    needed = {column for code in present for column in _read_by(code)}
+    events = _events_frame(scanned, needed, {"seq": pl.Series(seq), "table": pl.Series(codes)})
     lookups = _Lookups.of(scanned, strings)
     texts = _raw_texts(text, scanned["fields"], codes == chunk.CPU_OP) if chunk.CPU_OP in present else ()
     plans: dict[str, pl.LazyFrame] = {}
@@ -174,12 +179,20 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
     for code in present:
         name = chunk.TABLE_OF_CODE[code]
         columns = _raw_columns(code, _TIMES[code], lookups)
-        read = sorted({column for expr in columns for column in expr.meta.root_names()})
-        plans[name] = events.lazy().filter(pl.col("table") == code).select(read).select(columns)
+        plans[name] = events.lazy().filter(pl.col("table") == code).select(list(_read_by(code))).select(columns)
         names[name] = lookups.names_of(codes == code)
     events_count = scanned.get("events", scanned["n"])
     del events
     return finish_chunk(plans, texts, events_count, no_phase, names)
+
+
+@functools.cache
+def _read_by(code: int) -> tuple[str, ...]:
+    """The scanned columns table `code`'s raw columns read (the same for every chunk: only the
+    strings they look up differ)."""
+    columns = _raw_columns(code, _TIMES[code], _Lookups([], [], {name: pl.Series([], dtype=pl.Int64) for name in
+                                                                  _CONVERSIONS}, None, None))
+    return tuple(sorted({column for expr in columns for column in expr.meta.root_names()}))
 
 
 def _event_numbers(scanned: dict[str, Any]) -> Any:
@@ -247,6 +260,7 @@ def _type_rules() -> dict[str, int]:
 
 
 _TIMES = {code: ("ts",) if code == chunk.FLOW else ("ts", "dur") for code in chunk.TABLE_OF_CODE}
+_CONVERSIONS = ("as_int", "thread_id", "stream_from_tid")  # the integers `_Lookups` makes of strings, by name
 _TAGS = OBJECT + 1  # the scanner's tags: 9, so 7 tables × 9 tags fit in 64 bits
 
 
@@ -318,7 +332,7 @@ class _Lookups:
             tags = np.frombuffer(fields[field][0], dtype=np.uint8)
             used.update(_distinct_codes(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR], len(strings)))
         integers = {}
-        for convert in (conversions.as_int, conversions.thread_id, conversions.stream_from_tid):
+        for convert in (conversions.as_int, conversions.thread_id, conversions.stream_from_tid):  # `_CONVERSIONS`
             values: list[int | None] = [None] * len(strings)
             for code in used:
                 value = convert(strings[code])

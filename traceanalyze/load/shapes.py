@@ -157,8 +157,8 @@ def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series
     chunk without any shape argument (a trace recorded without shapes) decodes nothing."""
     keys = list(TEXT_COLUMNS)
     if not any(len(distinct[column]) for column in keys):
-        nulls = (pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists"))
-        return (frame.with_columns(nulls).select(_CHUNK_CPU_COLUMNS),
+        nulls = {column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists")}
+        return (frame.select(nulls.get(column, column) for column in _CHUNK_CPU_COLUMNS),
                 ArgumentTexts(failed={column: False for column in keys}, texts={column: None for column in keys},
                               height=frame.height))
     tallest = max(len(distinct[column]) for column in keys)
@@ -169,12 +169,12 @@ def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series
     decoded, failed, impure = _decoded_arguments(padded)
     kept = {column: distinct[column].gather(frame[column]) if impure[column] and not failed[column] else None
             for column in keys}
-    by_row = [pl.lit(decoded[column]).gather(pl.col(column)).alias(column) for column in keys]
+    by_row = {column: pl.lit(decoded[column]).gather(pl.col(column)).alias(column) for column in keys}
     tensor_lists = decoded["input_tensor_lists"]
-    by_row.append(pl.lit(None, dtype=TENSOR_LISTS).alias("input_tensor_lists") if not tensor_lists.count()
-                  else pl.lit(tensor_lists).gather(pl.col("input_dims")).alias("input_tensor_lists"))
-    result = frame.with_columns(by_row)
-    return result.select(_CHUNK_CPU_COLUMNS), ArgumentTexts(failed=failed, texts=kept, height=frame.height)
+    by_row["input_tensor_lists"] = (pl.lit(None, dtype=TENSOR_LISTS).alias("input_tensor_lists") if not tensor_lists.count()
+                                    else pl.lit(tensor_lists).gather(pl.col("input_dims")).alias("input_tensor_lists"))
+    result = frame.select(by_row.get(column, column) for column in _CHUNK_CPU_COLUMNS)  # one query
+    return result, ArgumentTexts(failed=failed, texts=kept, height=frame.height)
 
 
 def _decoded_arguments(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[str, bool], dict[str, bool]]:

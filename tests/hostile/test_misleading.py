@@ -137,7 +137,7 @@ def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch, command):
     import errno
     import os
 
-    from traceanalyze.load import chrome
+    from traceanalyze.load import reading
 
     path = small_trace().write(tmp_path / "secret.json")
     good = small_trace().write(tmp_path / "good.json")
@@ -149,7 +149,7 @@ def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch, command):
 
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda file, mode, **kw: str(file) != str(path) and real_access(file, mode, **kw))
-    monkeypatch.setattr(chrome, "open", denied, raising=False)
+    monkeypatch.setattr(reading, "open", denied, raising=False)
     extra = {"gate": ["--max-idle-fraction", "1"], "diff": []}.get(command, [])
     arguments = [command, str(good), str(path)] if command == "diff" else [command, str(path), *extra]
     result = CliRunner().invoke(app, arguments)

@@ -9,7 +9,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from traceanalyze.load import load_file
-from traceanalyze.load.chrome import decode_document, read_bytes
+from traceanalyze.load.chrome import decode_document
+from traceanalyze.load.reading import read_bytes
 from traceanalyze.load.assemble import build_trace
 from traceanalyze.load.chunk import SKIP_NO_TS_OR_NAME
 from traceanalyze.analysis.health import trace_health

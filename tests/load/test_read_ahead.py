@@ -1,5 +1,5 @@
 """The streaming reader's plumbing: its background reader keeps one block ahead of the consumer
-(`chrome._prefetched`), stops when the consumer does, and hands the reader's errors over; the
+(`reading._prefetched`), stops when the consumer does, and hands the reader's errors over; the
 decoding threads join a chunk's parts with `_native.concat`, held to `b"".join`; a table already
 in order is kept as it is (`assemble._sorted`)."""
 
@@ -17,7 +17,7 @@ from polars.testing import assert_frame_equal
 
 from traceanalyze.errors import TraceFormatError
 from traceanalyze.load.assemble import _sorted
-from traceanalyze.load.chrome import _prefetched
+from traceanalyze.load.reading import _prefetched
 from traceanalyze.native import compiled
 
 _native = compiled()

@@ -28,7 +28,8 @@ from shared_traces import real_trace_params
 
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.load import load_file, load_trace
-from traceanalyze.load.chrome import EventChunks, decode_document, read_bytes
+from traceanalyze.load.chrome import EventChunks, decode_document
+from traceanalyze.load.reading import read_bytes
 from traceanalyze import _native
 from traceanalyze.load.times import EXACT_FLOAT_US
 from traceanalyze.load.assemble import TraceTables, build_trace

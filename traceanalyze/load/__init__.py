@@ -13,7 +13,7 @@ from pathlib import Path
 from traceanalyze.errors import TraceFormatError
 from traceanalyze.cache_files import CacheSetting, cache_directory
 from traceanalyze.load.cache import load_cached, lookup, store
-from traceanalyze.load.chrome import os_problem
+from traceanalyze.load.reading import os_problem
 from traceanalyze.load.files import declared_rank, load_file, uncompressed_estimate
 from traceanalyze.load.limits import LoadLimits, check_op_depth
 from traceanalyze.model import Trace, concat_traces

@@ -15,19 +15,12 @@ from pathlib import Path
 from traceanalyze.allocator import return_freed_memory
 from traceanalyze.errors import EmptyTraceError, TraceFormatError
 from traceanalyze.load.assemble import TraceTables
-from traceanalyze.load.chrome import (
-    BLOCK_SIZE,
-    WHOLE_DOCUMENT_LIMIT,
-    EventChunks,
-    NotStreamable,
-    decode_document,
-    open_trace_file,
-    read_bytes,
-)
+from traceanalyze.load.chrome import WHOLE_DOCUMENT_LIMIT, EventChunks, NotStreamable, decode_document
 from traceanalyze.load.convert import as_int
 from traceanalyze.load.decode import decode_chunk
 from traceanalyze.load.general import general_tables
 from traceanalyze.load.limits import LoadLimits, check_op_depth, exceeded
+from traceanalyze.load.reading import BLOCK_SIZE, open_trace_file, read_bytes
 from traceanalyze.model import Trace
 
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)

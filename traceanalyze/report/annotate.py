@@ -27,7 +27,8 @@ import msgspec
 import polars as pl
 
 from traceanalyze.errors import TraceFormatError
-from traceanalyze.load.chrome import BLOCK_SIZE, EventChunks, NotStreamable, read_bytes
+from traceanalyze.load.chrome import EventChunks, NotStreamable
+from traceanalyze.load.reading import BLOCK_SIZE, read_bytes
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import Report
 

@@ -49,6 +49,11 @@ def test_union_three_ways(seed, by):
     assert_frame_equal(native, vectorised)
     expected = union_by_sweep(list(frame.select(*by, "start_ns", "end_ns").iter_rows()), by)
     assert list(native.iter_rows()) == expected
+    # given in start order (a loaded gpu table), the groups are made by a stable sort on them alone
+    for minimum in (1, 10**9):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(intervals, "NATIVE_MIN_ROWS", minimum)
+            assert list(union_intervals(frame.sort("start_ns"), by).iter_rows()) == expected
     # merged intervals of a group neither overlap nor touch
     for before, after in zip(expected, expected[1:]):
         if before[:-2] == after[:-2]:

@@ -18,10 +18,13 @@ def union_intervals(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         return frame.select(*by, "start_ns", "end_ns")
     groups = varying_keys(frame, by, at_least_one=False)  # the one rank, the one device: not sorted on
     ordered = frame.select(*by, "start_ns", "end_ns")
-    # intervals of one group in start order (a loaded `gpu` table) merge as they are: the order of
-    # equal starts does not change the union
-    if groups or not ordered["start_ns"].is_sorted():
+    # intervals in start order (a loaded `gpu` table) merge as they are, or grouped by a stable sort
+    # on the groups alone (10.8 against 27 ms for 412k GPU ops by stream): the order of equal starts
+    # does not change the union
+    if not ordered["start_ns"].is_sorted():
         ordered = ordered.sort(*groups, "start_ns", "end_ns")
+    elif groups:
+        ordered = ordered.sort(*groups, maintain_order=True)
     _native = compiled()
     if _native is not None and ordered.height >= NATIVE_MIN_ROWS:
         return _union_native(_native, ordered, by, groups)

@@ -204,6 +204,15 @@ def test_columns_grow_for_a_chunk_of_many_small_events():
     assert fast.frames["gpu"]["start_ns"].to_list() == starts
 
 
+@pytest.mark.parametrize("text", [{}, None, [[1, None]], [[1.5]]])
+def test_a_skipped_ops_shape_text_counts_for_nothing(text):
+    """An op skipped for want of a name, whose shape text the fast decode refuses or could decode
+    differently, beside ops that are kept: the msgspec paths decode the kept rows' texts only, and
+    so does the scanner (found by the mutation test)."""
+    events = [op(), {k: v for k, v in op(**{"Input Dims": text}).items() if k != "name"}, op()]
+    assert check(json.dumps(events).encode()) is not None
+
+
 def test_a_chunk_without_shape_arguments_decodes_none():
     """Ops recorded without shapes (no `Input Dims`, …: most traces): the scanner path takes its
     shortcut (nothing to decode) and still gives msgspec's tables, null shape columns."""

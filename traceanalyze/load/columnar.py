@@ -119,12 +119,11 @@ def prepare_for_threads() -> None:
         pl.Series(_numpy().empty(0, dtype=_numpy().uint8))
 
 
-def _events_frame(scanned: dict[str, Any], needed: set[str] | None = None,
-                  extra: dict[str, Any] | None = None) -> pl.DataFrame:
+def _events_frame(scanned: dict[str, Any], needed: set[str], extra: dict[str, Any]) -> pl.DataFrame:
     """One row per event: `<field>_tag`, and its values (`<field>_int`, `<field>_float`;
-    `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text); only
-    the columns in `needed` when given (each made series holds the GIL a while); `extra`: more
-    columns of one value per row."""
+    `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text): only
+    the columns in `needed` (each made series holds the GIL a while), and `extra`, more columns of
+    one value per row."""
     np = _numpy()
     arrays_of: dict[str, Any] = {}
     kinds = {key.decode(): kind for key, kind in ARG_KEYS}
@@ -143,7 +142,7 @@ def _events_frame(scanned: dict[str, Any], needed: set[str] | None = None,
             arrays_of[f"{name}_offset"] = (arrays[1], np.int64)
             arrays_of[f"{name}_length"] = (arrays[2], np.int64)
     return pl.DataFrame({**{column: pl.Series(np.frombuffer(array, dtype=dtype)) for column, (array, dtype) in arrays_of.items()
-                            if needed is None or column in needed}, **(extra or {})})
+                            if column in needed}, **extra})
 
 
 def _tag(name: str) -> pl.Expr:
@@ -190,8 +189,8 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
 def _read_by(code: int) -> tuple[str, ...]:
     """The scanned columns table `code`'s raw columns read (the same for every chunk: only the
     strings they look up differ)."""
-    columns = _raw_columns(code, _TIMES[code], _Lookups([], [], {name: pl.Series([], dtype=pl.Int64) for name in
-                                                                  _CONVERSIONS}, None, None))
+    columns = _raw_columns(code, _TIMES[code], _Lookups([], [], {convert.__name__: pl.Series([], dtype=pl.Int64)
+                                                                  for convert in _CONVERSIONS}, None, None))
     return tuple(sorted({column for expr in columns for column in expr.meta.root_names()}))
 
 
@@ -260,7 +259,8 @@ def _type_rules() -> dict[str, int]:
 
 
 _TIMES = {code: ("ts",) if code == chunk.FLOW else ("ts", "dur") for code in chunk.TABLE_OF_CODE}
-_CONVERSIONS = ("as_int", "thread_id", "stream_from_tid")  # the integers `_Lookups` makes of strings, by name
+# what `_Lookups` makes of a string field that is an integer or a string
+_CONVERSIONS = (conversions.as_int, conversions.thread_id, conversions.stream_from_tid)
 _TAGS = OBJECT + 1  # the scanner's tags: 9, so 7 tables × 9 tags fit in 64 bits
 
 
@@ -332,7 +332,7 @@ class _Lookups:
             tags = np.frombuffer(fields[field][0], dtype=np.uint8)
             used.update(_distinct_codes(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR], len(strings)))
         integers = {}
-        for convert in (conversions.as_int, conversions.thread_id, conversions.stream_from_tid):  # `_CONVERSIONS`
+        for convert in _CONVERSIONS:
             values: list[int | None] = [None] * len(strings)
             for code in used:
                 value = convert(strings[code])

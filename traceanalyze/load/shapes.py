@@ -156,6 +156,10 @@ def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series
     same frame and `ArgumentTexts` as `decode_chunk_arguments` gives for the texts themselves. A
     chunk without any shape argument (a trace recorded without shapes) decodes nothing."""
     keys = list(TEXT_COLUMNS)
+    # the texts of rows skipped since they were numbered (no name, no start) are not decoded: the
+    # msgspec paths decode the kept rows' texts only, and a text they never see must not make a
+    # column fail or count as impure
+    distinct = {column: _used_only(distinct[column], frame[column]) for column in keys}
     if not any(len(distinct[column]) for column in keys):
         nulls = {column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists")}
         return (frame.select(nulls.get(column, column) for column in _CHUNK_CPU_COLUMNS),
@@ -175,6 +179,16 @@ def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series
                                     else pl.lit(tensor_lists).gather(pl.col("input_dims")).alias("input_tensor_lists"))
     result = frame.select(by_row.get(column, column) for column in _CHUNK_CPU_COLUMNS)  # one query
     return result, ArgumentTexts(failed=failed, texts=kept, height=frame.height)
+
+
+def _used_only(texts: pl.Series, ids: pl.Series) -> pl.Series:
+    """`texts` with those no row's id (`ids`, null: none) names made null."""
+    used = ids.drop_nulls().unique()
+    if used.len() == texts.len():
+        return texts
+    return texts.to_frame("text").select(
+        pl.when(pl.int_range(pl.len(), dtype=pl.Int64).is_in(used.cast(pl.Int64).implode())).then(pl.col("text"))
+    ).to_series().alias(texts.name)
 
 
 def _decoded_arguments(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[str, bool], dict[str, bool]]:

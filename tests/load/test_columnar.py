@@ -492,3 +492,40 @@ def test_python_events_passed_over_get_no_row():
 ])
 def test_event_numbers_count_the_events_without_rows(text):
     assert check(text.encode()) is not None
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_a_tables_rows_hold_no_view_of_the_scanned_columns(monkeypatch, interleaved):
+    """Tables whose events form one run each in the chunk (as a trace often lists one kind of
+    event together), or are interleaved: a filter of one run would return a view of each scanned
+    column, and a column the plan passes through unchanged (pid, External id, correlation) would
+    keep the whole chunk's scanned array alive until the table is finished. Every kept column is
+    its own copy."""
+    import numpy as np
+
+    scanned_ranges = []
+    events_frame = columnar._events_frame
+
+    def recording(scanned, needed, extra):
+        for arrays in scanned["fields"].values():
+            for array in arrays:
+                view = np.frombuffer(array, dtype=np.uint8)
+                start = view.__array_interface__["data"][0]
+                scanned_ranges.append((start, start + view.nbytes))
+        return events_frame(scanned, needed, extra)
+
+    monkeypatch.setattr(columnar, "_events_frame", recording)
+    ops = [op(**{"External id": k, "Sequence number": k}) for k in range(50)]
+    kernels = [kernel(correlation=k, args={"device": 0, "stream": 7, "correlation": k}) for k in range(50)]
+    events = [event for pair in zip(ops, kernels) for event in pair] if interleaved else [*ops, *kernels]
+    fast = check(json.dumps(events).encode())
+    assert fast is not None and scanned_ranges
+    checked = 0
+    for frame in fast.frames.values():
+        for series in frame.get_columns():
+            if not series.dtype.is_numeric() or series.null_count():
+                continue
+            address = series.to_numpy(allow_copy=False).__array_interface__["data"][0]
+            assert not any(start <= address < end for start, end in scanned_ranges), series.name
+            checked += 1
+    assert checked >= 6  # pid, tid, external_id, sequence_number of the ops; correlation, pid of the kernels

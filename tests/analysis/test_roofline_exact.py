@@ -222,3 +222,18 @@ def test_an_op_whose_kernels_use_different_roofs_is_judged_kernel_by_kernel(tmp_
     assert compute["pct_of_roof"] == pytest.approx(flops / A100.peak_flops("tf32", True) / 300e-6)
     assert (bandwidth["bound"], bandwidth["roof"], bandwidth["flops"]) == ("bandwidth", "HBM", 0.0)
     assert bandwidth["pct_of_roof"] == pytest.approx(0.25 * op_bytes / A100.memory_bandwidth_bytes_per_s / 100e-6)
+
+
+def test_the_per_op_labels_are_categoricals_with_their_texts(tmp_path):
+    """The roofline's text columns of a few distinct values (`roofline.LABEL_COLUMNS`) are
+    categoricals: as strings made by `when … then(<literal>)`, each row kept its own text."""
+    b = TraceBuilder()
+    mm_op(b, 0, 512, 512, 512, dur=100)
+    b.launch_kernel(launch_us=300, launch_dur_us=4, start_us=320, dur_us=5, name="triton_poi_fused_0")  # no op around it
+    table = roofline.kernel_roofline(load(b, tmp_path))
+    assert {table.schema[column] for column in roofline.LABEL_COLUMNS} == {pl.Categorical()}
+    rows = table.sort("start_ns").select(roofline.LABEL_COLUMNS).cast(pl.String).rows(named=True)
+    assert (rows[0]["op_source"], rows[0]["compute_dtype"], rows[0]["roof"], rows[0]["no_op_reason"]) == ("aten", "bf16", "BF16 TC", None)
+    assert rows[1]["op_source"] is None
+    assert rows[1]["no_op_reason"] == "launched outside any CPU op (e.g. Triton or a custom launcher)"
+    assert rows[1]["unmodeled_reason"] == rows[1]["no_op_reason"]

@@ -327,7 +327,7 @@ def finish_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         .with_columns(
             pl.when(~pl.col("_no_roof")).then(pl.col("_at_roof_ns")).alias("_at_roof_ns"),
             *[pl.when(pl.col(c).list.len() == 1).then(pl.col(c).list.first()).alias(c) for c in SINGLE],
-            pl.col("roof").list.drop_nulls().list.sort().list.join(" + ").alias("roof"),
+            pl.col("roof").list.drop_nulls().list.eval(pl.element().cast(pl.String)).list.sort().list.join(" + ").alias("roof"),
             pl.col("count").cast(pl.UInt32),
         )
         .with_columns(

@@ -73,9 +73,9 @@ CPU_OPS_SCHEMA = pl.Schema(
         "parent_id": pl.Int64,
         "input_dims": pl.List(pl.List(pl.Int64)),  # one shape per input; [] for non-tensors
         "input_tensor_lists": pl.List(pl.List(pl.List(pl.Int64))),  # shapes of TensorList inputs
-        "input_types": pl.List(pl.String),
+        "input_types": pl.List(pl.Categorical()),  # a few distinct texts ("float", "Scalar"): 4 bytes an item, not 16
         "input_strides": pl.List(pl.List(pl.Int64)),
-        "concrete_inputs": pl.List(pl.String),
+        "concrete_inputs": pl.List(pl.Categorical()),
         "flops": pl.Float64,
     }
 )

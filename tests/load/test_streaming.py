@@ -180,6 +180,31 @@ def test_shape_columns_decoded_slowly_everywhere_when_one_chunk_needs_it(tmp_pat
         assert_same(load_file(path, include_flows=True, block_size=block_size, workers=1), reference)
 
 
+@pytest.mark.parametrize("slow_column", [None, "Input type", "Concrete Inputs"])
+def test_the_shape_strings_are_lists_of_categoricals(tmp_path, slow_column):
+    """`input_types` and `concrete_inputs` are kept as lists of categoricals (a few distinct texts:
+    4 bytes an item, not a string's 16), with their texts, whichever decode made them: the fast
+    one, or the slow one everywhere when a chunk's value defeats it."""
+    b = TraceBuilder()
+    for i in range(60):
+        b.cpu_op("aten::add", 10 * i, 5, input_dims=[[2, 2], []], input_types=["float", "Scalar"],
+                 concrete_inputs=["", str(i % 3)])
+    data = b.to_dict()
+    if slow_column:
+        next(e for e in data["traceEvents"] if e.get("cat") == "cpu_op")["args"][slow_column] = ["float", 3]
+    path = tmp_path / "strings.json"
+    path.write_text(json.dumps(data))
+    for trace in (load_file(path, block_size=256, workers=1), whole_document(path)):
+        ops = trace.cpu_ops.sort("start_ns")
+        assert ops.schema["input_types"] == ops.schema["concrete_inputs"] == pl.List(pl.Categorical())
+        types, concrete = ops["input_types"].to_list(), ops["concrete_inputs"].to_list()
+        first = 1 if slow_column else 0
+        assert types[first:] == [["float", "Scalar"]] * (60 - first)
+        assert concrete[first:] == [["", str(i % 3)] for i in range(first, 60)]
+        if slow_column:  # the slow decode writes a non-string as JSON
+            assert (types[0] if slow_column == "Input type" else concrete[0]) == ["float", "3"]
+
+
 def test_a_float_in_a_shape_argument_reads_the_same_when_an_event_elsewhere_is_malformed(tmp_path):
     """A document whose typed decode fails (an event's `correlation` is a list) is decoded event by event,
     each re-encoded: its floats keep their text (`times.encode_hook`), so a float in `Input type`

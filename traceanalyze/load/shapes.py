@@ -209,7 +209,7 @@ def _decoded_arguments(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict[
         return _decoded_separately(frame)
     if fused["_nested"][0]:
         return _decoded_separately(frame)
-    decoded = {column: fused[column] for column, _, _ in _ARGUMENTS}
+    decoded = {column: stored(column, fused[column]) for column, _, _ in _ARGUMENTS}
     decoded["input_tensor_lists"] = pl.repeat(None, frame.height, dtype=TENSOR_LISTS, eager=True)
     return (decoded, {column: False for column, _, _ in _ARGUMENTS},
             {column: bool(fused[f"_impure_{column}"][0]) for column, _, _ in _ARGUMENTS})
@@ -250,10 +250,17 @@ def _decoded_separately(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict
     input_dims, input_tensor_lists = _with_nested(frame["input_dims"], decoded["input_dims"], nested["input_dims"])
     input_strides, _ = _with_nested(frame["input_strides"], decoded["input_strides"], nested["input_strides"])
     result = {
-        "input_dims": input_dims, "input_tensor_lists": input_tensor_lists, "input_types": decoded["input_types"],
-        "input_strides": input_strides, "concrete_inputs": decoded["concrete_inputs"],
+        "input_dims": input_dims, "input_tensor_lists": input_tensor_lists, "input_types": stored("input_types", decoded["input_types"]),
+        "input_strides": input_strides, "concrete_inputs": stored("concrete_inputs", decoded["concrete_inputs"]),
     }
     return result, failed, {column: bool(flag) for (column, _, _), flag in zip(_ARGUMENTS, impure)}
+
+
+def stored(column: str, decoded: pl.Series) -> pl.Series:
+    """A decoded shape column as the cpu_ops table keeps it (`CPU_OPS_SCHEMA`): the lists of
+    strings (`Input type`, `Concrete Inputs`) as lists of categoricals, made from a chunk's
+    distinct texts before they are spread over its rows."""
+    return decoded.cast(CPU_OPS_SCHEMA[column])
 
 
 def _slowly(texts: pl.Series, dtype: pl.DataType) -> pl.Series:
@@ -279,7 +286,7 @@ def arguments_slowly(frame: pl.DataFrame, chunks: list[ArgumentTexts]) -> pl.Dat
                     plain, nested = _without_nested(texts)
                     piece, _ = _with_nested(texts, _shapes_slowly(plain), nested)
                 else:
-                    piece = _strings_slowly(texts)
+                    piece = stored(column, _strings_slowly(texts))
             pieces.append(piece)
         frame = frame.with_columns(pl.concat(pieces).alias(column))
     return frame

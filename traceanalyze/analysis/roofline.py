@@ -115,12 +115,12 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
     split among its kernels (`COST_SPLIT_COLUMNS`) is not kept. `choices`: `choose_peaks(trace,
     overrides)`, `tree`: the op tree of `trace.cpu_ops`, when the caller has them already."""
     tree = tree or OpTree.of(trace.cpu_ops)
-    ops = kernel_ops(trace, tree).rename({"bytes": "copy_bytes"})
+    ops = _labels_categorical(kernel_ops(trace, tree).rename({"bytes": "copy_bytes"}))
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
     costs = recover_costs(costs, trace.cpu_ops)
     owners, costs = cost_owners(ops, trace.cpu_ops, costs, tree)
     ops = ops.join(owners, on="op_id", how="left", maintain_order="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
-    costs = costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"})
+    costs = _labels_categorical(costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"}))
     kernels_per_op = (
         ops.select("cost_op_id", "kind", "duration_ns")
         .filter(pl.col("cost_op_id").is_not_null() & (pl.col("kind") == "kernel"))
@@ -148,18 +148,21 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
         .when(pl.col("kind").is_in(["memcpy", "memset"])).then(pl.col("copy_bytes").cast(pl.Float64))
         .alias("bytes"),
     )
-    frame = _with_tensor_core(frame)
+    frame = _with_tensor_core(frame.drop(COST_SPLIT_COLUMNS))  # the steps of the cost split go (a fifth of the frame)
     frame = _with_peaks(frame, choices)
-    # what a trace does not record (graph ids, collectives, costs of unmodeled ops), once; the
-    # steps of the cost split go (a fifth of the frame)
-    frame = _with_regime(frame).drop(COST_SPLIT_COLUMNS)
-    return constants_as_scalars(frame.with_columns(pl.col(LABEL_COLUMNS).cast(pl.Categorical)), nulls_only=True)
+    # what a trace does not record (graph ids, collectives, costs of unmodeled ops), once
+    return constants_as_scalars(_labels_categorical(_with_regime(frame)), nulls_only=True)
 
 
-# the per-op text columns, of a few distinct values each, kept as categoricals: as strings made by
-# `when … then(<literal>)` each row held its text, and the column every branch's (1 GB a100-cudagraph:
-# 51 of the roofline's 92 MB)
+# the per-op text columns, of a few distinct values each, kept as categoricals from where they are
+# first per op: as strings made by `when … then(<literal>)` each row held its text, and the column
+# every branch's (1 GB a100-cudagraph: 51 of the roofline's 92 MB)
 LABEL_COLUMNS = ("op_source", "no_op_reason", "cost_note", "compute_dtype", "unmodeled_reason", "roof", "no_roof_reason")
+
+
+def _labels_categorical(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with those of `LABEL_COLUMNS` it has as categoricals."""
+    return frame.with_columns(pl.col(name).cast(pl.Categorical) for name in LABEL_COLUMNS if name in frame.columns)
 
 
 def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
@@ -279,10 +282,10 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
             "host_link_bytes_per_s": peaks.host_link_bytes_per_s if peaks else None,
             "tf32_peak_flops_per_s": _tf32_roof(peaks, dtype, tensor_core),
         })
-    lookup = pl.DataFrame(rows, schema={"rank": pl.Int32, "device": pl.Int32, "compute_dtype": pl.String,
+    lookup = pl.DataFrame(rows, schema={"rank": pl.Int32, "device": pl.Int32, "compute_dtype": frame.schema["compute_dtype"],
                                         "tensor_core": pl.Boolean, "peak_flops_per_s": pl.Float64,
-                                        "flops_roof": pl.String, "peak_bytes_per_s": pl.Float64,
-                                        "memory_roof": pl.String, "host_link": pl.String,
+                                        "flops_roof": pl.Categorical(), "peak_bytes_per_s": pl.Float64,
+                                        "memory_roof": pl.Categorical(), "host_link": pl.Categorical(),
                                         "host_link_bytes_per_s": pl.Float64, "tf32_peak_flops_per_s": pl.Float64})
     seconds = pl.col("duration_ns") / 1e9
     return (

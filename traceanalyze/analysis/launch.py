@@ -144,6 +144,11 @@ def small_kernels_of(latency: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# the columns of `small_kernels` that its runs and its summary (`report.summaries`) read (a sort or
+# filter copies every column it keeps)
+SMALL_READ = (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns", "launch_cpu_ns", "small")
+
+
 def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | None = None) -> pl.DataFrame:
     """Runs of at least `min_run` back-to-back small kernels on one stream (the pattern that CUDA
     graphs or torch.compile remove): a small kernel continues the run of the small kernel before it
@@ -151,7 +156,7 @@ def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | N
     idle a launch-bound sequence leaves) → `rank, device, stream, kernels, first_start_ns,
     last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, most kernels first. `small`:
     `small_kernels(trace)` if already computed."""
-    kernels = (small_kernels(trace) if small is None else small).sort(*STREAM, "start_ns")
+    kernels = (small_kernels(trace) if small is None else small).select(SMALL_READ).sort(*STREAM, "start_ns")
     previous_small = pl.col("small").shift(1).over(STREAM)
     idle_before = pl.col("start_ns") - pl.col("end_ns").shift(1).over(STREAM)
     continues = pl.col("small") & previous_small & (idle_before <= pl.col("launch_cpu_ns"))

@@ -323,7 +323,8 @@ def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, object]
 def _launch_parts(trace: Trace, options: ReportOptions) -> dict[str, object]:
     """Launch latencies, small kernels and their runs, queue depths."""
     per_op = launch.launch_latency(trace)
-    small = launch.small_kernels(trace, latency=per_op)  # computed once, used twice (`RankReport.small_kernels` makes it again)
+    # computed once, used twice (`RankReport.small_kernels` makes it again), of the columns they read
+    small = launch.small_kernels(trace, latency=per_op.select(name for name in launch.SMALL_READ if name != "small"))
     return {
         "latency": per_op,
         "latency_stats": launch.latency_stats(per_op),

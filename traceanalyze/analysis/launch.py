@@ -99,7 +99,8 @@ def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None,
     """Distributions of each latency metric (of `metrics`: by default every one) over non-skewed
     launches of GPU ops of `kinds` (default: kernels, memcpy and memset; None: all) → long table
     `[*by], metric, count, mean, p50, p90, p99, max` (ns), a metric's rows after another's."""
-    valid = latency.filter(~pl.col("skewed"))
+    # only the columns read: a filter copies every column it keeps (of 400 k launches)
+    valid = latency.select(*(by or []), "skewed", "kind", *metrics).filter(~pl.col("skewed"))
     if kinds is not None:
         valid = valid.filter(pl.col("kind").is_in(kinds))  # on the Enum: no String per row
     # every metric's figures in one pass over the rows (one grouping), then a block of rows each
@@ -115,7 +116,7 @@ def latency_by_group(latency: pl.DataFrame) -> pl.DataFrame:
     """`latency_stats` per group of GPU op kind (`LATENCY_GROUPS`: kernels, memcpy/memset,
     communication), groups in that order, groups without launches left out → `group, metric, …`."""
     order = list(dict.fromkeys(LATENCY_GROUPS.values()))
-    grouped = latency.with_columns(
+    grouped = latency.select("skewed", "kind", *STAT_COLUMNS).with_columns(
         pl.col("kind").replace_strict(LATENCY_GROUPS, default=None, return_dtype=pl.String).alias("group")
     ).drop_nulls("group")
     position = pl.col("group").replace_strict(order, list(range(len(order))))

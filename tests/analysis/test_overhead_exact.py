@@ -148,6 +148,29 @@ def test_launch_latency_split_into_queue_wait_and_overhead(tmp_path):
     assert gap["cause"] == "launch" and gap["duration_ns"] == 5_000
 
 
+def test_launch_latency_rows_follow_the_gpu_table_and_share_its_columns(tmp_path):
+    """One row per launched op in the order of `gpu` (launched here in the reverse of their start
+    order); where every op is the first of its launch, the columns taken from `gpu` are its own
+    buffers, not copies (a filter that keeps every row), and with a graph launch's later kernels
+    left out the rows are still those of `gpu`, in its order."""
+    b = TraceBuilder()
+    late = b.launch_kernel(launch_us=0, launch_dur_us=1, start_us=40, dur_us=10)
+    early = b.launch_kernel(launch_us=6, launch_dur_us=1, start_us=10, dur_us=10, stream=8)
+    trace = load(b, tmp_path)
+    latency = launch.launch_latency(trace)
+    assert latency["correlation"].to_list() == trace.gpu["correlation"].to_list() == [early, late]
+
+    def address(series: pl.Series) -> int:
+        return series.to_numpy(allow_copy=False).__array_interface__["data"][0]
+
+    assert address(latency["start_ns"]) == address(trace.gpu["start_ns"])
+    b.graph_launch(100, 20, [(130, 10, "g1"), (140, 10, "g2")])
+    trace = load(b, tmp_path, "graph.json")
+    latency = launch.launch_latency(trace)
+    assert latency["name"].cast(pl.String).to_list() == trace.gpu["name"].cast(pl.String).to_list()[:3]
+    assert latency["start_ns"].is_sorted()
+
+
 def test_graph_launch_counts_once_to_its_first_kernel(tmp_path):
     b = TraceBuilder()
     correlation = b.graph_launch(0, 20, [(30, 10, "g1"), (40, 10, "g2"), (55, 5, "g3")])

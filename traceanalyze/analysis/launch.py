@@ -28,7 +28,7 @@ LATENCY_GROUPS = {"kernel": "kernels", "memcpy": "memcpy/memset", "memset": "mem
 
 
 def launch_latency(trace: Trace) -> pl.DataFrame:
-    """One row per launched GPU op (graph launches: their first op) → `rank, device, stream,
+    """One row per launched GPU op (graph launches: their first op), in the order of `gpu`, → `rank, device, stream,
     kind, name, correlation, start_ns, end_ns, duration_ns, launch_name, launch_kind,
     launch_start_ns, launch_end_ns, launch_cpu_ns, launch_to_start_ns, queue_wait_ns,
     launch_overhead_ns, launch_delay_ns, skewed`."""
@@ -47,13 +47,14 @@ def launch_latency(trace: Trace) -> pl.DataFrame:
     launch = varying_keys(times, ("rank", "correlation"))
     first_rows = (
         times.filter(pl.col("launch_start_ns").is_not_null())
-        .select("_row", "start_ns", "launch_start_ns", *launch)
+        .select("_row", "start_ns", *launch)
         .sort("start_ns", "_row")
-        .filter(first_of_keys(launch))
-        .select("_row", "launch_start_ns")
-        .sort("launch_start_ns")["_row"]
+        .filter(first_of_keys(launch))["_row"]
     )
-    first_of_launch = linked.with_columns(busy_until)[first_rows]
+    # in the GPU ops' order, filtered: where every op is the first of its launch (no graph
+    # replays, no orphans) the columns of `gpu` are kept as they are, not copied (400 k ops: 23 MB)
+    first = pl.int_range(pl.len(), dtype=pl.UInt32).is_in(first_rows.implode())
+    first_of_launch = linked.with_columns(busy_until).filter(first)
     launch_to_start = pl.col("start_ns") - pl.col("launch_start_ns")
     return (
         first_of_launch.with_columns(

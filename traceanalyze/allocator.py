@@ -10,6 +10,7 @@ sooner; they change no result.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -81,11 +82,28 @@ def _glibc_call(name: str, *arguments: int) -> None:
     malloc_trim nor these mallopt parameters)."""
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
-    import ctypes.util
-
+    libc = _libc()
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         getattr(libc, name)(*arguments)
-    except (OSError, AttributeError):
+    except AttributeError:  # not glibc
         pass
+
+
+@functools.cache
+def _libc():
+    """The C library, opened once: by glibc's name, else as `ctypes.util` finds it (which runs
+    `ldconfig`: 8 ms of every start, for a name glibc always has)."""
+    import ctypes
+
+    for name in ("libc.so.6", None):
+        try:
+            if name is None:
+                import ctypes.util
+
+                name = ctypes.util.find_library("c")
+                if name is None:
+                    return None
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None

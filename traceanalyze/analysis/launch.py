@@ -28,8 +28,8 @@ LATENCY_GROUPS = {"kernel": "kernels", "memcpy": "memcpy/memset", "memset": "mem
 
 
 def launch_latency(trace: Trace) -> pl.DataFrame:
-    """One row per launched GPU op (graph launches: their first op), in the order of `gpu`, → `rank, device, stream,
-    kind, name, correlation, start_ns, end_ns, duration_ns, launch_name, launch_kind,
+    """One row per launched GPU op (graph launches: their first op), in the order of `gpu` →
+    `rank, device, stream, kind, name, correlation, start_ns, end_ns, duration_ns, launch_name, launch_kind,
     launch_start_ns, launch_end_ns, launch_cpu_ns, launch_to_start_ns, queue_wait_ns,
     launch_overhead_ns, launch_delay_ns, skewed`."""
     linked = linked_gpu(trace, (*STREAM, "kind", "name", "start_ns", "end_ns", "duration_ns"),

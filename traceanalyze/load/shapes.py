@@ -250,8 +250,9 @@ def _decoded_separately(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], dict
     input_dims, input_tensor_lists = _with_nested(frame["input_dims"], decoded["input_dims"], nested["input_dims"])
     input_strides, _ = _with_nested(frame["input_strides"], decoded["input_strides"], nested["input_strides"])
     result = {
-        "input_dims": input_dims, "input_tensor_lists": input_tensor_lists, "input_types": stored("input_types", decoded["input_types"]),
-        "input_strides": input_strides, "concrete_inputs": stored("concrete_inputs", decoded["concrete_inputs"]),
+        "input_dims": input_dims, "input_tensor_lists": input_tensor_lists,
+        "input_types": stored("input_types", decoded["input_types"]), "input_strides": input_strides,
+        "concrete_inputs": stored("concrete_inputs", decoded["concrete_inputs"]),
     }
     return result, failed, {column: bool(flag) for (column, _, _), flag in zip(_ARGUMENTS, impure)}
 

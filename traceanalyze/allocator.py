@@ -95,15 +95,14 @@ def _libc():
     `ldconfig`: 8 ms of every start, for a name glibc always has)."""
     import ctypes
 
-    for name in ("libc.so.6", None):
-        try:
-            if name is None:
-                import ctypes.util
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        pass
+    import ctypes.util
 
-                name = ctypes.util.find_library("c")
-                if name is None:
-                    return None
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    return None
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None

@@ -494,6 +494,41 @@ def test_event_numbers_count_the_events_without_rows(text):
     assert check(text.encode()) is not None
 
 
+def recording_scanned_arrays(monkeypatch) -> list[tuple[int, int]]:
+    """The address ranges of the scanner's arrays of each chunk decoded from now on (the caller
+    clears the list between chunks: a freed array's addresses may be taken again)."""
+    import numpy as np
+
+    ranges: list[tuple[int, int]] = []
+    events_frame = columnar._events_frame
+
+    def recording(scanned, needed, seq):
+        for arrays in scanned["fields"].values():
+            for array in arrays:
+                view = np.frombuffer(array, dtype=np.uint8)
+                start = view.__array_interface__["data"][0]
+                ranges.append((start, start + view.nbytes))
+        return events_frame(scanned, needed, seq)
+
+    monkeypatch.setattr(columnar, "_events_frame", recording)
+    return ranges
+
+
+def columns_in(tables, ranges: list[tuple[int, int]]) -> tuple[list[str], int]:
+    """The numeric columns without nulls of a chunk's tables whose buffer lies inside one of
+    `ranges` (the chunk's scanned arrays), and how many such columns were looked at."""
+    inside, looked = [], 0
+    for frame in tables.frames.values():
+        for series in frame.get_columns():
+            if not series.dtype.is_numeric() or series.null_count():
+                continue
+            address = series.to_numpy(allow_copy=False).__array_interface__["data"][0]
+            if any(start <= address < end for start, end in ranges):
+                inside.append(series.name)
+            looked += 1
+    return inside, looked
+
+
 @pytest.mark.parametrize("interleaved", [False, True])
 def test_a_tables_rows_hold_no_view_of_the_scanned_columns(monkeypatch, interleaved):
     """Tables whose events form one run each in the chunk (as a trace often lists one kind of
@@ -501,31 +536,31 @@ def test_a_tables_rows_hold_no_view_of_the_scanned_columns(monkeypatch, interlea
     column, and a column the plan passes through unchanged (pid, External id, correlation) would
     keep the whole chunk's scanned array alive until the table is finished. Every kept column is
     its own copy."""
-    import numpy as np
-
-    scanned_ranges = []
-    events_frame = columnar._events_frame
-
-    def recording(scanned, needed, extra):
-        for arrays in scanned["fields"].values():
-            for array in arrays:
-                view = np.frombuffer(array, dtype=np.uint8)
-                start = view.__array_interface__["data"][0]
-                scanned_ranges.append((start, start + view.nbytes))
-        return events_frame(scanned, needed, extra)
-
-    monkeypatch.setattr(columnar, "_events_frame", recording)
+    ranges = recording_scanned_arrays(monkeypatch)
     ops = [op(**{"External id": k, "Sequence number": k}) for k in range(50)]
     kernels = [kernel(correlation=k, args={"device": 0, "stream": 7, "correlation": k}) for k in range(50)]
     events = [event for pair in zip(ops, kernels) for event in pair] if interleaved else [*ops, *kernels]
     fast = check(json.dumps(events).encode())
-    assert fast is not None and scanned_ranges
-    checked = 0
-    for frame in fast.frames.values():
-        for series in frame.get_columns():
-            if not series.dtype.is_numeric() or series.null_count():
-                continue
-            address = series.to_numpy(allow_copy=False).__array_interface__["data"][0]
-            assert not any(start <= address < end for start, end in scanned_ranges), series.name
-            checked += 1
-    assert checked >= 6  # pid, tid, external_id, sequence_number of the ops; correlation, pid of the kernels
+    assert fast is not None and ranges
+    inside, looked = columns_in(fast, ranges)
+    assert inside == []
+    assert looked >= 6  # pid, tid, external_id, sequence_number of the ops; correlation, pid of the kernels
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+def test_real_traces_chunks_hold_no_view_of_the_scanned_columns(path: Path, monkeypatch):
+    """The same on the first chunks of every real trace (Kineto lists CPU ops, runtime calls and
+    kernels in runs: the case the views came from)."""
+    ranges = recording_scanned_arrays(monkeypatch)
+    looked = 0
+    for count, parts in enumerate(EventChunks(path, block_size=1 << 18).pieces()):
+        if count == 8:
+            break
+        ranges.clear()
+        tables = columnar.chunk_tables(b"".join((b"[", *parts, b"]")), False)
+        if tables is None:  # left to msgspec: no scanned columns to hold
+            continue
+        inside, checked = columns_in(tables, ranges)
+        assert inside == [], f"chunk {count}: {inside}"
+        looked += checked
+    assert looked

@@ -119,11 +119,11 @@ def prepare_for_threads() -> None:
         pl.Series(_numpy().empty(0, dtype=_numpy().uint8))
 
 
-def _events_frame(scanned: dict[str, Any], needed: set[str], extra: dict[str, Any]) -> pl.DataFrame:
+def _events_frame(scanned: dict[str, Any], needed: set[str], seq: Any) -> pl.DataFrame:
     """One row per event: `<field>_tag`, and its values (`<field>_int`, `<field>_float`;
     `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text): only
-    the columns in `needed` (each made series holds the GIL a while), and `extra`, more columns of
-    one value per row."""
+    the columns in `needed` (each made series holds the GIL a while), and `seq`, each row's event
+    number (`_event_numbers`)."""
     np = _numpy()
     arrays_of: dict[str, Any] = {}
     kinds = {key.decode(): kind for key, kind in ARG_KEYS}
@@ -142,7 +142,7 @@ def _events_frame(scanned: dict[str, Any], needed: set[str], extra: dict[str, An
             arrays_of[f"{name}_offset"] = (arrays[1], np.int64)
             arrays_of[f"{name}_length"] = (arrays[2], np.int64)
     return pl.DataFrame({**{column: pl.Series(np.frombuffer(array, dtype=dtype)) for column, (array, dtype) in arrays_of.items()
-                            if column in needed}, **extra})
+                            if column in needed}, "seq": pl.Series(seq)})
 
 
 def _tag(name: str) -> pl.Expr:
@@ -170,7 +170,7 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
         no_phase = (no_phase[0], int(seq[no_phase[1]]))
     present = tuple(code for code in _distinct_codes(codes, chunk.FLOW + 1) if code != chunk.DROP)
     needed = {column for code in present for column in _read_by(code)}
-    events = _events_frame(scanned, needed, {"seq": pl.Series(seq)})
+    events = _events_frame(scanned, needed, seq)
     lookups = _Lookups.of(scanned, strings)
     texts = _raw_texts(text, scanned["fields"], codes == chunk.CPU_OP) if chunk.CPU_OP in present else ()
     plans: dict[str, pl.LazyFrame] = {}

@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 import msgspec
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from mutations import base_trace, json_values, mutated
 from shared_traces import real_trace_params
 
 from traceanalyze.load import columnar
+from traceanalyze.load.chunk import SKIP_NO_DUR, SKIP_NO_PHASE, SKIP_NO_TS_OR_NAME
 from traceanalyze.load.chrome import EventChunks, NotStreamable
 from traceanalyze.load.fast import msgspec_chunk
 
@@ -331,15 +333,21 @@ def test_numbers_parse_as_msgspec_parses_them(value, style):
         assert parsed == expected and math.copysign(1, parsed) == math.copysign(1, expected)
 
 
+@pytest.mark.parametrize("finished", ["alone", "in pairs", "together"])
 @pytest.mark.parametrize("path", real_trace_params())
-def test_real_traces_through_the_scanner_and_threads(path: Path, monkeypatch):
+def test_real_traces_through_the_scanner_and_threads(path: Path, finished: str, monkeypatch):
     """End to end: every chunk through the scanner (whatever its size), decoded by two threads,
-    gives the tables of the whole-document reference."""
+    gives the tables of the whole-document reference, whether each piece is finished alone, with
+    the next, or with all the others (`decode.FINISH_ROWS`: a real trace's small pieces all are)."""
     from test_streaming import assert_same, block_size_for, whole_document
 
     from traceanalyze.load import decode, load_file, nesting
 
     monkeypatch.setattr(decode, "COLUMNAR_MIN_BYTES", 0)
+    if finished == "alone":
+        monkeypatch.setattr(decode, "FINISH_ROWS", 0)
+    elif finished == "in pairs":
+        monkeypatch.setattr(decode, "FINISH_PIECES", 2)
     monkeypatch.setattr(nesting, "NATIVE_NESTING_MIN_OPS", 0)
     assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 6), workers=2), whole_document(path))
 
@@ -564,3 +572,87 @@ def test_real_traces_chunks_hold_no_view_of_the_scanned_columns(path: Path, monk
         assert inside == [], f"chunk {count}: {inside}"
         looked += checked
     assert looked
+
+
+def pieces_finished_together(texts: list[bytes], include_python: bool = False):
+    """The tables of `texts` (each a chunk's text) scanned one by one and finished together, checked
+    against msgspec's tables of their events as one chunk."""
+    pieces = [columnar.scan_piece(text, include_python) for text in texts]
+    assert all(piece is not None for piece in pieces), "the scanner turned a piece away"
+    joined = b"[" + b",".join(text.strip()[1:-1] for text in texts if text.strip()[1:-1].strip()) + b"]"
+    together = columnar.tables_of_pieces(pieces)
+    assert_same_chunk(together, msgspec_chunk(joined, include_python=include_python))
+    return together
+
+
+@pytest.mark.parametrize("include_python", [False, True])
+def test_pieces_finished_together_give_the_tables_of_their_events_as_one_chunk(include_python):
+    """Each piece numbers its strings and shape texts in its own order; finished together, every
+    name, category, string argument and shape takes the numbering of all of them, the event numbers
+    of skipped rows and of events without a phase count the events of the pieces before, and each
+    distinct shape text is decoded once."""
+    comm = kernel("ncclDevKernel_AllReduce", args={"Collective name": "allreduce", "dtype": "Float",
+                                                   "Process Group Name": "0", "stream": 9})
+    first = [kernel("a"), python_event(), op(), kernel("b", pid="rank 1", tid="stream 3"),
+             {**op(), "name": "aten::add", "dur": None}]
+    second = [python_event(), kernel("b"), comm, op(**{"Input Dims": [[7]], "Input type": ["int"]}),
+              {k: v for k, v in kernel("c").items() if k != "ph"}, op(), kernel("a", ts=2.5)]
+    third = [python_event(), python_event()]  # no row but events to count
+    fourth = [kernel(ts=None), {**comm, "name": "d"}, op(**{"Concrete Inputs": ["", "3"]})]
+    texts = [json.dumps(events).encode() for events in (first, second, third, fourth)]
+    together = pieces_finished_together(texts, include_python)
+    assert together.events == 17
+    gpu = together.frames["gpu"]
+    assert gpu["name"].cast(str).to_list() == ["a", "b", "b", "ncclDevKernel_AllReduce", "a", "d"]
+    assert gpu["dtype"].cast(str).to_list() == [None, None, None, "Float", None, "Float"]
+    assert together.frames["cpu_ops"]["input_types"].cast(pl.List(pl.String)).to_list() == [
+        ["float", "float"], ["int"], ["float", "float"], ["float", "float"]]
+    # the first event of each kind skipped, counted over the pieces: the op without a duration is
+    # the first piece's fifth event (4), the kernel without a phase the second's fifth (5 + 4), the
+    # kernel without a start the fourth's first (5 + 7 + 2)
+    assert {reason: first for reason, (_, first) in together.skipped.items()} == {
+        SKIP_NO_DUR: 4, SKIP_NO_PHASE: 9, SKIP_NO_TS_OR_NAME: 14}
+    merged = columnar._merged([columnar.scan_piece(text, include_python) for text in texts])
+    dims = merged.texts[0].distinct.to_list()
+    assert len(dims) == len(set(dims)) == 2  # [[2, 3], [3, 4]] four times, [[7]] once: two texts decoded
+
+
+@pytest.mark.parametrize("path", real_trace_params())
+def test_real_traces_pieces_finished_together(path: Path):
+    """The first chunks of every real trace, scanned one by one and finished together, give the
+    tables of their events as one chunk."""
+    texts = []
+    for parts in EventChunks(path, block_size=1 << 17).pieces():
+        texts.append(b"".join((b"[", *parts, b"]")))
+        if len(texts) == 4:
+            break
+    for include_python in (False, True):
+        pieces_finished_together(texts, include_python)
+
+
+def test_threads_keep_the_order_of_pieces_finished_alone_and_together(tmp_path: Path, monkeypatch):
+    """Pieces of many rows (ops) finished by the thread that scanned them, between runs of pieces
+    of few rows (Python events, passed over) finished together: the tables come in the order of
+    the events (an op's id is its place among the ops), as the whole-document reference has them."""
+    from test_streaming import assert_same, whole_document
+
+    from traceanalyze.load import decode, load_file
+
+    events, clock = [], 0
+    for region in range(12):
+        for i in range(400):
+            clock += 1
+            if region % 3 == 2:  # a dense region: ops, every one a row
+                events.append({**op(), "name": f"aten::op{region}", "ts": clock, "dur": 0.5})
+            else:  # a sparse one: an op among Python events
+                events.append({**op(), "ts": clock} if i % 50 == 0 else python_event(ts=clock))
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    monkeypatch.setattr(decode, "COLUMNAR_MIN_BYTES", 0)
+    monkeypatch.setattr(decode, "FINISH_ROWS", 40)
+    finished = []
+    finish = decode.finish_pieces
+    monkeypatch.setattr(decode, "finish_pieces", lambda pieces: finished.append(len(pieces)) or finish(pieces))
+    trace = load_file(path, include_flows=True, block_size=16 << 10, workers=2)
+    assert_same(trace, whole_document(path))
+    assert max(finished) > 1 and 1 in finished  # pieces were finished together, and alone

@@ -56,14 +56,19 @@ def _warm() -> None:
 
 def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers: int, *,
                       include_python: bool) -> Iterator[Any]:
-    """Each piece (the parts of a chunk's events text, without brackets) → its tables, in order,
+    """Each piece (the parts of a chunk's events text, without brackets) → tables, in order,
     decoded by `workers` threads of this process. The compiled scanner and polars release the
     GIL, so threads use every core without a process's start-up, pickling or second copy of
-    the chunk; a few chunks are in flight at a time."""
+    the chunk; a few chunks are in flight at a time.
+
+    A thread scans a piece and, when it holds `decode.FINISH_ROWS` rows or more, finishes it; the
+    scanned pieces of fewer rows are finished together in order, by the next free thread, once
+    they hold that many (`decode.finish_pieces`): one `ChunkTables` for several pieces."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from traceanalyze.load import decode as decoding
+    from traceanalyze.load.chunk import ChunkTables
     from traceanalyze.load.columnar import prepare_for_threads
-    from traceanalyze.load.decode import decode_chunk, decode_items
     from traceanalyze.native import compiled
 
     prepare_for_threads()
@@ -72,27 +77,62 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
     # other decoding threads (3 ms per chunk, beside its 40 ms of decoding, held the GIL)
     join = native.concat if native is not None else b"".join
 
-    def decode(held: list[tuple[bytes | memoryview, ...]]) -> Any:
+    def scan(held: list[tuple[bytes | memoryview, ...]]) -> Any:
         parts = held.pop()
         if len(parts) == 1:  # one piece of text: scanned where it lies
-            return decode_items(parts[0], include_python=include_python)
-        text = join((b"[", *parts, b"]"))
-        del parts  # the parts (views of whole blocks) are freed here
-        return decode_chunk(text, include_python=include_python)
+            scanned = decoding.scan_items(parts[0], include_python=include_python)
+        else:
+            text = join((b"[", *parts, b"]"))
+            del parts  # the parts (views of whole blocks) are freed here
+            scanned = decoding.scan_chunk(text, include_python=include_python)
+        parts = text = None  # the text is freed before the tables are made
+        if isinstance(scanned, ChunkTables) or scanned.rows < decoding.FINISH_ROWS:
+            return scanned
+        return decoding.finish_pieces([scanned])
 
-    in_flight: deque[Future] = deque()
+    scanning: deque[Future] = deque()  # one per piece, in order
+    finishing: deque[Future] = deque()  # the tables, in order
+    batch: list[Any] = []  # scanned pieces of few rows, waiting to be finished together
+
+    def flush() -> None:
+        if batch:
+            finishing.append(pool.submit(decoding.finish_pieces, batch.copy()))
+            batch.clear()
+
+    def settle(result: Any) -> None:
+        """A piece's scan result, in order: tables follow the batch before them; a scanned piece
+        joins the batch, which is finished once it holds enough rows."""
+        if isinstance(result, ChunkTables):
+            flush()
+            finishing.append(_done(result))
+            return
+        batch.append(result)
+        if sum(piece.rows for piece in batch) >= decoding.FINISH_ROWS or len(batch) >= decoding.FINISH_PIECES:
+            flush()
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-decode") as pool:
         try:
             for parts in pieces:
-                if len(in_flight) >= workers:
-                    yield in_flight.popleft().result()
-                in_flight.append(pool.submit(decode, [parts]))  # a list the thread empties: no one else holds them
+                while len(scanning) >= workers:
+                    settle(scanning.popleft().result())
+                    while finishing and (finishing[0].done() or len(finishing) > workers):
+                        yield finishing.popleft().result()
+                scanning.append(pool.submit(scan, [parts]))  # a list the thread empties: no one else holds them
                 del parts
-            while in_flight:
-                yield in_flight.popleft().result()
+            while scanning:
+                settle(scanning.popleft().result())
+            flush()
+            while finishing:
+                yield finishing.popleft().result()
         finally:
-            for future in in_flight:
+            for future in (*scanning, *finishing):
                 future.cancel()
+
+
+def _done(result: Any) -> Future:
+    future: Future = Future()
+    future.set_result(result)
+    return future
 
 
 class ChunkPool:

@@ -18,6 +18,7 @@ False and every chunk takes the msgspec path.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -65,6 +66,32 @@ def chunk_tables(text: bytes | memoryview | bytearray, include_python: bool, *,
                  bare: bool = False) -> chunk.ChunkTables | None:
     """A chunk's JSON text `[event, …]` (`bare`: `event, …`, the items without the brackets) →
     its tables, or None when the msgspec path must decide."""
+    piece = scan_piece(text, include_python, bare=bare)
+    return None if piece is None else tables_of_pieces([piece])
+
+
+@dataclass
+class ScannedPiece:
+    """A piece of text's events as the scanner read them, vouched for (everything that could send
+    it to the msgspec path is checked) and with its shape texts numbered: nothing in it points
+    into the text, which can be freed. `tables_of_pieces` finishes it, alone or with its
+    neighbours."""
+
+    scanned: dict[str, Any]  # the scanner's `n`, `events`, `strings`, `fields`
+    codes: Any  # each row's table (`_table_codes`)
+    seq: Any  # each row's event number in the piece
+    no_phase: tuple[int, int] | None  # (count, first event) of routed events without `ph`
+    texts: tuple[InternedText, ...]  # the cpu_ops rows' shape texts; () when the piece has none
+
+    @property
+    def rows(self) -> int:
+        return int(self.scanned["n"])
+
+
+def scan_piece(text: bytes | memoryview | bytearray, include_python: bool, *,
+               bare: bool = False) -> ScannedPiece | None:
+    """A chunk's text (as `chunk_tables` takes it) scanned and checked, or None when the msgspec
+    path must decide."""
     if _native is None or (bare and not getattr(_native, "SCANS_BARE", 0)):
         return None
     passed = _passed_over(include_python)
@@ -72,9 +99,18 @@ def chunk_tables(text: bytes | memoryview | bytearray, include_python: bool, *,
     if scanned is None:
         return None
     try:
-        return _tables_of(text, scanned, include_python)
+        strings: list[str] = scanned["strings"]
+        codes, no_phase = _table_codes(scanned, strings, include_python)
+        _check(scanned, codes)
+        _converted(scanned["fields"], strings)  # raises where an integer does not fit
     except _NotVouched:
         return None
+    seq = _event_numbers(scanned)
+    if no_phase is not None:  # its first row → that row's event
+        no_phase = (no_phase[0], int(seq[no_phase[1]]))
+    cpu_ops = codes == chunk.CPU_OP
+    texts = _raw_texts(text, scanned["fields"], cpu_ops) if cpu_ops.any() else ()
+    return ScannedPiece(scanned, codes, seq, no_phase, texts)
 
 
 @functools.cache
@@ -161,18 +197,17 @@ def _number(name: str) -> pl.Expr:
     )
 
 
-def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python: bool) -> chunk.ChunkTables:
+def tables_of_pieces(pieces: list[ScannedPiece]) -> chunk.ChunkTables:
+    """The tables of consecutive scanned pieces, finished together as one chunk: finishing costs
+    about as much for a thousand rows as for fifty thousand (four plans of a hundred expressions,
+    the shape texts decoded), so pieces of few rows are finished in batches."""
+    piece = pieces[0] if len(pieces) == 1 else _merged(pieces)
+    scanned, codes = piece.scanned, piece.codes
     strings: list[str] = scanned["strings"]
-    codes, no_phase = _table_codes(scanned, strings, include_python)
-    _check(scanned, codes)
-    seq = _event_numbers(scanned)
-    if no_phase is not None:  # its first row → that row's event
-        no_phase = (no_phase[0], int(seq[no_phase[1]]))
     present = tuple(code for code in _distinct_codes(codes, chunk.FLOW + 1) if code != chunk.DROP)
     needed = {column for code in present for column in _read_by(code)}
-    events = _events_frame(scanned, needed, seq)
+    events = _events_frame(scanned, needed, piece.seq)
     lookups = _Lookups.of(scanned, strings)
-    texts = _raw_texts(text, scanned["fields"], codes == chunk.CPU_OP) if chunk.CPU_OP in present else ()
     plans: dict[str, pl.LazyFrame] = {}
     names: dict[str, list[str]] = {}
     for code in present:
@@ -183,7 +218,67 @@ def _tables_of(text: bytes | memoryview, scanned: dict[str, Any], include_python
         names[name] = lookups.names_of(rows)
     events_count = scanned.get("events", scanned["n"])
     del events
-    return finish_chunk(plans, texts, events_count, no_phase, names)
+    texts = piece.texts if chunk.CPU_OP in present else ()
+    return finish_chunk(plans, texts, events_count, piece.no_phase, names)
+
+
+def _merged(pieces: list[ScannedPiece]) -> ScannedPiece:
+    """Consecutive pieces as one: their rows in order, each string field's numbers renumbered
+    into the strings of all of them, event numbers counted from the first piece's first event,
+    the shape texts numbered anew (each distinct text once)."""
+    np = _numpy()
+    strings: dict[str, int] = {}
+    renumbered = []  # per piece: its string numbers → the merged ones
+    for piece in pieces:
+        renumbered.append(np.array([strings.setdefault(text, len(strings)) for text in piece.scanned["strings"]],
+                                   dtype=np.int64))
+    kinds = {key.decode(): kind for key, kind in ARG_KEYS}
+    fields = {}
+    for name in pieces[0].scanned["fields"]:
+        arrays = [piece.scanned["fields"][name] for piece in pieces]
+        merged = [b"".join(parts) for parts in zip(*arrays)]
+        if len(merged) > 1 and kinds.get(name, SCALAR) == SCALAR:  # a string's value is its number
+            values = np.frombuffer(merged[1], dtype=np.int64).copy()
+            start = 0
+            for piece_arrays, mapping in zip(arrays, renumbered):
+                tags = np.frombuffer(piece_arrays[0], dtype=np.uint8)
+                own = values[start:start + tags.size]
+                where = (tags == STR) & (own >= 0) & (own < mapping.size)  # -1: a name passed over
+                own[where] = mapping[own[where]]
+                start += tags.size
+            merged[1] = values
+        fields[name] = merged
+    starts = np.cumsum([0, *(piece.scanned.get("events", piece.scanned["n"]) for piece in pieces[:-1])])
+    no_phase = None
+    for piece, start in zip(pieces, starts):
+        if piece.no_phase is not None:
+            count, first = piece.no_phase
+            no_phase = (count, int(first + start)) if no_phase is None else (no_phase[0] + count, no_phase[1])
+    scanned = {"n": sum(piece.rows for piece in pieces),
+               "events": int(sum(piece.scanned.get("events", piece.scanned["n"]) for piece in pieces)),
+               "strings": list(strings), "fields": fields}
+    return ScannedPiece(scanned, np.concatenate([piece.codes for piece in pieces]),
+                        np.concatenate([piece.seq + start for piece, start in zip(pieces, starts)]),
+                        no_phase, _merged_texts([piece.texts for piece in pieces if piece.texts]))
+
+
+def _merged_texts(texts: list[tuple[InternedText, ...]]) -> tuple[InternedText, ...]:
+    """Each shape argument's numbered texts of consecutive pieces as one: the rows' numbers in
+    order, each distinct text once."""
+    if not texts:
+        return ()
+    np = _numpy()
+    merged = []
+    for parts in zip(*texts):
+        distinct: dict[str, int] = {}
+        ids = []
+        for part in parts:
+            mapping = np.array([*(distinct.setdefault(text, len(distinct)) for text in part.distinct.to_list()), -1],
+                               dtype=np.int64)  # -1 (absent) stays -1
+            ids.append(mapping[part.ids.to_numpy()])
+        merged.append(InternedText(ids=pl.Series("ids", np.concatenate(ids)),
+                                   distinct=pl.Series(list(distinct), dtype=pl.String)))
+    return tuple(merged)
 
 
 def _rows_of(events: pl.LazyFrame, rows: Any) -> pl.LazyFrame:
@@ -323,6 +418,27 @@ def _distinct_codes(codes: Any, size: int) -> list[int]:
     return np.flatnonzero(np.bincount(codes, minlength=size)).tolist()
 
 
+def _converted(fields: dict[str, Any], strings: list[str]) -> dict[str, list[int | None]]:
+    """Per conversion of `_CONVERSIONS`, what it makes of each string that a `pid`, `tid` or `id`
+    holds (None for the other strings); raises `_NotVouched` for an integer beyond Int64, which
+    the fast path's column refuses."""
+    np = _numpy()
+    used: set[int] = set()
+    for field in ("pid", "tid", "id"):
+        tags = np.frombuffer(fields[field][0], dtype=np.uint8)
+        used.update(_distinct_codes(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR], len(strings)))
+    integers = {}
+    for convert in _CONVERSIONS:
+        values: list[int | None] = [None] * len(strings)
+        for code in used:
+            value = convert(strings[code])
+            if value is not None and not -(1 << 63) <= value < (1 << 63):
+                raise _NotVouched
+            values[code] = value
+        integers[convert.__name__] = values
+    return integers
+
+
 class _Lookups:
     """Per chunk, what a string index becomes: the string, its lower case, and the integer that
     each of the fast path's conversions gives (`as_int`, `thread_id`, `_stream_from_tid`), by
@@ -341,20 +457,7 @@ class _Lookups:
     @classmethod
     def of(cls, scanned: dict[str, Any], strings: list[str]) -> "_Lookups":
         fields = scanned["fields"]
-        np = _numpy()
-        used: set[int] = set()
-        for field in ("pid", "tid", "id"):
-            tags = np.frombuffer(fields[field][0], dtype=np.uint8)
-            used.update(_distinct_codes(np.frombuffer(fields[field][1], dtype=np.int64)[tags == STR], len(strings)))
-        integers = {}
-        for convert in _CONVERSIONS:
-            values: list[int | None] = [None] * len(strings)
-            for code in used:
-                value = convert(strings[code])
-                if value is not None and not -(1 << 63) <= value < (1 << 63):
-                    raise _NotVouched  # the fast path's Int64 column refuses it
-                values[code] = value
-            integers[convert.__name__] = pl.Series(values, dtype=pl.Int64)
+        integers = {name: pl.Series(values, dtype=pl.Int64) for name, values in _converted(fields, strings).items()}
         # lower case is read for categories only (`lower("cat")`): a handful, where names may be
         # as many as events
         lowered: list[str | None] = [None] * len(strings)

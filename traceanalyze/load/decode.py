@@ -10,6 +10,8 @@ Times: `ts`/`dur` are microseconds, integers (older traces) or floats with a nan
 
 from __future__ import annotations
 
+from typing import Any
+
 from traceanalyze.load.chunk import ChunkTables
 from traceanalyze.load.fast import msgspec_chunk
 from traceanalyze.scalar_columns import constants_as_scalars
@@ -43,6 +45,37 @@ def decode_items(items: bytes | memoryview | bytearray, *, include_python: bool 
     return _nulls_once(msgspec_chunk(b"".join((b"[", items, b"]")), include_python=include_python))
 
 
+def scan_items(items: bytes | memoryview | bytearray, *, include_python: bool = False) -> Any:
+    """A chunk's events without the array's brackets (as `decode_items` takes them) scanned, to be
+    finished with its neighbours (`finish_pieces`): a `columnar.ScannedPiece`, or the chunk's
+    `ChunkTables` when the scanner does not take it (the msgspec path decoded it)."""
+    if len(items) >= COLUMNAR_MIN_BYTES:
+        from traceanalyze.load import columnar
+
+        piece = columnar.scan_piece(items, include_python, bare=True)
+        if piece is not None:
+            return piece
+    return _nulls_once(msgspec_chunk(b"".join((b"[", items, b"]")), include_python=include_python))
+
+
+def scan_chunk(text: bytes, *, include_python: bool = False) -> Any:
+    """`scan_items` of a chunk's text with its brackets (as `decode_chunk` takes it)."""
+    if len(text) >= COLUMNAR_MIN_BYTES:
+        from traceanalyze.load import columnar
+
+        piece = columnar.scan_piece(text, include_python)
+        if piece is not None:
+            return piece
+    return _nulls_once(msgspec_chunk(text, include_python=include_python))
+
+
+def finish_pieces(pieces: list[Any]) -> ChunkTables:
+    """Consecutive scanned pieces (`scan_items`) → their tables, as one chunk."""
+    from traceanalyze.load import columnar
+
+    return _nulls_once(columnar.tables_of_pieces(pieces))
+
+
 def _nulls_once(chunk: ChunkTables) -> ChunkTables:
     """The chunk with each column null in all of its rows (a shape argument, flops, sequence
     numbers the trace does not record) held once until its table is made: done here, by the
@@ -50,6 +83,13 @@ def _nulls_once(chunk: ChunkTables) -> ChunkTables:
     chunk.frames = {name: constants_as_scalars(frame, nulls_only=True) for name, frame in chunk.frames.items()}
     return chunk
 
+
+# Scanned pieces of fewer rows than this are finished together, up to this many rows (at most
+# `FINISH_PIECES` of them): a piece's finishing costs 5 to 10 ms whatever its rows, and a trace
+# that records Python functions (passed over by the scanner) may hold 12,000 rows in 16 MB, where
+# another holds 70,000 (docs/performance.md, 2026-11-27 afternoon)
+FINISH_ROWS = 1 << 15
+FINISH_PIECES = 16
 
 # Below this, a chunk decodes with msgspec: the scanner saves less than importing numpy costs,
 # and a small trace's report stays instant.

@@ -28,7 +28,7 @@ from traceanalyze.load import chunk, classify
 from traceanalyze.load import convert as conversions
 from traceanalyze.load import times as time_rules
 from traceanalyze.load.raw import finish_chunk
-from traceanalyze.load.shapes import InternedText
+from traceanalyze.load.shapes import InternedText, interned_together
 from traceanalyze.native import compiled
 
 _native = compiled()
@@ -259,26 +259,7 @@ def _merged(pieces: list[ScannedPiece]) -> ScannedPiece:
                "strings": list(strings), "fields": fields}
     return ScannedPiece(scanned, np.concatenate([piece.codes for piece in pieces]),
                         np.concatenate([piece.seq + start for piece, start in zip(pieces, starts)]),
-                        no_phase, _merged_texts([piece.texts for piece in pieces if piece.texts]))
-
-
-def _merged_texts(texts: list[tuple[InternedText, ...]]) -> tuple[InternedText, ...]:
-    """Each shape argument's numbered texts of consecutive pieces as one: the rows' numbers in
-    order, each distinct text once."""
-    if not texts:
-        return ()
-    np = _numpy()
-    merged = []
-    for parts in zip(*texts):
-        distinct: dict[str, int] = {}
-        ids = []
-        for part in parts:
-            mapping = np.array([*(distinct.setdefault(text, len(distinct)) for text in part.distinct.to_list()), -1],
-                               dtype=np.int64)  # -1 (absent) stays -1
-            ids.append(mapping[part.ids.to_numpy()])
-        merged.append(InternedText(ids=pl.Series("ids", np.concatenate(ids)),
-                                   distinct=pl.Series(list(distinct), dtype=pl.String)))
-    return tuple(merged)
+                        no_phase, interned_together([piece.texts for piece in pieces if piece.texts]))
 
 
 def _rows_of(events: pl.LazyFrame, rows: Any) -> pl.LazyFrame:

@@ -149,6 +149,25 @@ class InternedText:
     distinct: pl.Series  # String
 
 
+def interned_together(pieces: list[tuple[InternedText, ...]]) -> tuple[InternedText, ...]:
+    """Each shape argument's numbered texts of consecutive pieces of a chunk (one tuple per piece,
+    in `TEXT_COLUMNS` order) as one: the rows' numbers in order, each distinct text once."""
+    import numpy as np  # the scanner's path, which has it loaded
+
+    if not pieces:
+        return ()
+    together = []
+    for parts in zip(*pieces):
+        distinct: dict[str, int] = {}
+        ids = []
+        for part in parts:
+            numbers = [distinct.setdefault(text, len(distinct)) for text in part.distinct.to_list()]
+            ids.append(np.array([*numbers, -1], dtype=np.int64)[part.ids.to_numpy()])  # -1 (absent) stays -1
+        together.append(InternedText(ids=pl.Series("ids", np.concatenate(ids)),
+                                     distinct=pl.Series(list(distinct), dtype=pl.String)))
+    return tuple(together)
+
+
 def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series]) -> tuple[pl.DataFrame, ArgumentTexts]:
     """`decode_chunk_arguments` for a chunk whose shape columns hold the numbers of their texts
     (`InternedText.ids`, null where absent) and `distinct` the texts by number, per column: each

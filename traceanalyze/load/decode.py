@@ -24,56 +24,47 @@ def decode_chunk(text: bytes, *, include_python: bool = False) -> ChunkTables:
     The compiled columnar scanner (`columnar`) takes every chunk of at least
     `COLUMNAR_MIN_BYTES` it can vouch for; the msgspec fast path takes the rest, and the general
     path what that cannot convert exactly."""
-    if len(text) >= COLUMNAR_MIN_BYTES:
-        from traceanalyze.load import columnar  # the compiled module (and numpy, when it scans)
-
-        scanned = columnar.chunk_tables(text, include_python)
-        if scanned is not None:
-            return _nulls_once(scanned)
-    return _nulls_once(msgspec_chunk(text, include_python=include_python))
+    return _finished(scan_chunk(text, include_python=include_python))
 
 
 def decode_items(items: bytes | memoryview | bytearray, *, include_python: bool = False) -> ChunkTables:
     """`decode_chunk` of a chunk's events without the array's brackets (`event, …`): a large one
     is scanned where it lies, not copied between brackets first (a 16 MB copy per chunk)."""
-    if len(items) >= COLUMNAR_MIN_BYTES:
-        from traceanalyze.load import columnar
-
-        scanned = columnar.chunk_tables(items, include_python, bare=True)
-        if scanned is not None:
-            return _nulls_once(scanned)
-    return _nulls_once(msgspec_chunk(b"".join((b"[", items, b"]")), include_python=include_python))
-
-
-def scan_items(items: bytes | memoryview | bytearray, *, include_python: bool = False) -> Any:
-    """A chunk's events without the array's brackets (as `decode_items` takes them) scanned, to be
-    finished with its neighbours (`finish_pieces`): a `columnar.ScannedPiece`, or the chunk's
-    `ChunkTables` when the scanner does not take it (the msgspec path decoded it)."""
-    if len(items) >= COLUMNAR_MIN_BYTES:
-        from traceanalyze.load import columnar
-
-        piece = columnar.scan_piece(items, include_python, bare=True)
-        if piece is not None:
-            return piece
-    return _nulls_once(msgspec_chunk(b"".join((b"[", items, b"]")), include_python=include_python))
+    return _finished(scan_items(items, include_python=include_python))
 
 
 def scan_chunk(text: bytes, *, include_python: bool = False) -> Any:
-    """`scan_items` of a chunk's text with its brackets (as `decode_chunk` takes it)."""
-    if len(text) >= COLUMNAR_MIN_BYTES:
-        from traceanalyze.load import columnar
+    """A chunk's text scanned, to be finished alone or with its neighbours (`finish_pieces`): a
+    `columnar.ScannedPiece`, or the chunk's `ChunkTables` where the scanner does not take it (the
+    msgspec paths decoded it)."""
+    return _scanned(text, include_python, bare=False)
 
-        piece = columnar.scan_piece(text, include_python)
-        if piece is not None:
-            return piece
-    return _nulls_once(msgspec_chunk(text, include_python=include_python))
+
+def scan_items(items: bytes | memoryview | bytearray, *, include_python: bool = False) -> Any:
+    """`scan_chunk` of a chunk's events without the array's brackets (as `decode_items` takes them)."""
+    return _scanned(items, include_python, bare=True)
 
 
 def finish_pieces(pieces: list[Any]) -> ChunkTables:
-    """Consecutive scanned pieces (`scan_items`) → their tables, as one chunk."""
+    """Consecutive scanned pieces (`scan_chunk`, `scan_items`) → their tables, as one chunk."""
     from traceanalyze.load import columnar
 
     return _nulls_once(columnar.tables_of_pieces(pieces))
+
+
+def _scanned(text: bytes | memoryview | bytearray, include_python: bool, *, bare: bool) -> Any:
+    if len(text) >= COLUMNAR_MIN_BYTES:
+        from traceanalyze.load import columnar  # the compiled module (and numpy, when it scans)
+
+        piece = columnar.scan_piece(text, include_python, bare=bare)
+        if piece is not None:
+            return piece
+    bracketed = b"".join((b"[", text, b"]")) if bare else text
+    return _nulls_once(msgspec_chunk(bracketed, include_python=include_python))
+
+
+def _finished(scanned: Any) -> ChunkTables:
+    return scanned if isinstance(scanned, ChunkTables) else finish_pieces([scanned])
 
 
 def _nulls_once(chunk: ChunkTables) -> ChunkTables:

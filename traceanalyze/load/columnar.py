@@ -40,6 +40,7 @@ SCALAR, INTS3, RAW = range(3)  # how the scanner keeps an `args` value
 # the `args` keys the scanner collects (`fields.ARG_FIELDS`), and how
 _SCANNED_AS = {fields.INT: SCALAR, fields.FLOAT: SCALAR, fields.STRING: SCALAR, fields.INTS3: INTS3, fields.TEXT: RAW}
 ARG_KEYS: tuple[tuple[bytes, int], ...] = tuple((f.key.encode(), _SCANNED_AS[f.kind]) for f in fields.ARG_FIELDS)
+_KIND_OF_KEY = {key.decode(): kind for key, kind in ARG_KEYS}  # the top-level fields are SCALAR
 
 # the args each table reads, by the type its msgspec struct gives them (events.GpuArgs, …)
 _TABLE_ARGS: dict[int, tuple[fields.ArgField, ...]] = {
@@ -86,6 +87,11 @@ class ScannedPiece:
     @property
     def rows(self) -> int:
         return int(self.scanned["n"])
+
+    @property
+    def events(self) -> int:
+        """The events of the piece, rows or not (a scanner built before it dropped any: its rows)."""
+        return int(self.scanned.get("events", self.scanned["n"]))
 
 
 def scan_piece(text: bytes | memoryview | bytearray, include_python: bool, *,
@@ -162,10 +168,9 @@ def _events_frame(scanned: dict[str, Any], needed: set[str], seq: Any) -> pl.Dat
     number (`_event_numbers`)."""
     np = _numpy()
     arrays_of: dict[str, Any] = {}
-    kinds = {key.decode(): kind for key, kind in ARG_KEYS}
     for name, arrays in scanned["fields"].items():
         arrays_of[f"{name}_tag"] = (arrays[0], np.uint8)
-        kind = kinds.get(name, SCALAR)
+        kind = _KIND_OF_KEY.get(name, SCALAR)
         if name == "args":
             continue
         if kind == SCALAR:  # one value column but for the times: the tag says int or float
@@ -216,10 +221,9 @@ def tables_of_pieces(pieces: list[ScannedPiece]) -> chunk.ChunkTables:
         rows = codes == code
         plans[name] = _rows_of(events.lazy().select(_read_by(code)), rows).select(columns)
         names[name] = lookups.names_of(rows)
-    events_count = scanned.get("events", scanned["n"])
     del events
     texts = piece.texts if chunk.CPU_OP in present else ()
-    return finish_chunk(plans, texts, events_count, piece.no_phase, names)
+    return finish_chunk(plans, texts, piece.events, piece.no_phase, names)
 
 
 def _merged(pieces: list[ScannedPiece]) -> ScannedPiece:
@@ -232,12 +236,11 @@ def _merged(pieces: list[ScannedPiece]) -> ScannedPiece:
     for piece in pieces:
         renumbered.append(np.array([strings.setdefault(text, len(strings)) for text in piece.scanned["strings"]],
                                    dtype=np.int64))
-    kinds = {key.decode(): kind for key, kind in ARG_KEYS}
     fields = {}
     for name in pieces[0].scanned["fields"]:
         arrays = [piece.scanned["fields"][name] for piece in pieces]
         merged = [b"".join(parts) for parts in zip(*arrays)]
-        if len(merged) > 1 and kinds.get(name, SCALAR) == SCALAR:  # a string's value is its number
+        if len(merged) > 1 and _KIND_OF_KEY.get(name, SCALAR) == SCALAR:  # a string's value is its number
             values = np.frombuffer(merged[1], dtype=np.int64).copy()
             start = 0
             for piece_arrays, mapping in zip(arrays, renumbered):
@@ -248,14 +251,14 @@ def _merged(pieces: list[ScannedPiece]) -> ScannedPiece:
                 start += tags.size
             merged[1] = values
         fields[name] = merged
-    starts = np.cumsum([0, *(piece.scanned.get("events", piece.scanned["n"]) for piece in pieces[:-1])])
+    starts = np.cumsum([0, *(piece.events for piece in pieces[:-1])])
     no_phase = None
     for piece, start in zip(pieces, starts):
         if piece.no_phase is not None:
             count, first = piece.no_phase
             no_phase = (count, int(first + start)) if no_phase is None else (no_phase[0] + count, no_phase[1])
     scanned = {"n": sum(piece.rows for piece in pieces),
-               "events": int(sum(piece.scanned.get("events", piece.scanned["n"]) for piece in pieces)),
+               "events": sum(piece.events for piece in pieces),
                "strings": list(strings), "fields": fields}
     return ScannedPiece(scanned, np.concatenate([piece.codes for piece in pieces]),
                         np.concatenate([piece.seq + start for piece, start in zip(pieces, starts)]),

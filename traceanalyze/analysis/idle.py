@@ -189,28 +189,43 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
 def _with_neighbouring_ops(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     """`gaps` with the GPU op that ends last before each gap and the one that starts first after
     it (with its launch), on the gap's device; sorted by start. Its frames of every GPU op are gone
-    when it returns."""
+    when it returns. The as-of joins match row numbers (the times and keys sorted, nothing else);
+    the ops' columns are then gathered once, in the gaps' order."""
     linked = linked_gpu(trace, (*DEVICE, "stream", "kind", "start_ns", "end_ns", "name"),
                         launch=("launch_start_ns", "launch_pid", "launch_tid"))
     device = join_keys(gaps, linked, DEVICE)  # one device of one rank: by device alone
-    by_start = linked.select(
-        *device,
-        pl.col("start_ns").alias("next_start_ns"),
-        pl.col("name").alias("next_gpu_op"),
-        pl.col("correlation").alias("next_correlation"),
-        pl.col("launch_start_ns").alias("next_launch_start_ns"),
-        pl.col("launch_pid"),
-        pl.col("launch_tid"),
-        (pl.col("kind") == "communication").alias("next_is_collective"),
-        after_stream_wait(linked, trace).alias("next_after_stream_wait"),
-    ).sort("next_start_ns", pl.col("next_launch_start_ns").is_null())
-    by_end = linked.select(*device, pl.col("end_ns").alias("previous_end_ns"), pl.col("name").alias("previous_gpu_op")).sort("previous_end_ns")
-
-    return (
-        gaps.sort("end_ns")
-        .join_asof(by_start, left_on="end_ns", right_on="next_start_ns", by=device, strategy="forward", check_sortedness=False)
-        .sort("start_ns")
-        .join_asof(by_end, left_on="start_ns", right_on="previous_end_ns", by=device, strategy="backward", check_sortedness=False)
+    gaps = gaps.sort("start_ns")
+    keys = gaps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_gap"), *device, "start_ns", "end_ns")
+    ops = linked.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_op"), *device, "start_ns", "end_ns", "launch_start_ns")
+    # the first op to start at or after the gap's end (of equal starts, one with a launch first)
+    by_start = ops.select("_op", *device, pl.col("start_ns").alias("_next_ns"), pl.col("launch_start_ns").is_null().alias("_orphan"))
+    following = (
+        keys.select("_gap", *device, "end_ns").sort("end_ns")
+        .join_asof(by_start.sort("_next_ns", "_orphan").drop("_orphan"), left_on="end_ns", right_on="_next_ns", by=device,
+                   strategy="forward", check_sortedness=False)
+        .drop_nulls("_op")
+    )
+    # the last op to end at or before the gap's start
+    preceding = (
+        keys.select("_gap", *device, "start_ns")
+        .join_asof(ops.select("_op", *device, pl.col("end_ns").alias("_previous_ns")).sort("_previous_ns"),
+                   left_on="start_ns", right_on="_previous_ns", by=device, strategy="backward", check_sortedness=False)
+        .drop_nulls("_op")
+    )
+    next_op, previous_op = (in_place(gaps.height, found["_gap"], found["_op"], "_op") for found in (following, preceding))
+    del keys, ops, by_start, following, preceding
+    waited = after_stream_wait(linked, trace)
+    return gaps.with_columns(
+        linked["start_ns"].gather(next_op).alias("next_start_ns"),
+        linked["name"].gather(next_op).alias("next_gpu_op"),
+        linked["correlation"].gather(next_op).alias("next_correlation"),
+        linked["launch_start_ns"].gather(next_op).alias("next_launch_start_ns"),
+        linked["launch_pid"].gather(next_op).alias("launch_pid"),
+        linked["launch_tid"].gather(next_op).alias("launch_tid"),
+        (linked["kind"].gather(next_op) == "communication").alias("next_is_collective"),
+        waited.gather(next_op).alias("next_after_stream_wait"),
+        linked["end_ns"].gather(previous_op).alias("previous_end_ns"),
+        linked["name"].gather(previous_op).alias("previous_gpu_op"),
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 from builder import TraceBuilder
 from findings_cases import findings_of
 
-from traceanalyze.analysis.findings.gap_buckets import outlier_first_steps
+from traceanalyze.analysis.findings.gap_buckets import excluded_ns, gap_buckets, outlier_first_steps
 
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
@@ -116,3 +116,31 @@ def steps(idle_us: list[float]) -> pl.DataFrame:
 ])
 def test_an_outlying_first_step_needs_three_steps_and_twice_the_median(idle_us, outlier):
     assert outlier_first_steps(steps(idle_us))["step"].to_list() == ([1] if outlier else [])
+
+
+def _address(series: pl.Series) -> int:
+    return series.to_numpy(allow_copy=False).__array_interface__["data"][0]
+
+
+def test_each_gap_gets_one_bucket_in_the_order_of_the_gaps_without_copying_them():
+    """Five gaps, longest first as `idle_gaps` gives them: an outlying first step, a DataLoader
+    wait, a sync, a host gap inside a run of launch-bound kernels (300–420 µs), a host gap after
+    it. Each gets its bucket in place; the gaps' own columns are not copied (a sort would)."""
+    cat = pl.Categorical()
+    gaps = pl.DataFrame({
+        "rank": [0] * 5, "device": [0] * 5, "step": [1, 2, 2, 3, 3],
+        "start_ns": [10_000, 200_000, 100_000, 350_000, 450_000],
+        "end_ns": [90_000, 260_000, 150_000, 390_000, 470_000],
+        "cause": ["host", "host", "sync", "launch", "host"],
+        "cpu_op": ["aten::mm", "aten::add", "aten::item", "aten::mul", "aten::mm"],
+        "annotation": [None, DATALOADER, None, None, "## forward ##"],
+    }, schema_overrides={"rank": pl.Int32, "device": pl.Int32, "cpu_op": cat, "annotation": cat}).with_columns(
+        (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
+    runs = pl.DataFrame({"rank": [0], "device": [0], "first_start_ns": [300_000], "last_end_ns": [420_000]},
+                        schema_overrides={"rank": pl.Int32, "device": pl.Int32})
+    bucketed = gap_buckets(gaps, steps([500, 150, 200, 100]), runs)
+    assert bucketed["bucket"].to_list() == ["excluded", "dataloader", "sync", "launch_run", "host"]
+    assert bucketed["in_outlier_step"].to_list() == [True, False, False, False, False]
+    for name in ("start_ns", "end_ns", "duration_ns"):
+        assert _address(bucketed[name]) == _address(gaps[name])
+    assert excluded_ns(bucketed) == 80_000

@@ -31,6 +31,23 @@ def test_one_jemalloc_arena_on_few_cores_only():
     assert 1 <= allocator.usable_cores() <= (os.cpu_count() or 1)
 
 
+THREADS = ("import glob, traceanalyze.cli, polars as pl; "
+           "frame = pl.DataFrame({'a': range(2_000_000)}).with_columns(b=pl.col('a') * 2); del frame; "
+           "print(sorted(open(p).read().strip() for p in glob.glob('/proc/self/task/*/comm')))")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names from /proc: Linux only")
+def test_freed_pages_go_back_without_a_background_thread():
+    """The threads that free pages hand them back (`background_thread:false`): jemalloc starts no
+    purging thread of its own, where polars' built-in setting starts one once memory is freed."""
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    ours = subprocess.run([sys.executable, "-c", THREADS], env=env, capture_output=True, text=True, check=True).stdout
+    builtin = subprocess.run([sys.executable, "-c", THREADS], env={**env, "_RJEM_MALLOC_CONF": "dirty_decay_ms:300"},
+                             capture_output=True, text=True, check=True).stdout
+    assert "jemalloc_bg_thd" in builtin  # what the test looks for does appear when the thread runs
+    assert "jemalloc_bg_thd" not in ours
+
+
 def test_a_setting_in_the_environment_wins():
     assert run({**os.environ, "_RJEM_MALLOC_CONF": "dirty_decay_ms:0"}).endswith(",dirty_decay_ms:0")
 

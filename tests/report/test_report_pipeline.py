@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -101,6 +102,22 @@ def test_trace_without_gpu_events_gets_a_cpu_report(tmp_path):
     result = runner.invoke(app, ["report", str(path)])
     assert result.exit_code == 0, result.output
     assert "no GPU events" in result.output and "aten::mm" in result.output
+
+
+def test_the_cpu_side_view_sums_each_op_name_and_leaves_annotations_out(tmp_path):
+    """Two `aten::mm` (10 + 30 µs) tie with one `aten::add` (40 µs): name order breaks the tie; an
+    annotation named like an op, and one named like nothing else, are not CPU ops."""
+    b = TraceBuilder()
+    b.step(1, 0, 1000)
+    b.cpu_op("aten::mm", 10, 10)
+    b.cpu_op("aten::add", 30, 40)
+    b.cpu_op("aten::mm", 100, 30)
+    b.cpu_op("aten::relu", 200, 5)
+    b.annotation("aten::mm", 300, 100)
+    b.annotation("## forward ##", 500, 200)
+    top = build_report(traceanalyze.load_trace(b.write(tmp_path / "cpu.json"))).ranks[0].cpu_ops_top
+    assert top.select(pl.col("name").cast(pl.String), "count", "total_ns").rows() == [
+        ("aten::add", 1, 40_000), ("aten::mm", 2, 40_000), ("aten::relu", 1, 5_000)]
 
 
 def test_steps_window_without_steps_falls_back_with_a_note(tmp_path):

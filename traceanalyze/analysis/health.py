@@ -16,38 +16,43 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         if count:
             rows.append({"rank": rank, "finding": finding, "count": count, "affects": affects, "detail": detail})
 
-    # only the columns read below: a filter copies every column it keeps
+    # only the columns read below, counted rather than filtered (a filter copies every column it
+    # keeps); a trace of one rank is not filtered by rank at all
     linked = linked_gpu(trace, ("start_ns",), launch=("launch_start_ns",))
     runtimes = trace.runtime.select("rank", "kind", "correlation")
-    external_ids = (trace.cpu_ops.select("rank", "category", "external_id").filter(pl.col("category") == "cpu_op")
-                    .drop("category"))
+    one_rank = len(trace.meta) == 1
+
+    def of_rank(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
+        return frame if one_rank else frame.filter(pl.col("rank") == rank)
+
     for meta in trace.meta:
         rank = meta.rank
-        gpu = linked.filter(pl.col("rank") == rank)
-        runtime = runtimes.filter(pl.col("rank") == rank)
-        orphans = gpu.filter(pl.col("launch_start_ns").is_null()).height
+        gpu = of_rank(linked, rank)
+        runtime = of_rank(runtimes, rank)
+        orphans = _count(gpu, pl.col("launch_start_ns").is_null())
         add(rank, "orphan_gpu_ops", orphans, "launch latency; kernel → op attribution",
             "GPU ops whose correlation id matches no runtime launch call")
-        unlaunched = runtime.filter(
-            pl.col("kind").is_in(["launch", "graph_launch"])
-            & ~pl.col("correlation").is_in(gpu["correlation"].drop_nulls().unique().implode())
-        ).height
+        unlaunched = _count(runtime, pl.col("kind").is_in(["launch", "graph_launch"])
+                            & ~pl.col("correlation").is_in(gpu["correlation"].drop_nulls().unique().implode()))
         add(rank, "launches_without_gpu_work", unlaunched, "idle time and GPU busy time (GPU activity may be missing)",
             "kernel launch calls with no GPU op of the same correlation id")
-        launch_ids = runtime.filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())["correlation"]
-        add(rank, "repeated_correlation_ids", launch_ids.len() - launch_ids.n_unique(),
+        launch_ids = pl.col("correlation").filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
+        ids, distinct = runtime.select(launch_ids.len(), launch_ids.n_unique().alias("distinct")).row(0)
+        add(rank, "repeated_correlation_ids", ids - distinct,
             "launch latency; kernel → op attribution (GPU ops of a repeated id link to its first launch call)",
             "launch, copy and set calls whose correlation id an earlier call of the rank already carries")
-        op_ids = external_ids.filter(pl.col("rank") == rank)["external_id"].drop_nulls()
-        add(rank, "repeated_external_ids", op_ids.len() - op_ids.n_unique(),
+        op_ids = pl.col("external_id").filter(pl.col("category") == "cpu_op").drop_nulls()
+        ids, distinct = of_rank(trace.cpu_ops.select("rank", "category", "external_id"), rank).select(
+            op_ids.len(), op_ids.n_unique().alias("distinct")).row(0)
+        add(rank, "repeated_external_ids", ids - distinct,
             "kernel → op attribution of launches no op encloses (they link to the first op of their External id)",
             "CPU ops whose External id an earlier op of the rank already carries")
-        skewed = gpu.filter(pl.col("start_ns") < pl.col("launch_start_ns")).height
+        skewed = _count(gpu, pl.col("start_ns") < pl.col("launch_start_ns"))
         add(rank, "clock_skew", skewed,
             "launch latency and queue depth (these ops are left out of both); the cause of the idle gap "
             "before each of them (`other`, never `host` or `launch`)",
             "GPU ops that start before their launch call began (CPU/GPU clock skew)")
-        graphs = runtime.filter(pl.col("kind") == "graph_launch").height
+        graphs = _count(runtime, pl.col("kind") == "graph_launch")
         add(rank, "cuda_graph_launches", graphs, "launch latency (measured to the graph's first kernel); kernel → op attribution",
             "cudaGraphLaunch/hipGraphLaunch calls: one launch replays many kernels")
         steps = trace.steps.filter(pl.col("rank") == rank).height
@@ -71,3 +76,8 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         for reason, count in trace.skipped.filter(pl.col("rank") == rank).select("reason", "count").iter_rows():
             add(rank, "malformed_events_skipped", count, "nothing computed from them", reason)
     return pl.DataFrame(rows, schema=HEALTH_SCHEMA) if rows else pl.DataFrame(schema=HEALTH_SCHEMA)
+
+
+def _count(frame: pl.DataFrame, condition: pl.Expr) -> int:
+    """How many rows of `frame` meet `condition` (null counts as not), without copying them."""
+    return int(frame.select(condition.sum()).item() or 0)

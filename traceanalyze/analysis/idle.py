@@ -357,13 +357,16 @@ def step_breakdown(trace: Trace) -> pl.DataFrame:
         return pl.DataFrame(schema=schema)
     steps = trace.steps.select("rank", "step", pl.col("start_ns").alias("step_start_ns"),
                                pl.col("end_ns").alias("step_end_ns"), pl.col("duration_ns").alias("cpu_duration_ns"))
-    launched = (
+    launched = (  # only the columns read (the correlation ids go before the sort)
         linked_gpu(trace, (*DEVICE, "start_ns", "end_ns"), launch=("launch_start_ns",))
+        .select(*DEVICE, "start_ns", "end_ns", "launch_start_ns")
         .filter(pl.col("launch_start_ns").is_not_null())
         .sort("launch_start_ns")
-        .join_asof(steps.sort("step_start_ns"), left_on="launch_start_ns", right_on="step_start_ns",
-                   by="rank", strategy="backward", check_sortedness=False)
+        .join_asof(steps.select("rank", "step", "step_start_ns", "step_end_ns").sort("step_start_ns"),
+                   left_on="launch_start_ns", right_on="step_start_ns", by="rank", strategy="backward",
+                   check_sortedness=False)
         .filter(pl.col("launch_start_ns") < pl.col("step_end_ns"))
+        .select(*DEVICE, "step", "start_ns", "end_ns")
     )
     per_step = (
         launched.group_by(*DEVICE, "step")

@@ -216,8 +216,8 @@ def _stream_timelines(trace: Trace):
     """Each stream's queue timeline, streams in order: (its `STREAM` values as literal columns,
     `time_ns, depth` after each change). At equal times, starts (−1) are applied before launches
     (+1)."""
-    ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).filter(
-        pl.col("start_ns") > pl.col("launch_start_ns")).select(*STREAM, "launch_start_ns", "start_ns")
+    ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).select(
+        *STREAM, "launch_start_ns", "start_ns").filter(pl.col("start_ns") > pl.col("launch_start_ns"))
     if ops.is_empty():
         return
     schema = ops.schema

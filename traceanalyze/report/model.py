@@ -392,10 +392,11 @@ def _devices(trace: Trace) -> pl.DataFrame:
 def _top_cpu_ops(trace: Trace, limit: int = 15) -> pl.DataFrame:
     """CPU ops by total inclusive time (nested ops count in their parents too), ties by name: the
     CPU-side view, the only one for a trace without GPU events."""
-    ops = trace.cpu_ops.select("category", "name", "duration_ns").filter(pl.col("category") == "cpu_op")
+    is_op = pl.col("category") == "cpu_op"  # grouped unfiltered: a filter would copy the columns first
     return (
-        ops.group_by("name")
-        .agg(pl.len().alias("count"), pl.col("duration_ns").sum().alias("total_ns"))
+        trace.cpu_ops.group_by("name")
+        .agg(is_op.sum().alias("count"), pl.col("duration_ns").filter(is_op).sum().alias("total_ns"))
+        .filter(pl.col("count") > 0)
         .sort(pl.col("total_ns"), pl.col("name").cast(pl.String), descending=[True, False])  # ties in name order
         .head(limit)
     )

@@ -198,7 +198,8 @@ def _with_neighbouring_ops(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     keys = gaps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_gap"), *device, "start_ns", "end_ns")
     ops = linked.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_op"), *device, "start_ns", "end_ns", "launch_start_ns")
     # the first op to start at or after the gap's end (of equal starts, one with a launch first)
-    by_start = ops.select("_op", *device, pl.col("start_ns").alias("_next_ns"), pl.col("launch_start_ns").is_null().alias("_orphan"))
+    by_start = ops.select("_op", *device, pl.col("start_ns").alias("_next_ns"),
+                          pl.col("launch_start_ns").is_null().alias("_orphan"))
     following = (
         keys.select("_gap", *device, "end_ns").sort("end_ns")
         .join_asof(by_start.sort("_next_ns", "_orphan").drop("_orphan"), left_on="end_ns", right_on="_next_ns", by=device,

@@ -40,7 +40,8 @@ GAP_READ = ("start_ns", "end_ns", "duration_ns", "step", "cpu_op", "annotation",
 
 def _gaps_of(bucketed: pl.DataFrame, bucket: str) -> pl.DataFrame:
     """The gaps of `bucket`, in start order (`bucketed` keeps the order of the gaps: longest first)."""
-    return bucketed.select(*GAP_READ, "bucket").filter(pl.col("bucket") == bucket).drop("bucket").sort("start_ns", maintain_order=True)
+    return (bucketed.select(*GAP_READ, "bucket").filter(pl.col("bucket") == bucket).drop("bucket")
+            .sort("start_ns", maintain_order=True))
 
 
 def dataloader(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:

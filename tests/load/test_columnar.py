@@ -656,3 +656,40 @@ def test_threads_keep_the_order_of_pieces_finished_alone_and_together(tmp_path: 
     trace = load_file(path, include_flows=True, block_size=16 << 10, workers=2)
     assert_same(trace, whole_document(path))
     assert max(finished) > 1 and 1 in finished  # pieces were finished together, and alone
+
+
+BRIDGE_IN_A_FRESH_PROCESS = """
+import sys, threading
+from traceanalyze.load import columnar
+assert "numpy" not in sys.modules, "numpy was imported before any chunk was scanned"
+if sys.argv[1] == "scan":
+    events = b'[' + b','.join(b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":1}' % i
+                              for i in range(4000)) + b']'
+    assert columnar.scan_piece(events, False) is not None
+else:  # eight threads ask at once
+    barrier, errors = threading.Barrier(8), []
+    def ask():
+        barrier.wait()
+        try:
+            columnar.prepare_for_threads()
+        except BaseException as error:
+            errors.append(repr(error))
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    [thread.start() for thread in threads]
+    [thread.join() for thread in threads]
+    assert not errors, errors
+print(columnar._BRIDGE_READY.is_set(), "numpy" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("how", ["scan", "threads"])
+def test_numpy_and_its_polars_bridge_are_imported_once_when_first_needed(how):
+    """A scan imports numpy and polars' bridge to it once its compiled part is done (the decoding
+    threads import it while the first chunks are read, no longer before); threads asking at
+    once wait for the one that imports."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", BRIDGE_IN_A_FRESH_PROCESS, how], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]

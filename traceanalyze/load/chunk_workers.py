@@ -71,7 +71,6 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
     from traceanalyze.load.columnar import prepare_for_threads
     from traceanalyze.native import compiled
 
-    prepare_for_threads()
     native = compiled()
     # b"".join, without the GIL where the scanner is built: a chunk's copy then no longer stops the
     # other decoding threads (3 ms per chunk, beside its 40 ms of decoding, held the GIL)
@@ -111,6 +110,9 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
             flush()
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-decode") as pool:
+        # numpy's import, in a decoding thread while the first pieces are read and scanned (a scan
+        # waits for it only once its compiled part is done); its error, if any, is the scans' too
+        pool.submit(prepare_for_threads)
         try:
             for parts in pieces:
                 while len(scanning) >= workers:

@@ -155,18 +155,15 @@ def _numpy():
     return numpy
 
 
-# numpy and polars' bridge to it are imported by one thread; the others wait for it (`prepare_for_threads`)
-_BRIDGE_LOCK = threading.Lock()
-_BRIDGE_READY = threading.Event()
+_BRIDGE_LOCK, _BRIDGE_READY = threading.Lock(), threading.Event()  # see `prepare_for_threads`
 
 
 def prepare_for_threads() -> None:
     """Import numpy and polars' bridge to it, once, in whichever thread asks first, while the
     others wait: polars imports its numpy support lazily on first use, and two threads doing that
     first use at once fail ("'module' object does not support item assignment", seen on a 1 GB
-    trace). Each scan asks once the compiled scanner has run, before it reads the arrays: the
-    decoding threads start on the first chunks while one of them imports (0.1 s that used to
-    come before any chunk was read: 1 GB b200-vllm-decode 2.59 → 2.53 s)."""
+    trace). Each scan asks after its compiled part, before it reads the arrays: the decoding
+    threads scan the first chunks while one imports (0.1 s that came before any chunk was read)."""
     if _native is None or _BRIDGE_READY.is_set():
         return
     with _BRIDGE_LOCK:

@@ -193,6 +193,14 @@ def test_peak_flops_fallbacks():
     ("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>", "simt"),
     ("void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>", "simt"),
     ("ampere_gcgemm_64x64_nt", "simt"),
+    # cuBLAS on an H100 with TF32 off (fp32 matmuls): xmma kernels running FFMA on CUDA cores
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_"
+     "cublas", "simt"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_"
+     "cublas", "simt"),
+    ("sm80_xmma_gemm_f16f16_f16f16_f16_nn_n_tilesize64x64x8_stage3_warpsize2x2x1_hfma2_aligna2", "simt"),
+    ("sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x8_dfma_execute", "simt"),
+    ("void at::native::ffmax_kernel<float>", None),  # a word that begins with ffma is no instruction
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", None),
     ("void at::native::vectorized_elementwise_kernel<4, fbgemm_gpu::_float_to_hfp8_gpu(at::Tensor const&)>", None),
     ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>", None),

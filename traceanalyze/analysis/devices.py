@@ -182,7 +182,10 @@ def _either_case(pattern: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 
 # Each pattern below is written in lower case (`_either_case`).
-_SIMT = _either_case(r"simt")
+# cuBLAS's xmma kernels name their instruction: `_ffma_` (FP32), `_hfma2_` (FP16) and `_dfma_`
+# (FP64) fused multiply-adds run on CUDA cores, e.g. sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_…_ffma_…
+# (FP32 matmuls with TF32 off, recorded on an H100)
+_SIMT = _either_case(r"simt|(?:^|_)(?:ffma|hfma2?|dfma)(?:_|$)")
 # MMA instructions and tensor-core tile/shape markers in library kernel names.
 _MMA = _either_case(
     r"tensorop|hmma|wgmma|gmma|xmma|imma|wmma|mma_sync|nvjet|mfma|_mi\d+x\d+x\d+|"

@@ -131,6 +131,22 @@ def test_sync_caused_gap(tmp_path):
     assert gap["cpu_op"] == "aten::item"
 
 
+def test_a_synchronize_behind_queued_work_makes_no_sync_gap(tmp_path):
+    """Kernels launched at 0 and 5 µs run [20, 520] and [530, 1030]; a synchronize [10, 1040]
+    overlaps the 10 µs gap between them, but the second kernel was queued before the gap began:
+    the GPU started it late (`launch`), the CPU's wait did not cause it. An orphan kernel after a
+    second synchronize [1100, 1300]: when it was queued is unknown (`other`)."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=20, dur_us=500)
+    b.launch_kernel(launch_us=5, start_us=530, dur_us=500)
+    b.sync_call(10, 1030, name="cudaDeviceSynchronize")
+    b.sync_call(1100, 200, name="cudaDeviceSynchronize")
+    b.orphan_kernel(1200, 10)
+    gaps = idle.idle_gaps(load(b, tmp_path)).sort("start_ns")
+    assert gaps.select("start_ns", "duration_ns", "cause").rows() == [
+        (gaps["start_ns"][0], 10_000, "launch"), (gaps["start_ns"][0] + 510_000, 170_000, "other")]
+
+
 def test_launch_latency_split_into_queue_wait_and_overhead(tmp_path):
     b = TraceBuilder()
     first = b.launch_kernel(launch_us=0, launch_dur_us=1, start_us=10, dur_us=10)

@@ -118,7 +118,9 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     Columns: `rank, device, start_ns, end_ns, duration_ns, share_of_window, cause, cpu_op,
     annotation, step, previous_gpu_op, next_gpu_op, next_correlation, next_launch_start_ns,
     sync_call`. Causes, checked in this order:
-    `sync` a blocking call (synchronize, blocking copy) on the rank was running during the gap;
+    `sync` a blocking call (synchronize, blocking copy) on the rank was running during the gap
+    and the next GPU work was launched after the gap began (work queued before it did not wait on
+    that call: a synchronize behind a deep queue overlaps only the GPU's own gaps between kernels);
     `host` the next GPU work's launch began after the gap began (the CPU was late);
     `collective` the next launch was issued before the gap began and the next GPU work is a
     collective (NCCL/RCCL): it waited on its peers;
@@ -145,10 +147,12 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
 
     gaps = _with_neighbouring_ops(gaps, trace)
     gaps = gaps.join(_blocking_calls_during(gaps, trace), on="gap_id", how="left", maintain_order="left")
+    unknown_launch = pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns"))
+    queued = ~unknown_launch & (pl.col("next_launch_start_ns") <= pl.col("start_ns"))  # launched before the gap
     gaps = gaps.with_columns(
-        pl.when(pl.col("sync_call").is_not_null())
+        pl.when(pl.col("sync_call").is_not_null() & ~queued & ~unknown_launch)
         .then(pl.lit("sync"))
-        .when(pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns")))
+        .when(unknown_launch)
         .then(pl.lit("other"))
         .when(pl.col("next_launch_start_ns") > pl.col("start_ns"))
         .then(pl.lit("host"))

@@ -78,6 +78,51 @@ def test_no_sync_call_no_sync_finding(tmp_path):
     assert found["cpu-bound-gaps"]["gain_ns"] == 95_000
 
 
+def queued_behind_a_synchronize(gap_us: float) -> TraceBuilder:
+    """Three kernels launched at 0, 5 and 10 µs run 500 µs each from 20 µs, `gap_us` apart, while
+    a cudaDeviceSynchronize from 15 µs waits for them: two gaps before work queued long before."""
+    b = TraceBuilder()
+    for i in range(3):
+        b.launch_kernel(launch_us=5 * i, start_us=20 + i * (500 + gap_us), dur_us=500)
+    b.sync_call(15, 1510 + 2 * gap_us, name="cudaDeviceSynchronize")
+    return b
+
+
+def test_gaps_before_queued_kernels_are_neither_sync_nor_the_cpu(tmp_path):
+    """2 × 10 µs of a 1520 µs window (1.3%): the queued-kernel rule, not the sync or CPU rules."""
+    found = findings_of(queued_behind_a_synchronize(10), tmp_path)
+    assert "sync-in-step" not in found and "cpu-bound-gaps" not in found
+    row = found["queued-kernel-gaps"]
+    assert row["gain_ns"] == 20_000 and row["confidence"] == "low"
+    assert row["evidence"] == ("2 gaps before work launched ahead of time, 20 µs = 1.3% of the window; median "
+                               "10 µs, longest 10 µs before "
+                               "`at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at…`, "
+                               "launched 525 µs before it started")
+    assert row["action"] == ("fewer, larger kernels: fuse them with `torch.compile(model)`; a CUDA graph "
+                             "(`torch.compile(model, mode=\"reduce-overhead\")`) starts queued kernels sooner")
+
+
+def test_a_graph_queued_in_time_that_starts_milliseconds_late_waited_on_something_else(tmp_path):
+    """A kernel [20, 520] µs, then a CUDA graph launched at 10 µs whose kernel starts only at 1720:
+    1.2 ms idle before work queued in time. No CUDA-graph advice (the trace replays graphs)."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=20, dur_us=500)
+    b.graph_launch(10, 20, [(1720, 100, "graph_kernel")])
+    row = findings_of(b, tmp_path)["queued-kernel-gaps"]
+    assert row["gain_ns"] == 1_200_000
+    assert row["evidence"] == ("1 gap before work launched ahead of time, 1.2 ms = 66.7% of the window; median 1.2 ms, "
+                               "longest 1.2 ms before `graph_kernel`, launched 1.71 ms before it started; "
+                               "1 of them over 1 ms (1.2 ms)")
+    assert "reduce-overhead" not in row["action"]
+    assert "waited on something the trace does not show" in row["action"]
+
+
+def test_gaps_before_queued_kernels_under_one_percent_stay_silent(tmp_path):
+    """2 × 7 µs of a 1514 µs window: 0.92%, under `QUEUED_MIN_SHARE`."""
+    found = findings_of(queued_behind_a_synchronize(7), tmp_path)
+    assert not {"queued-kernel-gaps", "sync-in-step", "cpu-bound-gaps"} & set(found)
+
+
 def launch_run(kernel_us: float) -> TraceBuilder:
     """10 launch calls of 5 µs back to back (at 0, 5, … 45 µs); kernel i starts 3 µs after its launch
     began. With 2 µs kernels (shorter than the 5 µs launch) the GPU idles 3 µs between each pair:
@@ -123,24 +168,25 @@ def _address(series: pl.Series) -> int:
 
 
 def test_each_gap_gets_one_bucket_in_the_order_of_the_gaps_without_copying_them():
-    """Five gaps, longest first as `idle_gaps` gives them: an outlying first step, a DataLoader
-    wait, a sync, a host gap inside a run of launch-bound kernels (300–420 µs), a host gap after
-    it. Each gets its bucket in place; the gaps' own columns are not copied (a sort would)."""
+    """Six gaps, longest first as `idle_gaps` gives them: an outlying first step, a DataLoader
+    wait, a sync, a launch gap inside a run of launch-bound kernels (300–420 µs), a host gap after
+    it, a launch gap after it (queued work started late). Each gets its bucket in place; the gaps'
+    own columns are not copied (a sort would)."""
     cat = pl.Categorical()
     gaps = pl.DataFrame({
-        "rank": [0] * 5, "device": [0] * 5, "step": [1, 2, 2, 3, 3],
-        "start_ns": [10_000, 200_000, 100_000, 350_000, 450_000],
-        "end_ns": [90_000, 260_000, 150_000, 390_000, 470_000],
-        "cause": ["host", "host", "sync", "launch", "host"],
-        "cpu_op": ["aten::mm", "aten::add", "aten::item", "aten::mul", "aten::mm"],
-        "annotation": [None, DATALOADER, None, None, "## forward ##"],
+        "rank": [0] * 6, "device": [0] * 6, "step": [1, 2, 2, 3, 3, 3],
+        "start_ns": [10_000, 200_000, 100_000, 350_000, 450_000, 480_000],
+        "end_ns": [90_000, 260_000, 150_000, 390_000, 470_000, 482_000],
+        "cause": ["host", "host", "sync", "launch", "host", "launch"],
+        "cpu_op": ["aten::mm", "aten::add", "aten::item", "aten::mul", "aten::mm", None],
+        "annotation": [None, DATALOADER, None, None, "## forward ##", None],
     }, schema_overrides={"rank": pl.Int32, "device": pl.Int32, "cpu_op": cat, "annotation": cat}).with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
     runs = pl.DataFrame({"rank": [0], "device": [0], "first_start_ns": [300_000], "last_end_ns": [420_000]},
                         schema_overrides={"rank": pl.Int32, "device": pl.Int32})
     bucketed = gap_buckets(gaps, steps([500, 150, 200, 100]), runs)
-    assert bucketed["bucket"].to_list() == ["excluded", "dataloader", "sync", "launch_run", "host"]
-    assert bucketed["in_outlier_step"].to_list() == [True, False, False, False, False]
+    assert bucketed["bucket"].to_list() == ["excluded", "dataloader", "sync", "launch_run", "host", "queued"]
+    assert bucketed["in_outlier_step"].to_list() == [True, False, False, False, False, False]
     for name in ("start_ns", "end_ns", "duration_ns"):
         assert _address(bucketed[name]) == _address(gaps[name])
     assert excluded_ns(bucketed) == 80_000

@@ -17,7 +17,7 @@ DATALOADER_CONTEXT = r"(?i)dataloader"  # enumerate(DataLoader)#_MultiProcessing
 FIRST_STEP_FACTOR = 2.0  # a first step idle more than this many times the median of the others ...
 FIRST_STEP_MARGIN_NS = 100_000  # ... plus this much is a warm-up outlier
 MIN_STEPS_FOR_OUTLIER = 3
-BUCKETS = ("excluded", "dataloader", "sync", "launch_run", "host", "none")
+BUCKETS = ("excluded", "dataloader", "sync", "launch_run", "host", "queued", "none")
 
 
 def outlier_first_steps(steps: pl.DataFrame) -> pl.DataFrame:
@@ -60,7 +60,8 @@ def gap_buckets(gaps: pl.DataFrame, steps: pl.DataFrame, small_kernel_runs: pl.D
         .when(_in_context(gaps, DATALOADER_CONTEXT)).then(pl.lit("dataloader"))
         .when(pl.col("cause") == "sync").then(pl.lit("sync"))
         .when(pl.col("cause").is_in(["host", "launch"]) & in_run).then(pl.lit("launch_run"))
-        .when(pl.col("cause").is_in(["host", "launch"])).then(pl.lit("host"))
+        .when(pl.col("cause") == "host").then(pl.lit("host"))
+        .when(pl.col("cause") == "launch").then(pl.lit("queued"))
         .otherwise(pl.lit("none"))
     )
     return gaps.with_columns(bucket.alias("bucket")).drop("run_end_ns")

@@ -8,6 +8,12 @@ import polars as pl
 from traceanalyze.analysis.findings.finding import Finding, spans_of
 from traceanalyze.analysis.findings.inputs import FindingInputs, format_ns, short_kernel_name
 
+# queued-kernel gaps under this share of the device windows stay silent: a GPU starts each queued
+# kernel a microsecond or two after the previous one, in every trace
+QUEUED_MIN_SHARE = 0.01
+# a queued kernel that starts this late after the GPU fell idle waited on something, not on the launch path
+QUEUED_LONG_NS = 1_000_000
+
 # What a synchronising op is in Python, for the sync finding's evidence.
 SYNC_SOURCES = {
     "aten::_local_scalar_dense": "`.item()` / `float(t)` / `bool(t)` / `if t:`",
@@ -35,7 +41,7 @@ def _steps(gaps: pl.DataFrame) -> str:
 # bucket (most of 400 k gaps can be one bucket's); a rule that reads another fails its tests until
 # it is named here
 GAP_READ = ("start_ns", "end_ns", "duration_ns", "step", "cpu_op", "annotation", "sync_call", "next_gpu_op",
-            "in_outlier_step")
+            "next_launch_start_ns", "in_outlier_step")
 
 
 def _gaps_of(bucketed: pl.DataFrame, bucket: str) -> pl.DataFrame:
@@ -123,6 +129,35 @@ def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
         action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or capture the "
                "step with `torch.compile(model, mode=\"reduce-overhead\")` / CUDA graphs",
         gain_ns=float(total), confidence="medium", spans=spans_of(gaps))]
+
+
+def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+    """The GPU idle before work that was already launched: launch latency on the GPU side, or, for
+    gaps of milliseconds, a wait on something the trace does not show."""
+    gaps = _gaps_of(bucketed, "queued")
+    window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
+    total = int(gaps["duration_ns"].sum())
+    if gaps.is_empty() or total < QUEUED_MIN_SHARE * window:
+        return []
+    top = gaps.row(gaps["duration_ns"].arg_max(), named=True)
+    long = gaps.filter(pl.col("duration_ns") >= QUEUED_LONG_NS)
+    evidence = (f"{gaps.height} gap{'s' if gaps.height != 1 else ''} before work launched ahead of time, "
+                f"{format_ns(total)} = {total / window:.1%} of the window{_steps(gaps)}; median "
+                f"{format_ns(float(gaps['duration_ns'].median()))}, longest {format_ns(top['duration_ns'])} before "
+                f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`, launched "
+                f"{format_ns(top['end_ns'] - top['next_launch_start_ns'])} before it started")
+    action = "fewer, larger kernels: fuse them with `torch.compile(model)`"
+    health = inputs.health.filter(pl.col("finding") == "cuda_graph_launches") if inputs.health.height else inputs.health
+    if health.is_empty() or not health["count"].sum():
+        action += "; a CUDA graph (`torch.compile(model, mode=\"reduce-overhead\")`) starts queued kernels sooner"
+    if long.height:
+        evidence += f"; {long.height} of them over {format_ns(QUEUED_LONG_NS)} ({format_ns(long['duration_ns'].sum())})"
+        action += ("; work queued in time that starts milliseconds late waited on something the trace does not show "
+                   "(an event of another stream, device or process, a host node of a CUDA graph): find what it "
+                   "depends on")
+    return [Finding(
+        id="queued-kernel-gaps", regime="overhead", title="Queued work starts late: the GPU idles before it",
+        evidence=evidence, action=action, gain_ns=float(total), confidence="low", spans=spans_of(gaps))]
 
 
 def warmup(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:

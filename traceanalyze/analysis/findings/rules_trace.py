@@ -12,7 +12,7 @@ from traceanalyze.analysis.names import matching
 UNRECORDED_SHAPES = ("no shapes recorded", "shape arguments incomplete")  # unmodeled_reason prefixes
 MIN_UNRECORDED_SHARE = 0.05  # of GPU busy time
 
-GAP_FINDINGS = ("dataloader-wait", "sync-in-step", "launch-bound", "cpu-bound-gaps")
+GAP_FINDINGS = ("dataloader-wait", "sync-in-step", "launch-bound", "cpu-bound-gaps", "queued-kernel-gaps")
 ROOFLINE_FINDINGS = ("fp32-simt-gemm", "lower-precision-tf32", "lower-precision-bf16", "lower-precision-fp16",
                      "gemm-shape-alignment", "latency-bound-kernels", "fuse-bandwidth-chain", "record-shapes")
 # health finding (analysis/health.py) → (findings it affects, "downgrade" or "suppress")

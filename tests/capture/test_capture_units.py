@@ -8,6 +8,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from capture_helpers import REPO
@@ -125,3 +126,52 @@ def test_capture_help_does_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert "--stop-after-capture" in result.stdout
+
+
+class _Calls:
+    """Records what the fakes below were asked to do, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+
+def _recorder_at_the_last_recorded_step(calls: _Calls, tmp_path: Path) -> Any:
+    """A capture recorder (no torch: fakes of `torch.cuda` and of the profiler) at the end of the
+    window's last step, the one whose `profile.step()` saves the trace."""
+    from types import SimpleNamespace
+
+    from traceanalyze.capture.session import _Recorder
+
+    class Span:
+        def __exit__(self, *exc: object) -> None:
+            calls.calls.append("step span closed")
+
+    class Profiler:
+        current_action = "record and save"
+        step_num = 4
+
+        def __init__(self) -> None:
+            self.step_rec_fn: Any = Span()
+
+        def step(self) -> None:  # torch's step() closes the span only when it is still set
+            if self.step_rec_fn is not None:
+                self.step_rec_fn.__exit__(None, None, None)
+            calls.calls.append("profiler step (the trace is saved)")
+
+    torch = SimpleNamespace(cuda=SimpleNamespace(is_initialized=lambda: True,
+                                                 synchronize=lambda: calls.calls.append("synchronize")))
+    recorder = _Recorder(torch, CaptureOptions(script=tmp_path / "train.py"), tmp_path, "trace", gpu=True)
+    recorder.prof, recorder.started, recorder.whole_run = Profiler(), True, False
+    recorder._recording, recorder._saving = ("record", "record and save"), "record and save"
+    return recorder
+
+
+def test_capture_waits_for_the_last_kernels_after_the_step_not_inside_it(tmp_path):
+    """The synchronize that brings the window's last kernels into the trace comes after the last
+    `ProfilerStep#N` span closed (recorded on an H100 inside it, it made a 279 ms step and a
+    `sync-in-step` finding of capture's own), and the span is closed once."""
+    calls = _Calls()
+    recorder = _recorder_at_the_last_recorded_step(calls, tmp_path)
+    recorder.on_step()
+    assert calls.calls == ["step span closed", "synchronize", "profiler step (the trace is saved)"]
+    assert recorder.captured_steps == [4] and not recorder.errors

@@ -289,6 +289,7 @@ class _Recorder:
                 if action in self._recording:
                     self.captured_steps.append(int(self.prof.step_num))
                     if action == self._saving:
+                        self._end_profiler_step()  # so that the wait below lies after the step, not in it
                         self._synchronize()  # the window's last kernels belong in its trace
                 with warnings.catch_warnings():  # each --repeat window is its own file, as intended
                     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
@@ -341,10 +342,11 @@ class _Recorder:
         self.finished = True
         self.busy = True
         try:
-            self._synchronize()
             if self.step_span is not None:  # --duration: the step cut by the window's end
                 self.step_span.__exit__(None, None, None)
                 self.step_span = None
+            self._end_profiler_step()
+            self._synchronize()
             self.prof.__exit__(None, None, None)
             if self.whole_run:
                 self._trace_ready(self.prof)
@@ -363,6 +365,16 @@ class _Recorder:
             self.captured_steps.append(self.steps_seen - 1)
         self.step_span = record_function(f"ProfilerStep#{self.steps_seen}")
         self.step_span.__enter__()
+
+    def _end_profiler_step(self) -> None:
+        """Close the profiler's open `ProfilerStep#N` span now (`profile.step()` and `stop()` close
+        it only when set): the synchronize that follows is capture's own wait for the window's
+        last kernels, and inside the step it would read as the script's sync (a report's
+        `sync-in-step`, a last step hundreds of ms long)."""
+        span = getattr(self.prof, "step_rec_fn", None)
+        if span is not None:
+            span.__exit__(None, None, None)
+            self.prof.step_rec_fn = None
 
     def _synchronize(self) -> None:
         if self.gpu and self.torch.cuda.is_initialized():

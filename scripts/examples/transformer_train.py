@@ -20,11 +20,15 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=512)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--amp", action="store_true", help="autocast to bfloat16")
+    parser.add_argument("--width", type=int, default=128, help="model width (heads of 32 channels)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model (Triton kernels on a GPU)")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     device = torch.device(args.device)
-    model = TinyGPT(vocab=args.vocab, context=args.context).to(device)
+    model = TinyGPT(vocab=args.vocab, width=args.width, heads=max(1, args.width // 32), context=args.context).to(device)
+    if args.compile:
+        model = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     loss_fn = nn.CrossEntropyLoss()
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if args.amp else contextlib.nullcontext()

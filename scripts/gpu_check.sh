@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The CUDA path end to end on a real GPU: `traceanalyze capture` on the example scripts (small and
+# large, fp32 and bf16, eager and torch.compile, training and inference), the JSON and Markdown
+# reports of each trace, and `calibrate --quick`. Everything lands in $OUT (a tar of the traces,
+# reports and logs, plus this script's summary).
+#
+# On the device machine of this workplace (no package index there), carry the wheels that its
+# Python lacks (polars, polars-runtime-32, msgspec, isal, typer, click: see `.whl` below) and run
+#     bash scripts/gpu_check.sh
+# Elsewhere: GPU_CHECK_WHEELS= PY=python OUT=/tmp/gpu-out bash scripts/gpu_check.sh
+set -u
+export PYTHONUNBUFFERED=1 COLUMNS=120
+REPO=$PWD
+OUT=${OUT:-$REPO/gpu-out}
+PY=${PY:-python3}
+WORK=$(mktemp -d)
+mkdir -p "$OUT"
+
+if [ -n "${GPU_CHECK_WHEELS-.whl}" ]; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        "${GPU_CHECK_WHEELS-.whl}"/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:$REPO
+    if $PY setup.py -q build_ext --inplace >"$WORK/build.log" 2>&1; then echo "native: built"; else
+        echo "native: build failed (build.log), the msgspec and polars paths"; fi
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee "$WORK/nvidia-smi.txt"
+$PY - <<'EOF' 2>&1 | tee "$WORK/versions.txt"
+import polars, torch
+from traceanalyze.load import columnar
+gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+print("torch", torch.__version__, "cuda", torch.version.cuda, gpu, "| polars", polars.__version__, "| native", columnar.available())
+EOF
+
+# name, seconds allowed, then capture's arguments
+capture() {
+    local name=$1 limit=$2
+    shift 2
+    local start=$SECONDS
+    timeout "$limit" $PY -m traceanalyze capture -o "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1
+    local rc=$?
+    echo "=== $name: rc $rc, $((SECONDS - start)) s: capture $*"
+    if [ -f "$WORK/$name/trace.json.gz" ]; then
+        $PY -m traceanalyze report "$WORK/$name/trace.json.gz" --format json --no-cache -o "$WORK/$name/report.json" 2>&1 | tail -3
+        $PY -m traceanalyze report "$WORK/$name/trace.json.gz" --format markdown --no-cache -o "$WORK/$name/report.md" 2>&1 | tail -3
+        $PY -m traceanalyze report "$WORK/$name/trace.json.gz" --no-cache 2>&1 | head -22
+    else
+        tail -20 "$WORK/$name.log"
+    fi
+}
+
+EX=scripts/examples
+capture mlp_small 120 $EX/mlp_train.py -- --steps 20
+capture mlp_fp32_large 120 $EX/mlp_train.py -- --steps 12 --hidden 8192 --batch-size 8192
+capture transformer_bf16 120 $EX/transformer_train.py -- --steps 20 --amp --width 1024 --context 512 --batch-size 16
+capture transformer_compiled 200 $EX/transformer_train.py -- --steps 20 --amp --compile --width 512 --context 256
+capture convnet_channels_last 120 $EX/convnet_train.py -- --steps 20 --channels-last --batch-size 128
+capture decode 120 --steps-from decode_step $EX/transformer_infer.py -- --steps 40
+
+start=$SECONDS
+timeout 200 $PY -m traceanalyze calibrate --quick --output "$WORK/device.json" --plot "$WORK/device.svg" >"$WORK/calibrate.log" 2>&1
+echo "=== calibrate: rc $?, $((SECONDS - start)) s"
+tail -25 "$WORK/calibrate.log"
+if [ -f "$WORK/device.json" ] && [ -f "$WORK/mlp_fp32_large/trace.json.gz" ]; then
+    $PY -m traceanalyze report "$WORK/mlp_fp32_large/trace.json.gz" --device-file "$WORK/device.json" --format json \
+        --no-cache -o "$WORK/mlp_fp32_large/report_calibrated.json" 2>&1 | tail -3
+fi
+
+tar -C "$WORK" -czf "$OUT/gpu_check.tar.gz" .
+ls -la "$OUT"

@@ -50,11 +50,47 @@ capture() {
 
 EX=scripts/examples
 capture mlp_small 120 $EX/mlp_train.py -- --steps 20
-capture mlp_fp32_large 120 $EX/mlp_train.py -- --steps 12 --hidden 8192 --batch-size 8192
+capture mlp_fp32_large 120 $EX/mlp_train.py -- --steps 12 --hidden 4096 --batch-size 4096
 capture transformer_bf16 120 $EX/transformer_train.py -- --steps 20 --amp --width 1024 --context 512 --batch-size 16
 capture transformer_compiled 200 $EX/transformer_train.py -- --steps 20 --amp --compile --width 512 --context 256
 capture convnet_channels_last 120 $EX/convnet_train.py -- --steps 20 --channels-last --batch-size 128
 capture decode 120 --steps-from decode_step $EX/transformer_infer.py -- --steps 40
+
+# torch.utils.flop_counter's count of one training step of the two large models, for the FLOP model
+timeout 120 $PY - "$WORK/flop_counter.json" <<'EOF' 2>&1 | tail -5
+import json, sys
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+sys.path.insert(0, "scripts/examples")
+from tiny_transformer import TinyGPT
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def count(model, inputs, loss_of, amp):
+    with FlopCounterMode(display=False) as counter:
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=amp):
+            loss = loss_of(model(inputs))
+        loss.backward()
+    return {"total": counter.get_total_flops(),
+            "by_op": {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}}
+
+
+torch.manual_seed(0)
+out = {}
+gpt = TinyGPT(vocab=512, width=1024, heads=32, context=512).to(device)
+tokens = torch.randint(0, 512, (16, 513), device=device)
+out["transformer_bf16"] = count(gpt, tokens[:, :-1], lambda logits: nn.functional.cross_entropy(
+    logits.reshape(-1, 512).float(), tokens[:, 1:].reshape(-1)), True)
+mlp = nn.Sequential(nn.Flatten(), nn.Linear(784, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+                    nn.Linear(4096, 10)).to(device)
+labels = torch.randint(0, 10, (4096,), device=device)
+out["mlp_fp32_large"] = count(mlp, torch.randn(4096, 1, 28, 28, device=device),
+                              lambda logits: nn.functional.cross_entropy(logits, labels), False)
+json.dump(out, open(sys.argv[1], "w"), indent=1)
+print({name: f"{entry['total'] / 1e12:.4f} TFLOP" for name, entry in out.items()})
+EOF
 
 start=$SECONDS
 timeout 200 $PY -m traceanalyze calibrate --quick --output "$WORK/device.json" --plot "$WORK/device.svg" >"$WORK/calibrate.log" 2>&1

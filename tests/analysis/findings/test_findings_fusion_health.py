@@ -11,7 +11,9 @@ from builder import TraceBuilder
 from findings_cases import A100, BF16, BF16_GEMM, findings_of, mm
 
 import traceanalyze
+from traceanalyze.analysis.findings import rules_kernels
 from traceanalyze.analysis.findings.finding import Finding, findings_frame
+from traceanalyze.analysis.findings.inputs import FindingInputs
 from traceanalyze.analysis.findings.rules_trace import apply_health
 from traceanalyze.report.model import build_report
 
@@ -65,3 +67,25 @@ def test_healthy_counts_of_zero_change_nothing():
 def test_ranked_by_gain_with_notes_last():
     frame = findings_frame(0, [finding("b", None), finding("a", 1.0), finding("c", 9.0), finding("a2", None)])
     assert frame["id"].to_list() == ["c", "a", "a2", "b"]
+
+
+def fusion_inputs(ops: str) -> FindingInputs:
+    """FindingInputs holding one fusion-table chain of `ops` (what the fusion rule reads)."""
+    empty = pl.DataFrame()
+    chain = pl.DataFrame({"ops": [ops], "annotation": ["## Call CompiledFxGraph fx ##"], "occurrences": [6],
+                          "kernels": [18], "duration_ns": [71_500], "bytes_saved": [75.5e6], "time_saved_ns": [38_900.0]})
+    roofline = pl.DataFrame({"regime": ["bandwidth"], "start_ns": [0], "end_ns": [71_500]})
+    return FindingInputs(rank=0, device_family="CUDA", peaks=None, roofline=roofline, gaps=empty, steps=empty,
+                         small_kernel_runs=empty, fusion=chain, attribution=empty, health=empty, cpu_ops=empty)
+
+
+def test_a_chain_of_inductor_kernels_gets_no_advice_to_compile():
+    """Recorded on an H100 with `torch.compile`: the chains are Inductor's own Triton kernels, so
+    "use torch.compile" would be advice the script already follows."""
+    compiled = ("triton_poi_fused__to_copy_5 → triton_per_fused__to_copy_add_native_layer_norm_backward_view_9 → "
+                "triton_red_fused__to_copy_native_layer_norm_backward_view_2")
+    (found,) = rules_kernels.fusion(fusion_inputs(compiled))
+    assert "torch.compile(model)" not in found.action and "graph_breaks" in found.action
+    assert found.gain_ns == 38_900.0
+    (eager,) = rules_kernels.fusion(fusion_inputs("aten::relu → triton_poi_fused_gelu_0"))  # a chain half eager
+    assert "`model = torch.compile(model)`" in eager.action

@@ -232,6 +232,11 @@ def latency_bound(inputs: FindingInputs) -> list[Finding]:
         gain_ns=gain, confidence="medium", spans=spans_of(rows))]
 
 
+# the ops of a chain that torch.compile already made: Inductor's generated Triton kernels
+# (`triton_poi_fused_…`, `triton_red_…`, `triton_per_…`, `triton_tem_…`) stand as their own ops
+INDUCTOR_KERNEL_PREFIX = "triton_"
+
+
 def fusion(inputs: FindingInputs) -> list[Finding]:
     """Chains of bandwidth-bound ops whose intermediates a fused kernel would keep on chip."""
     chains = inputs.fusion
@@ -244,14 +249,19 @@ def fusion(inputs: FindingInputs) -> list[Finding]:
     top = chains.sort("time_saved_ns", descending=True).row(0, named=True)
     where = f" under `{top['annotation']}`" if top["annotation"] else ""
     bandwidth = inputs.roofline.filter(pl.col("regime") == "bandwidth")
+    if all(op.strip().startswith(INDUCTOR_KERNEL_PREFIX) for op in top["ops"].split("→")):
+        action = ("these are Inductor's kernels already (the model is compiled): Inductor kept them apart; look for "
+                  "graph breaks between them (`TORCH_LOGS=\"graph_breaks\"`), or merge them in a hand-written "
+                  "Triton kernel")
+    else:
+        action = ("fuse them: `model = torch.compile(model)` (Inductor fuses pointwise/reduction chains), or a "
+                  "hand-written Triton kernel")
     return [Finding(
         id="fuse-bandwidth-chain", regime="bandwidth", title="Memory-bound op chains a fused kernel would merge",
         evidence=f"{chains.height} chain{'s' if chains.height != 1 else ''}; top {top['ops']}{where}, "
                  f"{top['occurrences']}× ({top['kernels']} kernels, {format_ns(top['duration_ns'])}): "
                  f"{top['bytes_saved'] / 1e6:.3g} MB of intermediates, {format_ns(top['time_saved_ns'])} saved",
-        action="fuse them: `model = torch.compile(model)` (Inductor fuses pointwise/reduction chains), or a "
-               "hand-written Triton kernel",
-        gain_ns=gain, confidence="medium", spans=spans_of(bandwidth))]
+        action=action, gain_ns=gain, confidence="medium", spans=spans_of(bandwidth))]
 
 
 def pageable_copies(inputs: FindingInputs) -> list[Finding]:

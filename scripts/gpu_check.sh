@@ -8,6 +8,7 @@
 # Python lacks (polars, polars-runtime-32, msgspec, isal, typer, click: see `.whl` below) and run
 #     bash scripts/gpu_check.sh
 # Elsewhere: GPU_CHECK_WHEELS= PY=python OUT=/tmp/gpu-out bash scripts/gpu_check.sh
+# GPU_CHECK_CASES="ddp_nccl calibrate" runs only the named cases (the names below).
 set -u
 export PYTHONUNBUFFERED=1 COLUMNS=120
 REPO=$PWD
@@ -31,8 +32,11 @@ gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
 print("torch", torch.__version__, "cuda", torch.version.cuda, gpu, "| polars", polars.__version__, "| native", columnar.available())
 EOF
 
+want() { [ -z "${GPU_CHECK_CASES-}" ] || [[ " $GPU_CHECK_CASES " == *" $1 "* ]]; }
+
 # name, seconds allowed, then capture's arguments
 capture() {
+    want "$1" || return 0
     local name=$1 limit=$2
     shift 2
     local start=$SECONDS
@@ -54,10 +58,12 @@ capture mlp_fp32_large 120 $EX/mlp_train.py -- --steps 12 --hidden 4096 --batch-
 capture transformer_bf16 120 $EX/transformer_train.py -- --steps 20 --amp --width 1024 --context 512 --batch-size 16
 capture transformer_compiled 200 $EX/transformer_train.py -- --steps 20 --amp --compile --width 512 --context 256
 capture convnet_channels_last 120 $EX/convnet_train.py -- --steps 20 --channels-last --batch-size 128
+capture transformer_cuda_graphs 240 $EX/transformer_train.py -- --steps 20 --amp --compile-mode reduce-overhead --width 512 --context 256
 capture decode 120 --steps-from decode_step $EX/transformer_infer.py -- --steps 40
+capture ddp_nccl 120 $EX/ddp_train.py -- --steps 20
 
 # torch.utils.flop_counter's count of one training step of the two large models, for the FLOP model
-timeout 120 $PY - "$WORK/flop_counter.json" <<'EOF' 2>&1 | tail -5
+want flop_counter && timeout 120 $PY - "$WORK/flop_counter.json" <<'EOF' 2>&1 | tail -5
 import json, sys
 import torch
 from torch import nn
@@ -92,10 +98,13 @@ json.dump(out, open(sys.argv[1], "w"), indent=1)
 print({name: f"{entry['total'] / 1e12:.4f} TFLOP" for name, entry in out.items()})
 EOF
 
-start=$SECONDS
-timeout 200 $PY -m traceanalyze calibrate --quick --output "$WORK/device.json" --plot "$WORK/device.svg" >"$WORK/calibrate.log" 2>&1
-echo "=== calibrate: rc $?, $((SECONDS - start)) s"
-tail -25 "$WORK/calibrate.log"
+if want calibrate; then
+    start=$SECONDS
+    timeout 200 $PY -m traceanalyze calibrate --quick --output "$WORK/device.json" --plot "$WORK/device.svg" \
+        >"$WORK/calibrate.log" 2>&1
+    echo "=== calibrate: rc $?, $((SECONDS - start)) s"
+    tail -25 "$WORK/calibrate.log"
+fi
 if [ -f "$WORK/device.json" ] && [ -f "$WORK/mlp_fp32_large/trace.json.gz" ]; then
     $PY -m traceanalyze report "$WORK/mlp_fp32_large/trace.json.gz" --device-file "$WORK/device.json" --format json \
         --no-cache -o "$WORK/mlp_fp32_large/report_calibrated.json" 2>&1 | tail -3

@@ -22,13 +22,14 @@ def main() -> None:
     parser.add_argument("--amp", action="store_true", help="autocast to bfloat16")
     parser.add_argument("--width", type=int, default=128, help="model width (heads of 32 channels)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (Triton kernels on a GPU)")
+    parser.add_argument("--compile-mode", default=None, help="torch.compile's mode, e.g. reduce-overhead (CUDA graphs)")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     device = torch.device(args.device)
     model = TinyGPT(vocab=args.vocab, width=args.width, heads=max(1, args.width // 32), context=args.context).to(device)
-    if args.compile:
-        model = torch.compile(model)
+    if args.compile or args.compile_mode:
+        model = torch.compile(model, mode=args.compile_mode)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     loss_fn = nn.CrossEntropyLoss()
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if args.amp else contextlib.nullcontext()

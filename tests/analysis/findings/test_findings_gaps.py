@@ -43,6 +43,17 @@ def test_without_a_dataloader_the_same_gap_is_cpu_bound(tmp_path):
                                "`at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at…`")
 
 
+def test_a_step_that_replays_cuda_graphs_is_not_told_to_capture_one(tmp_path):
+    """The same host gap after a CUDA graph's kernel (the trace replays graphs): the CPU work is
+    to go into the graphs, not "capture the step with CUDA graphs"."""
+    b = two_kernels_with_a_gap("## forward ##")
+    b.graph_launch(400, 5, [(410, 10, "graph_kernel")])
+    row = findings_of(b, tmp_path)["cpu-bound-gaps"]
+    assert row["gain_ns"] == 250_000 + 80_000  # and the gap before the graph, launched after it began
+    assert "reduce-overhead" not in row["action"]
+    assert "bring it into the CUDA graphs the step already replays" in row["action"]
+
+
 def test_warmup_gaps_are_left_out_of_every_gain(tmp_path):
     found = findings_of(two_kernels_with_a_gap("warmup"), tmp_path)
     assert "cpu-bound-gaps" not in found

@@ -126,9 +126,18 @@ def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
         evidence=f"{gaps.height} gap{'s' if gaps.height != 1 else ''} where the next launch came late, "
                  f"{format_ns(total)}{_steps(gaps)}; longest {format_ns(top['duration_ns'])} in {where} before "
                  f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`",
-        action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or capture the "
-               "step with `torch.compile(model, mode=\"reduce-overhead\")` / CUDA graphs",
+        action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or " + (
+            "bring it into the CUDA graphs the step already replays (these gaps lie outside them: e.g. compile the "
+            "optimizer step too) or make it cheaper" if _replays_graphs(inputs) else
+            "capture the step with `torch.compile(model, mode=\"reduce-overhead\")` / CUDA graphs"),
         gain_ns=float(total), confidence="medium", spans=spans_of(gaps))]
+
+
+def _replays_graphs(inputs: FindingInputs) -> bool:
+    """Whether the trace launches CUDA graphs (health `cuda_graph_launches`): no advice to start."""
+    if not inputs.health.height:
+        return False
+    return bool(inputs.health.filter(pl.col("finding") == "cuda_graph_launches")["count"].sum())
 
 
 def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
@@ -147,8 +156,7 @@ def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`, launched "
                 f"{format_ns(top['end_ns'] - top['next_launch_start_ns'])} before it started")
     action = "fewer, larger kernels: fuse them with `torch.compile(model)`"
-    health = inputs.health.filter(pl.col("finding") == "cuda_graph_launches") if inputs.health.height else inputs.health
-    if health.is_empty() or not health["count"].sum():
+    if not _replays_graphs(inputs):
         action += "; a CUDA graph (`torch.compile(model, mode=\"reduce-overhead\")`) starts queued kernels sooner"
     if long.height:
         evidence += f"; {long.height} of them over {format_ns(QUEUED_LONG_NS)} ({format_ns(long['duration_ns'].sum())})"

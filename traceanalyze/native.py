@@ -6,8 +6,11 @@ the reference its tests hold the C version to)."""
 from __future__ import annotations
 
 import os
+import threading
 from types import ModuleType
 from typing import Any
+
+_BRIDGE_LOCK, _BRIDGE_READY = threading.Lock(), threading.Event()  # see `numpy_for_threads`
 
 
 def compiled() -> ModuleType | None:
@@ -26,8 +29,25 @@ def int64_array(values: Any) -> Any:
     """A polars Series or numpy array as a contiguous int64 numpy array (no copy when it is one
     already): what the C helpers read. numpy is imported here, not by the callers' modules, so
     that small traces never load it."""
-    import numpy as np
-
+    np = numpy_for_threads()
     if hasattr(values, "to_numpy"):
         values = values.to_numpy()
     return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def numpy_for_threads() -> ModuleType:
+    """numpy, with polars' bridge to it imported once, in whichever thread asks first, while the
+    others wait: polars imports its numpy support lazily on first use, and two threads doing that
+    first use at once fail ("'module' object does not support item assignment", seen on a 1 GB
+    trace). The decoding threads ask as they scan; the analysis threads (the compiled walks) ask
+    too, for a trace read back from the cache, which no decoding thread prepared."""
+    import numpy
+
+    if not _BRIDGE_READY.is_set():
+        with _BRIDGE_LOCK:
+            if not _BRIDGE_READY.is_set():
+                import polars as pl
+
+                pl.Series(numpy.empty(0, dtype=numpy.uint8))
+                _BRIDGE_READY.set()
+    return numpy

@@ -89,3 +89,42 @@ def test_keys_of_one_value_merge_as_one_group_and_are_kept(seed, monkeypatch):
             assert merged.columns == ["rank", "device", "start_ns", "end_ns"]
             assert merged.schema == frame.schema
             assert list(merged.iter_rows()) == expected
+
+
+ANALYSIS_THREADS_IN_A_FRESH_PROCESS = """
+import sys, threading
+import polars as pl
+from traceanalyze import native
+from traceanalyze.analysis.intervals import NATIVE_MIN_ROWS, union_intervals
+assert native.compiled() is not None and "numpy" not in sys.modules
+frame = pl.DataFrame({"device": [0] * NATIVE_MIN_ROWS, "start_ns": range(0, 3 * NATIVE_MIN_ROWS, 3),
+                      "end_ns": range(2, 3 * NATIVE_MIN_ROWS + 2, 3)})
+barrier, errors, heights = threading.Barrier(8), [], []
+def merge():
+    barrier.wait()
+    try:
+        heights.append(union_intervals(frame, ["device"]).height)
+    except BaseException as error:
+        errors.append(repr(error))
+threads = [threading.Thread(target=merge) for _ in range(8)]
+[thread.start() for thread in threads]
+[thread.join() for thread in threads]
+assert not errors, errors
+print(native._BRIDGE_READY.is_set(), sorted(set(heights)) == [NATIVE_MIN_ROWS])
+"""
+
+
+def test_analysis_threads_import_numpy_through_the_bridge_on_a_trace_no_loader_prepared():
+    """A trace read back from the cache is analysed with no decoding thread having imported
+    polars' numpy bridge: eight analysis threads taking the compiled path at once go through
+    `native.numpy_for_threads` (one imports, the others wait) and all succeed."""
+    import subprocess
+    import sys
+
+    from traceanalyze import native
+
+    if native.compiled() is None:
+        pytest.skip("the compiled helpers are not built: the analyses never import numpy")
+    done = subprocess.run([sys.executable, "-c", ANALYSIS_THREADS_IN_A_FRESH_PROCESS], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]

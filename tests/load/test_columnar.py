@@ -678,7 +678,8 @@ else:  # eight threads ask at once
     [thread.start() for thread in threads]
     [thread.join() for thread in threads]
     assert not errors, errors
-print(columnar._BRIDGE_READY.is_set(), "numpy" in sys.modules)
+from traceanalyze import native
+print(native._BRIDGE_READY.is_set(), "numpy" in sys.modules)
 """
 
 

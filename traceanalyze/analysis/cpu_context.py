@@ -8,7 +8,7 @@ import polars as pl
 from traceanalyze.analysis.names import contains, starts_with
 from traceanalyze.analysis.op_tree import OpTree, positions_in
 from traceanalyze.model import Trace, latest_on_thread
-from traceanalyze.native import compiled, int64_array
+from traceanalyze.native import compiled, int64_array, numpy_for_threads
 
 
 def enclosing_op(
@@ -89,7 +89,7 @@ def _native_walk(native, located: pl.DataFrame, ops: pl.DataFrame, tree: OpTree)
     """The same walk, each point up its own chain in one pass of C (`_native.enclose`), over op
     positions instead of ids (`tree`: the op tree of `ops`) → `walk(matches)`: the positions of
     the candidates are computed once for every selection of the same ops."""
-    import numpy as np
+    np = numpy_for_threads()
 
     op_ids = ops["op_id"]
     parents = int64_array(tree.parent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.native import compiled, int64_array
+from traceanalyze.native import compiled, int64_array, numpy_for_threads
 from traceanalyze.scalar_columns import differing_keys, join_keys, varying_keys
 
 
@@ -51,7 +51,7 @@ def _union_vectorised(ordered: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 def _union_native(native, ordered: pl.DataFrame, by: list[str], groups: list[str] | None = None) -> pl.DataFrame:
     """The same sweep in one pass of C (`_native.merge`); a group starts where one of `groups`
     (default `by`; the columns of `by` that vary are enough) changes."""
-    import numpy as np
+    np = numpy_for_threads()
 
     groups = by if groups is None else groups
     if groups:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from traceanalyze.native import compiled, int64_array
+from traceanalyze.native import compiled, int64_array, numpy_for_threads
 
 NATIVE_MIN_STARTS = 20_000  # fewer starts walk as fast in polars, without importing numpy
 
@@ -88,7 +88,7 @@ class OpTree:
         return found
 
     def _nearest_native(self, native, start: pl.Series, accepted: pl.Series) -> pl.Series:
-        import numpy as np
+        np = numpy_for_threads()
 
         # accepted: 1, not: 0, unknown (null): 2, which ends the walk as the loop above does
         ok = accepted.cast(pl.UInt8).fill_null(2).to_numpy()

@@ -18,7 +18,6 @@ False and every chunk takes the msgspec path.
 from __future__ import annotations
 
 import functools
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +29,7 @@ from traceanalyze.load import convert as conversions
 from traceanalyze.load import times as time_rules
 from traceanalyze.load.raw import finish_chunk
 from traceanalyze.load.shapes import InternedText, interned_together
-from traceanalyze.native import compiled
+from traceanalyze.native import compiled, numpy_for_threads
 
 _native = compiled()
 
@@ -155,21 +154,12 @@ def _numpy():
     return numpy
 
 
-_BRIDGE_LOCK, _BRIDGE_READY = threading.Lock(), threading.Event()  # see `prepare_for_threads`
-
-
 def prepare_for_threads() -> None:
-    """Import numpy and polars' bridge to it, once, in whichever thread asks first, while the
-    others wait: polars imports its numpy support lazily on first use, and two threads doing that
-    first use at once fail ("'module' object does not support item assignment", seen on a 1 GB
-    trace). Each scan asks after its compiled part, before it reads the arrays: the decoding
-    threads scan the first chunks while one imports (0.1 s that came before any chunk was read)."""
-    if _native is None or _BRIDGE_READY.is_set():
-        return
-    with _BRIDGE_LOCK:
-        if not _BRIDGE_READY.is_set():
-            pl.Series(_numpy().empty(0, dtype=_numpy().uint8))
-            _BRIDGE_READY.set()
+    """numpy and polars' bridge to it (`native.numpy_for_threads`), asked by each scan after its
+    compiled part, before it reads the arrays: the decoding threads scan the first chunks while one
+    imports (0.1 s that came before any chunk was read)."""
+    if _native is not None:
+        numpy_for_threads()
 
 
 def _events_frame(scanned: dict[str, Any], needed: set[str], seq: Any) -> pl.DataFrame:

@@ -36,6 +36,8 @@ TRACE_DEVICES = [
     ("NVIDIA A100-SXM4-80GB", 108, 84990623744, "a100-sxm4-80gb"),
     ("NVIDIA A100 80GB PCIe", 108, 84990623744, "a100-pcie-80gb"),
     ("NVIDIA H100 80GB HBM3", 132, 85018279936, "h100-sxm"),
+    ("NVIDIA H100 80GB HBM3", 132, 85017493504, "h100-sxm"),  # fixtures/recorded (our capture, driver 580)
+    ("NVIDIA H200", 132, 150109880320, "h200-sxm"),  # our capture on an H200 (docs/capture.md, "Checked on a real GPU")
     ("NVIDIA B200", 148, 191503138816, "b200"),
     ("Tesla V100-SXM2-32GB", 80, 34079899648, "v100-sxm2"),
     ("Tesla V100-DGXS-32GB", 80, 34084028416, "v100-dgxs"),

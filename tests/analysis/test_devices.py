@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -37,7 +38,7 @@ TRACE_DEVICES = [
     ("NVIDIA A100 80GB PCIe", 108, 84990623744, "a100-pcie-80gb"),
     ("NVIDIA H100 80GB HBM3", 132, 85018279936, "h100-sxm"),
     ("NVIDIA H100 80GB HBM3", 132, 85017493504, "h100-sxm"),  # fixtures/recorded (our capture, driver 580)
-    ("NVIDIA H200", 132, 150109880320, "h200-sxm"),  # our capture on an H200 (docs/capture.md, "Checked on a real GPU")
+    ("NVIDIA H200", 132, 150109880320, "h200-sxm"),  # fixtures/recorded: our capture on an H200
     ("NVIDIA B200", 148, 191503138816, "b200"),
     ("Tesla V100-SXM2-32GB", 80, 34079899648, "v100-sxm2"),
     ("Tesla V100-DGXS-32GB", 80, 34084028416, "v100-dgxs"),
@@ -52,11 +53,12 @@ def test_trace_device_names_resolve(name, sms, memory, key):
 
 
 def test_every_device_in_the_real_traces_resolves():
+    recorded = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "recorded").glob("*.json.gz"))
     paths = [p for p in real_trace_paths() if p.name.endswith(".gz")]
     if not paths:
         pytest.skip("real traces not found: ../shared/traces")
     seen = set()
-    for path in paths:
+    for path in paths + recorded:  # the shared traces and those our capture recorded
         with gzip.open(path, "rt") as handle:
             document = json.load(handle)
         for props in document.get("deviceProperties") or []:

@@ -147,6 +147,21 @@ def test_a_synchronize_behind_queued_work_makes_no_sync_gap(tmp_path):
         (gaps["start_ns"][0], 10_000, "launch"), (gaps["start_ns"][0] + 510_000, 170_000, "other")]
 
 
+def test_a_gap_before_queued_work_belongs_to_the_step_that_queued_it(tmp_path):
+    """The CPU queues kernels A and B in steps 1 [0, 50] and 2 [50, 100] µs; the GPU runs them at
+    [200, 300] and [310, 400], after both steps: the 10 µs gap before B is step 2's (B's launch),
+    not the step at its start (none). A host gap keeps the step at its start: C is launched at
+    500 µs in step 4 [490, 600], the gap [400, 510] starts in step 3 [380, 490]."""
+    b = TraceBuilder()
+    for number, start, end in ((1, 0, 50), (2, 50, 100), (3, 380, 490), (4, 490, 600)):
+        b.step(number, start, end - start)
+    b.launch_kernel(launch_us=10, start_us=200, dur_us=100)
+    b.launch_kernel(launch_us=60, start_us=310, dur_us=90)
+    b.launch_kernel(launch_us=500, start_us=510, dur_us=10)
+    gaps = idle.idle_gaps(load(b, tmp_path)).sort("start_ns")
+    assert gaps.select("duration_ns", "cause", "step").rows() == [(10_000, "launch", 2), (110_000, "host", 3)]
+
+
 def test_launch_latency_split_into_queue_wait_and_overhead(tmp_path):
     b = TraceBuilder()
     first = b.launch_kernel(launch_us=0, launch_dur_us=1, start_us=10, dur_us=10)

@@ -11,7 +11,7 @@ from typing import Literal
 
 import polars as pl
 
-from traceanalyze.analysis.cpu_context import in_place, cpu_context
+from traceanalyze.analysis.cpu_context import in_place, cpu_context, step_at
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.analysis.names import contains
 from traceanalyze.analysis.intervals import clip_to_windows, complement_in_windows, covered_in_windows, union_intervals
@@ -178,6 +178,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     gaps = gaps.select(*(name for name in _GAP_COLUMNS if name in gaps.columns), "window_start_ns", "window_end_ns")
     context = cpu_context(points, trace, tree).drop("point_id")  # in the order of `gaps`
     del points
+    context = context.with_columns(_queued_work_step(gaps, trace, context["step"]))
     gaps = (
         gaps.hstack(context)
         .with_columns(
@@ -188,6 +189,19 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     if gaps["start_ns"].is_sorted():  # in start order (as found): longest first is one stable sort on one key
         return gaps.sort("duration_ns", descending=True, maintain_order=True)
     return gaps.sort("duration_ns", "start_ns", descending=[True, False])
+
+
+def _queued_work_step(gaps: pl.DataFrame, trace: Trace, at_start: pl.Series) -> pl.Series:
+    """Each gap's step: for a gap before work queued before it began (`launch`, `collective`,
+    `stream_wait`), the step whose CPU span holds that work's launch (the GPU runs the steps the
+    CPU queued; by the time it idles between them the CPU may be steps ahead, or done); for the
+    others, `at_start`, the step at the gap's start (what the CPU was doing when the GPU fell idle)."""
+    queued = gaps["cause"].is_in(["launch", "collective", "stream_wait"])
+    if not queued.any():
+        return at_start
+    launches = gaps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("point_id"), "rank",
+                           pl.when(pl.lit(queued)).then(pl.col("next_launch_start_ns")).alias("time_ns"))
+    return pl.select(pl.when(pl.lit(queued)).then(step_at(launches, trace)["step"]).otherwise(at_start)).to_series()
 
 
 def _with_neighbouring_ops(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:

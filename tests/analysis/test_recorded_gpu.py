@@ -90,3 +90,30 @@ def test_the_calibrated_device_file_of_that_gpu_sets_the_roofs(tmp_path):
     gemms = rank.roofline.filter(pl.col("name").cast(pl.String).str.contains("gemm") & (pl.col("flops") > 0))
     assert set(gemms["peak_flops_per_s"].to_list()) == {measured}
     assert set(gemms["peak_bytes_per_s"].to_list()) == {device_file["memory_bandwidth_bytes_per_s"]}
+
+
+COMPILED = RECORDED / "h100_transformer_compiled_train.json.gz"
+GRAPHS = RECORDED / "h100_transformer_cuda_graphs_train.json.gz"
+
+
+def test_a_compiled_model_is_not_told_to_compile_its_inductor_kernels():
+    rank = analyze(COMPILED, cache=False).ranks[0]
+    (chain,) = rank.findings.filter(pl.col("id") == "fuse-bandwidth-chain").rows(named=True)
+    assert chain["evidence"].split("top ")[1].startswith("triton_")
+    assert "torch.compile(model)" not in chain["action"] and "graph_breaks" in chain["action"]
+
+
+def test_a_step_replayed_as_cuda_graphs():
+    """Every kernel a `cudaGraphLaunch` launched (same correlation) has no op of its own: the
+    roofline leaves exactly those unmodeled as graph replays; health counts the launches, and the
+    late-CPU finding does not advise capturing graphs."""
+    events = raw_events(GRAPHS)
+    graph_launches = {e["args"]["correlation"] for e in events if e.get("name") == "cudaGraphLaunch"}
+    replayed = [e for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in graph_launches]
+    assert len(graph_launches) == 6 and len(replayed) > 100
+    rank = analyze(GRAPHS, cache=False).ranks[0]
+    assert rank.health.filter(pl.col("finding") == "cuda_graph_launches")["count"].to_list() == [6]
+    reasons = rank.roofline.filter(pl.col("kind") == "kernel")["unmodeled_reason"].cast(pl.String)
+    assert reasons.str.starts_with("CUDA graph replay").sum() == len(replayed)
+    (late,) = rank.findings.filter(pl.col("id") == "cpu-bound-gaps")["action"].to_list()
+    assert "reduce-overhead" not in late and "CUDA graphs the step already replays" in late

@@ -91,3 +91,17 @@ def test_inference_for_a_duration_then_stop(tmp_path):
     assert run["duration"] == {"delay_s": 0.0, "duration_s": 0.3}
     assert run["schedule"] is None
     assert run["wall_s"] < 30
+
+
+def test_ddp_example_alone_is_a_job_of_one_rank(tmp_path):
+    """ddp_train.py run alone starts a process group of one rank (gloo on a CPU): the trace says
+    so in `distributedInfo`, and the report reads it as rank 0 of 1."""
+    out = tmp_path / "out"
+    result = run_cli("capture", "-o", out, EXAMPLES / "ddp_train.py", "--", "--steps", "6", "--hidden", "128", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert_report_printed(result, out / "trace.json.gz")
+    trace = read_trace(out / "trace.json.gz")
+    assert step_names(trace) == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    info = trace["distributedInfo"]
+    assert (info["backend"], info["rank"], info["world_size"]) == ("gloo", 0, 1)
+    assert f"rank 0 of 1 — {out / 'trace.json.gz'}" in result.stdout

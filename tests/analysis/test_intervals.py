@@ -7,6 +7,7 @@ import random
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from threads_at_once import eight_threads_at_once
 
 from traceanalyze.analysis import intervals
 from traceanalyze.analysis.intervals import _union_native, _union_vectorised, union_intervals
@@ -92,25 +93,15 @@ def test_keys_of_one_value_merge_as_one_group_and_are_kept(seed, monkeypatch):
 
 
 ANALYSIS_THREADS_IN_A_FRESH_PROCESS = """
-import sys, threading
+import sys
 import polars as pl
 from traceanalyze import native
 from traceanalyze.analysis.intervals import NATIVE_MIN_ROWS, union_intervals
 assert native.compiled() is not None and "numpy" not in sys.modules
 frame = pl.DataFrame({"device": [0] * NATIVE_MIN_ROWS, "start_ns": range(0, 3 * NATIVE_MIN_ROWS, 3),
                       "end_ns": range(2, 3 * NATIVE_MIN_ROWS + 2, 3)})
-barrier, errors, heights = threading.Barrier(8), [], []
-def merge():
-    barrier.wait()
-    try:
-        heights.append(union_intervals(frame, ["device"]).height)
-    except BaseException as error:
-        errors.append(repr(error))
-threads = [threading.Thread(target=merge) for _ in range(8)]
-[thread.start() for thread in threads]
-[thread.join() for thread in threads]
-assert not errors, errors
-print(native._BRIDGE_READY.is_set(), sorted(set(heights)) == [NATIVE_MIN_ROWS])
+""" + eight_threads_at_once('union_intervals(frame, ["device"]).height') + """
+print(native._BRIDGE_READY.is_set(), sorted(set(results)) == [NATIVE_MIN_ROWS])
 """
 
 
@@ -121,10 +112,6 @@ def test_analysis_threads_import_numpy_through_the_bridge_on_a_trace_no_loader_p
     import subprocess
     import sys
 
-    from traceanalyze import native
-
-    if native.compiled() is None:
-        pytest.skip("the compiled helpers are not built: the analyses never import numpy")
     done = subprocess.run([sys.executable, "-c", ANALYSIS_THREADS_IN_A_FRESH_PROCESS], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "True"]

@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 
 from mutations import base_trace, json_values, mutated
 from shared_traces import real_trace_params
+from threads_at_once import eight_threads_at_once
 
 from traceanalyze.load import columnar
 from traceanalyze.load.chunk import SKIP_NO_DUR, SKIP_NO_PHASE, SKIP_NO_TS_OR_NAME
@@ -658,26 +659,19 @@ def test_threads_keep_the_order_of_pieces_finished_alone_and_together(tmp_path: 
     assert max(finished) > 1 and 1 in finished  # pieces were finished together, and alone
 
 
-BRIDGE_IN_A_FRESH_PROCESS = """
-import sys, threading
+BRIDGE_IN_A_FRESH_PROCESS = {
+    "scan": """
+events = b'[' + b','.join(b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":1}' % i
+                          for i in range(4000)) + b']'
+assert columnar.scan_piece(events, False) is not None
+""",
+    "threads": eight_threads_at_once("columnar.prepare_for_threads()"),
+}
+BRIDGE_CHECK = """
+import sys
 from traceanalyze.load import columnar
 assert "numpy" not in sys.modules, "numpy was imported before any chunk was scanned"
-if sys.argv[1] == "scan":
-    events = b'[' + b','.join(b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":1}' % i
-                              for i in range(4000)) + b']'
-    assert columnar.scan_piece(events, False) is not None
-else:  # eight threads ask at once
-    barrier, errors = threading.Barrier(8), []
-    def ask():
-        barrier.wait()
-        try:
-            columnar.prepare_for_threads()
-        except BaseException as error:
-            errors.append(repr(error))
-    threads = [threading.Thread(target=ask) for _ in range(8)]
-    [thread.start() for thread in threads]
-    [thread.join() for thread in threads]
-    assert not errors, errors
+{how}
 from traceanalyze import native
 print(native._BRIDGE_READY.is_set(), "numpy" in sys.modules)
 """
@@ -691,6 +685,7 @@ def test_numpy_and_its_polars_bridge_are_imported_once_when_first_needed(how):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", BRIDGE_IN_A_FRESH_PROCESS, how], capture_output=True, text=True)
+    source = BRIDGE_CHECK.format(how=BRIDGE_IN_A_FRESH_PROCESS[how])
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "True"]

@@ -148,13 +148,13 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     gaps = _with_neighbouring_ops(gaps, trace)
     gaps = gaps.join(_blocking_calls_during(gaps, trace), on="gap_id", how="left", maintain_order="left")
     unknown_launch = pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns"))
-    queued = ~unknown_launch & (pl.col("next_launch_start_ns") <= pl.col("start_ns"))  # launched before the gap
+    launched_after = ~unknown_launch & (pl.col("next_launch_start_ns") > pl.col("start_ns"))  # after the gap began
     gaps = gaps.with_columns(
-        pl.when(pl.col("sync_call").is_not_null() & ~queued & ~unknown_launch)
+        pl.when(pl.col("sync_call").is_not_null() & launched_after)
         .then(pl.lit("sync"))
         .when(unknown_launch)
         .then(pl.lit("other"))
-        .when(pl.col("next_launch_start_ns") > pl.col("start_ns"))
+        .when(launched_after)
         .then(pl.lit("host"))
         .when(pl.col("next_is_collective"))
         .then(pl.lit("collective"))

@@ -147,13 +147,6 @@ def scan(text: bytes | memoryview) -> dict[str, Any] | None:
     return None if _native is None else _native.scan(text, ARG_KEYS)
 
 
-def _numpy():
-    """numpy, imported when a chunk is scanned (not when the loader is: small traces never need it)."""
-    import numpy
-
-    return numpy
-
-
 def prepare_for_threads() -> None:
     """numpy and polars' bridge to it (`native.numpy_for_threads`), asked by each scan after its
     compiled part, before it reads the arrays: the decoding threads scan the first chunks while one
@@ -167,7 +160,7 @@ def _events_frame(scanned: dict[str, Any], needed: set[str], seq: Any) -> pl.Dat
     `<field>_0/1/2` for a list of three integers; `<field>_offset/_length` for raw text): only
     the columns in `needed` (each made series holds the GIL a while), and `seq`, each row's event
     number (`_event_numbers`)."""
-    np = _numpy()
+    np = numpy_for_threads()
     arrays_of: dict[str, Any] = {}
     for name, arrays in scanned["fields"].items():
         arrays_of[f"{name}_tag"] = (arrays[0], np.uint8)
@@ -231,7 +224,7 @@ def _merged(pieces: list[ScannedPiece]) -> ScannedPiece:
     """Consecutive pieces as one: their rows in order, each string field's numbers renumbered
     into the strings of all of them, event numbers counted from the first piece's first event,
     the shape texts numbered anew (each distinct text once)."""
-    np = _numpy()
+    np = numpy_for_threads()
     strings: dict[str, int] = {}
     renumbered = []  # per piece: its string numbers → the merged ones
     for piece in pieces:
@@ -273,7 +266,7 @@ def _rows_of(events: pl.LazyFrame, rows: Any) -> pl.LazyFrame:
     whole chunk's scanned array alive until the table is finished (a 1 GB trace: 155 MB at the end
     of its stream): those rows are gathered, which copies them. Other rows are filtered (a copy
     too, and faster than a gather)."""
-    np = _numpy()
+    np = numpy_for_threads()
     where = np.flatnonzero(rows)
     if where.size and where[-1] - where[0] + 1 == where.size:
         return events.select(pl.all().gather(pl.lit(pl.Series(where))))
@@ -292,7 +285,7 @@ def _read_by(code: int) -> tuple[str, ...]:
 def _event_numbers(scanned: dict[str, Any]) -> Any:
     """Each row's event number in the chunk: the scanner gives no row to the events it drops (of
     a category passed over, `_passed_over`)."""
-    np = _numpy()
+    np = numpy_for_threads()
     if "seq" in scanned:
         return np.frombuffer(scanned["seq"], dtype=np.int64)
     return np.arange(scanned["n"], dtype=np.int64)  # a scanner built before it dropped any
@@ -304,7 +297,7 @@ def _check(scanned: dict[str, Any], codes: Any) -> None:
     and the times of the events the tables read within what `fast.raw_times` converts (checked
     over all those tables at once: stricter than per table, and any chunk it turns away the
     msgspec path decodes to the same tables)."""
-    np = _numpy()
+    np = numpy_for_threads()
     fields = scanned["fields"]
     by_table = codes * _TAGS  # each event's (table, tag) as one bit of 64: or-ed, not looked up per event
     for field, refused in _type_rules().items():
@@ -364,7 +357,7 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
     right (`X`; `s`/`f`/`t` for flows), as `fast.fast_chunk` routes them; and (count, first
     event) of the events of a routed category without `ph` (None when there are none)."""
     fields = scanned["fields"]
-    np = _numpy()
+    np = numpy_for_threads()
 
     # a rule per distinct category and phase, not per string: names can be as many as events
     categories, phase = _string_codes(fields["cat"], len(strings)), _string_codes(fields["ph"], len(strings))
@@ -385,7 +378,7 @@ def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bo
 def _string_codes(scanned_field: list[Any], count: int) -> Any:
     """A scanned field's string index per event, or `count` (the number of strings) where it is
     not a string."""
-    np = _numpy()
+    np = numpy_for_threads()
     tags, values = np.frombuffer(scanned_field[0], dtype=np.uint8), np.frombuffer(scanned_field[1], dtype=np.int64)
     return np.where((tags == STR) & (values >= 0), values, count)  # -1: a name passed over (`_passed_over`)
 
@@ -399,7 +392,7 @@ def _strings_used(codes: Any, strings: list[str]) -> list[int]:
 def _distinct_codes(codes: Any, size: int) -> list[int]:
     """The distinct values among `codes`, all in [0, size), increasing: counted, not sorted or
     hashed (`np.unique` of a chunk's 100,000 codes costs more than the table it routes)."""
-    np = _numpy()
+    np = numpy_for_threads()
     return np.flatnonzero(np.bincount(codes, minlength=size)).tolist()
 
 
@@ -407,7 +400,7 @@ def _converted(fields: dict[str, Any], strings: list[str]) -> dict[str, list[int
     """Per conversion of `_CONVERSIONS`, what it makes of each string that a `pid`, `tid` or `id`
     holds (None for the other strings); raises `_NotVouched` for an integer beyond Int64, which
     the fast path's column refuses."""
-    np = _numpy()
+    np = numpy_for_threads()
     used: set[int] = set()
     for field in ("pid", "tid", "id"):
         tags = np.frombuffer(fields[field][0], dtype=np.uint8)
@@ -566,7 +559,7 @@ def _raw_texts(text: bytes | memoryview, fields: dict[str, Any], rows: Any) -> t
     """The shape arguments of the cpu_ops rows (`rows`: a mask of the events), numbered: per row
     the number of its text (-1 when absent), and only the distinct texts copied out of the chunk
     and decoded to `str` (as `fast.joined_text` decodes them)."""
-    np = _numpy()
+    np = numpy_for_threads()
     interned = []
     for key in _TEXT_KEYS:
         tags = np.frombuffer(fields[key][0], dtype=np.uint8)[rows]

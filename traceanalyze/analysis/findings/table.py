@@ -23,7 +23,8 @@ JobRule = Callable[["JobAnalysis"], list[tuple[int, Finding]]]  # (the rank it n
 
 # Rules over idle gaps get the gaps with their bucket (each gap counted by one rule only).
 GAP_RULES: tuple[GapRule, ...] = (
-    rules_gaps.dataloader, rules_gaps.sync, rules_gaps.launch_bound, rules_gaps.host_bound, rules_gaps.queued, rules_gaps.warmup,
+    rules_gaps.dataloader, rules_gaps.sync, rules_gaps.launch_bound, rules_gaps.host_bound, rules_gaps.queued,
+    rules_gaps.warmup,
 )
 RULES: tuple[Rule, ...] = (
     rules_kernels.fp32_simt_gemm, rules_kernels.lower_precision, rules_kernels.bigger_gpu, rules_kernels.gemm_alignment,

@@ -17,6 +17,9 @@ CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
 # The regime a finding belongs to: the attribution regimes, plus `trace` for findings about the
 # recording itself (what could not be measured, what was left out).
 FINDING_REGIMES = ("overhead", "bandwidth", "compute", "latency", "communication", "memcpy", "unmodeled", "trace")
+# What a finding's action does to the recorded run, as the replay (traceanalyze.whatif) applies it.
+RemedyKind = Literal["retime", "merge", "remove_cpu", "graph", "async_copy", "rank_delay"]
+REMEDY_KINDS: tuple[RemedyKind, ...] = ("retime", "merge", "remove_cpu", "graph", "async_copy", "rank_delay")
 MAX_SPANS = 100  # evidence intervals kept per finding (the longest), for the annotated trace
 
 FINDINGS_SCHEMA = pl.Schema(
@@ -35,6 +38,30 @@ FINDINGS_SCHEMA = pl.Schema(
 
 
 @dataclass(frozen=True)
+class Remedy:
+    """What a finding's action changes in the recorded run, in the terms the replay applies
+    (`traceanalyze.whatif`, docs/whatif.md). GPU ops are named by `(device, stream, start_ns)`
+    on the trace's clock, CPU spans by `(tid, start_ns, end_ns)`.
+
+    - `retime`: each op of `gpu_ops` takes `durations_ns[i]` (a faster format or layout; 0 removes it);
+    - `merge`: the ops of `gpu_ops` become one op of `durations_ns[0]` where the first one ran
+      (fusion, an attention chain as one SDPA kernel);
+    - `remove_cpu`: the CPU time of `cpu_spans` is taken out of its thread (a DataLoader wait, a
+      blocking call);
+    - `graph`: the launches of `gpu_ops` become one graph launch, their kernels back to back;
+    - `async_copy`: the copies of `gpu_ops` no longer block the CPU (pinned memory);
+    - `rank_delay`: a job's late rank no longer holds the others (`durations_ns[0]`: its delay).
+
+    `assumption`: one sentence naming what the prediction assumes (an efficiency, a roof)."""
+
+    kind: RemedyKind
+    gpu_ops: tuple[tuple[int, int, int], ...] = ()
+    durations_ns: tuple[float, ...] = ()
+    cpu_spans: tuple[tuple[int, int, int], ...] = ()
+    assumption: str = ""
+
+
+@dataclass(frozen=True)
 class Finding:
     """One diagnosis. `gain_ns` is None when the rule cannot bound what the action recovers (a
     note, or a change of recording). `spans` are the evidence intervals (gaps, kernels) on the
@@ -48,6 +75,7 @@ class Finding:
     gain_ns: float | None
     confidence: Confidence
     spans: tuple[tuple[int, int], ...] = ()
+    remedies: tuple[Remedy, ...] = ()  # what the action changes, for the replay; () when it cannot be modelled
 
     def downgraded(self, reason: str) -> Finding:
         """The same finding one confidence level lower, saying why."""

@@ -23,7 +23,8 @@ Window = Literal["activity", "steps"]
 GapCause = Literal["host", "sync", "collective", "stream_wait", "launch", "other"]
 GAP_CAUSES: tuple[GapCause, ...] = ("host", "sync", "collective", "stream_wait", "launch", "other")
 STREAM_WAIT = r"StreamWaitEvent"  # cudaStreamWaitEvent, hipStreamWaitEvent: a stream told to wait on an event
-STREAM_WAIT_SYNC = "Stream Wait Event"  # its cuda_sync record, which names the waiting stream
+STREAM_WAIT_SYNC = "Stream Wait Event"
+DATALOADER_OP = r"(?i)dataloader"  # enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__  # its cuda_sync record, which names the waiting stream
 GapCauseType = pl.Enum(GAP_CAUSES)
 
 DEVICE = ["rank", "device"]
@@ -118,9 +119,12 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     Columns: `rank, device, start_ns, end_ns, duration_ns, share_of_window, cause, cpu_op,
     annotation, step, previous_gpu_op, next_gpu_op, next_correlation, next_launch_start_ns,
     sync_call`. Causes, checked in this order:
-    `sync` a blocking call (synchronize, blocking copy) on the rank was running during the gap
-    and the next GPU work was launched after the gap began (work queued before it did not wait on
-    that call: a synchronize behind a deep queue overlaps only the GPU's own gaps between kernels);
+    `sync` a blocking call (synchronize, blocking copy) on the rank began at or before the gap's
+    start and was still running when the GPU fell idle (the call drained the queue: the GPU went
+    idle while the CPU was blocked), and the next GPU work was launched after the gap began (work
+    queued before it did not wait on that call: a synchronize behind a deep queue overlaps only the
+    GPU's own gaps between kernels). A blocking call that began inside the gap found the GPU idle
+    already: it did not make the gap (0.7 µs on an empty queue), the CPU was late (`host`);
     `host` the next GPU work's launch began after the gap began (the CPU was late);
     `collective` the next launch was issued before the gap began and the next GPU work is a
     collective (NCCL/RCCL): it waited on its peers;
@@ -133,7 +137,11 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     launch began (clock skew: the order of CPU and GPU times cannot be trusted), or there is no
     next work.
     `cpu_op` is the deepest CPU op running at the gap start on the launching thread (on the
-    synchronising thread for `sync` gaps).
+    synchronising thread for `sync` gaps). For a `sync` gap, `sync_end_ns` is the blocking call's
+    end, and `after_sync_op` / `after_sync_annotation` what the launching thread (else the
+    synchronising one) was running just after it returned: the part of the gap after the call
+    returned is that CPU work's, not the sync's (a DataLoader `__next__` after a 0.7 µs
+    `cudaStreamSynchronize`). Null for the other causes.
     """
     bounds = windows(trace, window=window)
     busy = clip_to_windows(gpu_activity(trace), bounds, DEVICE)
@@ -150,7 +158,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     unknown_launch = pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns"))
     launched_after = ~unknown_launch & (pl.col("next_launch_start_ns") > pl.col("start_ns"))  # after the gap began
     gaps = gaps.with_columns(
-        pl.when(pl.col("sync_call").is_not_null() & launched_after)
+        pl.when(pl.col("sync_call").is_not_null() & (pl.col("sync_start_ns") <= pl.col("start_ns")) & launched_after)
         .then(pl.lit("sync"))
         .when(unknown_launch)
         .then(pl.lit("other"))
@@ -174,13 +182,24 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
         .otherwise(pl.col("start_ns"))
         .alias("time_ns"),
     )
+    is_sync = pl.col("cause") == "sync"
+    after = gaps.select(
+        pl.col("gap_id").alias("point_id"), "rank",
+        pl.when(is_sync).then(pl.coalesce("launch_pid", "sync_pid")).alias("pid"),
+        pl.when(is_sync).then(pl.coalesce("launch_tid", "sync_tid")).alias("tid"),
+        pl.when(is_sync & (pl.col("sync_end_ns") < pl.col("end_ns"))).then(pl.col("sync_end_ns")).alias("time_ns"),
+        "end_ns",
+    )
+    gaps = gaps.with_columns(pl.when(is_sync).then(pl.col("sync_end_ns")).alias("sync_end_ns"))
     # what the cause was read from goes before the CPU context is found (memory: 400 k gaps)
     gaps = gaps.select(*(name for name in _GAP_COLUMNS if name in gaps.columns), "window_start_ns", "window_end_ns")
     context = cpu_context(points, trace, tree).drop("point_id")  # in the order of `gaps`
     del points
     context = context.with_columns(_queued_work_step(gaps, trace, context["step"]))
+    after_sync = _after_sync_context(after, trace, tree)
+    del after
     gaps = (
-        gaps.hstack(context)
+        gaps.hstack(context).hstack(after_sync)
         .with_columns(
             ((pl.col("duration_ns") / (pl.col("window_end_ns") - pl.col("window_start_ns")))).alias("share_of_window")
         )
@@ -189,6 +208,52 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     if gaps["start_ns"].is_sorted():  # in start order (as found): longest first is one stable sort on one key
         return gaps.sort("duration_ns", descending=True, maintain_order=True)
     return gaps.sort("duration_ns", "start_ns", descending=[True, False])
+
+
+def _after_sync_context(points: pl.DataFrame, trace: Trace, tree: OpTree | None) -> pl.DataFrame:
+    """`after_sync_op, after_sync_annotation` at each point (`point_id, rank, pid, tid, time_ns`:
+    a sync call's return; null time: none), in the order of `points`: the CPU op and annotation
+    running then on that thread, else those of the first op (not a ProfilerStep) that thread began
+    after it (a loop's next `DataLoader.__next__` starts just after the last step's `.item()`)."""
+    nulls = pl.Series([None] * points.height, dtype=pl.Categorical)
+    known = points["time_ns"].is_not_null() & points["pid"].is_not_null() & points["tid"].is_not_null()
+    found = points.filter(known)
+    if found.is_empty():
+        return pl.DataFrame({"after_sync_op": nulls, "after_sync_annotation": nulls})
+    rows = pl.int_range(points.height, dtype=pl.Int64, eager=True).filter(known)
+    at_return = cpu_context(found, trace, tree)
+    ops = (trace.cpu_ops.filter(~pl.col("name").cast(pl.String).str.starts_with("ProfilerStep#"))
+           .select("rank", "pid", "tid", pl.col("start_ns").alias("next_op_ns")).sort("next_op_ns"))
+    following = (found.with_row_index("_order").sort("time_ns")
+                 .join_asof(ops, left_on="time_ns", right_on="next_op_ns", by=["rank", "pid", "tid"],
+                            strategy="forward", check_sortedness=False)
+                 .sort("_order"))
+    idle_cpu = at_return["cpu_op"].is_null() & at_return["annotation"].is_null() & following["next_op_ns"].is_not_null()
+    later = cpu_context(found.with_columns(pl.when(pl.lit(idle_cpu)).then(following["next_op_ns"]).alias("time_ns"))
+                        .filter(idle_cpu), trace, tree)
+    op, annotation = at_return["cpu_op"], at_return["annotation"]
+    if later.height:
+        where = idle_cpu.arg_true()
+        op, annotation = op.scatter(where, later["cpu_op"]), annotation.scatter(where, later["annotation"])
+    loader = _loader_after(found, trace)
+    annotation = pl.select(pl.coalesce(loader.cast(pl.String), annotation.cast(pl.String))).to_series().cast(pl.Categorical)
+    return pl.DataFrame([in_place(points.height, rows, op, "after_sync_op"),
+                         in_place(points.height, rows, annotation, "after_sync_annotation")])
+
+
+def _loader_after(points: pl.DataFrame, trace: Trace) -> pl.Series:
+    """Per point (`rank, pid, tid, time_ns, end_ns`), the name of a DataLoader op or annotation
+    (`enumerate(DataLoader)#…__next__`) the thread ran between the point and `end_ns` (the gap's
+    end), else null: the batch the step waited for after its sync returned."""
+    loaders = trace.cpu_ops.filter(contains(trace.cpu_ops["name"], DATALOADER_OP).fill_null(False)).select(
+        "rank", "pid", "tid", pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"), pl.col("name").alias("_loader"))
+    if loaders.is_empty():
+        return pl.Series([None] * points.height, dtype=pl.String)
+    hits = (points.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "rank", "pid", "tid", "time_ns", "end_ns")
+            .join(loaders, on=["rank", "pid", "tid"], how="inner")
+            .filter((pl.col("_s") < pl.col("end_ns")) & (pl.col("_e") > pl.col("time_ns")))
+            .sort("_row", "_s").unique("_row", keep="first"))
+    return in_place(points.height, hits["_row"], hits["_loader"].cast(pl.String), "loader")
 
 
 def _queued_work_step(gaps: pl.DataFrame, trace: Trace, at_start: pl.Series) -> pl.Series:
@@ -307,7 +372,7 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
 _GAP_COLUMNS = [
     "rank", "device", "start_ns", "end_ns", "duration_ns", "share_of_window", "cause", "cpu_op",
     "annotation", "step", "previous_gpu_op", "next_gpu_op", "next_correlation", "next_launch_start_ns",
-    "sync_call",
+    "sync_call", "sync_end_ns", "after_sync_op", "after_sync_annotation",
 ]
 
 
@@ -318,14 +383,15 @@ def _empty_gaps() -> pl.DataFrame:
             "duration_ns": pl.Int64, "share_of_window": pl.Float64, "cause": GapCauseType,
             "cpu_op": pl.Categorical, "annotation": pl.Categorical, "step": pl.Int64,  # names: as the tables'
             "previous_gpu_op": pl.Categorical, "next_gpu_op": pl.Categorical, "next_correlation": pl.Int64,
-            "next_launch_start_ns": pl.Int64, "sync_call": pl.Categorical,
+            "next_launch_start_ns": pl.Int64, "sync_call": pl.Categorical, "sync_end_ns": pl.Int64,
+            "after_sync_op": pl.Categorical, "after_sync_annotation": pl.Categorical,
         }
     )
 
 
 def _blocking_calls_during(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     """The first blocking runtime call (by start) on the gap's rank that overlaps the gap →
-    `gap_id, sync_call, sync_pid, sync_tid, sync_start_ns`."""
+    `gap_id, sync_call, sync_pid, sync_tid, sync_start_ns, sync_end_ns`."""
     blocking = trace.runtime.filter(pl.col("blocking")).select(
         "rank",
         pl.col("name").alias("sync_call"),
@@ -335,7 +401,7 @@ def _blocking_calls_during(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         pl.col("end_ns").alias("sync_end_ns"),
     )
     schema = {"gap_id": pl.Int64, "sync_call": pl.Categorical, "sync_pid": pl.Int64, "sync_tid": pl.Int64,
-              "sync_start_ns": pl.Int64}  # a runtime call's name, as in the table, even with no call
+              "sync_start_ns": pl.Int64, "sync_end_ns": pl.Int64}  # a runtime call's name, as in the table, even with no call
     if blocking.is_empty():
         return pl.DataFrame(schema=schema)
     # Calls in start order with the running maximum of their ends (per rank): the first call whose

@@ -76,10 +76,13 @@ def sync_trace(with_sync: bool) -> TraceBuilder:
 
 
 def test_sync_gap_names_the_op_and_the_call(tmp_path):
-    row = findings_of(sync_trace(True), tmp_path)["sync-in-step"]
-    assert row["gain_ns"] == 95_000
-    assert row["evidence"] == ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
-                               "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs")
+    """The call returns at 200 µs: 80 µs of the gap are the sync's, the 15 µs after it the CPU's."""
+    found = findings_of(sync_trace(True), tmp_path)
+    row = found["sync-in-step"]
+    assert row["gain_ns"] == 80_000
+    assert row["evidence"] == ("1 sync gap, 80 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
+                               "`.item()` / `float(t)` / `bool(t)` / `if t:`, 80 µs")
+    assert found["cpu-bound-gaps"]["gain_ns"] == 15_000
     assert "torch.cuda.set_sync_debug_mode" in row["action"]
 
 

@@ -1,7 +1,9 @@
 """Each idle gap goes to exactly one finding, so their gains never count a nanosecond twice:
 excluded (warm-up, autotune, an outlying first step) → DataLoader → sync → inside a run of
-launch-bound kernels → host (the CPU was late). Collective and stream-wait gaps belong to the
-communication findings; `other` gaps (orphans, clock skew) to none."""
+launch-bound kernels → host (the CPU was late). A sync gap whose blocking call returned before the
+gap ended is cut there: the rest is the CPU work that followed the call (DataLoader or host).
+Collective and stream-wait gaps belong to the communication findings; `other` gaps (orphans, clock
+skew) to none."""
 
 from __future__ import annotations
 
@@ -40,14 +42,16 @@ def outlier_first_steps(steps: pl.DataFrame) -> pl.DataFrame:
 
 def bucketed_gaps(inputs: FindingInputs) -> pl.DataFrame:
     """`inputs.gaps` plus `bucket` (one of BUCKETS) and `in_outlier_step` (bool), in the order of
-    `inputs.gaps`."""
+    `inputs.gaps`; each sync gap whose call returned before the gap ended ends there, and the rest
+    follows the gaps as a row of its own (`after_sync_rows`)."""
     return gap_buckets(inputs.gaps, inputs.steps, inputs.small_kernel_runs)
 
 
 def gap_buckets(gaps: pl.DataFrame, steps: pl.DataFrame, small_kernel_runs: pl.DataFrame) -> pl.DataFrame:
     """`bucketed_gaps` from what it reads (`idle.idle_gaps`, `idle.step_breakdown`,
     `launch.small_kernel_runs`): it can run as soon as those are done. The columns of `gaps` are
-    kept as they are (shared, not copied: 400 k gaps are 30 MB); only the two columns are new."""
+    kept as they are (shared, not copied: 400 k gaps are 30 MB); only the two columns are new,
+    and the sync gaps are cut where their call returned (`after_sync_rows`)."""
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("bucket"), pl.lit(False).alias("in_outlier_step"))
     outliers = outlier_first_steps(steps).with_columns(pl.lit(True).alias("in_outlier_step"))
@@ -57,14 +61,41 @@ def gap_buckets(gaps: pl.DataFrame, steps: pl.DataFrame, small_kernel_runs: pl.D
     in_run = pl.col("run_end_ns").is_not_null() & (pl.col("end_ns") <= pl.col("run_end_ns"))
     bucket = (
         pl.when(_in_context(gaps, WARMUP_CONTEXT) | pl.col("in_outlier_step")).then(pl.lit("excluded"))
-        .when(_in_context(gaps, DATALOADER_CONTEXT)).then(pl.lit("dataloader"))
+        # a DataLoader gap is one whose next work the CPU launched after the gap began: before work
+        # queued in time the GPU did not wait for the loader, whatever the CPU was doing
+        .when(_in_context(gaps, DATALOADER_CONTEXT) & (pl.col("cause") == "host")).then(pl.lit("dataloader"))
         .when(pl.col("cause") == "sync").then(pl.lit("sync"))
         .when(pl.col("cause").is_in(["host", "launch"]) & in_run).then(pl.lit("launch_run"))
         .when(pl.col("cause") == "host").then(pl.lit("host"))
         .when(pl.col("cause") == "launch").then(pl.lit("queued"))
         .otherwise(pl.lit("none"))
     )
-    return gaps.with_columns(bucket.alias("bucket")).drop("run_end_ns")
+    return after_sync_rows(gaps.with_columns(bucket.alias("bucket")).drop("run_end_ns"))
+
+
+def after_sync_rows(bucketed: pl.DataFrame) -> pl.DataFrame:
+    """Each `sync` gap whose blocking call returned (`sync_end_ns`) before the gap ended keeps the
+    part up to the return; the rest, `[sync_end_ns, end_ns)`, is what the CPU did after the call
+    (`after_sync_op`, `after_sync_annotation`) and becomes a row of its own, appended: `dataloader`
+    when that work is a DataLoader's, else `host`. Without the columns (older gaps) unchanged."""
+    if "sync_end_ns" not in bucketed.columns:
+        return bucketed
+    cut = (pl.col("bucket") == "sync") & pl.col("sync_end_ns").is_not_null() & (pl.col("sync_end_ns") < pl.col("end_ns"))
+    rests = bucketed.filter(cut)
+    if rests.is_empty():
+        return bucketed
+    loader = (contains(rests["after_sync_op"], DATALOADER_CONTEXT).fill_null(False)
+              | contains(rests["after_sync_annotation"], DATALOADER_CONTEXT).fill_null(False))
+    rests = rests.with_columns(
+        pl.col("sync_end_ns").alias("start_ns"), (pl.col("end_ns") - pl.col("sync_end_ns")).alias("duration_ns"),
+        pl.col("after_sync_op").alias("cpu_op"), pl.col("after_sync_annotation").alias("annotation"),
+        pl.when(pl.lit(loader)).then(pl.lit("dataloader")).otherwise(pl.lit("host")).alias("bucket"),
+    )
+    kept = bucketed.with_columns(
+        pl.when(cut).then(pl.col("sync_end_ns")).otherwise(pl.col("end_ns")).alias("end_ns"),
+        pl.when(cut).then(pl.col("sync_end_ns") - pl.col("start_ns")).otherwise(pl.col("duration_ns")).alias("duration_ns"),
+    )
+    return pl.concat([kept, rests.select(kept.columns).cast(kept.schema)])
 
 
 def _run_end_at_start(gaps: pl.DataFrame, runs: pl.DataFrame) -> pl.Series:

@@ -28,7 +28,8 @@ def test_fusion_gain_is_the_time_the_fusion_table_saves():
     assert row["gain_ns"] == pytest.approx(chain["time_saved_ns"])
     assert row["evidence"] == ("1 chain; top aten::relu → aten::gelu → aten::add → aten::native_layer_norm → "
                                "aten::_softmax under `## forward ##`, 4× (20 kernels, 522 µs): 537 MB of intermediates, "
-                               "380 µs saved")  # the fusion table's row (tests/analysis/test_fusion.py checks its rule)
+                               "380 µs saved; the fusion table names chains, not their kernels: not modelled for the "
+                               "replay")  # the fusion table's row (tests/analysis/test_fusion.py checks its rule)
     assert "torch.compile" in row["action"]
 
 
@@ -74,7 +75,8 @@ def fusion_inputs(ops: str) -> FindingInputs:
     empty = pl.DataFrame()
     chain = pl.DataFrame({"ops": [ops], "annotation": ["## Call CompiledFxGraph fx ##"], "occurrences": [6],
                           "kernels": [18], "duration_ns": [71_500], "bytes_saved": [75.5e6], "time_saved_ns": [38_900.0]})
-    roofline = pl.DataFrame({"regime": ["bandwidth"], "start_ns": [0], "end_ns": [71_500]})
+    roofline = pl.DataFrame({"regime": ["bandwidth"], "start_ns": [0], "end_ns": [71_500], "duration_ns": [71_500],
+                             "cost_model": ["elementwise"]})
     return FindingInputs(rank=0, device_family="CUDA", peaks=None, roofline=roofline, gaps=empty, steps=empty,
                          small_kernel_runs=empty, fusion=chain, attribution=empty, health=empty, cpu_ops=empty)
 

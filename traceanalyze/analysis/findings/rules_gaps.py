@@ -7,6 +7,7 @@ import polars as pl
 
 from traceanalyze.analysis.findings.finding import Finding, spans_of
 from traceanalyze.analysis.findings.inputs import FindingInputs, format_ns, short_kernel_name
+from traceanalyze.analysis.findings.run_context import compiled_names, run_context
 
 # queued-kernel gaps under this share of the device windows stay silent: a GPU starts each queued
 # kernel a microsecond or two after the previous one, in every trace
@@ -59,7 +60,7 @@ def dataloader(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
     context = gaps.sort("duration_ns", descending=True).row(0, named=True)
     where = context["annotation"] if context["annotation"] and "ataLoader" in context["annotation"] else context["cpu_op"]
     return [Finding(
-        id="dataloader-wait", regime="overhead", title="GPU waits for the DataLoader",
+        id="dataloader-wait", regime="overhead", title=f"{run_context(inputs).device} waits for the DataLoader",
         evidence=f"{gaps.height} idle gap{'s' if gaps.height != 1 else ''}, {format_ns(total)}{_steps(gaps)}, "
                  f"inside `{where}`",
         action="load batches ahead: `DataLoader(..., num_workers=N, pin_memory=True, persistent_workers=True, "
@@ -84,12 +85,15 @@ def sync(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
     site = f"`{top['sync_call'] or 'a blocking call'}` in `{op}`" + (f" = {source}" if source else "")
     site += f" under `{top['annotation']}`" if top["annotation"] else ""
     others = f" (+{by_site.height - 1} other site{'s' if by_site.height > 2 else ''})" if by_site.height > 1 else ""
+    context = run_context(inputs)
+    action = "remove the sync from the step: keep the value on the device, or read it every N steps / after the step"
+    if context.cuda_api:
+        action += "; find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`"
     return [Finding(
-        id="sync-in-step", regime="overhead", title="The CPU waits for the GPU inside the step (sync)",
+        id="sync-in-step", regime="overhead", title=f"The CPU waits for the {context.device} inside the step (sync)",
         evidence=f"{gaps.height} sync gap{'s' if gaps.height != 1 else ''}, {format_ns(total)}{_steps(gaps)}; "
                  f"{top['gaps']}× {site}, {format_ns(top['total_ns'])}{others}",
-        action="remove the sync from the step: keep the value on the GPU, or read it every N steps / after the "
-               "step; find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`",
+        action=action,
         gain_ns=float(total), confidence="high", spans=spans_of(gaps))]
 
 
@@ -102,9 +106,19 @@ def launch_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]
     total = int(gaps["duration_ns"].sum())
     kernels = int(runs["kernels"].sum())
     top = runs.sort("kernels", descending=True).row(0, named=True)
-    action = ("capture the step in a CUDA graph: `torch.compile(model, mode=\"reduce-overhead\")`, or "
-              "`torch.cuda.graphs.make_graphed_callables` / `torch.cuda.CUDAGraph`; fewer, larger kernels "
-              "(`torch.compile` fusion) also help")
+    context = run_context(inputs)
+    compiled = compiled_names(runs["first_kernel"])
+    if not context.cuda_api:
+        action = ("fewer, larger kernels: batch the small ops, or fuse them (`torch.compile(model)` where the "
+                  f"{context.family} backend supports it); launch from a thread that does nothing else")
+    elif compiled:
+        action = ("these are Inductor's kernels (the model is compiled): compile with `mode=\"reduce-overhead\"` "
+                  "to replay them as CUDA graphs, or `torch.cuda.graphs.make_graphed_callables` / "
+                  "`torch.cuda.CUDAGraph`")
+    else:
+        action = ("capture the step in a CUDA graph: `torch.compile(model, mode=\"reduce-overhead\")`, or "
+                  "`torch.cuda.graphs.make_graphed_callables` / `torch.cuda.CUDAGraph`; fewer, larger kernels "
+                  "(`torch.compile` fusion) also help")
     return [Finding(
         id="launch-bound", regime="overhead", title="Kernels finish faster than the CPU launches them",
         evidence=f"{runs.height} run{'s' if runs.height != 1 else ''} of {kernels} kernels shorter than their "
@@ -121,15 +135,24 @@ def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
     total = int(gaps["duration_ns"].sum())
     top = gaps.row(gaps["duration_ns"].arg_max(), named=True)  # the longest (the earliest of equals)
     where = " / ".join(f"`{part}`" for part in (top["annotation"], top["cpu_op"]) if part) or "no recorded op"
+    context = run_context(inputs)
+    if _replays_graphs(inputs):
+        capture = ("bring it into the CUDA graphs the step already replays (these gaps lie outside them: e.g. "
+                   "compile the optimizer step too) or make it cheaper")
+    elif not context.cuda_api:
+        capture = "make it cheaper (fewer, larger ops)"
+    elif compiled_names(gaps["next_gpu_op"]):
+        capture = ("replay the compiled step as CUDA graphs: compile with `mode=\"reduce-overhead\"` (the kernels are "
+                   "Inductor's already)")
+    else:
+        capture = "capture the step with `torch.compile(model, mode=\"reduce-overhead\")` / CUDA graphs"
     return [Finding(
-        id="cpu-bound-gaps", regime="overhead", title="The GPU waits for the CPU to launch the next kernel",
+        id="cpu-bound-gaps", regime="overhead",
+        title=f"The {context.device} waits for the CPU to launch the next kernel",
         evidence=f"{gaps.height} gap{'s' if gaps.height != 1 else ''} where the next launch came late, "
                  f"{format_ns(total)}{_steps(gaps)}; longest {format_ns(top['duration_ns'])} in {where} before "
                  f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`",
-        action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or " + (
-            "bring it into the CUDA graphs the step already replays (these gaps lie outside them: e.g. compile the "
-            "optimizer step too) or make it cheaper" if _replays_graphs(inputs) else
-            "capture the step with `torch.compile(model, mode=\"reduce-overhead\")` / CUDA graphs"),
+        action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or " + capture,
         gain_ns=float(total), confidence="medium", spans=spans_of(gaps))]
 
 
@@ -155,16 +178,22 @@ def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
                 f"{format_ns(float(gaps['duration_ns'].median()))}, longest {format_ns(top['duration_ns'])} before "
                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`, launched "
                 f"{format_ns(top['end_ns'] - top['next_launch_start_ns'])} before it started")
-    action = "fewer, larger kernels: fuse them with `torch.compile(model)`"
-    if not _replays_graphs(inputs):
-        action += "; a CUDA graph (`torch.compile(model, mode=\"reduce-overhead\")`) starts queued kernels sooner"
+    context = run_context(inputs)
+    compiled = compiled_names(gaps["next_gpu_op"])
+    if compiled:
+        action = "fewer, larger kernels: the kernels are Inductor's already; look for graph breaks between them"
+    else:
+        action = "fewer, larger kernels: fuse them with `torch.compile(model)`"
+    if not _replays_graphs(inputs) and context.cuda_api:
+        action += ("; a CUDA graph (compile with `mode=\"reduce-overhead\"`) starts queued kernels sooner" if compiled else
+                   "; a CUDA graph (`torch.compile(model, mode=\"reduce-overhead\")`) starts queued kernels sooner")
     if long.height:
         evidence += f"; {long.height} of them over {format_ns(QUEUED_LONG_NS)} ({format_ns(long['duration_ns'].sum())})"
         action += ("; work queued in time that starts milliseconds late waited on something the trace does not show "
                    "(an event of another stream, device or process, a host node of a CUDA graph): find what it "
                    "depends on")
     return [Finding(
-        id="queued-kernel-gaps", regime="overhead", title="Queued work starts late: the GPU idles before it",
+        id="queued-kernel-gaps", regime="overhead", title=f"Queued work starts late: the {context.device} idles before it",
         evidence=evidence, action=action, gain_ns=float(total), confidence="low", spans=spans_of(gaps))]
 
 

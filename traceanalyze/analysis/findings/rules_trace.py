@@ -14,7 +14,8 @@ MIN_UNRECORDED_SHARE = 0.05  # of GPU busy time
 
 GAP_FINDINGS = ("dataloader-wait", "sync-in-step", "launch-bound", "cpu-bound-gaps", "queued-kernel-gaps")
 ROOFLINE_FINDINGS = ("fp32-simt-gemm", "lower-precision-tf32", "lower-precision-bf16", "lower-precision-fp16",
-                     "gemm-shape-alignment", "latency-bound-kernels", "fuse-bandwidth-chain", "record-shapes")
+                     "gemm-shape-alignment", "latency-bound-kernels", "fuse-bandwidth-chain", "record-shapes",
+                     "unfused-attention", "layout-conversions", "optimizer-foreach", "far-below-roof")
 # health finding (analysis/health.py) → (findings it affects, "downgrade" or "suppress")
 HEALTH_EFFECTS = {
     "clock_skew": (GAP_FINDINGS, "downgrade"),

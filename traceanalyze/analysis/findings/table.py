@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from traceanalyze.analysis.findings import rules_gaps, rules_job, rules_kernels, rules_trace
+from traceanalyze.analysis.findings import kernel_claims, rules_gaps, rules_job, rules_trace
 from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding, findings_frame
 from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps
 from traceanalyze.analysis.findings.inputs import FindingInputs
@@ -26,10 +26,8 @@ GAP_RULES: tuple[GapRule, ...] = (
     rules_gaps.dataloader, rules_gaps.sync, rules_gaps.launch_bound, rules_gaps.host_bound, rules_gaps.queued,
     rules_gaps.warmup,
 )
-RULES: tuple[Rule, ...] = (
-    rules_kernels.fp32_simt_gemm, rules_kernels.lower_precision, rules_kernels.bigger_gpu, rules_kernels.gemm_alignment,
-    rules_kernels.latency_bound, rules_kernels.fusion, rules_kernels.pageable_copies, rules_trace.record_shapes,
-)
+# the kernel rules run together (`kernel_claims.KERNEL_RULES`): each kernel's time counts in one finding
+RULES: tuple[Rule, ...] = (kernel_claims.kernel_findings, rules_trace.record_shapes)
 # Rules over the cross-rank tables of a job (several ranks); each finding names its rank.
 JOB_RULES: tuple[JobRule, ...] = (rules_job.straggler, rules_job.exposed_communication)
 
@@ -38,7 +36,7 @@ JOB_RULES: tuple[JobRule, ...] = (rules_job.straggler, rules_job.exposed_communi
 # the kernels it is about copies a few columns, not the roofline's seventy (on 1 GB traces the
 # bandwidth-bound kernels alone are most of 320 k rows). A rule that reads another column fails
 # its tests until the column is named here.
-ROOFLINE_READ = ("kind", "name", "op_name", "op_id", "start_ns", "end_ns", "duration_ns", "regime", "unmodeled_reason",
+ROOFLINE_READ = ("device", "stream", "launch_start_ns", "ideal_ns", "kind", "name", "op_name", "op_id", "start_ns", "end_ns", "duration_ns", "regime", "unmodeled_reason",
                  "flops", "bytes", "peak_flops_per_s", "peak_bytes_per_s", "tf32_peak_flops_per_s", "tensor_core",
                  "pct_of_roof", "compute_dtype", "cost_model", "recoverable_ns")
 
@@ -57,7 +55,8 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
         narrow = replace(inputs, roofline=inputs.roofline.select(read))  # a rule's filter copies what it keeps
         for rule in RULES:
             found.extend(rule(narrow))
-    return findings_frame(inputs.rank, rules_trace.apply_health(found, inputs.health))
+    window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
+    return findings_frame(inputs.rank, rules_trace.apply_health(kernel_claims.within_window(found, window), inputs.health))
 
 
 def job_findings(job: JobAnalysis) -> pl.DataFrame:

@@ -1,0 +1,76 @@
+"""Advice that fits the run and gains that can all be true (each fails on the code before 2026-11-28):
+kernel gains held to the GPU's busy time, no torch.compile advice to Inductor's kernels, MTIA told
+no `torch.cuda` API and called by its name, AMD's matrix cores and hipBLASLt named as they are."""
+
+from __future__ import annotations
+
+from builder import TraceBuilder
+from findings_cases import A100, BF16, BF16_GEMM, F32, SGEMM, findings_of, mm, report_of
+
+from traceanalyze.analysis.findings.kernel_claims import KERNEL_REGIMES
+
+MI250 = dict(device_name="AMD Instinct MI250X", num_sms=110, total_memory=68702699520, compute_capability=(9, 0))
+MTIA = dict(device_name="MTIA v1", num_sms=64, total_memory=68702699520, compute_capability=(1, 0))
+
+
+def test_kernel_gains_are_held_to_the_busy_time_when_streams_overlap(tmp_path):
+    """Two FP32 GEMMs of 1 ms run side by side on streams 7 and 8 (busy 1 ms): each alone would
+    save 0.89 ms at the TF32 roof; together the findings may not claim more than the 1 ms busy."""
+    b = TraceBuilder(**A100)
+    for stream, start in ((7, 0), (8, 1)):
+        op = b.cpu_op("aten::mm", start, 10, input_dims=[[2048, 2048], [2048, 2048]], input_types=[F32, F32],
+                      input_strides=[[2048, 1], [2048, 1]], concrete_inputs=["", ""])
+        b.launch_kernel(launch_us=start + 2, start_us=20, dur_us=1000, external_id=op, name=SGEMM, stream=stream)
+    rank = report_of(b, tmp_path).ranks[0]
+    busy = int(rank.attribution["busy_ns"].sum())
+    kernel_gains = rank.findings.filter(rank.findings["regime"].cast(str).is_in(KERNEL_REGIMES))["gain_ns"]
+    assert busy == 1_000_000
+    assert 0 < kernel_gains.sum() <= busy
+    assert "exceeded the GPU busy time" in rank.findings.filter(rank.findings["id"] == "fp32-simt-gemm")["evidence"][0]
+
+
+def test_inductor_latency_bound_kernels_are_not_told_to_compile(tmp_path):
+    b = TraceBuilder(**A100)
+    for i in range(3):
+        mm(b, i * 50, 64, 64, 64, BF16, "triton_tem_fused_mm_0", 5)
+    row = findings_of(b, tmp_path)["latency-bound-kernels"]
+    assert "torch.compile(model)" not in row["action"] and "graph_breaks" in row["action"]
+
+
+def sync_gap(device: dict) -> TraceBuilder:
+    """Kernel [20, 120]; `aten::item` [10, 210] blocked in a synchronize [12, 210]; next kernel
+    launched at 212, [220, 230]: a 100 µs sync gap."""
+    b = TraceBuilder(**device)
+    b.launch_kernel(launch_us=0, start_us=20, dur_us=100)
+    b.cpu_op("aten::item", 10, 200)
+    b.sync_call(12, 198)
+    b.launch_kernel(launch_us=212, start_us=220, dur_us=10)
+    return b
+
+
+def test_an_mtia_trace_is_told_no_torch_cuda_api(tmp_path):
+    row = findings_of(sync_gap(MTIA), tmp_path)["sync-in-step"]
+    assert "torch.cuda" not in row["action"]
+    assert row["title"] == "The CPU waits for the MTIA device inside the step (sync)"
+
+
+def test_a_cuda_trace_keeps_the_sync_debug_mode(tmp_path):
+    row = findings_of(sync_gap(A100), tmp_path)["sync-in-step"]
+    assert "torch.cuda.set_sync_debug_mode" in row["action"]
+
+
+def test_an_amd_gpu_has_matrix_cores_and_hipblaslt(tmp_path):
+    b = TraceBuilder(**MI250)
+    mm(b, 0, 1411, 4096, 4096, BF16, "Cijk_Ailk_Bljk_BBS_BH_MT128x128x32", 2000)
+    row = findings_of(b, tmp_path)["gemm-shape-alignment"]
+    assert "matrix cores" in row["title"] and "hipBLASLt" in row["title"]
+    assert "tensor cores" not in row["title"]
+
+
+def test_no_finding_gains_more_than_the_window(tmp_path):
+    """A 2 µs window of one latency-bound FP32 GEMM: no gain beyond 2 µs whatever the rule says."""
+    b = TraceBuilder(**A100)
+    mm(b, 0, 64, 64, 64, F32, SGEMM, 2)
+    rank = report_of(b, tmp_path).ranks[0]
+    window = int(rank.attribution["window_ns"].sum())
+    assert all(g is None or g <= window for g in rank.findings["gain_ns"].to_list())

@@ -74,3 +74,30 @@ def test_no_finding_gains_more_than_the_window(tmp_path):
     rank = report_of(b, tmp_path).ranks[0]
     window = int(rank.attribution["window_ns"].sum())
     assert all(g is None or g <= window for g in rank.findings["gain_ns"].to_list())
+
+
+def busy_gpu() -> TraceBuilder:
+    """Two 4096³ bf16 GEMMs of 1.1 ms on an A100 (137 GFLOP: 440 µs at 312 TFLOP/s, 40% of the roof:
+    no format, shape or roof rule applies), queued 1 µs apart, and a 5 µs pageable copy after them:
+    busy 99.9% of the 2.21 ms window, the copy's 5 µs = 0.23% of it."""
+    b = TraceBuilder(**A100)
+    for i in range(2):
+        op = b.cpu_op("aten::mm", i * 5, 4, input_dims=[[4096, 4096], [4096, 4096]], input_types=[BF16, BF16],
+                      input_strides=[[4096, 1], [4096, 1]], concrete_inputs=["", ""])
+        b.launch_kernel(launch_us=i * 5 + 1, start_us=20 + i * 1101, dur_us=1100, external_id=op, name=BF16_GEMM)
+    op = b.cpu_op("aten::copy_", 30, 4)
+    correlation = b.launch(31, 2, name="cudaMemcpyAsync", external_id=op)
+    b.memcpy(correlation, 2221, 5)
+    return b
+
+
+def test_a_busy_gpu_without_a_lever_says_so_and_keeps_small_findings_off_the_first_screen(tmp_path):
+    """Until 2026-11-28 the verdict opened with the 5 µs copy (0.2% of the window) as finding 1."""
+    report = report_of(busy_gpu(), tmp_path, rename={"Memcpy HtoD (Pinned -> Device)": "Memcpy HtoD (Pageable -> Device)"})
+    found = {row["id"]: row for row in report.ranks[0].findings.iter_rows(named=True)}
+    assert found["pageable-h2d"]["gain_ns"] == 5_000
+    note = found["busy-no-lever"]
+    assert note["gain_ns"] is None
+    assert f"`{BF16_GEMM}` 100% at 40% of its roof" in note["evidence"]
+    top = [f.id for f in report.verdict().top]
+    assert "pageable-h2d" not in top and top[0] == "busy-no-lever"

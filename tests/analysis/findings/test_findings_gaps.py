@@ -76,13 +76,14 @@ def sync_trace(with_sync: bool) -> TraceBuilder:
 
 
 def test_sync_gap_names_the_op_and_the_call(tmp_path):
-    """The call returns at 200 µs: 80 µs of the gap are the sync's, the 15 µs after it the CPU's."""
+    """The call returns at 200 µs, the next launch begins at 205: those 5 µs are the CPU's, the other
+    90 µs of the gap the sync's."""
     found = findings_of(sync_trace(True), tmp_path)
     row = found["sync-in-step"]
-    assert row["gain_ns"] == 80_000
-    assert row["evidence"] == ("1 sync gap, 80 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
-                               "`.item()` / `float(t)` / `bool(t)` / `if t:`, 80 µs")
-    assert found["cpu-bound-gaps"]["gain_ns"] == 15_000
+    assert row["gain_ns"] == 90_000
+    assert row["evidence"] == ("1 sync gap, 90 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
+                               "`.item()` / `float(t)` / `bool(t)` / `if t:`, 90 µs")
+    assert found["cpu-bound-gaps"]["gain_ns"] == 5_000
     assert "torch.cuda.set_sync_debug_mode" in row["action"]
 
 

@@ -74,26 +74,30 @@ def gap_buckets(gaps: pl.DataFrame, steps: pl.DataFrame, small_kernel_runs: pl.D
 
 
 def after_sync_rows(bucketed: pl.DataFrame) -> pl.DataFrame:
-    """Each `sync` gap whose blocking call returned (`sync_end_ns`) before the gap ended keeps the
-    part up to the return; the rest, `[sync_end_ns, end_ns)`, is what the CPU did after the call
-    (`after_sync_op`, `after_sync_annotation`) and becomes a row of its own, appended: `dataloader`
-    when that work is a DataLoader's, else `host`. Without the columns (older gaps) unchanged."""
+    """Each `sync` gap whose blocking call returned (`sync_end_ns`) before the next work's launch
+    began keeps the rest of the gap but `[sync_end_ns, next_launch_start_ns)`: what the CPU did
+    after the call returned (`after_sync_op`, `after_sync_annotation`), a row of its own, appended:
+    `dataloader` when that work is a DataLoader's, else `host`. The launch latency after that launch
+    stays the sync's (the queue it drained refills from there). The sync row ends at `sync_end_ns`
+    (its span) and its `duration_ns` is the gap's less the cut. Without the columns, unchanged."""
     if "sync_end_ns" not in bucketed.columns:
         return bucketed
-    cut = (pl.col("bucket") == "sync") & pl.col("sync_end_ns").is_not_null() & (pl.col("sync_end_ns") < pl.col("end_ns"))
+    cut_end = pl.min_horizontal(pl.col("end_ns"), pl.col("next_launch_start_ns").fill_null(pl.col("end_ns")))
+    cut = (pl.col("bucket") == "sync") & pl.col("sync_end_ns").is_not_null() & (pl.col("sync_end_ns") < cut_end)
     rests = bucketed.filter(cut)
     if rests.is_empty():
         return bucketed
     loader = (contains(rests["after_sync_op"], DATALOADER_CONTEXT).fill_null(False)
               | contains(rests["after_sync_annotation"], DATALOADER_CONTEXT).fill_null(False))
     rests = rests.with_columns(
-        pl.col("sync_end_ns").alias("start_ns"), (pl.col("end_ns") - pl.col("sync_end_ns")).alias("duration_ns"),
+        pl.col("sync_end_ns").alias("start_ns"), cut_end.alias("end_ns"), (cut_end - pl.col("sync_end_ns")).alias("duration_ns"),
         pl.col("after_sync_op").alias("cpu_op"), pl.col("after_sync_annotation").alias("annotation"),
         pl.when(pl.lit(loader)).then(pl.lit("dataloader")).otherwise(pl.lit("host")).alias("bucket"),
     )
     kept = bucketed.with_columns(
+        pl.when(cut).then(pl.col("duration_ns") - (cut_end - pl.col("sync_end_ns"))).otherwise(pl.col("duration_ns"))
+        .alias("duration_ns"),
         pl.when(cut).then(pl.col("sync_end_ns")).otherwise(pl.col("end_ns")).alias("end_ns"),
-        pl.when(cut).then(pl.col("sync_end_ns") - pl.col("start_ns")).otherwise(pl.col("duration_ns")).alias("duration_ns"),
     )
     return pl.concat([kept, rests.select(kept.columns).cast(kept.schema)])
 

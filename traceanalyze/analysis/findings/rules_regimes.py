@@ -279,3 +279,37 @@ def far_below_roof(inputs: FindingInputs) -> list[Finding]:
         action=action, gain_ns=gain, confidence="low", spans=spans_of(hit),
         remedies=(retime(hit, target, f"each kernel reaches {ATTAINABLE_FRACTION:.0%} of its roof once the cause is "
                                       "fixed"),))]
+
+
+# --- a busy device with no lever -----------------------------------------------------------------
+
+BUSY_SHARE = 0.9  # a device busy this share of its window or more is "busy"
+LEVER_SHARE = 0.01  # a finding that gains at least this share of the window is a lever
+BUSY_TOP_KERNELS = 3
+
+
+def busy_without_lever(found: list[Finding], inputs: FindingInputs) -> list[Finding]:
+    """A device busy ≥ BUSY_SHARE of its window for which no finding gains ≥ LEVER_SHARE of it:
+    say so, and name the kernels that take the time (a note: gain None)."""
+    window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
+    busy = busy_ns(inputs)
+    if not window or busy < BUSY_SHARE * window or not inputs.roofline.height:
+        return []
+    if any(f.gain_ns is not None and f.gain_ns >= LEVER_SHARE * window for f in found):
+        return []
+    context = run_context(inputs)
+    kernels = inputs.roofline.filter(pl.col("kind") == "kernel")
+    if kernels.is_empty():
+        return []
+    by_name = (kernels.group_by("name").agg(pl.col("duration_ns").sum(), pl.col("pct_of_roof").mean())
+               .sort("duration_ns", "name", descending=[True, False]).head(BUSY_TOP_KERNELS))
+    named = "; ".join(f"`{top_kernel(kernels.filter(pl.col('name') == name))}` "
+                      f"{format_share(float(total), window)}" + (f" at {roof:.0%} of its roof" if roof is not None else "")
+                      for name, total, roof in by_name.iter_rows())
+    return [Finding(
+        id="busy-no-lever", regime="trace", title=f"The {context.device} is busy and no change found saves 1% of it",
+        evidence=f"{context.device} busy {format_share(busy, window)} of the window; no finding gains "
+                 f"{LEVER_SHARE:.0%} of it; the time goes to {named}",
+        action="less work per step (a smaller model or batch), or a device with higher roofs; look inside those "
+               "kernels with a kernel profiler (Nsight Compute `ncu`, `rocprof` on AMD)",
+        gain_ns=None, confidence="medium", spans=())]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from traceanalyze.analysis.findings import kernel_claims, rules_gaps, rules_job, rules_trace
+from traceanalyze.analysis.findings import kernel_claims, rules_gaps, rules_job, rules_regimes, rules_trace
 from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding, findings_frame
 from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps
 from traceanalyze.analysis.findings.inputs import FindingInputs
@@ -56,6 +56,7 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
         for rule in RULES:
             found.extend(rule(narrow))
     window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
+    found.extend(rules_regimes.busy_without_lever(found, inputs))
     return findings_frame(inputs.rank, rules_trace.apply_health(kernel_claims.within_window(found, window), inputs.health))
 
 

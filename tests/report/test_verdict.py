@@ -25,16 +25,20 @@ def golden_report(tmp_path):
 
 EVIDENCE = ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
             "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs")
-ACTION = ("remove the sync from the step: keep the value on the GPU, or read it every N steps / after the step; "
+ACTION = ("remove the sync from the step: keep the value on the device, or read it every N steps / after the step; "
           "find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`")
 BIGGER_EVIDENCE = ("1 compute-bound BF16 kernel, 100 µs = 91% of GPU busy (top "
                    "`ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn`) at 55% of the BF16 roof 312 TFLOP/s; "
                    "NVIDIA B200 (HGX B200): 2250 TFLOP/s (7.21×)")  # 100 of 110 µs busy; 2250 / 312
 BIGGER_ACTION = ("a GPU with a higher BF16 roof (the highest in our table: NVIDIA B200 (HGX B200)), "
                  "or less work per step (a smaller model, fewer or smaller matmuls)")
+# the verdict names compute (49%), the first finding overhead (46%): the verdict says why
+ELSEWHERE = ("the largest saving lies in overhead, not compute: 46% of the window from finding 1, more than any "
+             "change found for the compute time (49% of the window)")
 GOLDEN_TERMINAL = [
     "VERDICT  compute-bound: compute 49% of the GPU window",
     "[OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU] C compute 49% · O overhead 46% · U unmodeled 5%",
+    ELSEWHERE[:99] + "…",
     "1. The CPU waits for the GPU inside the step (sync) — gain ≤ 95 µs (46% of the window) [high]",
     ("   " + EVIDENCE)[:99] + "…",  # cut to 100 columns; the FINDINGS section below has it whole
     ("   → " + ACTION)[:99] + "…",
@@ -59,6 +63,7 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
     assert verdict.split("\n\n")[2:] == [
         "## Verdict: compute-bound: compute 49% of the GPU window",  # md_escape leaves - ( ) . = alone
         "`OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU` C compute 49% · O overhead 46% · U unmodeled 5%",
+        "> T" + ELSEWHERE[1:] + ".",
         "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
         "confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION + "\n"
         "- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs (45% of the window), "

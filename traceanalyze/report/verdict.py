@@ -20,6 +20,7 @@ from traceanalyze.report.summaries import Summary
 from traceanalyze.report.units import format_duration_ns
 
 TOP_FINDINGS = 3
+MIN_VERDICT_SHARE = 0.01  # findings that would gain less of the window stay off the first screen
 VERDICT_MAX_LINES = 15
 DEFAULT_WIDTH = 100
 BAR_WIDTH = 30
@@ -41,6 +42,7 @@ class VerdictFinding:
     gain_ns: float | None
     gain_share: float | None  # gain / Σ window
     confidence: str
+    regime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class Verdict:
     more: int  # findings not in `top`
     ranks: int
     excluded: str | None = None  # the warm-up finding's evidence: time left out of every gain
+    elsewhere: str | None = None  # why the first finding's regime is not the dominant one
 
 
 def ranked_findings(per_rank: Sequence[pl.DataFrame]) -> pl.DataFrame:
@@ -67,11 +70,27 @@ def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FI
     shares = summary.attribution.shares
     window = summary.attribution.window_ns
     dominant = max(shares, key=lambda key: shares[key]) if shares and any(shares.values()) else None
-    chosen = [_verdict_finding(row, window) for row in (found.head(top).iter_rows(named=True) if found.height else ())]
+    shown = found.filter(pl.col("gain_ns").is_null() | (pl.col("gain_ns") >= MIN_VERDICT_SHARE * (window or 0))) \
+        if found.height else found
+    chosen = [_verdict_finding(row, window) for row in (shown.head(top).iter_rows(named=True) if shown.height else ())]
     warmup = found.filter(pl.col("id") == "warmup-excluded") if found.height else found
     excluded = warmup["evidence"][0] if warmup.height and not any(f.id == "warmup-excluded" for f in chosen) else None
-    return Verdict(shares=shares, dominant=dominant, top=tuple(chosen), more=max(found.height - top, 0),
-                   ranks=ranks, excluded=excluded)
+    return Verdict(shares=shares, dominant=dominant, top=tuple(chosen), more=max(found.height - len(chosen), 0),
+                   ranks=ranks, excluded=excluded, elsewhere=_elsewhere(shares, dominant, chosen))
+
+
+def _elsewhere(shares: dict[str, float] | None, dominant: str | None, chosen: list[VerdictFinding]) -> str | None:
+    """When the first finding belongs to another regime than the one that holds most of the window:
+    the sentence that says why (its fix saves more than any found for the dominant regime)."""
+    first = chosen[0] if chosen else None
+    if (not shares or dominant is None or first is None or first.gain_share is None
+            or first.regime in (None, dominant)):
+        return None
+    if first.regime not in shares and first.regime not in REGIME_WORDS:
+        return None
+    return (f"the largest saving lies in {first.regime}, not {dominant}: "
+            f"{first.gain_share:.0%} of the window from finding 1, more than any change found for the "
+            f"{dominant} time ({shares[dominant]:.0%} of the window)")
 
 
 def regime_bar(shares: dict[str, float], width: int = BAR_WIDTH) -> str:
@@ -113,6 +132,8 @@ def verdict_lines(v: Verdict, width: int = DEFAULT_WIDTH) -> list[str]:
         lines.append(f"[{regime_bar(v.shares)}] {regime_legend(v.shares)}")
     if v.excluded:
         lines.append(f"left out of the gains: {v.excluded}")
+    if v.elsewhere:
+        lines.append(v.elsewhere)
     if not v.top:
         lines.append("no finding: nothing in this trace points at a change worth making")
     for number, f in enumerate(v.top, 1):
@@ -132,6 +153,8 @@ def verdict_blocks(v: Verdict) -> list[Block]:
         blocks.append(Paragraph((Code(regime_bar(v.shares)), " ", regime_legend(v.shares))))
     if v.excluded:
         blocks.append(Paragraph(("Left out of the gains: ", *_with_code(v.excluded)), note=True))
+    if v.elsewhere:
+        blocks.append(Paragraph((v.elsewhere[0].upper() + v.elsewhere[1:] + ".",), note=True))
     items = tuple(finding_item(f, with_rank=v.ranks > 1) for f in v.top)
     if items:
         blocks.append(BulletList(items))
@@ -168,7 +191,7 @@ def _verdict_finding(row: dict, window_ns: int | None) -> VerdictFinding:
     return VerdictFinding(rank=row["rank"], id=row["id"], title=row["title"], evidence=row["evidence"],
                           action=row["action"], gain_ns=gain,
                           gain_share=gain / window_ns if gain is not None and window_ns else None,
-                          confidence=str(row["confidence"]))
+                          confidence=str(row["confidence"]), regime=str(row["regime"]) if row.get("regime") else None)
 
 
 def _with_code(text: str) -> tuple[Inline, ...]:

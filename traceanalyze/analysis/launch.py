@@ -28,7 +28,9 @@ LATENCY_GROUPS = {"kernel": "kernels", "memcpy": "memcpy/memset", "memset": "mem
 
 
 def launch_latency(trace: Trace) -> pl.DataFrame:
-    """One row per launched GPU op (graph launches: their first op), in the order of `gpu` →
+    """One row per launch call: its first GPU op by start (a kernel launch has one; a graph launch's
+    first op stands for the graph), in the order of `gpu`; zero-duration ops included (their start
+    is recorded) →
     `rank, device, stream, kind, name, correlation, start_ns, end_ns, duration_ns, launch_name, launch_kind,
     launch_start_ns, launch_end_ns, launch_cpu_ns, launch_to_start_ns, queue_wait_ns,
     launch_overhead_ns, launch_delay_ns, skewed`."""
@@ -135,14 +137,15 @@ def latency_by_kernel(latency: pl.DataFrame, *, limit: int | None = None) -> pl.
 def small_kernels(trace: Trace, *, latency: pl.DataFrame | None = None) -> pl.DataFrame:
     """Kernels that run shorter than their launch call takes on the CPU: for these the GPU cannot
     be kept busy by one launching thread → the per-kernel rows of `launch_latency` with
-    `small = duration_ns < launch_cpu_ns`. `latency`: `launch_latency(trace)` if already computed."""
+    `small = 0 < duration_ns < launch_cpu_ns` (a kernel recorded with no duration is not known to be
+    short: it is not small). `latency`: `launch_latency(trace)` if already computed."""
     return small_kernels_of(launch_latency(trace) if latency is None else latency)
 
 
 def small_kernels_of(latency: pl.DataFrame) -> pl.DataFrame:
     """`small_kernels` from the rows of `launch_latency`."""
     return latency.filter(pl.col("kind") == "kernel").with_columns(
-        (pl.col("duration_ns") < pl.col("launch_cpu_ns")).alias("small")
+        ((pl.col("duration_ns") > 0) & (pl.col("duration_ns") < pl.col("launch_cpu_ns"))).alias("small")
     )
 
 

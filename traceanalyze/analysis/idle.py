@@ -141,7 +141,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     end, and `after_sync_op` / `after_sync_annotation` what the launching thread (else the
     synchronising one) was running just after it returned: the part of the gap after the call
     returned is that CPU work's, not the sync's (a DataLoader `__next__` after a 0.7 µs
-    `cudaStreamSynchronize`). Null for the other causes.
+    `cudaStreamSynchronize`). Null for the other causes. `cpu_tid`: the thread `cpu_op` was read on.
     """
     bounds = windows(trace, window=window)
     busy = clip_to_windows(gpu_activity(trace), bounds, DEVICE)
@@ -182,6 +182,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
         .otherwise(pl.col("start_ns"))
         .alias("time_ns"),
     )
+    gaps = gaps.with_columns(points["tid"].alias("cpu_tid"))  # the thread whose context is read
     is_sync = pl.col("cause") == "sync"
     after = gaps.select(
         pl.col("gap_id").alias("point_id"), "rank",
@@ -372,7 +373,7 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
 _GAP_COLUMNS = [
     "rank", "device", "start_ns", "end_ns", "duration_ns", "share_of_window", "cause", "cpu_op",
     "annotation", "step", "previous_gpu_op", "next_gpu_op", "next_correlation", "next_launch_start_ns",
-    "sync_call", "sync_end_ns", "after_sync_op", "after_sync_annotation",
+    "sync_call", "sync_end_ns", "after_sync_op", "after_sync_annotation", "cpu_tid",
 ]
 
 
@@ -384,7 +385,7 @@ def _empty_gaps() -> pl.DataFrame:
             "cpu_op": pl.Categorical, "annotation": pl.Categorical, "step": pl.Int64,  # names: as the tables'
             "previous_gpu_op": pl.Categorical, "next_gpu_op": pl.Categorical, "next_correlation": pl.Int64,
             "next_launch_start_ns": pl.Int64, "sync_call": pl.Categorical, "sync_end_ns": pl.Int64,
-            "after_sync_op": pl.Categorical, "after_sync_annotation": pl.Categorical,
+            "after_sync_op": pl.Categorical, "after_sync_annotation": pl.Categorical, "cpu_tid": pl.Int64,
         }
     )
 

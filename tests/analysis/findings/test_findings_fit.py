@@ -101,3 +101,36 @@ def test_a_busy_gpu_without_a_lever_says_so_and_keeps_small_findings_off_the_fir
     assert f"`{BF16_GEMM}` 100% at 40% of its roof" in note["evidence"]
     top = [f.id for f in report.verdict().top]
     assert "pageable-h2d" not in top and top[0] == "busy-no-lever"
+
+
+def remedies_of(b: TraceBuilder, tmp_path, monkeypatch) -> dict:
+    """The `Finding`s of rank 0 by id, with their remedies (the frame has none)."""
+    from traceanalyze.analysis.findings import table
+    seen = {}
+    original = table.findings_frame
+    monkeypatch.setattr(table, "findings_frame", lambda rank, found: (seen.update({f.id: f for f in found}),
+                                                                       original(rank, found))[1])
+    report_of(b, tmp_path)
+    return seen
+
+
+def test_gap_findings_name_the_cpu_time_and_kernels_their_remedy_changes(tmp_path, monkeypatch):
+    """The DataLoader wait after a sync (test_findings_sync_split.item_then_loader): `remove_cpu` of
+    the main thread's 439.3 µs from the call's return to the launch; the sync's blocked 0.7 µs."""
+    from test_findings_sync_split import item_then_loader
+    found = remedies_of(item_then_loader(), tmp_path, monkeypatch)
+    (loader,) = found["dataloader-wait"].remedies
+    base = TraceBuilder().base_ns
+    assert loader.kind == "remove_cpu" and loader.cpu_spans == ((1000, base + 70_700, base + 510_000),)
+    (sync,) = found["sync-in-step"].remedies
+    assert sync.kind == "remove_cpu" and sync.cpu_spans == ((1000, base + 70_000, base + 70_700),)
+
+
+def test_a_launch_bound_run_is_one_graph_launch(tmp_path, monkeypatch):
+    """10 kernels of 2 µs launched by 5 µs calls back to back: one `graph` remedy naming all 10."""
+    b = TraceBuilder(**A100)
+    for i in range(10):
+        b.launch_kernel(launch_us=5 * i, start_us=5 * i + 3, dur_us=2)
+    (remedy,) = remedies_of(b, tmp_path, monkeypatch)["launch-bound"].remedies
+    base = b.base_ns
+    assert remedy.kind == "graph" and remedy.gpu_ops == tuple((0, 7, base + (5 * i + 3) * 1000) for i in range(10))

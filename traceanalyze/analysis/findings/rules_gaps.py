@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.analysis.findings.finding import Finding, spans_of
+from traceanalyze.analysis.findings.finding import Finding, Remedy, spans_of
+from traceanalyze.analysis.findings.remedies import op_keys
 from traceanalyze.analysis.findings.inputs import FindingInputs, format_ns, short_kernel_name
 from traceanalyze.analysis.findings.run_context import compiled_names, run_context
 
@@ -42,12 +43,21 @@ def _steps(gaps: pl.DataFrame) -> str:
 # bucket (most of 400 k gaps can be one bucket's); a rule that reads another fails its tests until
 # it is named here
 GAP_READ = ("start_ns", "end_ns", "duration_ns", "step", "cpu_op", "annotation", "sync_call", "next_gpu_op",
-            "next_launch_start_ns", "in_outlier_step")
+            "next_launch_start_ns", "in_outlier_step", "cpu_tid")
+
+
+def _cpu_spans(gaps: pl.DataFrame) -> tuple[tuple[int, int, int], ...]:
+    """`(tid, start_ns, end_ns)` of each gap whose thread is known: the CPU time in it."""
+    if "cpu_tid" not in gaps.columns:
+        return ()
+    known = gaps.filter(pl.col("cpu_tid").is_not_null())
+    return tuple((int(t), int(s), int(e)) for t, s, e in known.select("cpu_tid", "start_ns", "end_ns").iter_rows())
 
 
 def _gaps_of(bucketed: pl.DataFrame, bucket: str) -> pl.DataFrame:
     """The gaps of `bucket`, in start order (`bucketed` keeps the order of the gaps: longest first)."""
-    return (bucketed.select(*GAP_READ, "bucket").filter(pl.col("bucket") == bucket).drop("bucket")
+    read = [name for name in (*GAP_READ, "bucket") if name in bucketed.columns]
+    return (bucketed.select(read).filter(pl.col("bucket") == bucket).drop("bucket")
             .sort("start_ns", maintain_order=True))
 
 
@@ -65,7 +75,10 @@ def dataloader(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
                  f"inside `{where}`",
         action="load batches ahead: `DataLoader(..., num_workers=N, pin_memory=True, persistent_workers=True, "
                "prefetch_factor=2)`; move CPU-heavy transforms to the workers or the GPU",
-        gain_ns=float(total), confidence="high", spans=spans_of(gaps))]
+        gain_ns=float(total), confidence="high", spans=spans_of(gaps),
+        remedies=(Remedy(kind="remove_cpu", cpu_spans=_cpu_spans(gaps),
+                         assumption="workers load the next batch while the step runs: the main thread no longer "
+                                    "waits for it"),))]
 
 
 def sync(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
@@ -94,7 +107,10 @@ def sync(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
         evidence=f"{gaps.height} sync gap{'s' if gaps.height != 1 else ''}, {format_ns(total)}{_steps(gaps)}; "
                  f"{top['gaps']}× {site}, {format_ns(top['total_ns'])}{others}",
         action=action,
-        gain_ns=float(total), confidence="high", spans=spans_of(gaps))]
+        gain_ns=float(total), confidence="high", spans=spans_of(gaps),
+        remedies=(Remedy(kind="remove_cpu", cpu_spans=_cpu_spans(gaps),
+                         assumption="the value stays on the device: the thread no longer blocks while the queue "
+                                    "drains"),))]
 
 
 def launch_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
@@ -124,7 +140,24 @@ def launch_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]
         evidence=f"{runs.height} run{'s' if runs.height != 1 else ''} of {kernels} kernels shorter than their "
                  f"launch calls, {format_ns(total)} idle between them{_steps(gaps)}; longest run: {top['kernels']} "
                  f"kernels from `{short_kernel_name(top['first_kernel'])}`",
-        action=action, gain_ns=float(total), confidence="high", spans=spans_of(gaps))]
+        action=action, gain_ns=float(total), confidence="high", spans=spans_of(gaps),
+        remedies=_graph_remedies(inputs, runs))]
+
+
+def _graph_remedies(inputs: FindingInputs, runs: pl.DataFrame) -> tuple[Remedy, ...]:
+    """One `graph` remedy per run of launch-bound kernels: its kernels (the roofline's, on its
+    stream, from its first start to its last end) launched as one graph."""
+    if not {"device", "stream", "kind"} <= set(inputs.roofline.columns):
+        return ()
+    kernels = inputs.roofline.filter(pl.col("kind") == "kernel").select("device", "stream", "start_ns", "end_ns")
+    remedies = []
+    for device, stream, first, last in runs.select("device", "stream", "first_start_ns", "last_end_ns").iter_rows():
+        rows = kernels.filter((pl.col("device") == device) & (pl.col("stream") == stream)
+                              & (pl.col("start_ns") >= first) & (pl.col("end_ns") <= last)).sort("start_ns")
+        if rows.height:
+            remedies.append(Remedy(kind="graph", gpu_ops=op_keys(rows),
+                                   assumption="one graph launch replays the run's kernels back to back"))
+    return tuple(remedies)
 
 
 def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
@@ -151,7 +184,8 @@ def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
         title=f"The {context.device} waits for the CPU to launch the next kernel",
         evidence=f"{gaps.height} gap{'s' if gaps.height != 1 else ''} where the next launch came late, "
                  f"{format_ns(total)}{_steps(gaps)}; longest {format_ns(top['duration_ns'])} in {where} before "
-                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`",
+                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`; the CPU work is not named: not modelled "
+                 "for the replay",
         action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or " + capture,
         gain_ns=float(total), confidence="medium", spans=spans_of(gaps))]
 
@@ -177,7 +211,8 @@ def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
                 f"{format_ns(total)} = {total / window:.1%} of the window{_steps(gaps)}; median "
                 f"{format_ns(float(gaps['duration_ns'].median()))}, longest {format_ns(top['duration_ns'])} before "
                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`, launched "
-                f"{format_ns(top['end_ns'] - top['next_launch_start_ns'])} before it started")
+                f"{format_ns(top['end_ns'] - top['next_launch_start_ns'])} before it started; what delays it is not "
+                "known: not modelled for the replay")
     context = run_context(inputs)
     compiled = compiled_names(gaps["next_gpu_op"])
     if compiled:

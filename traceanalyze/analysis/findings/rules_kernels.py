@@ -9,13 +9,12 @@ import polars as pl
 from traceanalyze.analysis.findings.capabilities import capabilities
 from traceanalyze.analysis.findings.finding import Finding, Remedy, spans_of
 from traceanalyze.analysis.findings.remedies import op_keys
-from traceanalyze.analysis.findings.kernel_common import rate, top_kernel
+from traceanalyze.analysis.findings.kernel_common import top_kernel
 from traceanalyze.analysis.findings.inputs import (
     FindingInputs,
     busy_ns,
     format_ns,
     format_share,
-    short_kernel_name,
 )
 from traceanalyze.analysis.attribution import FUSIBLE_MODELS
 from traceanalyze.analysis.findings.run_context import INDUCTOR_KERNEL_PREFIX, inductor_share, run_context

@@ -93,7 +93,8 @@ def unfused_attention(inputs: FindingInputs) -> list[Finding]:
     hit = pl.concat(kept)
     total = float(hit["duration_ns"].sum())
     softmax = hit.filter(pl.col("cost_model").cast(pl.String) == "softmax")
-    pattern = " → ".join(dict.fromkeys(str(name) for name in kept[0]["op_name"].to_list()))
+    names = [str(name) for name in kept[0]["op_name"].to_list()]
+    pattern = " → ".join(name for index, name in enumerate(names) if not index or name != names[index - 1])
     busy = busy_ns(inputs)
     evidence = (f"{len(kept)} attention chain{'s' if len(kept) != 1 else ''} ({pattern}), {format_ns(total)} = "
                 f"{format_share(total, busy)} of {context.device} busy; the softmax alone {format_ns(softmax['duration_ns'].sum())} "
@@ -109,7 +110,8 @@ def unfused_attention(inputs: FindingInputs) -> list[Finding]:
               "`attn_implementation=\"sdpa\"`")
     if _dtype(hit) == "fp32" and capabilities(inputs.peaks).bf16:
         action += "; in bf16 (`torch.autocast`) the flash backend applies"
-    return [Finding(id="unfused-attention", regime="bandwidth" if softmax["duration_ns"].sum() * 2 > total else "compute",
+    regime = str(hit.group_by("regime").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)["regime"][0])
+    return [Finding(id="unfused-attention", regime=regime if regime in ("bandwidth", "compute", "latency") else "bandwidth",
                     title="Attention written as matmul → softmax → matmul: one SDPA kernel would do it",
                     evidence=evidence, action=action, gain_ns=total - ideal_total, confidence="medium",
                     spans=spans_of(hit), remedies=tuple(remedies))]
@@ -177,6 +179,7 @@ def layout_conversions(inputs: FindingInputs) -> list[Finding]:
 # --- the optimizer step ----------------------------------------------------------------------------
 
 OPTIMIZER_MIN_KERNELS = 16  # kernels per optimizer step below which its launches do not matter
+FUSED_OPTIMIZERS = ("Adam", "AdamW", "SGD", "Adagrad")  # torch.optim classes with `fused=True` on CUDA (2.4+)
 FOREACH_KERNEL = r"multi_tensor_apply|fused_adam|FusedAdam|fused_sgd|_fused_"  # foreach / fused optimizers
 
 
@@ -207,15 +210,18 @@ def optimizer_step(inputs: FindingInputs) -> list[Finding]:
         return []
     context = run_context(inputs)
     per_step = inside.height / steps.height
+    name = steps["_step_name"][0]  # Optimizer.step#AdamW.step
+    kind = name.split("#", 1)[1].split(".", 1)[0] if "#" in name else "AdamW"
+    flag = "fused=True" if kind in FUSED_OPTIMIZERS else "foreach=True"
     return [Finding(
         id="optimizer-foreach", regime="latency", title="The optimizer step launches kernels parameter by parameter",
         evidence=f"{inside.height} kernels in {steps.height} `{steps['_step_name'][0]}` span"
                  f"{'s' if steps.height != 1 else ''} ({per_step:.0f} per step), {format_ns(total)} = "
                  f"{format_share(total, busy_ns(inputs))} of {context.device} busy (top `{top_kernel(inside)}`); "
                  f"the same bytes at the memory roof: {format_ns(ideal_total)}",
-        action="update all parameters at once: `torch.optim.AdamW(params, fused=True)` (Adam, AdamW, SGD; "
-               "`foreach=True` for the others)" + ("" if context.cuda_api else " where the backend supports it") +
-               "; the CPU then launches a few kernels instead of several per parameter",
+        action=f"update all parameters at once: `torch.optim.{kind}(params, {flag})`"
+               + ("" if context.cuda_api else " where the backend supports it")
+               + "; the CPU then launches a few kernels instead of several per parameter",
         gain_ns=gain, confidence="medium", spans=spans_of(inside), remedies=tuple(remedies))]
 
 

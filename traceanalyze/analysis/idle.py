@@ -24,7 +24,8 @@ GapCause = Literal["host", "sync", "collective", "stream_wait", "launch", "other
 GAP_CAUSES: tuple[GapCause, ...] = ("host", "sync", "collective", "stream_wait", "launch", "other")
 STREAM_WAIT = r"StreamWaitEvent"  # cudaStreamWaitEvent, hipStreamWaitEvent: a stream told to wait on an event
 STREAM_WAIT_SYNC = "Stream Wait Event"
-DATALOADER_OP = r"(?i)dataloader"  # enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__  # its cuda_sync record, which names the waiting stream
+# enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__
+DATALOADER_OP = r"(?i)dataloader"  # its cuda_sync record, which names the waiting stream
 GapCauseType = pl.Enum(GAP_CAUSES)
 
 DEVICE = ["rank", "device"]
@@ -237,7 +238,8 @@ def _after_sync_context(points: pl.DataFrame, trace: Trace, tree: OpTree | None)
         where = idle_cpu.arg_true()
         op, annotation = op.scatter(where, later["cpu_op"]), annotation.scatter(where, later["annotation"])
     loader = _loader_after(found, trace)
-    annotation = pl.select(pl.coalesce(loader.cast(pl.String), annotation.cast(pl.String))).to_series().cast(pl.Categorical)
+    annotation = (pl.select(pl.coalesce(loader.cast(pl.String), annotation.cast(pl.String))).to_series()
+                  .cast(pl.Categorical))
     return pl.DataFrame([in_place(points.height, rows, op, "after_sync_op"),
                          in_place(points.height, rows, annotation, "after_sync_annotation")])
 
@@ -247,10 +249,12 @@ def _loader_after(points: pl.DataFrame, trace: Trace) -> pl.Series:
     (`enumerate(DataLoader)#…__next__`) the thread ran between the point and `end_ns` (the gap's
     end), else null: the batch the step waited for after its sync returned."""
     loaders = trace.cpu_ops.filter(contains(trace.cpu_ops["name"], DATALOADER_OP).fill_null(False)).select(
-        "rank", "pid", "tid", pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"), pl.col("name").alias("_loader"))
+        "rank", "pid", "tid", pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"),
+        pl.col("name").alias("_loader"))
     if loaders.is_empty():
         return pl.Series([None] * points.height, dtype=pl.String)
-    hits = (points.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "rank", "pid", "tid", "time_ns", "end_ns")
+    hits = (points.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "rank", "pid", "tid", "time_ns",
+                          "end_ns")
             .join(loaders, on=["rank", "pid", "tid"], how="inner")
             .filter((pl.col("_s") < pl.col("end_ns")) & (pl.col("_e") > pl.col("time_ns")))
             .sort("_row", "_s").unique("_row", keep="first"))
@@ -402,7 +406,7 @@ def _blocking_calls_during(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         pl.col("end_ns").alias("sync_end_ns"),
     )
     schema = {"gap_id": pl.Int64, "sync_call": pl.Categorical, "sync_pid": pl.Int64, "sync_tid": pl.Int64,
-              "sync_start_ns": pl.Int64, "sync_end_ns": pl.Int64}  # a runtime call's name, as in the table, even with no call
+              "sync_start_ns": pl.Int64, "sync_end_ns": pl.Int64}  # a call's name: as in the table, even with none
     if blocking.is_empty():
         return pl.DataFrame(schema=schema)
     # Calls in start order with the running maximum of their ends (per rank): the first call whose

@@ -90,7 +90,8 @@ def after_sync_rows(bucketed: pl.DataFrame) -> pl.DataFrame:
     loader = (contains(rests["after_sync_op"], DATALOADER_CONTEXT).fill_null(False)
               | contains(rests["after_sync_annotation"], DATALOADER_CONTEXT).fill_null(False))
     rests = rests.with_columns(
-        pl.col("sync_end_ns").alias("start_ns"), cut_end.alias("end_ns"), (cut_end - pl.col("sync_end_ns")).alias("duration_ns"),
+        pl.col("sync_end_ns").alias("start_ns"), cut_end.alias("end_ns"),
+        (cut_end - pl.col("sync_end_ns")).alias("duration_ns"),
         pl.col("after_sync_op").alias("cpu_op"), pl.col("after_sync_annotation").alias("annotation"),
         pl.when(pl.lit(loader)).then(pl.lit("dataloader")).otherwise(pl.lit("host")).alias("bucket"),
     )

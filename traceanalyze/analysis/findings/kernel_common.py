@@ -16,7 +16,8 @@ def rate(value: float) -> str:
 
 def top_kernel(rows: pl.DataFrame) -> str:
     """The kernel name with the most time in `rows`, for a sentence."""
-    names = rows.group_by("name").agg(pl.col("duration_ns").sum()).sort(["duration_ns", "name"], descending=[True, False])
+    names = (rows.group_by("name").agg(pl.col("duration_ns").sum())
+             .sort(["duration_ns", "name"], descending=[True, False]))
     return short_kernel_name(names["name"][0])
 
 

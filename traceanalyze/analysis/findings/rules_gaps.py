@@ -220,15 +220,17 @@ def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
     else:
         action = "fewer, larger kernels: fuse them with `torch.compile(model)`"
     if not _replays_graphs(inputs) and context.cuda_api:
-        action += ("; a CUDA graph (compile with `mode=\"reduce-overhead\"`) starts queued kernels sooner" if compiled else
-                   "; a CUDA graph (`torch.compile(model, mode=\"reduce-overhead\")`) starts queued kernels sooner")
+        graph = ("compile with `mode=\"reduce-overhead\"`" if compiled
+                 else "`torch.compile(model, mode=\"reduce-overhead\")`")
+        action += f"; a CUDA graph ({graph}) starts queued kernels sooner"
     if long.height:
         evidence += f"; {long.height} of them over {format_ns(QUEUED_LONG_NS)} ({format_ns(long['duration_ns'].sum())})"
         action += ("; work queued in time that starts milliseconds late waited on something the trace does not show "
                    "(an event of another stream, device or process, a host node of a CUDA graph): find what it "
                    "depends on")
     return [Finding(
-        id="queued-kernel-gaps", regime="overhead", title=f"Queued work starts late: the {context.device} idles before it",
+        id="queued-kernel-gaps", regime="overhead",
+        title=f"Queued work starts late: the {context.device} idles before it",
         evidence=evidence, action=action, gain_ns=float(total), confidence="low", spans=spans_of(gaps))]
 
 

@@ -150,7 +150,8 @@ def lower_precision(inputs: FindingInputs) -> list[Finding]:
                      f"{lower.upper()} roof {rate(lower_peak)}" + ("" if context.training or lower == "bf16" else
                                                                    "; an inference run (no backward recorded)"),
             action=f"{_lower_how(lower, context)} (check accuracy)", gain_ns=gain, confidence="medium",
-            spans=spans_of(group), remedies=(retime(group, same_fraction, SAME_FRACTION.format(target=lower.upper())),)))
+            spans=spans_of(group),
+            remedies=(retime(group, same_fraction, SAME_FRACTION.format(target=lower.upper())),)))
     return found
 
 
@@ -172,7 +173,8 @@ def bigger_gpu(inputs: FindingInputs) -> list[Finding]:
         best_peak, best = max(candidates, key=lambda candidate: candidate[0])
         if best_peak <= here:
             continue  # already the fastest we know
-        ideal = pl.max_horizontal(pl.col("flops") / best_peak, pl.col("bytes") / best.memory_bandwidth_bytes_per_s) * 1e9
+        ideal = pl.max_horizontal(pl.col("flops") / best_peak,
+                                  pl.col("bytes") / best.memory_bandwidth_bytes_per_s) * 1e9
         gain = gain_to(group, ideal)
         if gain <= 0:
             continue

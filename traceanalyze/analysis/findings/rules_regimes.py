@@ -96,10 +96,11 @@ def unfused_attention(inputs: FindingInputs) -> list[Finding]:
     names = [str(name) for name in kept[0]["op_name"].to_list()]
     pattern = " → ".join(name for index, name in enumerate(names) if not index or name != names[index - 1])
     busy = busy_ns(inputs)
+    softmax_ns = float(softmax["duration_ns"].sum())
     evidence = (f"{len(kept)} attention chain{'s' if len(kept) != 1 else ''} ({pattern}), {format_ns(total)} = "
-                f"{format_share(total, busy)} of {context.device} busy; the softmax alone {format_ns(softmax['duration_ns'].sum())} "
-                f"= {format_share(float(softmax['duration_ns'].sum()), busy)} at {weighted_fraction(softmax):.0%} of its "
-                f"roof; one SDPA kernel for the same heads: ≈ {format_ns(ideal_total)} at {SDPA_EFFICIENCY:.0%} of the "
+                f"{format_share(total, busy)} of {context.device} busy; the softmax alone {format_ns(softmax_ns)} = "
+                f"{format_share(softmax_ns, busy)} at {weighted_fraction(softmax):.0%} of its roof; one SDPA kernel "
+                f"for the same heads: ≈ {format_ns(ideal_total)} at {SDPA_EFFICIENCY:.0%} of the "
                 f"{_dtype(hit).upper()} roof")
     backends = ("flash (fp16/bf16), memory-efficient or cuDNN backend, chosen by "
                 "`torch.nn.attention.sdpa_kernel`" if context.family == "CUDA" else
@@ -110,8 +111,10 @@ def unfused_attention(inputs: FindingInputs) -> list[Finding]:
               "`attn_implementation=\"sdpa\"`")
     if _dtype(hit) == "fp32" and capabilities(inputs.peaks).bf16:
         action += "; in bf16 (`torch.autocast`) the flash backend applies"
-    regime = str(hit.group_by("regime").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)["regime"][0])
-    return [Finding(id="unfused-attention", regime=regime if regime in ("bandwidth", "compute", "latency") else "bandwidth",
+    regime = str(hit.group_by("regime").agg(pl.col("duration_ns").sum())
+                 .sort("duration_ns", descending=True)["regime"][0])
+    return [Finding(id="unfused-attention",
+                    regime=regime if regime in ("bandwidth", "compute", "latency") else "bandwidth",
                     title="Attention written as matmul → softmax → matmul: one SDPA kernel would do it",
                     evidence=evidence, action=action, gain_ns=total - ideal_total, confidence="medium",
                     spans=spans_of(hit), remedies=tuple(remedies))]
@@ -188,11 +191,13 @@ def optimizer_step(inputs: FindingInputs) -> list[Finding]:
     `foreach=True` / `fused=True` does the same work in a few kernels."""
     names = inputs.cpu_ops["name"]
     steps = inputs.cpu_ops.filter(starts_with(names, "Optimizer.step").fill_null(False)).select(
-        pl.col("name").cast(pl.String).alias("_step_name"), pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"))
+        pl.col("name").cast(pl.String).alias("_step_name"), pl.col("start_ns").alias("_s"),
+        pl.col("end_ns").alias("_e"))
     if steps.is_empty() or "launch_start_ns" not in inputs.roofline.columns:
         return []
     kernels = inputs.roofline.filter((pl.col("kind") == "kernel") & pl.col("launch_start_ns").is_not_null())
-    inside = kernels.join_where(steps, pl.col("launch_start_ns") >= pl.col("_s"), pl.col("launch_start_ns") <= pl.col("_e"))
+    inside = kernels.join_where(steps, pl.col("launch_start_ns") >= pl.col("_s"),
+                                pl.col("launch_start_ns") <= pl.col("_e"))
     if inside.is_empty() or inside.height < OPTIMIZER_MIN_KERNELS * steps.height:
         return []
     if contains(inside["name"], FOREACH_KERNEL).fill_null(False).mean() >= 0.5:
@@ -269,7 +274,8 @@ def far_below_roof(inputs: FindingInputs) -> list[Finding]:
         group = hit.filter(pl.col("name") == name)
         model = str(group["cost_model"].drop_nulls()[0]) if group["cost_model"].drop_nulls().len() else "elementwise"
         roof = "memory" if group["regime"][0] == "bandwidth" else "compute"
-        parts.append(f"`{top_kernel(group)}` ({group['op_name'].drop_nulls().mode().sort()[0] if group['op_name'].drop_nulls().len() else 'no op'}) "
+        ops = group["op_name"].drop_nulls()
+        parts.append(f"`{top_kernel(group)}` ({ops.mode().sort()[0] if ops.len() else 'no op'}) "
                      f"{format_ns(total)} = {format_share(total, window)} of the window at "
                      f"{weighted_fraction(group):.0%} of its {roof} roof")
         if model in CAUSES and CAUSES[model] not in tries:
@@ -309,8 +315,8 @@ def busy_without_lever(found: list[Finding], inputs: FindingInputs) -> list[Find
         return []
     by_name = (kernels.group_by("name").agg(pl.col("duration_ns").sum(), pl.col("pct_of_roof").mean())
                .sort("duration_ns", "name", descending=[True, False]).head(BUSY_TOP_KERNELS))
-    named = "; ".join(f"`{top_kernel(kernels.filter(pl.col('name') == name))}` "
-                      f"{format_share(float(total), window)}" + (f" at {roof:.0%} of its roof" if roof is not None else "")
+    named = "; ".join(f"`{top_kernel(kernels.filter(pl.col('name') == name))}` {format_share(float(total), window)}"
+                      + (f" at {roof:.0%} of its roof" if roof is not None else "")
                       for name, total, roof in by_name.iter_rows())
     return [Finding(
         id="busy-no-lever", regime="trace", title=f"The {context.device} is busy and no change found saves 1% of it",

@@ -56,7 +56,8 @@ def inductor_share(rows: pl.DataFrame) -> float:
     if rows.is_empty():
         return 0.0
     total = float(rows["duration_ns"].sum())
-    compiled = float(rows.filter(starts_with(rows["name"], INDUCTOR_KERNEL_PREFIX).fill_null(False))["duration_ns"].sum())
+    inductor = starts_with(rows["name"], INDUCTOR_KERNEL_PREFIX).fill_null(False)
+    compiled = float(rows.filter(inductor)["duration_ns"].sum())
     return compiled / total if total else 0.0
 
 

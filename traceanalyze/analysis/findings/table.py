@@ -36,7 +36,8 @@ JOB_RULES: tuple[JobRule, ...] = (rules_job.straggler, rules_job.exposed_communi
 # the kernels it is about copies a few columns, not the roofline's seventy (on 1 GB traces the
 # bandwidth-bound kernels alone are most of 320 k rows). A rule that reads another column fails
 # its tests until the column is named here.
-ROOFLINE_READ = ("device", "stream", "launch_start_ns", "ideal_ns", "kind", "name", "op_name", "op_id", "start_ns", "end_ns", "duration_ns", "regime", "unmodeled_reason",
+ROOFLINE_READ = ("device", "stream", "launch_start_ns", "ideal_ns",
+                 "kind", "name", "op_name", "op_id", "start_ns", "end_ns", "duration_ns", "regime", "unmodeled_reason",
                  "flops", "bytes", "peak_flops_per_s", "peak_bytes_per_s", "tf32_peak_flops_per_s", "tensor_core",
                  "pct_of_roof", "compute_dtype", "cost_model", "recoverable_ns")
 
@@ -57,7 +58,8 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
             found.extend(rule(narrow))
     window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
     found.extend(rules_regimes.busy_without_lever(found, inputs))
-    return findings_frame(inputs.rank, rules_trace.apply_health(kernel_claims.within_window(found, window), inputs.health))
+    found = kernel_claims.within_window(found, window)
+    return findings_frame(inputs.rank, rules_trace.apply_health(found, inputs.health))
 
 
 def job_findings(job: JobAnalysis) -> pl.DataFrame:

@@ -145,7 +145,8 @@ def pageable_copies(inputs: FindingInputs) -> list[Finding]:
     total = int(rows["duration_ns"].sum())
     return [Finding(
         id="pageable-h2d", regime="memcpy", title="Host-to-device copies from pageable memory",
-        evidence=f"{rows.height} pageable HtoD cop{'ies' if rows.height != 1 else 'y'}, {format_ns(total)} on the GPU "
+        evidence=f"{rows.height} pageable HtoD cop{'ies' if rows.height != 1 else 'y'}, {format_ns(total)} on the "
+                 f"{run_context(inputs).device} "
                  f"(top op `{rows.sort('duration_ns', descending=True)['op_name'][0] or 'unknown'}`)",
         action="pin the host memory and copy asynchronously: `DataLoader(..., pin_memory=True)` or "
                "`tensor.pin_memory()`, then `.to(device, non_blocking=True)`",

@@ -198,3 +198,14 @@ def test_a_vit_whose_attention_holds_the_gpu_gets_sdpa_first_and_a_verdict_that_
     assert verdict.top[0].id == "unfused-attention"
     assert verdict.dominant == verdict.top[0].regime == "bandwidth"
     assert verdict.elsewhere is None
+    # the softmax (50% of the window, at 22% of HBM) is the attention finding's: not far-below-roof too
+    ids = set(report.ranks[0].findings["id"].to_list())
+    assert "far-below-roof" not in ids
+
+
+def test_without_the_attention_rule_the_same_softmax_is_far_below_its_roof(tmp_path, monkeypatch):
+    """The claim is what keeps it out: with no attention rule, far-below-roof takes the softmax."""
+    from traceanalyze.analysis.findings import kernel_claims
+    monkeypatch.setattr(kernel_claims, "KERNEL_RULES", kernel_claims.KERNEL_RULES[1:])
+    ids = set(report_of(attention_trace(12, pause_us=0), tmp_path).ranks[0].findings["id"].to_list())
+    assert "far-below-roof" in ids and "unfused-attention" not in ids

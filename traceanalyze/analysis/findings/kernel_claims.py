@@ -33,15 +33,13 @@ KERNEL_REGIMES = ("compute", "bandwidth", "latency", "memcpy")
 def kernel_findings(inputs: FindingInputs) -> list[Finding]:
     """Every kernel rule's findings, each kernel claimed by one, Σ gains ≤ GPU busy."""
     found: list[Finding] = []
-    claimed: set[tuple[int, int, int]] = set()
+    roofline = inputs.roofline
     for rule in KERNEL_RULES:
-        roofline = inputs.roofline
-        if claimed and roofline.height:
-            taken = pl.DataFrame(sorted(claimed), schema={key: roofline.schema[key] for key in OP_KEY}, orient="row")
-            roofline = roofline.join(taken, on=list(OP_KEY), how="anti", maintain_order="left")
         out = rule(replace(inputs, roofline=roofline))
-        for finding in out:
-            claimed |= claimed_ops(finding.remedies)
+        claimed = sorted(set().union(*(claimed_ops(finding.remedies) for finding in out))) if out else []
+        if claimed and roofline.height:  # the next rules see only the kernels left
+            taken = pl.DataFrame(claimed, schema={key: roofline.schema[key] for key in OP_KEY}, orient="row")
+            roofline = roofline.join(taken, on=list(OP_KEY), how="anti", maintain_order="left")
         found.extend(out)
     return fit_to_busy(found, busy_ns(inputs))
 

@@ -20,11 +20,14 @@ A100_PEAKS = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
 HEADS, SEQ, DIM = 96, 197, 64  # ViT-B/16 at batch 8: 8 × 12 heads, 197 tokens, head dim 64
 
 
-def attention_layer(b: TraceBuilder, start: float, softmax_us: float = 20.0, second: str = "aten::bmm") -> float:
+def attention_layer(b: TraceBuilder, start: float, softmax_us: float = 20.0, second: str = "aten::bmm",
+                    baddbmm: bool = False) -> float:
     """One attention block at `start` µs on stream 7: bmm (Q·Kᵀ, 6 µs) → mul (scale, 8 µs) → _softmax
     (`softmax_us`) → `second` (P·V, 6 µs), bf16, shapes recorded. Returns the end of its last kernel."""
     q, kt, scores, v = [HEADS, SEQ, DIM], [HEADS, DIM, SEQ], [HEADS, SEQ, SEQ], [HEADS, SEQ, DIM]
-    ops = [("aten::bmm", [q, kt], [BF16, BF16], BF16_GEMM, 6), ("aten::mul", [scores, []], [BF16, "Scalar"],
+    first = (("aten::baddbmm", [scores, q, kt, [], []], [BF16, BF16, BF16, "Scalar", "Scalar"]) if baddbmm
+             else ("aten::bmm", [q, kt], [BF16, BF16]))
+    ops = [(*first, BF16_GEMM, 6), ("aten::mul", [scores, []], [BF16, "Scalar"],
            "void at::native::vectorized_elementwise_kernel<4, mul>(int)", 8),
            ("aten::_softmax", [scores, [], []], [BF16, "Scalar", "Scalar"],
             "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16>(int)", softmax_us),
@@ -37,13 +40,22 @@ def attention_layer(b: TraceBuilder, start: float, softmax_us: float = 20.0, sec
     return t
 
 
-def attention_trace(layers: int = 4, second: str = "aten::bmm", pause_us: float = 40) -> TraceBuilder:
+def attention_trace(layers: int = 4, second: str = "aten::bmm", pause_us: float = 40,
+                    baddbmm: bool = False) -> TraceBuilder:
     """`layers` attention blocks, `pause_us` apart on the CPU (0: each kernel queued before the last ends)."""
     b = TraceBuilder(**H100)
     t = 0.0
     for _ in range(layers):
-        t = attention_layer(b, t + pause_us, second=second)
+        t = attention_layer(b, t + pause_us, second=second, baddbmm=baddbmm)
     return b
+
+
+def test_attention_scores_from_baddbmm_are_attention_too(tmp_path):
+    """GPT-2 style: `torch.baddbmm(bias, q, kᵀ, alpha=scale)` makes the scores; same gain as with bmm."""
+    row = findings_of(attention_trace(baddbmm=True), tmp_path)["unfused-attention"]
+    io = 4 * HEADS * SEQ * DIM * 2 / H100_PEAKS.memory_bandwidth_bytes_per_s * 1e9
+    assert row["evidence"].startswith("4 attention chains (aten::baddbmm → aten::mul → aten::_softmax → aten::bmm)")
+    assert row["gain_ns"] == pytest.approx(4 * (40_000 - io))
 
 
 def test_unfused_attention_is_one_sdpa_kernel(tmp_path):

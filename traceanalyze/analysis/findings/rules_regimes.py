@@ -50,13 +50,20 @@ def _attention_chains(rows: pl.DataFrame) -> list[list[int]]:
     return chains
 
 
+def _operands(shapes: list | None) -> list[list[int]]:
+    """The tensor inputs of a matmul op (two dimensions or more; `baddbmm`'s bias and scalars left out)."""
+    return [list(shape) for shape in (shapes or []) if shape and len(shape) >= 2][-2:]
+
+
 def _same_heads(first: list | None, softmax: list | None, second: list | None) -> bool:
-    """Whether the recorded shapes join: the softmax's input is the first matmul's result (its last
-    size is the second operand's last size) and the second matmul's first operand; unknown: True."""
-    if not first or not softmax or not second or len(first) < 2 or not softmax[0] or not second[0]:
+    """Whether the recorded shapes join: the softmax's input has the first matmul's result's last
+    size (its second operand's last size) and the size of one of the second matmul's operands;
+    unknown shapes: True."""
+    scores = softmax[0] if softmax else None
+    left, right = _operands(first), _operands(second)
+    if not scores or len(left) < 2 or len(right) < 2:
         return True
-    scores = softmax[0]
-    return bool(first[1]) and scores[-1] == first[1][-1] and math.prod(second[0]) == math.prod(scores)
+    return scores[-1] == left[1][-1] and any(math.prod(shape) == math.prod(scores) for shape in right)
 
 
 def unfused_attention(inputs: FindingInputs) -> list[Finding]:
@@ -146,8 +153,10 @@ def _sdpa_ns(rows: pl.DataFrame, first: list | None, second: list | None, inputs
         return None
     compute = flops / (peak * SDPA_EFFICIENCY) * 1e9
     element = ELEMENT_BYTES.get(dtype, 4)
-    tensors = [shape for shape in ((first or [])[:2] + (second or [])[1:2]) if shape]
-    io = (sum(math.prod(shape) for shape in tensors) + (math.prod(first[0]) if first and first[0] else 0)) * element
+    left, right = _operands(first), _operands(second)
+    # Q and K (the first matmul's operands), V (the second's), the output O (Q's size): each once
+    tensors = left + right[1:] + left[:1]
+    io = sum(math.prod(shape) for shape in tensors) * element
     memory = io / inputs.peaks.memory_bandwidth_bytes_per_s * 1e9
     return max(compute, memory)
 

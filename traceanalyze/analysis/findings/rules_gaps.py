@@ -146,17 +146,21 @@ def launch_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]
 
 def _graph_remedies(inputs: FindingInputs, runs: pl.DataFrame) -> tuple[Remedy, ...]:
     """One `graph` remedy per run of launch-bound kernels: its kernels (the roofline's, on its
-    stream, from its first start to its last end) launched as one graph."""
-    if not {"device", "stream", "kind"} <= set(inputs.roofline.columns):
+    stream, from its first start to its last end) launched as one graph. One as-of join of the
+    kernels onto the runs (by device and stream), not a filter per run (thousands of runs)."""
+    if not {"device", "stream", "kind"} <= set(inputs.roofline.columns) or runs.is_empty():
         return ()
-    kernels = inputs.roofline.filter(pl.col("kind") == "kernel").select("device", "stream", "start_ns", "end_ns")
+    spans = (runs.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_run"), "device", "stream",
+                         "first_start_ns", "last_end_ns").sort("first_start_ns"))
+    kernels = (inputs.roofline.filter(pl.col("kind") == "kernel").select("device", "stream", "start_ns", "end_ns")
+               .sort("start_ns")
+               .join_asof(spans, left_on="start_ns", right_on="first_start_ns", by=["device", "stream"],
+                          strategy="backward", check_sortedness=False)
+               .filter(pl.col("_run").is_not_null() & (pl.col("end_ns") <= pl.col("last_end_ns"))))
     remedies = []
-    for device, stream, first, last in runs.select("device", "stream", "first_start_ns", "last_end_ns").iter_rows():
-        rows = kernels.filter((pl.col("device") == device) & (pl.col("stream") == stream)
-                              & (pl.col("start_ns") >= first) & (pl.col("end_ns") <= last)).sort("start_ns")
-        if rows.height:
-            remedies.append(Remedy(kind="graph", gpu_ops=op_keys(rows),
-                                   assumption="one graph launch replays the run's kernels back to back"))
+    for _, rows in kernels.group_by("_run", maintain_order=True):
+        remedies.append(Remedy(kind="graph", gpu_ops=op_keys(rows.sort("start_ns")),
+                               assumption="one graph launch replays the run's kernels back to back"))
     return tuple(remedies)
 
 

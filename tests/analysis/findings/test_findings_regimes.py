@@ -21,17 +21,17 @@ HEADS, SEQ, DIM = 96, 197, 64  # ViT-B/16 at batch 8: 8 × 12 heads, 197 tokens,
 
 
 def attention_layer(b: TraceBuilder, start: float, softmax_us: float = 20.0, second: str = "aten::bmm",
-                    baddbmm: bool = False) -> float:
+                    baddbmm: bool = False, dtype: str = BF16) -> float:
     """One attention block at `start` µs on stream 7: bmm (Q·Kᵀ, 6 µs) → mul (scale, 8 µs) → _softmax
-    (`softmax_us`) → `second` (P·V, 6 µs), bf16, shapes recorded. Returns the end of its last kernel."""
+    (`softmax_us`) → `second` (P·V, 6 µs) in `dtype`, shapes recorded. Returns the end of its last kernel."""
     q, kt, scores, v = [HEADS, SEQ, DIM], [HEADS, DIM, SEQ], [HEADS, SEQ, SEQ], [HEADS, SEQ, DIM]
-    first = (("aten::baddbmm", [scores, q, kt, [], []], [BF16, BF16, BF16, "Scalar", "Scalar"]) if baddbmm
-             else ("aten::bmm", [q, kt], [BF16, BF16]))
-    ops = [(*first, BF16_GEMM, 6), ("aten::mul", [scores, []], [BF16, "Scalar"],
+    first = (("aten::baddbmm", [scores, q, kt, [], []], [dtype, dtype, dtype, "Scalar", "Scalar"]) if baddbmm
+             else ("aten::bmm", [q, kt], [dtype, dtype]))
+    ops = [(*first, BF16_GEMM, 6), ("aten::mul", [scores, []], [dtype, "Scalar"],
            "void at::native::vectorized_elementwise_kernel<4, mul>(int)", 8),
-           ("aten::_softmax", [scores, [], []], [BF16, "Scalar", "Scalar"],
+           ("aten::_softmax", [scores, [], []], [dtype, "Scalar", "Scalar"],
             "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16>(int)", softmax_us),
-           (second, [scores, v], [BF16, BF16], BF16_GEMM, 6)]
+           (second, [scores, v], [dtype, dtype], BF16_GEMM, 6)]
     t = start
     for name, dims, types, kernel, dur in ops:
         op = b.cpu_op(name, t, 5, input_dims=dims, input_types=types, concrete_inputs=[""] * len(dims))
@@ -221,3 +221,13 @@ def test_without_the_attention_rule_the_same_softmax_is_far_below_its_roof(tmp_p
     monkeypatch.setattr(kernel_claims, "KERNEL_RULES", kernel_claims.KERNEL_RULES[1:])
     ids = set(report_of(attention_trace(12, pause_us=0), tmp_path).ranks[0].findings["id"].to_list())
     assert "far-below-roof" in ids and "unfused-attention" not in ids
+
+
+def test_attention_on_a_v100_names_no_bf16(tmp_path):
+    """A V100 has no bf16: the SDPA advice names the fp16 flash backend only."""
+    b = TraceBuilder(**V100)
+    t = 0.0
+    for _ in range(2):
+        t = attention_layer(b, t + 40, dtype="c10::Half")
+    row = findings_of(b, tmp_path)["unfused-attention"]
+    assert "bf16" not in row["action"] and "flash (fp16)" in row["action"]

@@ -109,7 +109,8 @@ def unfused_attention(inputs: FindingInputs) -> list[Finding]:
                 f"{format_share(softmax_ns, busy)} at {weighted_fraction(softmax):.0%} of its roof; one SDPA kernel "
                 f"for the same heads: ≈ {format_ns(ideal_total)} at {SDPA_EFFICIENCY:.0%} of the "
                 f"{_dtype(hit).upper()} roof")
-    backends = ("flash (fp16/bf16), memory-efficient or cuDNN backend, chosen by "
+    halves = "fp16/bf16" if capabilities(inputs.peaks).bf16 else "fp16"
+    backends = (f"flash ({halves}), memory-efficient or cuDNN backend, chosen by "
                 "`torch.nn.attention.sdpa_kernel`" if context.family == "CUDA" else
                 "flash / memory-efficient backends (ROCm: CK or AOTriton)" if context.family == "ROCm" else
                 "the backend the device provides")

@@ -1,0 +1,328 @@
+"""The dependency graph of one rank, built from its recorded trace (docs/whatif.md, "The graph").
+
+Nodes are the rank's runtime calls and ProfilerStep boundaries (in order on their host thread)
+and its GPU ops (in order on their stream). Edges say what a node waits for:
+
+- thread order: a call starts after the previous node of its thread ended, plus the recorded CPU
+  time between them (`offset`: the CPU work in between);
+- launch: a GPU op starts after the call that launched it started, plus a launch latency;
+- stream order: a GPU op starts after the previous op of its stream ended, plus a small gap;
+- stream waits (`cudaStreamWaitEvent`): the next op of the waiting stream starts after the last op
+  of every other stream of the device launched before the wait call;
+- blocking waits: a synchronising call (stream, event or device synchronisation, a copy or set
+  that held the CPU until its own GPU op ended) ends after the GPU ops it waited on (`wait`
+  edges), plus the call's own cost after them (`fixed`).
+
+Each offset is read from the recorded times so that re-timing the unmodified graph gives back
+the recorded times exactly (`replay.replay`); what the offsets assume where the binding edge
+changes is said in docs/whatif.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from traceanalyze.model import Trace
+
+CALL, MARK, GPU = 0, 1, 2  # node kinds: a runtime call, a step boundary, a GPU op
+DEFAULT_LAUNCH_LATENCY_NS = 5_000  # when no kernel of the rank was clearly bound by its launch
+WAIT_TOLERANCE_NS = 1_000  # a blocking call waited on an op that ended up to this much after it returned
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One rank's dependency graph: per node (`kind`, recorded `start`/`end`, `dur`, `fixed` for a
+    blocking call's own cost after its waits, `thread`/`stream` keys, `row` in the trace's table),
+    and per edge (`src` → `dst`, `src_end`: from the source's end rather than its start,
+    `offset`, `wait`: an end constraint of a blocking call). `order` is a topological order.
+    Arrays are numpy; a transformation returns a new Graph (`dataclasses.replace`)."""
+
+    kind: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    dur: np.ndarray
+    fixed: np.ndarray
+    blocking: np.ndarray  # bool: end = max(start, waits) + fixed
+    row: np.ndarray  # row of trace.runtime (CALL), trace.steps (MARK: 2*step row + is_end), trace.gpu (GPU)
+    lane: np.ndarray  # index of the node's thread (CALL, MARK) or stream (GPU) in `lanes`
+    lanes: tuple[tuple[int, int, int], ...]  # (0, pid, tid) of a thread, (1, device, stream) of a stream
+    src: np.ndarray
+    dst: np.ndarray
+    src_end: np.ndarray
+    offset: np.ndarray
+    wait: np.ndarray
+    order: np.ndarray
+    launch_latency_ns: int
+
+    @property
+    def size(self) -> int:
+        return len(self.kind)
+
+
+def _i64(series: pl.Series) -> np.ndarray:
+    return series.cast(pl.Int64).fill_null(-1).to_numpy().astype(np.int64, copy=True)
+
+
+def _lane_index(keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Index of each row's (a, b) key among the distinct keys, and the keys."""
+    if len(keys) == 0:
+        return np.zeros(0, np.int64), []
+    distinct, index = np.unique(keys, axis=0, return_inverse=True)
+    return index.reshape(-1).astype(np.int64), [(int(a), int(b)) for a, b in distinct]
+
+
+def _chain(lane: np.ndarray, start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(previous, next) node pairs along each lane, nodes in (start, end) order within a lane."""
+    if len(nodes) < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort((nodes, end[nodes], start[nodes], lane[nodes]))
+    ordered = nodes[order]
+    same = lane[ordered[1:]] == lane[ordered[:-1]]
+    return ordered[:-1][same], ordered[1:][same]
+
+
+def build_graph(trace: Trace) -> Graph:
+    """The dependency graph of a one-rank trace (`Trace.for_rank`).
+
+    Examples
+    --------
+    >>> from traceanalyze.whatif import build_graph, replay  # doctest: +SKIP
+    >>> timing = replay(build_graph(trace))  # doctest: +SKIP
+    """
+    runtime, gpu, steps = trace.runtime, trace.gpu, trace.steps
+    n_call, n_gpu, n_mark = runtime.height, gpu.height, 2 * steps.height
+    kind = np.concatenate([np.full(n_call, CALL), np.full(n_mark, MARK), np.full(n_gpu, GPU)]).astype(np.int8)
+    mark_times = np.stack([_i64(steps["start_ns"]), _i64(steps["end_ns"])], axis=1).reshape(-1)
+    start = np.concatenate([_i64(runtime["start_ns"]), mark_times, _i64(gpu["start_ns"])])
+    end = np.concatenate([_i64(runtime["end_ns"]), mark_times, _i64(gpu["end_ns"])])
+    row = np.concatenate([np.arange(n_call), np.arange(n_mark), np.arange(n_gpu)]).astype(np.int64)
+    call_ids, gpu_ids = np.arange(n_call), n_call + n_mark + np.arange(n_gpu)
+    host_keys = np.stack([np.concatenate([_i64(runtime["pid"]), np.repeat(_i64(steps["pid"]), 2)]),
+                          np.concatenate([_i64(runtime["tid"]), np.repeat(_i64(steps["tid"]), 2)])], axis=1)
+    host_lane, threads = _lane_index(host_keys)
+    stream_keys = np.stack([_i64(gpu["device"]), _i64(gpu["stream"])], axis=1)
+    stream_lane, streams = _lane_index(stream_keys)
+    lane = np.concatenate([host_lane, stream_lane + len(threads)])
+    lanes = tuple((0, a, b) for a, b in threads) + tuple((1, a, b) for a, b in streams)
+    edges = _Edges()
+    host_nodes = np.arange(n_call + n_mark)
+    prev, nxt = _chain(lane, start, end, host_nodes)
+    edges.add(prev, nxt, True, start[nxt] - end[prev])
+    launcher = _launcher(trace, n_gpu)
+    latency = _launch_latency(lane, start, end, gpu_ids, launcher)
+    _stream_and_launch_edges(edges, lane, start, end, gpu_ids, launcher, latency)
+    launch_time = np.where(launcher >= 0, start[np.maximum(launcher, 0)], start[gpu_ids])
+    launched = gpu_ids[launcher >= 0]
+    _stream_wait_edges(edges, trace, start, end, gpu_ids, launched, launch_time, stream_lane, streams)
+    blocking = np.zeros(len(kind), bool)
+    _blocking_edges(edges, trace, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking)
+    src, dst, src_end, offset, wait = edges.arrays()
+    fixed = _fixed(start, end, dst[wait], end[src[wait]], blocking)
+    return Graph(kind=kind, start=start, end=end, dur=end - start, fixed=fixed, blocking=blocking, row=row,
+                 lane=lane, lanes=lanes, src=src, dst=dst, src_end=src_end, offset=offset, wait=wait,
+                 order=topological_order(len(kind), src, dst, start), launch_latency_ns=latency)
+
+
+class _Edges:
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, src: np.ndarray, dst: np.ndarray, src_end: bool, offset: np.ndarray, wait: bool = False) -> None:
+        n = len(src)
+        self.parts.append((src.astype(np.int64), dst.astype(np.int64), np.full(n, src_end),
+                           np.broadcast_to(offset, (n,)).astype(np.int64), np.full(n, wait)))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        if not self.parts:
+            return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, np.int64),
+                    np.zeros(0, bool))
+        return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(5))
+
+
+def _launcher(trace: Trace, n_gpu: int) -> np.ndarray:
+    """Per GPU op, the node (= runtime row) of its launch call, -1 for an orphan."""
+    if n_gpu == 0:
+        return np.zeros(0, np.int64)
+    return trace.launch_rows.cast(pl.Int64).fill_null(-1).to_numpy().astype(np.int64, copy=True)
+
+
+def _launch_latency(lane, start, end, gpu_ids, launcher) -> int:
+    """The rank's typical launch latency: the median of (op start − launch start) over ops whose
+    stream was idle when their launch began (the op waited for its launch alone)."""
+    prev, nxt = _chain(lane, start, end, gpu_ids)
+    prev_end = np.full(len(start), np.iinfo(np.int64).min)
+    prev_end[nxt] = end[prev]
+    launched = gpu_ids[launcher >= 0]
+    calls = launcher[launcher >= 0]
+    free = prev_end[launched] <= start[calls]
+    lat = start[launched][free] - start[calls][free]
+    lat = lat[lat >= 0]
+    return int(np.median(lat)) if len(lat) else DEFAULT_LAUNCH_LATENCY_NS
+
+
+def _stream_and_launch_edges(edges, lane, start, end, gpu_ids, launcher, latency) -> None:
+    """Stream order and launch edges. An op that ran right after its predecessor (it was queued
+    behind it) keeps its recorded gap after it, and at most the typical latency after its launch;
+    any other keeps its recorded latency after its launch (exact either way on the recorded run)."""
+    prev, nxt = _chain(lane, start, end, gpu_ids)
+    has_prev = np.zeros(len(start), bool)
+    has_prev[nxt] = True
+    prev_of = np.full(len(start), -1, np.int64)
+    prev_of[nxt] = prev
+    ops = gpu_ids
+    call = launcher
+    launch_start = np.where(call >= 0, start[np.maximum(call, 0)], np.iinfo(np.int64).min // 4)
+    prev_end = np.where(has_prev[ops], end[np.maximum(prev_of[ops], 0)], np.iinfo(np.int64).min // 4)
+    queued = has_prev[ops] & (prev_end > launch_start + latency)
+    gap = start[ops] - prev_end
+    stream_offset = np.where(queued, gap, np.minimum(gap, 0))
+    sel = has_prev[ops]
+    edges.add(prev_of[ops][sel], ops[sel], True, stream_offset[sel])
+    lat = start[ops] - launch_start
+    launch_offset = np.where(queued, np.minimum(lat, latency), lat)
+    sel = call >= 0
+    edges.add(call[sel], ops[sel], False, launch_offset[sel])
+
+
+def _last_before(times: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Per `at`, the index of the last of the sorted `times` strictly before it (-1 if none)."""
+    return np.searchsorted(times, at, side="left") - 1
+
+
+def _per_stream(gpu_ids, launch_time, stream_lane, n_streams):
+    """Per stream: its op nodes in launch order and their launch times."""
+    out = []
+    for s in range(n_streams):
+        ops = gpu_ids[stream_lane == s]
+        order = np.argsort(launch_time[ops - gpu_ids[0]] if len(ops) else ops, kind="stable")
+        ops = ops[order]
+        out.append((ops, launch_time[ops - gpu_ids[0]] if len(ops) else np.zeros(0, np.int64)))
+    return out
+
+
+def _sync_rows(trace: Trace) -> dict[int, tuple[str, int, int]]:
+    """Per correlation of a `cuda_sync` event: (its name, device, stream)."""
+    rows = trace.sync.select("correlation", "name", "device", "stream").drop_nulls("correlation")
+    return {int(c): (str(n), int(d if d is not None else -1), int(s if s is not None else -1))
+            for c, n, d, s in rows.iter_rows()}
+
+
+def _stream_wait_edges(edges, trace, start, end, gpu_ids, launched, launch_time, stream_lane, streams) -> None:
+    """`cudaStreamWaitEvent`: the waiting stream's next op starts after the last op launched
+    before the call on each other stream of the device (that ended before it started)."""
+    names = trace.runtime["name"].cast(pl.String)
+    calls = np.flatnonzero((names == "cudaStreamWaitEvent").to_numpy())
+    if len(calls) == 0 or len(gpu_ids) == 0:
+        return
+    sync = _sync_rows(trace)
+    corr = _i64(trace.runtime["correlation"])
+    per_stream = _per_stream(gpu_ids, launch_time, stream_lane, len(streams))
+    for call in calls:
+        found = sync.get(int(corr[call]))
+        if found is None or (found[1], found[2]) not in streams:
+            continue  # which stream waited is not recorded (2021 traces)
+        target = streams.index((found[1], found[2]))
+        ops, times = per_stream[target]
+        after = np.searchsorted(times, start[call], side="left")
+        if after >= len(ops):
+            continue
+        waiter = ops[after]
+        for s, (other, other_times) in enumerate(per_stream):
+            if s == target or streams[s][0] != found[1]:
+                continue
+            last = _last_before(other_times, np.array([start[call]]))[0]
+            if last >= 0 and end[other[last]] <= start[waiter]:
+                edges.add(np.array([other[last]]), np.array([waiter]), True, np.zeros(1, np.int64))
+
+
+def _blocking_edges(edges, trace, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking) -> None:
+    """Wait edges of the calls that held the CPU until GPU work ended: synchronisations (on the
+    stream the trace names, else every stream of the device, else every stream) and copies or
+    sets whose own op ended before the call returned."""
+    runtime = trace.runtime
+    kinds = runtime["kind"].cast(pl.String).to_numpy()
+    held = runtime["blocking"].fill_null(False).to_numpy().astype(bool)
+    is_sync = (kinds == "sync") & held
+    if len(gpu_ids):
+        own = launcher >= 0
+        ops, calls = gpu_ids[own], launcher[own]
+        copy = np.isin(kinds[calls], ("memcpy", "memset")) & (end[ops] <= end[calls] + WAIT_TOLERANCE_NS) & (
+            end[ops] > start[calls])
+        edges.add(ops[copy], calls[copy], True, np.zeros(int(copy.sum()), np.int64), wait=True)
+        blocking[calls[copy]] = True
+    sync_calls = np.flatnonzero(is_sync)
+    if len(sync_calls) == 0 or len(gpu_ids) == 0:
+        blocking[sync_calls] = True
+        return
+    sync = _sync_rows(trace)
+    corr = _i64(runtime["correlation"])
+    per_stream = _per_stream(gpu_ids, launch_time, stream_lane, len(streams))
+    for s, (ops, times) in enumerate(per_stream):
+        device, stream = streams[s]
+        wanted = np.array([_waits_on(sync.get(int(corr[c])), device, stream) for c in sync_calls], bool)
+        calls = sync_calls[wanted]
+        last = _last_before(times, start[calls])
+        ok = last >= 0
+        waited = ops[np.maximum(last, 0)]
+        ok &= end[waited] <= end[calls] + WAIT_TOLERANCE_NS
+        edges.add(waited[ok], calls[ok], True, np.zeros(int(ok.sum()), np.int64), wait=True)
+    blocking[sync_calls] = True
+
+
+def _waits_on(found: tuple[str, int, int] | None, device: int, stream: int) -> bool:
+    """Whether a synchronising call (its `cuda_sync` event, if recorded) waits on the stream."""
+    if found is None:
+        return True
+    name, sync_device, sync_stream = found
+    if sync_device >= 0 and sync_device != device:
+        return False
+    if name == "Stream Sync" and sync_stream >= 0:
+        return sync_stream == stream
+    return True
+
+
+def _fixed(start, end, wait_dst, wait_src_end, blocking) -> np.ndarray:
+    """A blocking call's own cost: the time from the later of its start and the end of what it
+    waited on, to its end (its whole duration when it waited on nothing)."""
+    waited = np.full(len(start), np.iinfo(np.int64).min)
+    np.maximum.at(waited, wait_dst, wait_src_end)
+    fixed = end - np.maximum(start, waited)
+    return np.where(blocking, fixed, end - start)
+
+
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Nodes in an order where every edge's source comes before its destination (Kahn's
+    algorithm, ties by recorded start). Nodes of a cycle (a trace whose clocks disagree) follow
+    in recorded order, their edges inside the cycle ignored by the replay."""
+    indegree = np.bincount(dst, minlength=n) if len(dst) else np.zeros(n, np.int64)
+    by_src = np.argsort(src, kind="stable")
+    ptr = np.searchsorted(src[by_src], np.arange(n + 1))
+    targets = dst[by_src].tolist()
+    ptr_list = ptr.tolist()
+    deg = indegree.tolist()
+    ready = np.flatnonzero(indegree == 0)
+    ready = ready[np.argsort(start[ready], kind="stable")].tolist()
+    out: list[int] = []
+    done = np.zeros(n, bool)
+    i = 0
+    while True:
+        while i < len(ready):
+            node = ready[i]
+            i += 1
+            out.append(node)
+            for k in range(ptr_list[node], ptr_list[node + 1]):
+                t = targets[k]
+                deg[t] -= 1
+                if deg[t] == 0:
+                    ready.append(t)
+        if len(out) == n:
+            break
+        done[out] = True
+        left = np.flatnonzero(~done)
+        first = int(left[np.argmin(start[left])])
+        deg[first] = 0
+        ready.append(first)
+    return np.asarray(out, np.int64)

@@ -37,7 +37,7 @@ class Graph:
     """One rank's dependency graph: per node (`kind`, recorded `start`/`end`, `dur`, `fixed` for a
     blocking call's own cost after its waits, `thread`/`stream` keys, `row` in the trace's table),
     and per edge (`src` → `dst`, `src_end`: from the source's end rather than its start,
-    `offset`, `wait`: an end constraint of a blocking call). `order` is a topological order.
+    `offset`, `wait`: an end constraint of a blocking call). `order` is a topological order of the nodes' starts (`2 * node`) and ends (`2 * node + 1`).
     Arrays are numpy; a transformation returns a new Graph (`dataclasses.replace`)."""
 
     kind: np.ndarray
@@ -123,7 +123,7 @@ def build_graph(trace: Trace) -> Graph:
     fixed = _fixed(start, end, dst[wait], end[src[wait]], blocking)
     return Graph(kind=kind, start=start, end=end, dur=end - start, fixed=fixed, blocking=blocking, row=row,
                  lane=lane, lanes=lanes, src=src, dst=dst, src_end=src_end, offset=offset, wait=wait,
-                 order=topological_order(len(kind), src, dst, start), launch_latency_ns=latency)
+                 order=topological_order(len(kind), src, dst, src_end, wait, start), launch_latency_ns=latency)
 
 
 class _Edges:
@@ -293,36 +293,42 @@ def _fixed(start, end, wait_dst, wait_src_end, blocking) -> np.ndarray:
     return np.where(blocking, fixed, end - start)
 
 
-def topological_order(n: int, src: np.ndarray, dst: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Nodes in an order where every edge's source comes before its destination (Kahn's
-    algorithm, ties by recorded start). Nodes of a cycle (a trace whose clocks disagree) follow
-    in recorded order, their edges inside the cycle ignored by the replay."""
-    indegree = np.bincount(dst, minlength=n) if len(dst) else np.zeros(n, np.int64)
-    by_src = np.argsort(src, kind="stable")
-    ptr = np.searchsorted(src[by_src], np.arange(n + 1))
-    targets = dst[by_src].tolist()
-    ptr_list = ptr.tolist()
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray, src_end: np.ndarray, wait: np.ndarray,
+                     start: np.ndarray) -> np.ndarray:
+    """The nodes' starts and ends (`2 * node` and `2 * node + 1`) in an order where each comes
+    after what it depends on: a start after the sources of the node's start edges (their start or
+    end), an end after the node's start and the ends its wait edges name (Kahn's algorithm, ties
+    by recorded start). A cycle (a trace whose clocks disagree) is cut at its earliest start; the
+    replay then reads the recorded time of a source not yet re-timed."""
+    halves = 2 * n
+    h_src = np.concatenate([2 * src + np.where(wait, 1, src_end.astype(np.int64)), 2 * np.arange(n)])
+    h_dst = np.concatenate([2 * dst + wait.astype(np.int64), 2 * np.arange(n) + 1])
+    indegree = np.bincount(h_dst, minlength=halves)
+    by_src = np.argsort(h_src, kind="stable")
+    ptr = np.searchsorted(h_src[by_src], np.arange(halves + 1)).tolist()
+    targets = h_dst[by_src].tolist()
     deg = indegree.tolist()
+    time = np.repeat(start, 2)
     ready = np.flatnonzero(indegree == 0)
-    ready = ready[np.argsort(start[ready], kind="stable")].tolist()
+    ready = ready[np.argsort(time[ready], kind="stable")].tolist()
     out: list[int] = []
-    done = np.zeros(n, bool)
     i = 0
     while True:
         while i < len(ready):
-            node = ready[i]
+            half = ready[i]
             i += 1
-            out.append(node)
-            for k in range(ptr_list[node], ptr_list[node + 1]):
+            out.append(half)
+            for k in range(ptr[half], ptr[half + 1]):
                 t = targets[k]
                 deg[t] -= 1
                 if deg[t] == 0:
                     ready.append(t)
-        if len(out) == n:
+        if len(out) == halves:
             break
+        done = np.zeros(halves, bool)
         done[out] = True
-        left = np.flatnonzero(~done)
-        first = int(left[np.argmin(start[left])])
+        left = np.flatnonzero(~done & (np.asarray(deg) > 0))
+        first = int(left[np.argmin(time[left])])
         deg[first] = 0
         ready.append(first)
     return np.asarray(out, np.int64)

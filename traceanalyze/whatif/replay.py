@@ -1,9 +1,10 @@
 """Re-timing a rank's dependency graph: a discrete-event replay (docs/whatif.md, "The replay").
 
-Each node, in topological order, starts at the latest of its start edges (the source's start or
-end plus the edge's offset; a node without one keeps its recorded start) and ends `dur` later; a
-blocking call ends `fixed` after the later of its start and the ends of the ops it waits on. On
-the unmodified graph every recorded time comes back exactly.
+Each node starts at the latest of its start edges (the source's start or end plus the edge's
+offset; a node without one keeps its recorded start) and ends `dur` later; a blocking call ends
+`fixed` after the later of its start and the ends of the ops it waits on. Starts and ends are
+computed in the graph's topological order. On the unmodified graph every recorded time comes back
+exactly.
 """
 
 from __future__ import annotations
@@ -23,36 +24,41 @@ class Timing:
     end: np.ndarray
 
 
+def _incoming(graph: Graph, select: np.ndarray) -> tuple[list[int], list[int], list[bool], list[int]]:
+    """CSR lists of the selected edges by destination: pointers, sources, from-end flags, offsets."""
+    dst = graph.dst[select]
+    by_dst = np.argsort(dst, kind="stable")
+    ptr = np.searchsorted(dst[by_dst], np.arange(graph.size + 1)).tolist()
+    return ptr, graph.src[select][by_dst].tolist(), graph.src_end[select][by_dst].tolist(), \
+        graph.offset[select][by_dst].tolist()
+
+
 def replay(graph: Graph) -> Timing:
     """The replayed times of every node of `graph`: O(nodes + edges), one pass in topological order."""
-    n = graph.size
-    by_dst = np.argsort(graph.dst, kind="stable")
-    ptr = np.searchsorted(graph.dst[by_dst], np.arange(n + 1)).tolist()
-    src = graph.src[by_dst].tolist()
-    src_end = graph.src_end[by_dst].tolist()
-    offset = graph.offset[by_dst].tolist()
-    wait = graph.wait[by_dst].tolist()
-    start = graph.start.tolist()  # sources inside a cycle (`graph.topological_order`) keep their recorded times
+    s_ptr, s_src, s_from_end, s_offset = _incoming(graph, ~graph.wait)
+    w_ptr, w_src, _, _ = _incoming(graph, graph.wait)
+    start = graph.start.tolist()  # a source cut out of a cycle keeps its recorded times
     end = graph.end.tolist()
     dur, fixed, blocking = graph.dur.tolist(), graph.fixed.tolist(), graph.blocking.tolist()
-    for node in graph.order.tolist():
-        begin = None
-        waited = None
-        for k in range(ptr[node], ptr[node + 1]):
-            s = src[k]
-            if wait[k]:
-                t = end[s]
-                if waited is None or t > waited:
-                    waited = t
-                continue
-            t = (end[s] if src_end[k] else start[s]) + offset[k]
-            if begin is None or t > begin:
-                begin = t
-        if begin is None:
-            begin = start[node]
-        start[node] = begin
+    for half in graph.order.tolist():
+        node = half >> 1
+        if half & 1 == 0:
+            begin = None
+            for k in range(s_ptr[node], s_ptr[node + 1]):
+                s = s_src[k]
+                t = (end[s] if s_from_end[k] else start[s]) + s_offset[k]
+                if begin is None or t > begin:
+                    begin = t
+            if begin is not None:
+                start[node] = begin
+            continue
+        begin = start[node]
         if blocking[node]:
-            end[node] = (begin if waited is None or waited < begin else waited) + fixed[node]
+            for k in range(w_ptr[node], w_ptr[node + 1]):
+                t = end[w_src[k]]
+                if t > begin:
+                    begin = t
+            end[node] = begin + fixed[node]
         else:
             end[node] = begin + dur[node]
     return Timing(np.asarray(start, np.int64), np.asarray(end, np.int64))

@@ -1,11 +1,14 @@
 """What if: the trace replayed, and each finding's action applied to it (docs/whatif.md).
 
 `graph.build_graph` turns one rank's trace into a dependency graph, `replay.replay` re-times it,
-`transform.apply` changes it as a `Remedy` says, `predict` gives the measured and replayed window
-and steps and each finding's predicted saving.
+`transform.apply` changes it as a finding's `Remedy` says, `predict.predict` gives the measured
+and replayed window and steps and each finding's predicted saving.
 """
 
 from traceanalyze.whatif.graph import Graph, build_graph
+from traceanalyze.whatif.predict import RankPrediction, Saving, Span, predict
 from traceanalyze.whatif.replay import Timing, replay
+from traceanalyze.whatif.transform import Unmodelled, apply
 
-__all__ = ["Graph", "Timing", "build_graph", "replay"]
+__all__ = ["Graph", "RankPrediction", "Saving", "Span", "Timing", "Unmodelled", "apply", "build_graph", "predict",
+           "replay"]

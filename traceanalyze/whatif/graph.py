@@ -46,6 +46,7 @@ class Graph:
     dur: np.ndarray
     fixed: np.ndarray
     blocking: np.ndarray  # bool: end = max(start, waits) + fixed
+    graph_call: np.ndarray  # bool: a CUDA graph launch call
     row: np.ndarray  # row of trace.runtime (CALL), trace.steps (MARK: 2*step row + is_end), trace.gpu (GPU)
     lane: np.ndarray  # index of the node's thread (CALL, MARK) or stream (GPU) in `lanes`
     lanes: tuple[tuple[int, int, int], ...]  # (0, pid, tid) of a thread, (1, device, stream) of a stream
@@ -121,7 +122,10 @@ def build_graph(trace: Trace) -> Graph:
     _blocking_edges(edges, trace, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking)
     src, dst, src_end, offset, wait = edges.arrays()
     fixed = _fixed(start, end, dst[wait], end[src[wait]], blocking)
-    return Graph(kind=kind, start=start, end=end, dur=end - start, fixed=fixed, blocking=blocking, row=row,
+    graph_call = np.zeros(len(kind), bool)
+    graph_call[:n_call] = (runtime["kind"].cast(pl.String) == "graph_launch").to_numpy()
+    return Graph(kind=kind, start=start, end=end, dur=end - start, fixed=fixed, blocking=blocking,
+                 graph_call=graph_call, row=row,
                  lane=lane, lanes=lanes, src=src, dst=dst, src_end=src_end, offset=offset, wait=wait,
                  order=topological_order(len(kind), src, dst, src_end, wait, start), launch_latency_ns=latency)
 

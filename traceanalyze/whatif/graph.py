@@ -113,11 +113,14 @@ def build_graph(trace: Trace) -> Graph:
     prev, nxt = _chain(lane, start, end, host_nodes)
     edges.add(prev, nxt, True, start[nxt] - end[prev])
     launcher = _launcher(trace, n_gpu)
-    latency = _launch_latency(lane, start, end, gpu_ids, launcher)
-    _stream_and_launch_edges(edges, lane, start, end, gpu_ids, launcher, latency)
     launch_time = np.where(launcher >= 0, start[np.maximum(launcher, 0)], start[gpu_ids])
-    launched = gpu_ids[launcher >= 0]
-    _stream_wait_edges(edges, trace, start, end, gpu_ids, launched, launch_time, stream_lane, streams)
+    waits = _stream_waits(trace, start, end, gpu_ids, launch_time, stream_lane, streams)
+    prev, nxt = _chain(lane, start, end, gpu_ids)
+    held_src, held_dst = np.concatenate([prev, waits[0]]), np.concatenate([nxt, waits[1]])
+    held = np.full(len(start), np.iinfo(np.int64).min // 4)
+    np.maximum.at(held, held_dst, end[held_src])
+    latency = _launch_latency(start, gpu_ids, launcher, held)
+    _stream_and_launch_edges(edges, start, end, gpu_ids, launcher, latency, held_src, held_dst, held)
     blocking = np.zeros(len(kind), bool)
     _blocking_edges(edges, trace, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking)
     src, dst, src_end, offset, wait = edges.arrays()
@@ -153,42 +156,36 @@ def _launcher(trace: Trace, n_gpu: int) -> np.ndarray:
     return trace.launch_rows.cast(pl.Int64).fill_null(-1).to_numpy().astype(np.int64, copy=True)
 
 
-def _launch_latency(lane, start, end, gpu_ids, launcher) -> int:
-    """The rank's typical launch latency: the median of (op start − launch start) over ops whose
-    stream was idle when their launch began (the op waited for its launch alone)."""
-    prev, nxt = _chain(lane, start, end, gpu_ids)
-    prev_end = np.full(len(start), np.iinfo(np.int64).min)
-    prev_end[nxt] = end[prev]
+def _launch_latency(start, gpu_ids, launcher, held) -> int:
+    """The rank's typical launch latency: the median of (op start − launch start) over ops that
+    nothing held when their launch began (their predecessor on the stream, and any op of another
+    stream they waited on, had ended): the op waited for its launch alone."""
     launched = gpu_ids[launcher >= 0]
     calls = launcher[launcher >= 0]
-    free = prev_end[launched] <= start[calls]
+    free = held[launched] <= start[calls]
     lat = start[launched][free] - start[calls][free]
     lat = lat[lat >= 0]
     return int(np.median(lat)) if len(lat) else DEFAULT_LAUNCH_LATENCY_NS
 
 
-def _stream_and_launch_edges(edges, lane, start, end, gpu_ids, launcher, latency) -> None:
-    """Stream order and launch edges. An op that ran right after its predecessor (it was queued
-    behind it) keeps its recorded gap after it, and at most the typical latency after its launch;
-    any other keeps its recorded latency after its launch (exact either way on the recorded run)."""
-    prev, nxt = _chain(lane, start, end, gpu_ids)
-    has_prev = np.zeros(len(start), bool)
-    has_prev[nxt] = True
-    prev_of = np.full(len(start), -1, np.int64)
-    prev_of[nxt] = prev
+def _stream_and_launch_edges(edges, start, end, gpu_ids, launcher, latency, held_src, held_dst, held) -> None:
+    """Stream order, stream wait and launch edges. An op that its stream held past the typical
+    launch latency (its predecessor, or an op of another stream it waited on, ended later) was
+    queued: it keeps its recorded gap after what held it, and at most the typical latency after
+    its launch; any other op keeps its recorded latency after its launch, and follows what held
+    it with no gap (exact either way on the recorded run)."""
+    low = np.iinfo(np.int64).min // 4
+    launch_start = np.where(launcher >= 0, start[np.maximum(launcher, 0)], low)
     ops = gpu_ids
-    call = launcher
-    launch_start = np.where(call >= 0, start[np.maximum(call, 0)], np.iinfo(np.int64).min // 4)
-    prev_end = np.where(has_prev[ops], end[np.maximum(prev_of[ops], 0)], np.iinfo(np.int64).min // 4)
-    queued = has_prev[ops] & (prev_end > launch_start + latency)
-    gap = start[ops] - prev_end
-    stream_offset = np.where(queued, gap, np.minimum(gap, 0))
-    sel = has_prev[ops]
-    edges.add(prev_of[ops][sel], ops[sel], True, stream_offset[sel])
+    queued = held[ops] > launch_start + latency
+    is_queued = np.zeros(len(start), bool)
+    is_queued[ops] = queued
+    gap = start[held_dst] - np.where(is_queued[held_dst], held[held_dst], end[held_src])
+    edges.add(held_src, held_dst, True, np.where(is_queued[held_dst], gap, np.minimum(gap, 0)))
     lat = start[ops] - launch_start
     launch_offset = np.where(queued, np.minimum(lat, latency), lat)
-    sel = call >= 0
-    edges.add(call[sel], ops[sel], False, launch_offset[sel])
+    sel = launcher >= 0
+    edges.add(launcher[sel], ops[sel], False, launch_offset[sel])
 
 
 def _last_before(times: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -214,13 +211,15 @@ def _sync_rows(trace: Trace) -> dict[int, tuple[str, int, int]]:
             for c, n, d, s in rows.iter_rows()}
 
 
-def _stream_wait_edges(edges, trace, start, end, gpu_ids, launched, launch_time, stream_lane, streams) -> None:
-    """`cudaStreamWaitEvent`: the waiting stream's next op starts after the last op launched
-    before the call on each other stream of the device (that ended before it started)."""
+def _stream_waits(trace, start, end, gpu_ids, launch_time, stream_lane, streams) -> tuple[np.ndarray, np.ndarray]:
+    """`cudaStreamWaitEvent`: (sources, destinations). The waiting stream's next op starts after
+    the last op launched before the call on each other stream of the device (that ended before
+    it started). Which event, recorded on which stream, is not in the loaded tables."""
     names = trace.runtime["name"].cast(pl.String)
-    calls = np.flatnonzero((names == "cudaStreamWaitEvent").to_numpy())
+    calls = np.flatnonzero((names == "cudaStreamWaitEvent").to_numpy()) if len(names) else np.zeros(0, np.int64)
+    pairs: list[tuple[int, int]] = []
     if len(calls) == 0 or len(gpu_ids) == 0:
-        return
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     sync = _sync_rows(trace)
     corr = _i64(trace.runtime["correlation"])
     per_stream = _per_stream(gpu_ids, launch_time, stream_lane, len(streams))
@@ -239,7 +238,11 @@ def _stream_wait_edges(edges, trace, start, end, gpu_ids, launched, launch_time,
                 continue
             last = _last_before(other_times, np.array([start[call]]))[0]
             if last >= 0 and end[other[last]] <= start[waiter]:
-                edges.add(np.array([other[last]]), np.array([waiter]), True, np.zeros(1, np.int64))
+                pairs.append((int(other[last]), int(waiter)))
+    if not pairs:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    found_pairs = np.array(pairs, np.int64)
+    return found_pairs[:, 0], found_pairs[:, 1]
 
 
 def _blocking_edges(edges, trace, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking) -> None:

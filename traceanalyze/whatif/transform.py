@@ -111,7 +111,7 @@ def graph_launch(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -
     """The launches become one graph launch (as long as the rank's graph launches take, or the
     first launch when it has none) where the first was; the CPU time between the first and the last
     launch goes (what was captured runs no Python), blocking calls in between stay; the kernels
-    run back to back."""
+    run back to back (each as soon as the one before it ends and the graph launch returned)."""
     ops = index.ops(remedy)
     calls = sorted({index.launcher(graph, int(op)) for op in ops} - {-1}, key=lambda c: graph.start[c])
     if not calls:
@@ -129,7 +129,6 @@ def graph_launch(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -
         if not arrays.blocking[node]:
             arrays.dur[node] = 0
     first_op = ops[np.argmin(graph.start[ops])]
-    first_latency = index.launch_edge[first_op]
     captured = set(ops.tolist())
     for op in ops:
         if op == first_op:
@@ -137,8 +136,8 @@ def graph_launch(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -
         edge = index.lane_edge[op]
         if edge >= 0 and int(graph.src[edge]) in captured:
             arrays.offset[edge] = 0
-        if index.launch_edge[op] >= 0 and first_latency >= 0:
-            arrays.offset[index.launch_edge[op]] = arrays.offset[first_latency]
+        if index.launch_edge[op] >= 0:  # submitted when the graph launch returns
+            arrays.offset[index.launch_edge[op]] = 0
 
 
 def remove_cpu(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:

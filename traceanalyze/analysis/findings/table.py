@@ -47,6 +47,12 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
     """The findings of one rank (FINDINGS_SCHEMA), largest gain first, after trace health has
     downgraded or removed what it makes uncertain. `bucketed`: `bucketed_gaps(inputs)` when the
     caller has it already."""
+    return findings_frame(inputs.rank, rank_findings(inputs, bucketed))
+
+
+def rank_findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> list[Finding]:
+    """The `Finding`s of one rank (their `remedies` kept, for the replay), after trace health has
+    downgraded or removed what it makes uncertain, in the rules' order."""
     found: list[Finding] = []
     if inputs.gaps.height:
         bucketed = bucketed_gaps(inputs) if bucketed is None else bucketed
@@ -57,7 +63,7 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
         narrow = replace(inputs, roofline=inputs.roofline.select(read))  # a rule's filter copies what it keeps
         for rule in RULES:
             found.extend(rule(narrow))
-    return findings_frame(inputs.rank, rules_trace.apply_health(found, inputs.health))
+    return rules_trace.apply_health(found, inputs.health)
 
 
 def job_findings(job: JobAnalysis) -> pl.DataFrame:

@@ -171,3 +171,35 @@ def _saving(graph: Graph, owners: np.ndarray, replayed: Span, finding: Finding) 
     except Unmodelled as reason:
         return Saving(finding.id, None, None, None, f"not modelled: {reason}")
     return Saving(finding.id, float(replayed.window_ns - after.window_ns), after.window_ns, after.step_ns)
+
+
+REPLAY_SCHEMA = pl.Schema({
+    "rank": pl.Int32,
+    "measured_ns": pl.Int64,  # the recorded window
+    "replayed_ns": pl.Int64,  # the unmodified replay's window
+    "relative_error": pl.Float64,
+    "steps": pl.Int64,
+    "step_ns": pl.Float64,  # the recorded mean step time (null without steps)
+    "replayed_step_ns": pl.Float64,
+    "predicted_window_ns": pl.Int64,  # the top findings' actions together (null: none modelled)
+    "predicted_step_ns": pl.Float64,
+    "predicted_ids": pl.List(pl.String),
+})
+
+
+def replay_frame(prediction: RankPrediction) -> pl.DataFrame:
+    """One row (REPLAY_SCHEMA): the rank's replay, measured against the recorded run, and the top
+    findings' actions predicted together."""
+    combined = prediction.combined
+    return pl.DataFrame([{
+        "rank": prediction.rank,
+        "measured_ns": prediction.measured.window_ns,
+        "replayed_ns": prediction.replayed.window_ns,
+        "relative_error": prediction.relative_error,
+        "steps": len(prediction.measured.steps_ns),
+        "step_ns": prediction.measured.step_ns,
+        "replayed_step_ns": prediction.replayed.step_ns,
+        "predicted_window_ns": None if combined is None else combined.window_ns,
+        "predicted_step_ns": None if combined is None else combined.step_ns,
+        "predicted_ids": list(prediction.combined_ids),
+    }], schema=REPLAY_SCHEMA)

@@ -77,4 +77,5 @@ def job_findings(job: JobAnalysis) -> pl.DataFrame:
     frames = [findings_frame(rank, [f]) for rank, f in found]
     if not frames:
         return pl.DataFrame(schema=FINDINGS_SCHEMA)
-    return pl.concat(frames).sort(["gain_ns", "rank", "id"], descending=[True, False, False], nulls_last=True)
+    return pl.concat(frames).sort(["saving_ns", "gain_ns", "rank", "id"], descending=[True, True, False, False],
+                                  nulls_last=True)

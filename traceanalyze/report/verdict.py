@@ -41,6 +41,7 @@ class VerdictFinding:
     gain_ns: float | None
     gain_share: float | None  # gain / Σ window
     confidence: str
+    saving_ns: float | None = None  # the replay's predicted saving (docs/whatif.md); None: not modelled
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,13 @@ class Verdict:
 
 
 def ranked_findings(per_rank: Sequence[pl.DataFrame]) -> pl.DataFrame:
-    """Every rank's findings, ranked by gain (largest first, no estimate last), then rank and id."""
+    """Every rank's findings, ranked by the replay's predicted saving, then gain (largest first, no
+    estimate last), then rank and id."""
     frames = [found for found in per_rank if found.height]
     if not frames:
         return per_rank[0] if per_rank else pl.DataFrame()
-    return pl.concat(frames).sort(["gain_ns", "rank", "id"], descending=[True, False, False], nulls_last=True)
+    return pl.concat(frames).sort(["saving_ns", "gain_ns", "rank", "id"], descending=[True, True, False, False],
+                                  nulls_last=True)
 
 
 def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FINDINGS) -> Verdict:
@@ -99,7 +102,8 @@ def gain_text(f: VerdictFinding) -> str:
     if f.gain_ns is None:
         return "no time estimate"
     share = f" ({f.gain_share:.0%} of the window)" if f.gain_share is not None else ""
-    return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}"
+    saving = f", predicted saving {format_duration_ns(f.saving_ns)}" if f.saving_ns is not None else ""
+    return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}{saving}"
 
 
 def _fit(text: str, width: int) -> str:
@@ -168,7 +172,7 @@ def _verdict_finding(row: dict, window_ns: int | None) -> VerdictFinding:
     return VerdictFinding(rank=row["rank"], id=row["id"], title=row["title"], evidence=row["evidence"],
                           action=row["action"], gain_ns=gain,
                           gain_share=gain / window_ns if gain is not None and window_ns else None,
-                          confidence=str(row["confidence"]))
+                          confidence=str(row["confidence"]), saving_ns=row.get("saving_ns"))
 
 
 def _with_code(text: str) -> tuple[Inline, ...]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from builder import TraceBuilder
 
 import traceanalyze
-from builder import TraceBuilder
 from traceanalyze.analysis.findings.finding import Remedy
 from traceanalyze.whatif import Unmodelled, apply, build_graph, replay
 from traceanalyze.whatif.graph import GPU

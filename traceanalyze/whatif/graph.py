@@ -100,7 +100,7 @@ def build_graph(trace: Trace) -> Graph:
     start = np.concatenate([_i64(runtime["start_ns"]), mark_times, _i64(gpu["start_ns"])])
     end = np.concatenate([_i64(runtime["end_ns"]), mark_times, _i64(gpu["end_ns"])])
     row = np.concatenate([np.arange(n_call), np.arange(n_mark), np.arange(n_gpu)]).astype(np.int64)
-    call_ids, gpu_ids = np.arange(n_call), n_call + n_mark + np.arange(n_gpu)
+    gpu_ids = n_call + n_mark + np.arange(n_gpu)
     host_keys = np.stack([np.concatenate([_i64(runtime["pid"]), np.repeat(_i64(steps["pid"]), 2)]),
                           np.concatenate([_i64(runtime["tid"]), np.repeat(_i64(steps["tid"]), 2)])], axis=1)
     host_lane, threads = _lane_index(host_keys)

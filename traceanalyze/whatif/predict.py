@@ -203,3 +203,26 @@ def replay_frame(prediction: RankPrediction) -> pl.DataFrame:
         "predicted_step_ns": None if combined is None else combined.step_ns,
         "predicted_ids": list(prediction.combined_ids),
     }], schema=REPLAY_SCHEMA)
+
+
+def job_replay(replays: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """One row (REPLAY_SCHEMA, `rank` null) over the ranks' `replay_frame`s: windows and step times
+    are means over the ranks, `relative_error` the largest; a rank none of whose findings is
+    modelled counts with its recorded times in the predicted means (null when no rank has one)."""
+    rows = pl.concat([frame for frame in replays if frame.height], how="vertical") if replays else None
+    if rows is None or rows.height == 0:
+        return pl.DataFrame(schema=REPLAY_SCHEMA)
+    predicted = rows["predicted_window_ns"].is_not_null().any()
+    return pl.DataFrame([{
+        "rank": None,
+        "measured_ns": round(rows["measured_ns"].mean()),
+        "replayed_ns": round(rows["replayed_ns"].mean()),
+        "relative_error": rows["relative_error"].max(),
+        "steps": rows["steps"].sum(),
+        "step_ns": rows["step_ns"].mean(),
+        "replayed_step_ns": rows["replayed_step_ns"].mean(),
+        "predicted_window_ns": round(rows["predicted_window_ns"].fill_null(rows["measured_ns"]).mean())
+        if predicted else None,
+        "predicted_step_ns": rows["predicted_step_ns"].fill_null(rows["step_ns"]).mean() if predicted else None,
+        "predicted_ids": sorted({i for ids in rows["predicted_ids"].to_list() for i in ids}),
+    }], schema=REPLAY_SCHEMA)

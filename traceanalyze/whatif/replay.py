@@ -56,7 +56,7 @@ def replay(graph: Graph) -> Timing:
         if blocking[node]:
             for k in range(w_ptr[node], w_ptr[node + 1]):
                 t = end[w_src[k]]
-                if t > begin:
+                if t > begin:  # noqa: PLR1730 (the hot loop: no call)
                     begin = t
             end[node] = begin + fixed[node]
         else:

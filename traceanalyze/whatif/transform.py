@@ -101,7 +101,7 @@ def merge(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:
     if len(ops) == 0 or len(remedy.durations_ns) < 1:
         raise Unmodelled("merge: no ops or no duration")
     first = ops[np.argmin(graph.start[ops])]
-    arrays.dur[first] = int(round(max(remedy.durations_ns[0], 0)))
+    arrays.dur[first] = round(max(remedy.durations_ns[0], 0))
     for op in ops:
         if op != first:
             _remove_op(graph, index, arrays, int(op))
@@ -187,7 +187,7 @@ def rank_delay(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> 
     ops = index.ops(remedy)
     if not remedy.durations_ns:
         raise Unmodelled("rank_delay: no delay")
-    delay = int(round(remedy.durations_ns[0]))
+    delay = round(remedy.durations_ns[0])
     arrays.dur[ops] = np.maximum(arrays.dur[ops] - delay, 0)
 
 

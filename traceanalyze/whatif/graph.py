@@ -68,11 +68,13 @@ def _i64(series: pl.Series) -> np.ndarray:
 
 
 def _lane_index(keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Index of each row's (a, b) key among the distinct keys, and the keys."""
+    """Index of each row's (a, b) key among the distinct keys (in sorted order), and the keys."""
     if len(keys) == 0:
         return np.zeros(0, np.int64), []
-    distinct, index = np.unique(keys, axis=0, return_inverse=True)
-    return index.reshape(-1).astype(np.int64), [(int(a), int(b)) for a, b in distinct]
+    frame = pl.DataFrame({"a": keys[:, 0], "b": keys[:, 1]})
+    index = frame.select(pl.struct("a", "b").rank("dense") - 1).to_series().to_numpy().astype(np.int64)
+    distinct = frame.unique().sort("a", "b")
+    return index, [(int(a), int(b)) for a, b in distinct.iter_rows()]
 
 
 def _chain(lane: np.ndarray, start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,13 +95,15 @@ def build_graph(trace: Trace) -> Graph:
     >>> from traceanalyze.whatif import build_graph, replay  # doctest: +SKIP
     >>> timing = replay(build_graph(trace))  # doctest: +SKIP
     """
-    runtime, gpu, steps = trace.runtime, trace.gpu, trace.steps
+    gpu, steps = trace.gpu, trace.steps
+    launch_rows = _launcher(trace, gpu.height)
+    runtime, call_rows, launcher = _calls(trace.runtime, launch_rows)
     n_call, n_gpu, n_mark = runtime.height, gpu.height, 2 * steps.height
     kind = np.concatenate([np.full(n_call, CALL), np.full(n_mark, MARK), np.full(n_gpu, GPU)]).astype(np.int8)
     mark_times = np.stack([_i64(steps["start_ns"]), _i64(steps["end_ns"])], axis=1).reshape(-1)
     start = np.concatenate([_i64(runtime["start_ns"]), mark_times, _i64(gpu["start_ns"])])
     end = np.concatenate([_i64(runtime["end_ns"]), mark_times, _i64(gpu["end_ns"])])
-    row = np.concatenate([np.arange(n_call), np.arange(n_mark), np.arange(n_gpu)]).astype(np.int64)
+    row = np.concatenate([call_rows, np.arange(n_mark), np.arange(n_gpu)]).astype(np.int64)
     gpu_ids = n_call + n_mark + np.arange(n_gpu)
     host_keys = np.stack([np.concatenate([_i64(runtime["pid"]), np.repeat(_i64(steps["pid"]), 2)]),
                           np.concatenate([_i64(runtime["tid"]), np.repeat(_i64(steps["tid"]), 2)])], axis=1)
@@ -112,9 +116,8 @@ def build_graph(trace: Trace) -> Graph:
     host_nodes = np.arange(n_call + n_mark)
     prev, nxt = _chain(lane, start, end, host_nodes)
     edges.add(prev, nxt, True, start[nxt] - end[prev])
-    launcher = _launcher(trace, n_gpu)
     launch_time = np.where(launcher >= 0, start[np.maximum(launcher, 0)], start[gpu_ids])
-    waits = _stream_waits(trace, start, end, gpu_ids, launch_time, stream_lane, streams)
+    waits = _stream_waits(trace, runtime, start, end, gpu_ids, launch_time, stream_lane, streams)
     prev, nxt = _chain(lane, start, end, gpu_ids)
     held_src, held_dst = np.concatenate([prev, waits[0]]), np.concatenate([nxt, waits[1]])
     held = np.full(len(start), np.iinfo(np.int64).min // 4)
@@ -122,7 +125,7 @@ def build_graph(trace: Trace) -> Graph:
     latency = _launch_latency(start, gpu_ids, launcher, held)
     _stream_and_launch_edges(edges, start, end, gpu_ids, launcher, latency, held_src, held_dst, held)
     blocking = np.zeros(len(kind), bool)
-    _blocking_edges(edges, trace, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking)
+    _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking)
     src, dst, src_end, offset, wait = edges.arrays()
     fixed = _fixed(start, end, dst[wait], end[src[wait]], blocking)
     graph_call = np.zeros(len(kind), bool)
@@ -130,7 +133,7 @@ def build_graph(trace: Trace) -> Graph:
     return Graph(kind=kind, start=start, end=end, dur=end - start, fixed=fixed, blocking=blocking,
                  graph_call=graph_call, row=row,
                  lane=lane, lanes=lanes, src=src, dst=dst, src_end=src_end, offset=offset, wait=wait,
-                 order=topological_order(len(kind), src, dst, src_end, wait, start), launch_latency_ns=latency)
+                 order=topological_order(len(kind), src, dst, src_end, wait, start, end), launch_latency_ns=latency)
 
 
 class _Edges:
@@ -149,8 +152,24 @@ class _Edges:
         return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(5))
 
 
+def _calls(runtime: pl.DataFrame, launch_rows: np.ndarray) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """The runtime calls the graph holds: launches, copies, sets, synchronisations and any call
+    that launched a GPU op; a call of another kind (`cudaEventRecord`, `cudaStreamIsCapturing`,
+    ...) neither launches nor waits, and its time stays in the CPU work between the calls kept
+    (all calls are kept on a rank without GPU ops: they make its window).
+    Returns those calls, their rows in `runtime`, and per GPU op its launch call's node (-1: none)."""
+    kinds = runtime["kind"].cast(pl.String).to_numpy() if runtime.height else np.zeros(0, object)
+    keep = (kinds != "other") | (len(launch_rows) == 0)  # a rank without GPU ops: its window is its host span
+    keep[launch_rows[launch_rows >= 0]] = True
+    rows = np.flatnonzero(keep)
+    node_of_row = np.full(runtime.height, -1, np.int64)
+    node_of_row[rows] = np.arange(len(rows))
+    launcher = np.where(launch_rows >= 0, node_of_row[np.maximum(launch_rows, 0)], -1) if len(launch_rows) else launch_rows
+    return runtime[rows], rows.astype(np.int64), launcher
+
+
 def _launcher(trace: Trace, n_gpu: int) -> np.ndarray:
-    """Per GPU op, the node (= runtime row) of its launch call, -1 for an orphan."""
+    """Per GPU op, the runtime row of its launch call, -1 for an orphan."""
     if n_gpu == 0:
         return np.zeros(0, np.int64)
     return trace.launch_rows.cast(pl.Int64).fill_null(-1).to_numpy().astype(np.int64, copy=True)
@@ -211,17 +230,17 @@ def _sync_rows(trace: Trace) -> dict[int, tuple[str, int, int]]:
             for c, n, d, s in rows.iter_rows()}
 
 
-def _stream_waits(trace, start, end, gpu_ids, launch_time, stream_lane, streams) -> tuple[np.ndarray, np.ndarray]:
+def _stream_waits(trace, runtime, start, end, gpu_ids, launch_time, stream_lane, streams) -> tuple[np.ndarray, np.ndarray]:
     """`cudaStreamWaitEvent`: (sources, destinations). The waiting stream's next op starts after
     the last op launched before the call on each other stream of the device (that ended before
     it started). Which event, recorded on which stream, is not in the loaded tables."""
-    names = trace.runtime["name"].cast(pl.String)
+    names = runtime["name"].cast(pl.String)
     calls = np.flatnonzero((names == "cudaStreamWaitEvent").to_numpy()) if len(names) else np.zeros(0, np.int64)
     pairs: list[tuple[int, int]] = []
     if len(calls) == 0 or len(gpu_ids) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     sync = _sync_rows(trace)
-    corr = _i64(trace.runtime["correlation"])
+    corr = _i64(runtime["correlation"])
     per_stream = _per_stream(gpu_ids, launch_time, stream_lane, len(streams))
     for call in calls:
         found = sync.get(int(corr[call]))
@@ -245,11 +264,10 @@ def _stream_waits(trace, start, end, gpu_ids, launch_time, stream_lane, streams)
     return found_pairs[:, 0], found_pairs[:, 1]
 
 
-def _blocking_edges(edges, trace, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking) -> None:
+def _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking) -> None:
     """Wait edges of the calls that held the CPU until GPU work ended: synchronisations (on the
     stream the trace names, else every stream of the device, else every stream) and copies or
     sets whose own op ended before the call returned."""
-    runtime = trace.runtime
     kinds = runtime["kind"].cast(pl.String).to_numpy()
     held = runtime["blocking"].fill_null(False).to_numpy().astype(bool)
     is_sync = (kinds == "sync") & held
@@ -300,16 +318,53 @@ def _fixed(start, end, wait_dst, wait_src_end, blocking) -> np.ndarray:
     return np.where(blocking, fixed, end - start)
 
 
-def topological_order(n: int, src: np.ndarray, dst: np.ndarray, src_end: np.ndarray, wait: np.ndarray,
-                     start: np.ndarray) -> np.ndarray:
-    """The nodes' starts and ends (`2 * node` and `2 * node + 1`) in an order where each comes
-    after what it depends on: a start after the sources of the node's start edges (their start or
-    end), an end after the node's start and the ends its wait edges name (Kahn's algorithm, ties
-    by recorded start). A cycle (a trace whose clocks disagree) is cut at its earliest start; the
-    replay then reads the recorded time of a source not yet re-timed."""
-    halves = 2 * n
+def _half_edges(n, src, dst, src_end, wait) -> tuple[np.ndarray, np.ndarray]:
+    """The edges between starts (`2 * node`) and ends (`2 * node + 1`): each edge's, and each
+    node's start before its end."""
     h_src = np.concatenate([2 * src + np.where(wait, 1, src_end.astype(np.int64)), 2 * np.arange(n)])
     h_dst = np.concatenate([2 * dst + wait.astype(np.int64), 2 * np.arange(n) + 1])
+    return h_src, h_dst
+
+
+MAX_REPAIRS = 64  # rounds of pushing a start or end after its sources before Kahn's algorithm instead
+
+
+def topological_order(n: int, src: np.ndarray, dst: np.ndarray, src_end: np.ndarray, wait: np.ndarray,
+                      start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The nodes' starts and ends (`2 * node` and `2 * node + 1`) in an order where each comes
+    after what it depends on: a start after the sources of the node's start edges (their start or
+    end), an end after the node's start and the ends its wait edges name.
+
+    The recorded times are nearly such an order already: the starts and ends are sorted by them
+    (vectorised), and each one found before a source is pushed just after it, a few rounds at
+    most (zero-length nodes at one instant, the odd op recorded before its launch); a graph that
+    does not settle so (a cycle) is ordered by `kahn_order`."""
+    h_src, h_dst = _half_edges(n, src, dst, src_end, wait)
+    key = np.empty(2 * n, np.int64)
+    key[0::2] = start
+    key[1::2] = end
+    rank = np.argsort(np.argsort(key, kind="stable"), kind="stable").astype(np.int64)  # 0 … 2n − 1, distinct
+    for _ in range(MAX_REPAIRS):
+        late = rank[h_src] >= rank[h_dst]
+        if not late.any():
+            return np.argsort(rank, kind="stable")
+        pushed = rank.astype(np.float64)
+        after = np.full(2 * n, -np.inf)
+        np.maximum.at(after, h_dst[late], pushed[h_src[late]] + 0.5)
+        moved = after > pushed
+        pushed[moved] = after[moved]
+        rank = np.argsort(np.argsort(pushed, kind="stable"), kind="stable").astype(np.int64)
+    return kahn_order(n, src, dst, src_end, wait, start)
+
+
+def kahn_order(n: int, src: np.ndarray, dst: np.ndarray, src_end: np.ndarray, wait: np.ndarray,
+                     start: np.ndarray) -> np.ndarray:
+    """`topological_order` by Kahn's algorithm (ties by recorded start): a Python loop over every
+    start and end, for the graphs the sorted order cannot settle. A cycle (a trace whose clocks
+    disagree) is cut at its earliest start; the replay then reads the recorded time of a source
+    not yet re-timed."""
+    halves = 2 * n
+    h_src, h_dst = _half_edges(n, src, dst, src_end, wait)
     indegree = np.bincount(h_dst, minlength=halves)
     by_src = np.argsort(h_src, kind="stable")
     ptr = np.searchsorted(h_src[by_src], np.arange(halves + 1)).tolist()

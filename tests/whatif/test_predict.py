@@ -14,7 +14,7 @@ import traceanalyze
 from traceanalyze.analysis.findings.finding import Finding, Remedy, findings_frame
 from traceanalyze.report.formats import RENDERERS
 from traceanalyze.report.terminal import predicted_line
-from traceanalyze.whatif import job_replay, predict, replay_frame
+from traceanalyze.whatif import job_replay, predict, replay_frame, with_notes
 
 US = 1_000
 
@@ -54,6 +54,9 @@ def test_each_finding_gets_the_windows_reduction_and_the_top_ones_are_predicted_
     assert savings["retime"].saving_ns == 1 * US
     assert savings["unmodelled"].saving_ns is None and "not modelled" in savings["unmodelled"].why
     assert savings["missing-op"].saving_ns is None and "no GPU op" in savings["missing-op"].why
+    noted = {f.id: f.evidence for f in with_notes([graphed, shorter, unknown, missing], prediction)}
+    assert noted["missing-op"].startswith("; the replay cannot predict its saving (no GPU op on device 0 stream 7")
+    assert noted["graph"] == noted["unmodelled"] == ""
     # together the graph's kernels back to back, the last one 1 µs: 19 µs, not 92 − 72 − 1
     assert prediction.combined_ids == ("graph", "retime")
     assert prediction.combined.window_ns == 19 * US

@@ -7,17 +7,18 @@ and replayed window and steps and each finding's predicted saving.
 
 from traceanalyze.whatif.graph import Graph, build_graph
 from traceanalyze.whatif.predict import (
-                                         REPLAY_SCHEMA,
-                                         STEPS_SCHEMA,
-                                         RankPrediction,
-                                         Saving,
-                                         Span,
-                                         job_replay,
-                                         predict,
-                                         replay_frame,
+    REPLAY_SCHEMA,
+    STEPS_SCHEMA,
+    RankPrediction,
+    Saving,
+    Span,
+    job_replay,
+    predict,
+    replay_frame,
+    with_notes,
 )
 from traceanalyze.whatif.replay import Timing, replay
 from traceanalyze.whatif.transform import Unmodelled, apply
 
 __all__ = ["REPLAY_SCHEMA", "STEPS_SCHEMA", "Graph", "RankPrediction", "Saving", "Span", "Timing", "Unmodelled", "apply",
-           "build_graph", "job_replay", "predict", "replay", "replay_frame"]
+           "build_graph", "job_replay", "predict", "replay", "replay_frame", "with_notes"]

@@ -11,7 +11,7 @@ last GPU op's end); a step without GPU work runs over its CPU span.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -169,7 +169,7 @@ def _saving(graph: Graph, owners: np.ndarray, replayed: Span, finding: Finding) 
     try:
         after = _timed(graph, owners, finding.remedies)
     except Unmodelled as reason:
-        return Saving(finding.id, None, None, None, f"not modelled: {reason}")
+        return Saving(finding.id, None, None, None, str(reason))
     return Saving(finding.id, float(replayed.window_ns - after.window_ns), after.window_ns, after.step_ns)
 
 
@@ -226,3 +226,12 @@ def job_replay(replays: Sequence[pl.DataFrame]) -> pl.DataFrame:
         "predicted_step_ns": rows["predicted_step_ns"].fill_null(rows["step_ns"]).mean() if predicted else None,
         "predicted_ids": sorted({i for ids in rows["predicted_ids"].to_list() for i in ids}),
     }], schema=REPLAY_SCHEMA)
+
+
+def with_notes(found: Sequence[Finding], prediction: RankPrediction) -> list[Finding]:
+    """The findings, each whose remedies the replay could not apply (`Unmodelled`: an op this
+    rank's trace lacks) saying so in its evidence; a finding without remedies is left as it is
+    (its rule says why, when it says anything)."""
+    notes = {id(f): s.why for f, s in zip(found, prediction.savings, strict=True) if f.remedies and s.saving_ns is None}
+    return [replace(f, evidence=f"{f.evidence}; the replay cannot predict its saving ({notes[id(f)]})")
+            if id(f) in notes else f for f in found]

@@ -25,7 +25,7 @@ from traceanalyze.report.chart_inputs import RankCharts, rank_charts
 from traceanalyze.report.summaries import SmallKernelSummary, Summary, idle_causes, small_kernel_summary, summarise
 from traceanalyze.report.units import format_duration_ns
 from traceanalyze.report.verdict import Verdict, ranked_findings, verdict, verdict_html
-from traceanalyze.whatif import predict, replay_frame
+from traceanalyze.whatif import predict, replay_frame, with_notes
 
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
 
@@ -268,7 +268,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         found_list = rank_findings(inputs, bucketed)
         step_attribution = by_step.result()
     prediction = predict(trace, found_list)  # the replay (docs/whatif.md): each finding's saving
-    found = findings_frame(meta.rank, found_list, [s.saving_ns for s in prediction.savings])
+    found = findings_frame(meta.rank, with_notes(found_list, prediction), [s.saving_ns for s in prediction.savings])
     return RankReport(
         rank=meta.rank,
         source=meta.source,

@@ -186,3 +186,16 @@ def test_a_remedy_naming_an_op_the_trace_lacks_is_not_modelled(tmp_path):
         apply(build_graph(trace), [Remedy("retime", gpu_ops=(op(trace, 11),), durations_ns=(1.0,))])
     with pytest.raises(Unmodelled, match="durations"):
         apply(build_graph(trace), [Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=())])
+
+
+def test_kernels_without_launches_keep_their_stream_order(tmp_path):
+    """Orphans (no runtime call recorded): the first keeps its time; the next, with no launch to
+    wait for, keeps its recorded 5 µs gap after the first."""
+    b = TraceBuilder()
+    b.orphan_kernel(10, 5)
+    b.orphan_kernel(20, 5)
+    trace = loaded(b, tmp_path)
+    assert trace.runtime.is_empty()
+    assert_replay_is_exact(trace)
+    faster = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(1 * US,))
+    assert gpu_times(trace, [faster]) == [(10, 11), (16, 21)]

@@ -164,7 +164,9 @@ def _calls(runtime: pl.DataFrame, launch_rows: np.ndarray) -> tuple[pl.DataFrame
     rows = np.flatnonzero(keep)
     node_of_row = np.full(runtime.height, -1, np.int64)
     node_of_row[rows] = np.arange(len(rows))
-    launcher = np.where(launch_rows >= 0, node_of_row[np.maximum(launch_rows, 0)], -1) if len(launch_rows) else launch_rows
+    launcher = np.full(len(launch_rows), -1, np.int64)
+    launched = launch_rows >= 0
+    launcher[launched] = node_of_row[launch_rows[launched]]
     return runtime[rows], rows.astype(np.int64), launcher
 
 

@@ -11,7 +11,11 @@ import pytest
 from shared_traces import REPO_ROOT, real_trace_params
 
 import traceanalyze
-from traceanalyze.whatif import build_graph, predict, replay
+from traceanalyze.analysis.findings.finding import Remedy
+from traceanalyze.whatif import apply, build_graph, predict, replay
+from traceanalyze.whatif.graph import GPU
+from traceanalyze.whatif.predict import first_change
+from traceanalyze.whatif.replay import reproduces_recording
 
 RECORDED = sorted((REPO_ROOT / "fixtures" / "recorded").glob("*.json.gz"))
 
@@ -33,6 +37,28 @@ def test_the_unmodified_replay_reproduces_the_window_and_every_step(path: Path):
         graph = build_graph(rank)
         timing = replay(graph)
         assert np.array_equal(timing.start, graph.start) and np.array_equal(timing.end, graph.end)
+        assert reproduces_recording(graph)
+
+
+@pytest.mark.parametrize("path", every_trace())
+def test_a_replay_begun_at_the_first_change_equals_the_whole_replay(path: Path):
+    """The middle GPU op of each rank at half its time: the replay from the first change on (what
+    predict runs per finding) gives the times of the whole replay, and the check of the recorded
+    times no longer holds."""
+    for rank in traceanalyze.load_trace(path).split_by_rank():
+        graph = build_graph(rank)
+        gpu = np.flatnonzero(graph.kind == GPU)
+        if not len(gpu):
+            continue
+        middle = gpu[len(gpu) // 2]
+        stream = graph.lanes[graph.lane[middle]]
+        key = (stream[1], stream[2], int(graph.start[middle]))
+        changed = apply(graph, [Remedy("retime", gpu_ops=(key,), durations_ns=(graph.dur[middle] // 2,))])
+        whole = replay(changed)
+        partial = replay(changed, base=replay(graph), since=first_change(graph, changed))
+        assert np.array_equal(whole.start, partial.start) and np.array_equal(whole.end, partial.end)
+        assert whole.end[middle] - whole.start[middle] == graph.dur[middle] // 2
+        assert not reproduces_recording(changed) or graph.dur[middle] // 2 == graph.dur[middle]
 
 
 def rank_window(rank) -> int:

@@ -19,7 +19,7 @@ import polars as pl
 from traceanalyze.analysis.findings.finding import Finding
 from traceanalyze.model import Trace
 from traceanalyze.whatif.graph import GPU, MARK, Graph, build_graph
-from traceanalyze.whatif.replay import replay
+from traceanalyze.whatif.replay import Timing, replay, reproduces_recording
 from traceanalyze.whatif.transform import Unmodelled, apply
 
 TOP_COMBINED = 3  # the findings whose actions are also predicted together
@@ -136,7 +136,7 @@ def predict(trace: Trace, found: Sequence[Finding] = ()) -> RankPrediction:
     graph = build_graph(trace)
     owners = _step_of_ops(graph, trace)
     measured = span(graph, graph.start, graph.end, owners)
-    base = replay(graph)
+    base = Timing(graph.start, graph.end) if reproduces_recording(graph) else replay(graph)
     replayed = span(graph, base.start, base.end, owners)
     rank = trace.meta[0].rank if trace.meta else 0
     steps = pl.DataFrame({
@@ -146,28 +146,41 @@ def predict(trace: Trace, found: Sequence[Finding] = ()) -> RankPrediction:
         "replayed_ns": replayed.steps_ns.tolist(),
         "relative_error": [relative_error(m, r) for m, r in zip(measured.steps_ns, replayed.steps_ns)],
     }, schema=STEPS_SCHEMA)
-    savings = tuple(_saving(graph, owners, replayed, f) for f in found)
+    savings = tuple(_saving(graph, owners, base, replayed, f) for f in found)
     modelled = sorted((s for s in savings if s.saving_ns is not None and s.saving_ns > 0),
                       key=lambda s: (-s.saving_ns, s.id))[:TOP_COMBINED]
     combined = None
     if modelled:
         chosen = {s.id for s in modelled}
         remedies = [r for f in found if f.id in chosen for r in f.remedies]
-        combined = _timed(graph, owners, remedies)
+        combined = _timed(graph, owners, base, remedies)
     return RankPrediction(rank=rank, measured=measured, replayed=replayed, steps=steps, savings=savings,
                           combined_ids=tuple(s.id for s in modelled), combined=combined)
 
 
-def _timed(graph: Graph, owners: np.ndarray, remedies) -> Span:
-    timing = replay(apply(graph, remedies))
+def first_change(graph: Graph, changed: Graph) -> int:
+    """The first position of `graph.order` whose node's time `changed` (the same graph with other
+    durations, costs, flags or offsets) may move: where its replay needs to begin."""
+    nodes = (graph.dur != changed.dur) | (graph.fixed != changed.fixed) | (graph.blocking != changed.blocking)
+    nodes[changed.dst[graph.offset != changed.offset]] = True
+    if not nodes.any():
+        return len(graph.order)
+    position = np.empty(len(graph.order), np.int64)
+    position[graph.order] = np.arange(len(graph.order))
+    return int(position[2 * np.flatnonzero(nodes)].min())
+
+
+def _timed(graph: Graph, owners: np.ndarray, base: Timing, remedies) -> Span:
+    changed = apply(graph, remedies)
+    timing = replay(changed, base=base, since=first_change(graph, changed))
     return span(graph, timing.start, timing.end, owners)
 
 
-def _saving(graph: Graph, owners: np.ndarray, replayed: Span, finding: Finding) -> Saving:
+def _saving(graph: Graph, owners: np.ndarray, base: Timing, replayed: Span, finding: Finding) -> Saving:
     if not finding.remedies:
         return Saving(finding.id, None, None, None, "the action is not modelled by the replay")
     try:
-        after = _timed(graph, owners, finding.remedies)
+        after = _timed(graph, owners, base, finding.remedies)
     except Unmodelled as reason:
         return Saving(finding.id, None, None, None, str(reason))
     return Saving(finding.id, float(replayed.window_ns - after.window_ns), after.window_ns, after.step_ns)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from traceanalyze.model import Trace
+from traceanalyze.model import RUNTIME_KINDS, Trace
 
 CALL, MARK, GPU = 0, 1, 2  # node kinds: a runtime call, a step boundary, a GPU op
 DEFAULT_LAUNCH_LATENCY_NS = 5_000  # when no kernel of the rank was clearly bound by its launch
@@ -129,7 +129,7 @@ def build_graph(trace: Trace) -> Graph:
     src, dst, src_end, offset, wait = edges.arrays()
     fixed = _fixed(start, end, dst[wait], end[src[wait]], blocking)
     graph_call = np.zeros(len(kind), bool)
-    graph_call[:n_call] = (runtime["kind"].cast(pl.String) == "graph_launch").to_numpy()
+    graph_call[:n_call] = _kind_code(runtime) == RUNTIME_KINDS.index("graph_launch")
     return Graph(kind=kind, start=start, end=end, dur=end - start, fixed=fixed, blocking=blocking,
                  graph_call=graph_call, row=row,
                  lane=lane, lanes=lanes, src=src, dst=dst, src_end=src_end, offset=offset, wait=wait,
@@ -152,14 +152,18 @@ class _Edges:
         return tuple(np.concatenate([p[i] for p in self.parts]) for i in range(5))
 
 
+def _kind_code(runtime: pl.DataFrame) -> np.ndarray:
+    """Each call's `kind` as its index in `model.RUNTIME_KINDS` (the Enum's physical value)."""
+    return runtime["kind"].to_physical().fill_null(-1).to_numpy().astype(np.int64)
+
+
 def _calls(runtime: pl.DataFrame, launch_rows: np.ndarray) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
     """The runtime calls the graph holds: launches, copies, sets, synchronisations and any call
     that launched a GPU op; a call of another kind (`cudaEventRecord`, `cudaStreamIsCapturing`,
     ...) neither launches nor waits, and its time stays in the CPU work between the calls kept
     (all calls are kept on a rank without GPU ops: they make its window).
     Returns those calls, their rows in `runtime`, and per GPU op its launch call's node (-1: none)."""
-    kinds = runtime["kind"].cast(pl.String).to_numpy() if runtime.height else np.zeros(0, object)
-    keep = (kinds != "other") | (len(launch_rows) == 0)  # a rank without GPU ops: its window is its host span
+    keep = (_kind_code(runtime) != RUNTIME_KINDS.index("other")) | (len(launch_rows) == 0)  # a rank without GPU ops: its window is its host span
     keep[launch_rows[launch_rows >= 0]] = True
     rows = np.flatnonzero(keep)
     node_of_row = np.full(runtime.height, -1, np.int64)
@@ -270,13 +274,13 @@ def _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch
     """Wait edges of the calls that held the CPU until GPU work ended: synchronisations (on the
     stream the trace names, else every stream of the device, else every stream) and copies or
     sets whose own op ended before the call returned."""
-    kinds = runtime["kind"].cast(pl.String).to_numpy()
+    kinds = _kind_code(runtime)
     held = runtime["blocking"].fill_null(False).to_numpy().astype(bool)
-    is_sync = (kinds == "sync") & held
+    is_sync = (kinds == RUNTIME_KINDS.index("sync")) & held
     if len(gpu_ids):
         own = launcher >= 0
         ops, calls = gpu_ids[own], launcher[own]
-        copy = np.isin(kinds[calls], ("memcpy", "memset")) & (end[ops] <= end[calls] + WAIT_TOLERANCE_NS) & (
+        copy = np.isin(kinds[calls], (RUNTIME_KINDS.index("memcpy"), RUNTIME_KINDS.index("memset"))) & (end[ops] <= end[calls] + WAIT_TOLERANCE_NS) & (
             end[ops] > start[calls])
         edges.add(ops[copy], calls[copy], True, np.zeros(int(copy.sum()), np.int64), wait=True)
         blocking[calls[copy]] = True

@@ -127,7 +127,7 @@ def build_graph(trace: Trace) -> Graph:
     blocking = np.zeros(len(kind), bool)
     _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking)
     src, dst, src_end, offset, wait = edges.arrays()
-    fixed = _fixed(start, end, dst[wait], end[src[wait]], blocking)
+    fixed = fixed_costs(start, end, dst[wait], end[src[wait]], blocking)
     graph_call = np.zeros(len(kind), bool)
     graph_call[:n_call] = _kind_code(runtime) == RUNTIME_KINDS.index("graph_launch")
     return Graph(kind=kind, start=start, end=end, dur=end - start, fixed=fixed, blocking=blocking,
@@ -315,7 +315,7 @@ def _waits_on(found: tuple[str, int, int] | None, device: int, stream: int) -> b
     return True
 
 
-def _fixed(start, end, wait_dst, wait_src_end, blocking) -> np.ndarray:
+def fixed_costs(start, end, wait_dst, wait_src_end, blocking) -> np.ndarray:
     """A blocking call's own cost: the time from the later of its start and the end of what it
     waited on, to its end (its whole duration when it waited on nothing)."""
     waited = np.full(len(start), np.iinfo(np.int64).min)
@@ -327,7 +327,7 @@ def _fixed(start, end, wait_dst, wait_src_end, blocking) -> np.ndarray:
 def _half_edges(n, src, dst, src_end, wait) -> tuple[np.ndarray, np.ndarray]:
     """The edges between starts (`2 * node`) and ends (`2 * node + 1`): each edge's, and each
     node's start before its end."""
-    h_src = np.concatenate([2 * src + np.where(wait, 1, src_end.astype(np.int64)), 2 * np.arange(n)])
+    h_src = np.concatenate([2 * src + src_end.astype(np.int64), 2 * np.arange(n)])
     h_dst = np.concatenate([2 * dst + wait.astype(np.int64), 2 * np.arange(n) + 1])
     return h_src, h_dst
 

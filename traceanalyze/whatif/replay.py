@@ -2,7 +2,7 @@
 
 Each node starts at the latest of its start edges (the source's start or end plus the edge's
 offset; a node without one keeps its recorded start) and ends `dur` later; a blocking call ends
-`fixed` after the later of its start and the ends of the ops it waits on. Starts and ends are
+`fixed` after the later of its start and the ends (a collective: the starts) of what it waits on. Starts and ends are
 computed in the graph's topological order. On the unmodified graph every recorded time comes back
 exactly.
 """
@@ -48,7 +48,9 @@ def reproduces_recording(graph: Graph) -> bool:
     np.maximum.at(latest, graph.dst[starts], source + graph.offset[starts])
     start_ok = np.where(latest == low, True, latest == graph.start)
     waited = graph.start.copy()
-    np.maximum.at(waited, graph.dst[graph.wait], graph.end[graph.src[graph.wait]])
+    waits = graph.wait
+    np.maximum.at(waited, graph.dst[waits], np.where(graph.src_end[waits], graph.end[graph.src[waits]],
+                                                     graph.start[graph.src[waits]]))
     end = np.where(graph.blocking, waited + graph.fixed, graph.start + graph.dur)
     return bool(start_ok.all() and (end == graph.end).all())
 
@@ -58,7 +60,7 @@ def replay(graph: Graph, *, base: Timing | None = None, since: int = 0) -> Timin
     order. With `base` (the times of a graph that differs from this one only at or after position
     `since` of the order), the pass starts there and earlier times are taken from `base`."""
     s_ptr, s_src, s_from_end, s_offset = _incoming(graph, ~graph.wait)
-    w_ptr, w_src, _, _ = _incoming(graph, graph.wait)
+    w_ptr, w_src, w_from_end, _ = _incoming(graph, graph.wait)
     origin = base if base is not None else Timing(graph.start, graph.end)
     start = origin.start.tolist()  # a source cut out of a cycle keeps its recorded times
     end = origin.end.tolist()
@@ -78,7 +80,7 @@ def replay(graph: Graph, *, base: Timing | None = None, since: int = 0) -> Timin
         begin = start[node]
         if blocking[node]:
             for k in range(w_ptr[node], w_ptr[node + 1]):
-                t = end[w_src[k]]
+                t = end[w_src[k]] if w_from_end[k] else start[w_src[k]]
                 if t > begin:  # noqa: PLR1730 (the hot loop: no call)
                     begin = t
             end[node] = begin + fixed[node]

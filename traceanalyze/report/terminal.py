@@ -19,8 +19,8 @@ from traceanalyze.report.text_table import Shrinkable, fit_lines, terminal_width
 from traceanalyze.report.wording import CAUSE_HINTS, cpu_name
 from traceanalyze.report.terminal_job import detail_ranks, job_section
 from traceanalyze.report.verdict import verdict_lines
-from traceanalyze.whatif import job_replay
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
+from traceanalyze.whatif import job_replay
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
 

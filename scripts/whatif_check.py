@@ -102,7 +102,8 @@ def predict_pair(name: str, pair: Pair, report: dict) -> dict:
     steps = len((report["ranks"][0]["summary"].get("replay") or {}).get("steps", []))
     matching = [f for f in report.get("findings", []) if any(f["id"].startswith(p) for p in pair.findings)]
     modelled = [f for f in matching if f.get("saving_us") is not None]
-    row = {"pair": name, "after_flags": list(pair.after), "before_step_us": before, "findings": [f["id"] for f in matching]}
+    row = {"pair": name, "after_flags": list(pair.after), "before_step_us": before,
+           "findings": [f["id"] for f in matching]}
     if before is None:
         return {**row, "predicted_step_us": None, "why": "the before trace has no steps"}
     if not modelled:
@@ -166,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             after = json.loads(capture(args.out / prediction["pair"], (*base, *pair.after), args.timeout).read_text())
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as failed:
             after = None
-            prediction = {**prediction, "why": f"{prediction['why']}; after run failed: {type(failed).__name__}".strip("; ")}
+            why = f"{prediction['why']}; after run failed: {type(failed).__name__}".strip("; ")
+            prediction = {**prediction, "why": why}
         rows.append(measured_row(prediction, after))
     measured = {**header, "written": datetime.datetime.now(datetime.timezone.utc).isoformat(), "rows": rows}
     (args.out / "measured.json").write_text(json.dumps(measured, indent=2) + "\n")

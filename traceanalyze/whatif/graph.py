@@ -37,7 +37,8 @@ class Graph:
     """One rank's dependency graph: per node (`kind`, recorded `start`/`end`, `dur`, `fixed` for a
     blocking call's own cost after its waits, `thread`/`stream` keys, `row` in the trace's table),
     and per edge (`src` → `dst`, `src_end`: from the source's end rather than its start,
-    `offset`, `wait`: an end constraint of a blocking call). `order` is a topological order of the nodes' starts (`2 * node`) and ends (`2 * node + 1`).
+    `offset`, `wait`: an end constraint of a blocking call). `order` is a topological order of the
+    nodes' starts (`2 * node`) and ends (`2 * node + 1`).
     Arrays are numpy; a transformation returns a new Graph (`dataclasses.replace`)."""
 
     kind: np.ndarray
@@ -163,7 +164,8 @@ def _calls(runtime: pl.DataFrame, launch_rows: np.ndarray) -> tuple[pl.DataFrame
     ...) neither launches nor waits, and its time stays in the CPU work between the calls kept
     (all calls are kept on a rank without GPU ops: they make its window).
     Returns those calls, their rows in `runtime`, and per GPU op its launch call's node (-1: none)."""
-    keep = (_kind_code(runtime) != RUNTIME_KINDS.index("other")) | (len(launch_rows) == 0)  # a rank without GPU ops: its window is its host span
+    # a rank without GPU ops keeps every call: its window is its host span
+    keep = (_kind_code(runtime) != RUNTIME_KINDS.index("other")) | (len(launch_rows) == 0)
     keep[launch_rows[launch_rows >= 0]] = True
     rows = np.flatnonzero(keep)
     node_of_row = np.full(runtime.height, -1, np.int64)
@@ -236,7 +238,8 @@ def _sync_rows(trace: Trace) -> dict[int, tuple[str, int, int]]:
             for c, n, d, s in rows.iter_rows()}
 
 
-def _stream_waits(trace, runtime, start, end, gpu_ids, launch_time, stream_lane, streams) -> tuple[np.ndarray, np.ndarray]:
+def _stream_waits(trace, runtime, start, end, gpu_ids, launch_time, stream_lane,
+                  streams) -> tuple[np.ndarray, np.ndarray]:
     """`cudaStreamWaitEvent`: (sources, destinations). The waiting stream's next op starts after
     the last op launched before the call on each other stream of the device (that ended before
     it started). Which event, recorded on which stream, is not in the loaded tables."""
@@ -270,7 +273,8 @@ def _stream_waits(trace, runtime, start, end, gpu_ids, launch_time, stream_lane,
     return found_pairs[:, 0], found_pairs[:, 1]
 
 
-def _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch_time, stream_lane, streams, blocking) -> None:
+def _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch_time, stream_lane, streams,
+                    blocking) -> None:
     """Wait edges of the calls that held the CPU until GPU work ended: synchronisations (on the
     stream the trace names, else every stream of the device, else every stream) and copies or
     sets whose own op ended before the call returned."""
@@ -280,8 +284,8 @@ def _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch
     if len(gpu_ids):
         own = launcher >= 0
         ops, calls = gpu_ids[own], launcher[own]
-        copy = np.isin(kinds[calls], (RUNTIME_KINDS.index("memcpy"), RUNTIME_KINDS.index("memset"))) & (end[ops] <= end[calls] + WAIT_TOLERANCE_NS) & (
-            end[ops] > start[calls])
+        copying = np.isin(kinds[calls], (RUNTIME_KINDS.index("memcpy"), RUNTIME_KINDS.index("memset")))
+        copy = copying & (end[ops] <= end[calls] + WAIT_TOLERANCE_NS) & (end[ops] > start[calls])
         edges.add(ops[copy], calls[copy], True, np.zeros(int(copy.sum()), np.int64), wait=True)
         blocking[calls[copy]] = True
     sync_calls = np.flatnonzero(is_sync)

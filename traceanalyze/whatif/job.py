@@ -43,7 +43,8 @@ def _concatenated(graphs: Sequence[Graph]) -> tuple[dict[str, np.ndarray], list[
         first.append(first[-1] + g.size)
     nodes = {name: np.concatenate([getattr(g, name) for g in graphs]) for name in
              ("kind", "start", "end", "dur", "fixed", "blocking", "graph_call", "row")}
-    edges = {name: np.concatenate([getattr(g, name) + first[i] for i, g in enumerate(graphs)]) for name in ("src", "dst")}
+    edges = {name: np.concatenate([getattr(g, name) + first[i] for i, g in enumerate(graphs)])
+             for name in ("src", "dst")}
     edges |= {name: np.concatenate([getattr(g, name) for g in graphs]) for name in ("src_end", "offset", "wait")}
     return {**nodes, **edges}, first
 
@@ -75,8 +76,8 @@ def job_graph(trace: Trace, remedies: Mapping[int, Sequence[Remedy]] | None = No
     found = found.with_columns(pl.Series("rank_index", rank_of))
     fewest = (found.group_by("process_group", "rank_index").len()
               .group_by("process_group").agg(pl.col("len").min().alias("fewest"), pl.len().alias("holders")))
-    joined = (found.join(fewest, on="process_group").filter((pl.col("holders") >= 2) & (pl.col("seq") < pl.col("fewest")))
-              .group_by("process_group", "seq").agg(pl.col("node")))
+    kept = (pl.col("holders") >= 2) & (pl.col("seq") < pl.col("fewest"))
+    joined = found.join(fewest, on="process_group").filter(kept).group_by("process_group", "seq").agg(pl.col("node"))
     src, dst = [], []
     for nodes in joined["node"].to_list():
         for a in nodes:

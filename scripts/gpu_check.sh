@@ -8,7 +8,8 @@
 # Python lacks (polars, polars-runtime-32, msgspec, isal, typer, click: see `.whl` below) and run
 #     bash scripts/gpu_check.sh
 # Elsewhere: GPU_CHECK_WHEELS= PY=python OUT=/tmp/gpu-out bash scripts/gpu_check.sh
-# GPU_CHECK_CASES="ddp_nccl calibrate" runs only the named cases (the names below).
+# GPU_CHECK_CASES="ddp_nccl calibrate" runs only the named cases (the names below; `whatif`: the
+# replay's before/after pairs, scripts/whatif_check.py).
 set -u
 export PYTHONUNBUFFERED=1 COLUMNS=120
 REPO=$PWD
@@ -108,6 +109,15 @@ fi
 if [ -f "$WORK/device.json" ] && [ -f "$WORK/mlp_fp32_large/trace.json.gz" ]; then
     $PY -m traceanalyze report "$WORK/mlp_fp32_large/trace.json.gz" --device-file "$WORK/device.json" --format json \
         --no-cache -o "$WORK/mlp_fp32_large/report_calibrated.json" 2>&1 | tail -3
+fi
+
+# the replay's predictions against real before/after pairs (docs/whatif.md): predictions.json is
+# written from the before trace before any after run; measured.md is the table for the docs
+if want whatif; then
+    start=$SECONDS
+    timeout 540 $PY scripts/whatif_check.py --size gpu --timeout 240 --out "$WORK/whatif" >"$WORK/whatif.log" 2>&1
+    echo "=== whatif: rc $?, $((SECONDS - start)) s"
+    tail -12 "$WORK/whatif.log"
 fi
 
 tar -C "$WORK" -czf "$OUT/gpu_check.tar.gz" .

@@ -32,6 +32,7 @@ LAYERS = [
     # load decodes one, the analyses compute frames from a Trace (none loads a file)
     ("traceanalyze.capture", "traceanalyze.load", "traceanalyze.analysis"),
     ("traceanalyze.analysis.findings",),  # diagnoses from the analyses' frames
+    ("traceanalyze.whatif",),  # the trace replayed, and the findings' actions applied to it
     # the report: formatting pieces that know no report; summaries and the verdict; the report
     # model; the renderers (every other report module); the format table
     (("traceanalyze.report.schema", "traceanalyze.report.units", "traceanalyze.report.escape",

@@ -18,6 +18,7 @@ from traceanalyze.report.jsonjob import job_sections
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
+from traceanalyze.whatif import job_replay
 
 # JSON key of each launch-latency measure
 LATENCY_KEYS = {
@@ -42,6 +43,22 @@ def _latency(figures: LatencyFigures) -> schema.LatencyStats:
         return schema.LatencyStats(count=0)
     return schema.LatencyStats(count=figures.count, mean=_us(figures.mean), p50=_us(figures.p50), p90=_us(figures.p90),
                                p99=_us(figures.p99), max=_us(figures.max))
+
+
+def _replay(frame: pl.DataFrame, steps: pl.DataFrame | None = None) -> schema.Replay | None:
+    """The replay's row (whatif.REPLAY_SCHEMA) and, for a rank, its steps, in µs (docs/whatif.md)."""
+    if not frame.height:
+        return None
+    row = frame.row(0, named=True)
+    return schema.Replay(
+        measured_us=_us(row["measured_ns"]), replayed_us=_us(row["replayed_ns"]), relative_error=row["relative_error"],
+        step_us=_us(row["step_ns"]), replayed_step_us=_us(row["replayed_step_ns"]),
+        predicted_window_us=_us(row["predicted_window_ns"]), predicted_step_us=_us(row["predicted_step_ns"]),
+        predicted_findings=list(row["predicted_ids"]),
+        steps=[schema.ReplayStep(step=r["step"], measured_us=_us(r["measured_ns"]),  # type: ignore[arg-type]
+                                 replayed_us=_us(r["replayed_ns"]), relative_error=r["relative_error"])
+               for r in (steps.iter_rows(named=True) if steps is not None else ())],
+    )
 
 
 def _summary_fields(summary: Summary) -> dict[str, Any]:
@@ -219,6 +236,7 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
         **_summary_fields(report.summary),
         small_kernels=_small_kernels(report.small_kernel_summary, report.small_kernel_runs),
         steps=report.steps["step"].n_unique() if report.steps.height else 0,
+        replay=_replay(report.replay, report.replay_steps),
     )
     return schema.Rank(
         rank=report.rank,
@@ -267,6 +285,7 @@ def _findings(report: Report) -> list[schema.Finding]:
         schema.Finding(rank=row["rank"], id=row["id"], regime=str(row["regime"]), title=row["title"],
                        evidence=row["evidence"], action=row["action"],
                        gain_us=None if row["gain_ns"] is None else row["gain_ns"] / 1000,
+                       saving_us=None if row["saving_ns"] is None else row["saving_ns"] / 1000,
                        confidence=str(row["confidence"]))
         for row in (found.iter_rows(named=True) if found.height else ())
     ]
@@ -283,7 +302,8 @@ def report_v1(report: Report) -> schema.ReportV1:
         source=str(report.source),
         options=schema.Options(window=report.options.window, max_gaps=limit, skip_steps=report.options.skip_steps),
         notes=sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
-        summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks)),
+        summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks),
+                               replay=_replay(job_replay([r.replay for r in ranks]))),
         findings=_findings(report),
         idle_gaps=_gaps(ranks, limit),
         device=next((p for r in ranks for p in _peaks(r)), None),

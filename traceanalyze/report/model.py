@@ -13,7 +13,7 @@ import polars as pl
 
 from traceanalyze.analysis import attribution, collectives, idle, launch, overlap, roofline, stragglers
 from traceanalyze.analysis.device_match import matched_devices
-from traceanalyze.analysis.findings import FindingInputs, excluded_ns, findings, gap_buckets, job_findings
+from traceanalyze.analysis.findings import FindingInputs, excluded_ns, findings_frame, gap_buckets, job_findings, rank_findings
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.job import JobAnalysis, job_analysis
 from traceanalyze.analysis.op_tree import OpTree
@@ -25,6 +25,7 @@ from traceanalyze.report.chart_inputs import RankCharts, rank_charts
 from traceanalyze.report.summaries import SmallKernelSummary, Summary, idle_causes, small_kernel_summary, summarise
 from traceanalyze.report.units import format_duration_ns
 from traceanalyze.report.verdict import Verdict, ranked_findings, verdict, verdict_html
+from traceanalyze.whatif import predict, replay_frame, with_notes
 
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
 
@@ -88,7 +89,9 @@ class RankReport:
     collectives: pl.DataFrame  # analysis.collectives.rank_collectives
     step_split: pl.DataFrame  # analysis.stragglers.rank_steps
     overlap: pl.DataFrame  # analysis.overlap.comm_overlap
-    findings: pl.DataFrame  # diagnoses ranked by gain (analysis.findings, docs/findings.md)
+    findings: pl.DataFrame  # diagnoses ranked by predicted saving, then gain (analysis.findings, docs/findings.md)
+    replay: pl.DataFrame  # one row: the replay's window against the recorded one, the top findings together (whatif)
+    replay_steps: pl.DataFrame  # per step: measured and replayed time (whatif.STEPS_SCHEMA, docs/whatif.md)
     # what the HTML charts draw (report.chart_inputs), small: filled by `bounded` (the per-op frames
     # it cuts are gone) or on demand (`with_charts`)
     charts: RankCharts | None = None
@@ -262,8 +265,10 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             cpu_steps=trace.steps, skipped_steps=options.skip_steps,
         )
         bucketed = bucketed_done.result() if bucketed_done is not None else None
-        found = findings(inputs, bucketed)
+        found_list = rank_findings(inputs, bucketed)
         step_attribution = by_step.result()
+    prediction = predict(trace, found_list)  # the replay (docs/whatif.md): each finding's saving
+    found = findings_frame(meta.rank, with_notes(found_list, prediction), [s.saving_ns for s in prediction.savings])
     return RankReport(
         rank=meta.rank,
         source=meta.source,
@@ -282,6 +287,8 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         summary=summarise([timeline["idle"]], [attributed], [gaps], launches["latency_stats"]),
         idle_causes=idle_causes(gaps),
         findings=found,
+        replay=replay_frame(prediction),
+        replay_steps=prediction.steps,
         **kernel, **timeline, **launches,
     )
 

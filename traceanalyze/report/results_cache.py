@@ -126,11 +126,11 @@ def fingerprint() -> str:
 
 def analysis_code() -> list[Path]:
     """The files whose content decides what `rank_report` gives (besides the loader's, in the
-    tables' version): every analysis, the report model and every module it imports, and this
+    tables' version): every analysis, the replay (`whatif`), the report model and every module it imports, and this
     module (tests/report/test_results_cache.py walks the imports to check the list)."""
     package = Path(model.__file__).parent
     report = package / "report"
-    found = [*(package / "analysis").rglob("*.py"), package / "errors.py", package / "version.py",
+    found = [*(package / "analysis").rglob("*.py"), *(package / "whatif").rglob("*.py"), package / "errors.py", package / "version.py",
              *(report / name for name in ("model.py", "summaries.py", "units.py", "verdict.py", "escape.py", "blocks.py",
                                           "html_text.py", "results_cache.py", "chart_inputs.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())

@@ -78,6 +78,30 @@ class SmallKernels(Struct, kw_only=True):
     runs: list[SmallKernelRun] = msgspec.field(default_factory=list)
 
 
+class ReplayStep(Struct, kw_only=True):
+    """One step of a rank, recorded and replayed (docs/whatif.md)."""
+
+    step: int
+    measured_us: Number
+    replayed_us: Number
+    relative_error: Number
+
+
+class Replay(Struct, kw_only=True):
+    """The trace replayed (docs/whatif.md): the recorded window against the unmodified replay's,
+    the mean step time, and the top findings' actions predicted together."""
+
+    measured_us: Optional[Number] = None
+    replayed_us: Optional[Number] = None
+    relative_error: Optional[Number] = None
+    step_us: Optional[Number] = None
+    replayed_step_us: Optional[Number] = None
+    predicted_window_us: Optional[Number] = None  # None: no finding's action could be modelled
+    predicted_step_us: Optional[Number] = None
+    predicted_findings: list[str] = msgspec.field(default_factory=list)  # the ids applied together
+    steps: list[ReplayStep] = msgspec.field(default_factory=list)  # a rank's; empty in the report's summary
+
+
 class SummaryFields(Struct, kw_only=True):
     """The summary figures a report and each rank share (see `report.summaries` for definitions):
     window, busy and idle are means over device windows, `idle_fraction` the ratio of their sums."""
@@ -99,6 +123,7 @@ class SummaryFields(Struct, kw_only=True):
     launch_overhead_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
     launch_cpu_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
     launch_delay_us: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    replay: Optional[Replay] = None  # absent in reports made before the replay (docs/whatif.md)
 
 
 class Summary(SummaryFields, kw_only=True):
@@ -366,6 +391,7 @@ class Finding(Struct, kw_only=True):
     evidence: str
     action: str
     gain_us: Optional[Number] = None  # None: not estimated (a note, a change of recording)
+    saving_us: Optional[Number] = None  # the replay's predicted saving; None: not modelled (docs/whatif.md)
     confidence: str
 
 

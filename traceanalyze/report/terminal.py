@@ -20,6 +20,7 @@ from traceanalyze.report.wording import CAUSE_HINTS, cpu_name
 from traceanalyze.report.terminal_job import detail_ranks, job_section
 from traceanalyze.report.verdict import verdict_lines
 from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
+from traceanalyze.whatif import job_replay
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
 
@@ -247,6 +248,8 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
     lines = [f"FINDINGS (largest gain first; docs/findings.md){scope}"]
     for number, row in enumerate(found.iter_rows(named=True), 1):
         gain = "no time estimate" if row["gain_ns"] is None else f"gain ≤ {format_duration_ns(row['gain_ns'])}"
+        if row.get("saving_ns") is not None:
+            gain += f", predicted saving {format_duration_ns(row['saving_ns'])}"
         where = f" rank {row['rank']}" if len(report.ranks) > 1 else ""
         head = f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, confidence {row['confidence']}"
         lines += textwrap.wrap(head, width, subsequent_indent="   ")
@@ -255,6 +258,22 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
     if others:
         lines.append(f"{plural(others, 'finding')} of the other ranks: --details shows them")
     return lines + [""]
+
+
+def predicted_line(replay: pl.DataFrame) -> list[str]:
+    """The replay's prediction for the top findings' actions together (docs/whatif.md), one line:
+    `predicted: 54 ms → 21 ms per step (−61%)` (the window when there are no steps); none when no
+    finding's action could be modelled."""
+    if not replay.height or replay["predicted_window_ns"][0] is None:
+        return []
+    row = replay.row(0, named=True)
+    before, after, what = row["step_ns"], row["predicted_step_ns"], "per step"
+    if before is None or after is None:
+        before, after, what = row["measured_ns"], row["predicted_window_ns"], "window"
+    change = (after - before) / before if before else 0.0
+    applied = ", ".join(row["predicted_ids"])
+    return [f"predicted: {format_duration_ns(before)} → {format_duration_ns(after)} {what} ({change:+.0%}".replace("-", "−")
+            + f") with {applied} (docs/whatif.md)"]
 
 
 def render_terminal(report: Report, *, width: int | None = None, details: bool | None = None) -> str:
@@ -267,7 +286,8 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     limit = options.max_gaps
     shown = report.ranks if details or len(report.ranks) == 1 else tuple(
         r for r in report.ranks if r.rank in detail_ranks(report))
-    lines = [*verdict_lines(report.verdict(), width), "", f"traceanalyze report — {report.source}", ""]
+    lines = [*verdict_lines(report.verdict(), width), *predicted_line(job_replay([r.replay for r in report.ranks])),
+             "", f"traceanalyze report — {report.source}", ""]
     lines += findings_section(report, width, tuple(r.rank for r in shown))
     missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
     if missing:

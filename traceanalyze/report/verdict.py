@@ -43,6 +43,7 @@ class VerdictFinding:
     gain_share: float | None  # gain / Σ window
     confidence: str
     regime: str | None = None
+    saving_ns: float | None = None  # the replay's predicted saving (docs/whatif.md); None: not modelled
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,13 @@ class Verdict:
 
 
 def ranked_findings(per_rank: Sequence[pl.DataFrame]) -> pl.DataFrame:
-    """Every rank's findings, ranked by gain (largest first, no estimate last), then rank and id."""
+    """Every rank's findings, ranked by the replay's predicted saving, then gain (largest first, no
+    estimate last), then rank and id."""
     frames = [found for found in per_rank if found.height]
     if not frames:
         return per_rank[0] if per_rank else pl.DataFrame()
-    return pl.concat(frames).sort(["gain_ns", "rank", "id"], descending=[True, False, False], nulls_last=True)
+    return pl.concat(frames).sort(["saving_ns", "gain_ns", "rank", "id"], descending=[True, True, False, False],
+                                  nulls_last=True)
 
 
 def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FINDINGS) -> Verdict:
@@ -118,7 +121,8 @@ def gain_text(f: VerdictFinding) -> str:
     if f.gain_ns is None:
         return "no time estimate"
     share = f" ({f.gain_share:.0%} of the window)" if f.gain_share is not None else ""
-    return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}"
+    saving = f", predicted saving {format_duration_ns(f.saving_ns)}" if f.saving_ns is not None else ""
+    return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}{saving}"
 
 
 def _fit(text: str, width: int) -> str:
@@ -191,7 +195,8 @@ def _verdict_finding(row: dict, window_ns: int | None) -> VerdictFinding:
     return VerdictFinding(rank=row["rank"], id=row["id"], title=row["title"], evidence=row["evidence"],
                           action=row["action"], gain_ns=gain,
                           gain_share=gain / window_ns if gain is not None and window_ns else None,
-                          confidence=str(row["confidence"]), regime=str(row["regime"]) if row.get("regime") else None)
+                          confidence=str(row["confidence"]), regime=str(row["regime"]) if row.get("regime") else None,
+                          saving_ns=row.get("saving_ns"))
 
 
 def _with_code(text: str) -> tuple[Inline, ...]:

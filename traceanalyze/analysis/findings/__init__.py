@@ -8,10 +8,10 @@ synthetic test in tests/analysis/findings/. A rule over a job's cross-rank table
 `(JobAnalysis) -> list[(rank, Finding)]` in `rules_job`, one line in `table.JOB_RULES`.
 """
 
-from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding
+from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding, findings_frame
 from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps, excluded_ns, gap_buckets
 from traceanalyze.analysis.findings.inputs import FindingInputs
-from traceanalyze.analysis.findings.table import findings, job_findings
+from traceanalyze.analysis.findings.table import findings, job_findings, rank_findings
 
-__all__ = ["FINDINGS_SCHEMA", "Finding", "FindingInputs", "bucketed_gaps", "excluded_ns", "findings", "gap_buckets",
-           "job_findings"]
+__all__ = ["FINDINGS_SCHEMA", "Finding", "FindingInputs", "bucketed_gaps", "excluded_ns", "findings", "findings_frame",
+           "gap_buckets", "job_findings", "rank_findings"]

@@ -7,6 +7,7 @@ when it stays silent.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -31,6 +32,7 @@ FINDINGS_SCHEMA = pl.Schema(
         "evidence": pl.String,
         "action": pl.String,
         "gain_ns": pl.Float64,  # an upper bound on the time the action recovers; null: not estimated
+        "saving_ns": pl.Float64,  # the window's reduction the replay predicts (docs/whatif.md); null: not modelled
         "confidence": pl.Enum(CONFIDENCES),
         "spans": pl.List(pl.Struct({"start_ns": pl.Int64, "end_ns": pl.Int64})),
     }
@@ -96,13 +98,15 @@ def spans_of(frame: pl.DataFrame) -> tuple[tuple[int, int], ...]:
     return tuple((int(start), int(end)) for start, end in kept.select("start_ns", "end_ns").iter_rows())
 
 
-def findings_frame(rank: int, found: list[Finding]) -> pl.DataFrame:
-    """The findings of one rank as a frame, ranked by gain (largest first; no estimate last), then id."""
+def findings_frame(rank: int, found: list[Finding], savings: Sequence[float | None] | None = None) -> pl.DataFrame:
+    """The findings of one rank as a frame, ranked by the replay's predicted saving (`savings`,
+    one per finding, None: not modelled), then by gain (largest first; no estimate last), then id."""
+    saved = list(savings) if savings is not None else [None] * len(found)
     rows = [
         {"rank": rank, "id": f.id, "regime": f.regime, "title": f.title, "evidence": f.evidence,
-         "action": f.action, "gain_ns": f.gain_ns, "confidence": f.confidence,
+         "action": f.action, "gain_ns": f.gain_ns, "saving_ns": saving, "confidence": f.confidence,
          "spans": [{"start_ns": s, "end_ns": e} for s, e in f.spans]}
-        for f in found
+        for f, saving in zip(found, saved, strict=True)
     ]
     frame = pl.DataFrame(rows, schema=FINDINGS_SCHEMA)
-    return frame.sort(["gain_ns", "id"], descending=[True, False], nulls_last=True)
+    return frame.sort(["saving_ns", "gain_ns", "id"], descending=[True, True, False], nulls_last=True)

@@ -46,6 +46,12 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
     """The findings of one rank (FINDINGS_SCHEMA), largest gain first, after trace health has
     downgraded or removed what it makes uncertain. `bucketed`: `bucketed_gaps(inputs)` when the
     caller has it already."""
+    return findings_frame(inputs.rank, rank_findings(inputs, bucketed))
+
+
+def rank_findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> list[Finding]:
+    """The `Finding`s of one rank (their `remedies` kept, for the replay), after trace health has
+    downgraded or removed what it makes uncertain, in the rules' order."""
     found: list[Finding] = []
     if inputs.gaps.height:
         bucketed = bucketed_gaps(inputs) if bucketed is None else bucketed
@@ -59,7 +65,7 @@ def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.
     window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
     found.extend(rules_regimes.busy_without_lever(found, inputs))
     found = kernel_claims.within_window(found, window)
-    return findings_frame(inputs.rank, rules_trace.apply_health(found, inputs.health))
+    return rules_trace.apply_health(found, inputs.health)
 
 
 def job_findings(job: JobAnalysis) -> pl.DataFrame:
@@ -73,4 +79,5 @@ def job_findings(job: JobAnalysis) -> pl.DataFrame:
     frames = [findings_frame(rank, [f]) for rank, f in found]
     if not frames:
         return pl.DataFrame(schema=FINDINGS_SCHEMA)
-    return pl.concat(frames).sort(["gain_ns", "rank", "id"], descending=[True, False, False], nulls_last=True)
+    return pl.concat(frames).sort(["saving_ns", "gain_ns", "rank", "id"], descending=[True, True, False, False],
+                                  nulls_last=True)

@@ -1,0 +1,201 @@
+"""The replay on synthetic traces whose every time is known (tests/builder.py): the unmodified
+replay gives back each recorded time, and each transformation moves the timeline by what the
+rules of docs/whatif.md say, to the nanosecond. Times in the comments are µs after the base."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from builder import TraceBuilder
+
+import traceanalyze
+from traceanalyze.analysis.findings.finding import Remedy
+from traceanalyze.whatif import Unmodelled, apply, build_graph, replay
+from traceanalyze.whatif.graph import GPU
+from traceanalyze.whatif.predict import span
+
+US = 1_000
+TID = 1000
+
+
+def loaded(b: TraceBuilder, tmp_path):
+    return traceanalyze.load_trace(b.write(tmp_path / "t.json"))
+
+
+def window_after(trace, remedies=()) -> int:
+    graph = build_graph(trace)
+    timing = replay(apply(graph, remedies))
+    return span(graph, timing.start, timing.end, np.full(int((graph.kind == GPU).sum()), -1)).window_ns
+
+
+def gpu_times(trace, remedies=()) -> list[tuple[int, int]]:
+    """(start, end) of every GPU op after the remedies, in µs after the base, in the gpu table's order."""
+    graph = build_graph(trace)
+    timing = replay(apply(graph, remedies))
+    gpu = np.flatnonzero(graph.kind == GPU)
+    base = _base(trace)
+    return [((int(s) - base) / US, (int(e) - base) / US) for s, e in zip(timing.start[gpu], timing.end[gpu])]
+
+
+def _base(trace) -> int:
+    return TraceBuilder().base_ns
+
+
+def op(trace, start_us: float, stream: int = 7) -> tuple[int, int, int]:
+    return (0, stream, _base(trace) + int(start_us * US))
+
+
+def assert_replay_is_exact(trace) -> None:
+    graph = build_graph(trace)
+    timing = replay(graph)
+    np.testing.assert_array_equal(timing.start, graph.start)
+    np.testing.assert_array_equal(timing.end, graph.end)
+
+
+def one_stream(tmp_path):
+    """K1 [10, 30] launched at 0; K2 [31, 41] launched at 8, queued behind K1 (typical latency 10)."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=10, dur_us=20)
+    b.launch_kernel(launch_us=8, start_us=31, dur_us=10)
+    return loaded(b, tmp_path)
+
+
+def test_one_stream_replays_exactly_and_a_shorter_kernel_pulls_the_queued_one_forward(tmp_path):
+    trace = one_stream(tmp_path)
+    assert_replay_is_exact(trace)
+    assert window_after(trace) == 31 * US
+    faster = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(5 * US,))
+    # K1 [10, 15]; K2 at max(15 + its 1 µs gap, launch 8 + latency 10) = 18, to 28
+    assert gpu_times(trace, [faster]) == [(10, 15), (18, 28)]
+    assert window_after(trace, [faster]) == 18 * US
+
+
+def test_two_streams_with_an_event_wait(tmp_path):
+    """A [10, 40] on stream 7; stream 8 waits for it (cudaStreamWaitEvent at 12); B launched at 14
+    runs [41, 51]. A shorter A lets B start 1 µs after it, or at its launch + 10."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=10, dur_us=30)
+    b.sync_call(12, 2, name="cudaStreamWaitEvent", stream=8)
+    b.launch_kernel(launch_us=14, start_us=41, dur_us=10, stream=8)
+    trace = loaded(b, tmp_path)
+    assert_replay_is_exact(trace)
+    a_faster = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(10 * US,))
+    assert gpu_times(trace, [a_faster]) == [(10, 20), (24, 34)]
+    a_slower = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(40 * US,))
+    assert gpu_times(trace, [a_slower]) == [(10, 50), (51, 61)]
+
+
+def sync_then_launch(tmp_path):
+    """K [10, 50]; cudaDeviceSynchronize [20, 52] (2 µs after K ended); then L2 at 60, K2 [70, 80]."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=10, dur_us=40)
+    b.sync_call(20, 32, name="cudaDeviceSynchronize")
+    b.launch_kernel(launch_us=60, start_us=70, dur_us=10)
+    return loaded(b, tmp_path)
+
+
+def test_a_device_synchronize_ends_after_what_it_waited_on(tmp_path):
+    trace = sync_then_launch(tmp_path)
+    assert_replay_is_exact(trace)
+    faster = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(20 * US,))
+    # K [10, 30]; the sync returns at 30 + 2; L2 8 µs later at 40; K2 its 10 µs after: [50, 60]
+    assert gpu_times(trace, [faster]) == [(10, 30), (50, 60)]
+    assert window_after(trace, [faster]) == 50 * US
+
+
+def test_removing_the_cpu_time_of_a_sync(tmp_path):
+    trace = sync_then_launch(tmp_path)
+    base = _base(trace)
+    no_wait = Remedy("remove_cpu", cpu_spans=((TID, base + 20 * US, base + 52 * US),))
+    # the sync takes no time: L2 at 20 + 8 = 28, K2 at 38 but after K: [50, 60]
+    assert gpu_times(trace, [no_wait]) == [(10, 50), (50, 60)]
+    assert window_after(trace, [no_wait]) == 50 * US
+
+
+def test_cuda_graph_launches_replay_exactly(tmp_path):
+    b = TraceBuilder()
+    kernels = [(15, 5, "k1"), (21, 5, "k2"), (27, 5, "k3")]
+    graph_id = 9
+    b.graph_launch(0, 10, kernels, graph_id=graph_id)
+    b.graph_launch(40, 10, [(s + 40, d, n) for s, d, n in kernels], graph_id=graph_id)
+    b.sync_call(55, 20, name="cudaStreamSynchronize")
+    trace = loaded(b, tmp_path)
+    assert_replay_is_exact(trace)
+    faster = Remedy("retime", gpu_ops=(op(trace, 61),), durations_ns=(1 * US,))
+    # k2 of the second replay ends at 62, k3 keeps its 1 µs gap: [63, 68]
+    assert gpu_times(trace, [faster])[3:] == [(55, 60), (61, 62), (63, 68)]
+
+
+def launch_bound_chain(tmp_path):
+    """Five launches [10 i, 10 i + 5], each kernel [10 i + 8, 10 i + 10]: the GPU waits on the CPU."""
+    b = TraceBuilder()
+    for i in range(5):
+        b.launch_kernel(launch_us=10 * i, start_us=10 * i + 8, dur_us=2)
+    return loaded(b, tmp_path)
+
+
+def test_a_launch_bound_chain_as_one_cuda_graph(tmp_path):
+    trace = launch_bound_chain(tmp_path)
+    assert_replay_is_exact(trace)
+    assert window_after(trace) == 42 * US
+    graphed = Remedy("graph", gpu_ops=tuple(op(trace, 10 * i + 8) for i in range(5)))
+    # one launch [0, 5] (no graph launch recorded: it costs what the first launch did); the
+    # kernels back to back from 8
+    assert gpu_times(trace, [graphed]) == [(8, 10), (10, 12), (12, 14), (14, 16), (16, 18)]
+
+
+def test_merging_three_kernels_into_one(tmp_path):
+    trace = launch_bound_chain(tmp_path)
+    fused = Remedy("merge", gpu_ops=tuple(op(trace, 10 * i + 8) for i in (1, 2, 3)), durations_ns=(3 * US,))
+    # k2 [18, 21]; k3, k4 take no time, nor do their launches (the CPU time between stays: L5 at
+    # 30); k5 [38, 40]
+    assert gpu_times(trace, [fused]) == [(8, 10), (18, 21), (21, 21), (25, 25), (38, 40)]
+    assert window_after(trace, [fused]) == 32 * US
+
+
+def test_a_pinned_copy_no_longer_holds_the_cpu(tmp_path):
+    """cudaMemcpyAsync [0, 30] held the CPU until its copy [10, 25] ended (+5 µs); then a kernel
+    launched at 35 ran [45, 55]."""
+    b = TraceBuilder()
+    corr = b.launch(0, 30, name="cudaMemcpyAsync")
+    b.memcpy(corr, 10, 15, kind="DtoH")
+    b.launch_kernel(launch_us=35, start_us=45, dur_us=10)
+    trace = loaded(b, tmp_path)
+    assert_replay_is_exact(trace)
+    pinned = Remedy("async_copy", gpu_ops=(op(trace, 10),))
+    # the copy call takes its own 5 µs; the launch at 10, the kernel after the copy: [25, 35]
+    assert gpu_times(trace, [pinned]) == [(10, 25), (25, 35)]
+    faster = Remedy("async_copy", gpu_ops=(op(trace, 10),), durations_ns=(5 * US,))
+    assert gpu_times(trace, [faster]) == [(10, 15), (20, 30)]
+
+
+def test_a_late_rank_no_longer_holding_a_collective(tmp_path):
+    b = TraceBuilder(rank=0, world_size=2)
+    corr = b.launch(0, 5)
+    b.nccl_kernel(corr, 10, 50)
+    b.launch_kernel(launch_us=6, start_us=61, dur_us=10)
+    trace = loaded(b, tmp_path)
+    assert_replay_is_exact(trace)
+    on_time = Remedy("rank_delay", gpu_ops=(op(trace, 10),), durations_ns=(30 * US,))
+    assert gpu_times(trace, [on_time]) == [(10, 30), (31, 41)]
+
+
+def test_a_remedy_naming_an_op_the_trace_lacks_is_not_modelled(tmp_path):
+    trace = one_stream(tmp_path)
+    with pytest.raises(Unmodelled, match="no GPU op"):
+        apply(build_graph(trace), [Remedy("retime", gpu_ops=(op(trace, 11),), durations_ns=(1.0,))])
+    with pytest.raises(Unmodelled, match="durations"):
+        apply(build_graph(trace), [Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=())])
+
+
+def test_kernels_without_launches_keep_their_stream_order(tmp_path):
+    """Orphans (no runtime call recorded): the first keeps its time; the next, with no launch to
+    wait for, keeps its recorded 5 µs gap after the first."""
+    b = TraceBuilder()
+    b.orphan_kernel(10, 5)
+    b.orphan_kernel(20, 5)
+    trace = loaded(b, tmp_path)
+    assert trace.runtime.is_empty()
+    assert_replay_is_exact(trace)
+    faster = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(1 * US,))
+    assert gpu_times(trace, [faster]) == [(10, 11), (16, 21)]

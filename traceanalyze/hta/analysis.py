@@ -1,0 +1,236 @@
+"""`TraceAnalysis`: HolisticTraceAnalysis 0.5.0's API on our loader and tables.
+
+A notebook written for HTA runs after one changed import::
+
+    from traceanalyze.hta import TraceAnalysis
+    analyzer = TraceAnalysis(trace_dir="traces/")
+    analyzer.get_temporal_breakdown(visualize=False)
+
+Each method has HTA's name, arguments and return type (pandas frames with HTA's columns, dicts by
+rank). By default the numbers are ours: ns exact, GPU ops only, every step kept (docs/hta.md says,
+per method, how they differ from HTA's). `hta_rounding=True` applies HTA's rules (its µs
+rounding, its last-step rule, its busy events; `rules.py`) so that the figures are HTA's own.
+`.report()` gives our `Report` of the same traces.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from traceanalyze.hta import breakdown, frames, launches, rules
+from traceanalyze.hta.missing import MISSING, missing
+from traceanalyze.model import Trace
+
+DEFAULT_TRACE_DIR = "traces"  # HTA's default (hta/configs/default_values.py)
+
+
+class TraceAnalysis:
+    """HTA's `TraceAnalysis` on our engine.
+
+    Parameters
+    ----------
+    trace_files : dict of rank → file (relative to `trace_dir` unless absolute), as HTA's.
+    trace_dir : a folder of rank traces (or one trace file).
+    include_last_profiler_step : HTA's switch; with `hta_rounding`, its effect (every CPU-side
+        event kept, GPU work without a launch still dropped); ignored otherwise (we drop nothing).
+    hta_rounding : reproduce HTA's figures exactly (its rules, docs/hta.md) instead of ours.
+    cache : the cache of loaded traces (`traceanalyze.load_trace`'s).
+
+    Examples
+    --------
+    >>> from traceanalyze.hta import TraceAnalysis
+    >>> analyzer = TraceAnalysis(trace_dir="fixtures/synthetic_training.json.gz")  # doctest: +SKIP
+    >>> analyzer.get_temporal_breakdown(visualize=False)  # doctest: +SKIP
+    """
+
+    def __init__(self, trace_files: dict[int, str] | None = None, trace_dir: str = DEFAULT_TRACE_DIR,
+                 include_last_profiler_step: bool | None = False, *, hta_rounding: bool = False,
+                 cache: bool = True) -> None:
+        self.trace = _load(trace_files, trace_dir, cache)
+        self.trace_dir = str(trace_dir)
+        self.hta_rounding = hta_rounding
+        self.rules = rules.HtaRules(include_last_step=bool(include_last_profiler_step)) if hta_rounding else rules.OURS
+        self._events: dict[int, pl.DataFrame] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name in MISSING:
+            return missing(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # --- what the methods read ------------------------------------------------------------------
+
+    @property
+    def events(self) -> dict[int, pl.DataFrame]:
+        """Per rank, the events the methods read (`rules.EVENTS_SCHEMA`, ns), under `self.rules`."""
+        if self._events is None:
+            self._events = rules.events(self.trace, self.rules)
+        return self._events
+
+    def _ranks(self, ranks: list[int] | None) -> list[int]:
+        """HTA's `ranks` argument: None or [] is the first rank (HTA: rank 0, which a trace of rank
+        3 alone lacks); a rank the traces lack raises ValueError, as HTA's."""
+        chosen = list(ranks) if ranks else [self.trace.ranks[0]]
+        unknown = [r for r in chosen if r not in self.events]
+        if unknown:
+            raise ValueError(f"rank(s) {unknown} not in the traces (ranks {sorted(self.events)})")
+        return chosen
+
+    def _us(self) -> bool:
+        return self.hta_rounding
+
+    # --- breakdowns -----------------------------------------------------------------------------
+
+    def get_temporal_breakdown(self, visualize: bool = True) -> Any:
+        """Per rank: idle, compute and non-compute time (µs) in the window of the rank's GPU work,
+        and their shares (%, 2 decimals). Columns `rank`, `idle_time(us)`, `compute_time(us)`,
+        `non_compute_time(us)`, `kernel_time(us)`, `idle_time_pctg`, `compute_time_pctg`,
+        `non_compute_time_pctg`. A rank without GPU work has no row (HTA raises IndexError)."""
+        table = breakdown.temporal_breakdown(self.events)
+        if visualize:
+            frames.show(frames.bar, frames.to_pandas(table), x="rank",
+                        y=["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"],
+                        title="Temporal breakdown across ranks")
+        return frames.to_pandas(table, whole_us=_us_columns(table) if self._us() else ())
+
+    def get_gpu_kernel_breakdown(self, visualize: bool = True, duration_ratio: float = 0.8, num_kernels: int = 10,
+                                 include_memory_kernels: bool = True, image_renderer: str = "") -> tuple[Any, Any]:
+        """(time per kernel type and per overlap of types over all ranks: `kernel_type`, `sum`,
+        `percentage`; per rank and type the top kernels: `name`, `sum (us)`, `max (us)`,
+        `min (us)`, `stddev`, `mean (us)`, `kernel_type`, `rank`), as HTA's."""
+        by_type, kernels = breakdown.kernel_breakdown(self.events, duration_ratio=duration_ratio,
+                                                      num_kernels=num_kernels,
+                                                      include_memory_kernels=include_memory_kernels)
+        type_frame = frames.to_pandas(by_type, whole_us=("sum",) if self._us() else ())
+        if visualize:
+            frames.show(frames.pie, type_frame[type_frame["percentage"] > 0], values="percentage", names="kernel_type",
+                        title="Kernel Type Percentage Across All Ranks")
+        return type_frame, frames.to_pandas(kernels)
+
+    def get_comm_comp_overlap(self, visualize: bool = True) -> Any:
+        """Per rank: `comp_comm_overlap_pctg`, the share of communication time that computation
+        overlaps (%, 2 decimals)."""
+        table = frames.to_pandas(breakdown.comm_comp_overlap(self.events))
+        if visualize:
+            frames.show(frames.bar, table, x="rank", y="comp_comm_overlap_pctg",
+                        title="Computation-Communication Overlap")
+        return table
+
+    def get_idle_time_breakdown(self, ranks: list[int] | None = None, streams: list[int] | None = None,
+                                visualize: bool = True, visualize_pctg: bool = True,
+                                show_idle_interval_stats: bool = False,
+                                consecutive_kernel_delay: int = 30) -> tuple[Any, Any]:
+        """Per rank and stream, idle time between consecutive GPU ops of the stream by cause:
+        `host_wait`, `kernel_wait` (a gap under `consecutive_kernel_delay`, compared with µs as
+        HTA's code does), `other`. Returns (frame `rank`, `stream`, `idle_category`, `idle_time`,
+        `idle_time_ratio`; the per-category statistics of the gaps when
+        `show_idle_interval_stats`, else None). Our device-level gaps and causes: `.report()`."""
+        import pandas as pd
+
+        tables, stats = [], []
+        for rank in self._ranks(ranks):
+            intervals = launches.stream_idle(self.events[rank], consecutive_kernel_delay_us=consecutive_kernel_delay,
+                                             streams=streams)
+            table = frames.to_pandas(launches.idle_breakdown(intervals, rank)).round(2)
+            tables.append(table)
+            if show_idle_interval_stats:
+                stats.append(_interval_stats(intervals, rank))
+            if visualize:
+                frames.show(frames.bar, table.astype({"stream": str}), x="stream",
+                            y="idle_time_ratio" if visualize_pctg else "idle_time", color="idle_category",
+                            title=f"Idle time breakdown on rank {rank} per CUDA stream")
+        return pd.concat(tables), (pd.concat(stats) if show_idle_interval_stats else None)
+
+    # --- launches -------------------------------------------------------------------------------
+
+    def get_cuda_kernel_launch_stats(self, ranks: list[int] | None = None, runtime_cutoff: int = 50,
+                                     launch_delay_cutoff: int = 100, include_memory_events: bool = True,
+                                     visualize: bool = True) -> dict[int, Any]:
+        """Per rank, one row per launch (HTA's launch calls only): `correlation`, `cpu_duration`,
+        `gpu_duration`, `launch_delay` (µs, delay clipped at 0)."""
+        result = {}
+        for rank in self._ranks(ranks):
+            table = launches.launch_stats(self.events[rank], include_memory_events=include_memory_events)
+            result[rank] = frames.to_pandas(table, whole_us=tuple(table.columns[1:]) if self._us() else ())
+            if visualize:
+                frames.show(frames.scatter, result[rank], x="cpu_duration", y="launch_delay",
+                            title=f"Rank {rank}: launch delay against runtime duration "
+                                  f"(cutoffs {runtime_cutoff} µs, {launch_delay_cutoff} µs)")
+        return result
+
+    def get_queue_length_time_series(self, ranks: list[int] | None = None) -> dict[int, Any]:
+        """Per rank, the outstanding operations of each stream at each change: `ts` (µs, ranks on
+        one clock; HTA shifts all ranks so the first event is at 0), `stream`, `queue_length`."""
+        return {rank: frames.to_pandas(launches.queue_length(self.events[rank]),
+                                       whole_us=("ts",) if self._us() else ())
+                for rank in self._ranks(ranks)}
+
+    def get_queue_length_summary(self, ranks: list[int] | None = None) -> Any:
+        """pandas' `describe()` of each stream's queue length, indexed by (`rank`, `stream`), with
+        HTA's two-level columns (`queue_length`, statistic)."""
+        import pandas as pd
+
+        series = self.get_queue_length_time_series(ranks)
+        parts = []
+        for rank, table in series.items():
+            table = table.assign(rank=rank)
+            parts.append(table[["rank", "stream", "queue_length"]].groupby(["rank", "stream"]).describe())
+        return pd.concat(parts) if parts else None
+
+    def get_profiler_steps(self) -> list[int]:
+        """The ProfilerStep numbers (with `hta_rounding`, without the last one when HTA drops it)."""
+        several = rules.step_names(self.trace) >= 2
+        cutoffs: dict[int, int | None] = {}
+        for one in self.trace.split_by_rank():
+            rank = one.ranks[0]
+            if self.rules.last_step and several and not self.rules.include_last_step:
+                cutoff = rules.cutoff_ns(one, rules.hta_rounds(one) and self.rules.rounding)
+                cutoffs[rank] = rules.EARLIEST if cutoff is None else cutoff
+            else:
+                cutoffs[rank] = None
+        return launches.profiler_steps(self.trace, self.events, cutoffs)
+
+    # --- beyond HTA -----------------------------------------------------------------------------
+
+    def report(self, **options: Any) -> Any:
+        """Our `Report` of the same traces (verdict, findings, the job view):
+        `traceanalyze.analyze` with `window` / `skip_steps` passed through."""
+        from traceanalyze.api import analyze
+
+        return analyze(self.trace, **options)
+
+
+def _us_columns(table: pl.DataFrame) -> tuple[str, ...]:
+    return tuple(c for c in table.columns if c.endswith("(us)"))
+
+
+def _interval_stats(intervals: pl.DataFrame, rank: int) -> Any:
+    """HTA's `show_idle_interval_stats` frame of one rank: per stream and category, `describe()`
+    of the gaps (µs), rounded to 2 decimals, indexed by `idle_category`."""
+    import pandas as pd
+
+    rows = []
+    for (stream, category), group in intervals.group_by("stream", "idle_category", maintain_order=True):
+        rows.append({"idle_category": launches.IDLE_CATEGORIES[category], "rank": rank, "stream": stream,
+                     **launches.describe(group["idle_interval"].cast(pl.Float64).fill_null(float("nan")).to_numpy())})
+    table = pd.DataFrame(rows)
+    return table.set_index("idle_category").round(2) if rows else table
+
+
+def _load(trace_files: dict[int, str] | None, trace_dir: str, cache: bool) -> Trace:
+    """Our loader on HTA's arguments: `trace_files` (rank → file) or every trace in `trace_dir`."""
+    from traceanalyze.load import load_trace
+    from traceanalyze.model import concat_traces
+
+    if not trace_files:
+        return load_trace(Path(trace_dir), cache=cache)
+    loaded = []
+    for rank, name in sorted(trace_files.items()):
+        path = Path(name) if Path(name).is_absolute() else Path(trace_dir) / name
+        trace = load_trace(path, cache=cache)
+        if trace.ranks != [rank]:
+            raise ValueError(f"{path} holds rank {trace.ranks}, not rank {rank} as trace_files says")
+        loaded.append(trace)
+    return concat_traces(loaded)

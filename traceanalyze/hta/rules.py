@@ -1,0 +1,203 @@
+"""HTA 0.5.0's reading of a trace, rebuilt from our tables: the events its analyses see.
+
+`events(trace, rules)` gives, per rank, one frame in int64 ns of the rows HolisticTraceAnalysis keeps
+(docs/hta.md, "Differences, and why"):
+
+- Rounding: when pandas parses the `ts` column as float64 (some event has a JSON-float `ts`, or
+  none), every event becomes `ts = ceil(ts)`, `end = floor(ts + dur)` in float64 µs.
+- Busy rows: every event with an integer `args.stream` other than -1: GPU ops, `cuda_sync` events
+  and CPU ops that carry a stream (Inductor's Triton launchers).
+- Last step: when the names of all ranks together hold two or more `ProfilerStep` names, CPU-side
+  events from the last step's start on are dropped, and so is GPU work whose correlation then
+  matches no CPU-side event.
+
+`HtaRules` switches each rule; `OURS` switches them all off (our exact definitions: GPU ops only,
+every event kept, ns exact). The raw facts our tables do not keep (whether `ts` was written as a
+float, the GPU-side `ProfilerStep` annotations, the stream of CPU ops) come from one light scan of
+the file (`raw_facts`).
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import polars as pl
+
+from traceanalyze.load.times import float_ns
+from traceanalyze.model import Trace
+
+# the cuda_sync events HTA's GPUKernelFilter treats as GPU work whatever their stream
+GPU_SYNC_NAMES = ("Event Sync", "Context Sync")
+EVENTS_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "source": pl.String,  # gpu | sync | runtime | cpu_op (a CPU op with a stream arg)
+        "name": pl.String,
+        "stream": pl.Int64,  # -1 on the CPU side, as HTA
+        "correlation": pl.Int64,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+    }
+)
+
+
+@dataclass(frozen=True)
+class HtaRules:
+    """Which of HTA's rules `events` applies. All on: HTA's numbers; all off (`OURS`): ours."""
+
+    rounding: bool = True
+    non_gpu_busy: bool = True
+    last_step: bool = True
+    include_last_step: bool = False  # HTA's `include_last_profiler_step`: every CPU event kept
+
+
+HTA = HtaRules()
+EARLIEST, LATEST = -(2**62), 2**62
+OURS = HtaRules(rounding=False, non_gpu_busy=False, last_step=False)
+
+
+# --- the raw scan -------------------------------------------------------------------------------
+
+class _Args(msgspec.Struct):
+    stream: object = None
+
+
+class _RawEvent(msgspec.Struct):
+    ts: object = None
+    dur: object = None
+    cat: object = None
+    name: object = None
+    args: _Args | None = None
+
+
+class _RawDocument(msgspec.Struct):
+    traceEvents: list[_RawEvent] = []
+
+
+@dataclass(frozen=True)
+class RawFacts:
+    """What HTA reads from a file that our tables leave out."""
+
+    rounds: bool  # pandas makes `ts` float64: HTA rounds every event
+    step_annotation_ts: tuple[float, ...]  # gpu_user_annotation `ProfilerStep#N` starts, µs
+    stream_cpu_ops: tuple[tuple[str, int, int, int], ...]  # (name, stream, start_ns, end_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def raw_facts(path: Path) -> RawFacts:
+    """One scan of `path` (only `ts`, `dur`, `cat`, `name`, `args.stream` are decoded)."""
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    events = msgspec.json.decode(raw, type=_RawDocument).traceEvents
+    rounds = any(e.ts is None or isinstance(e.ts, float) for e in events)
+    steps = tuple(float(e.ts) for e in events if e.cat == "gpu_user_annotation" and isinstance(e.ts, (int, float))
+                  and str(e.name).startswith("ProfilerStep#"))
+    cpu_ops = []
+    for e in events:
+        if e.cat != "cpu_op" or e.args is None or not _is_stream(e.args.stream) or e.args.stream == -1:
+            continue
+        start = float_ns(float(e.ts)) if isinstance(e.ts, (int, float)) else None
+        duration = float_ns(float(e.dur)) if isinstance(e.dur, (int, float)) else 0
+        if start is not None:
+            cpu_ops.append((str(e.name), int(e.args.stream), start, start + (duration or 0)))
+    return RawFacts(rounds, steps, tuple(cpu_ops))
+
+
+def _is_stream(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- the rules ----------------------------------------------------------------------------------
+
+def hta_times(frame: pl.DataFrame, rounds: bool) -> pl.DataFrame:
+    """`start_ns`/`end_ns` as HTA sees them: `ceil(ts)` and `floor(ts + dur)` with `ts`, `dur` the
+    float64 µs that JSON parsing gives (Python's int/int division is correctly rounded, like the
+    parser), back in ns; unchanged when HTA does not round."""
+    if not rounds or frame.is_empty():
+        return frame
+    starts = frame["start_ns"].to_list()
+    durations = (frame["end_ns"] - frame["start_ns"]).to_list()
+    return frame.with_columns(
+        pl.Series("start_ns", [math.ceil(s / 1000) * 1000 for s in starts], pl.Int64),
+        pl.Series("end_ns", [math.floor(s / 1000 + d / 1000) * 1000 for s, d in zip(starts, durations)], pl.Int64),
+    )
+
+
+def step_names(trace: Trace) -> int:
+    """How many distinct `ProfilerStep` names HTA's symbol table holds (all ranks together)."""
+    return trace.steps["name"].n_unique()
+
+
+def cutoff_ns(trace: Trace, rounds: bool) -> int | None:
+    """One rank's last ProfilerStep start (HTA-rounded), where HTA cuts when it drops the last
+    step: any non-GPU event of that name, so the GPU-side annotation too where the GPU runs behind
+    the CPU. None when the rank has no step (HTA then drops all of its events)."""
+    annotations = [math.ceil(value) * 1000 if rounds else round(value * 1000)
+                   for value in raw_facts(trace.source).step_annotation_ts] if _one_file(trace) else []
+    starts = [*hta_times(trace.steps, rounds)["start_ns"].to_list(), *annotations]
+    return max(starts) if starts else None
+
+
+def _one_file(trace: Trace) -> bool:
+    return len(trace.meta) == 1 and trace.meta[0].source.is_file()
+
+
+def _tagged(frame: pl.DataFrame, source: str, stream: pl.Expr | None = None) -> pl.DataFrame:
+    return frame.select(
+        "rank", pl.lit(source).alias("source"), pl.col("name").cast(pl.String),
+        (pl.col("stream") if stream is None else stream).alias("stream"), "correlation", "start_ns", "end_ns",
+    ).cast(EVENTS_SCHEMA)  # type: ignore[arg-type]
+
+
+def rank_events(trace: Trace, rules: HtaRules, *, rounds: bool, several_steps: bool) -> pl.DataFrame:
+    """One rank's events as HTA keeps them (EVENTS_SCHEMA). `rounds`: HTA rounds this file;
+    `several_steps`: all ranks together name two or more ProfilerSteps."""
+    parts = [_tagged(trace.gpu, "gpu"), _tagged(trace.runtime, "runtime", pl.lit(-1, pl.Int64))]
+    if rules.non_gpu_busy:
+        parts.append(_tagged(trace.sync, "sync"))
+        if _one_file(trace):
+            extras = raw_facts(trace.source).stream_cpu_ops
+            parts.append(pl.DataFrame(
+                {"rank": [trace.ranks[0]] * len(extras), "source": ["cpu_op"] * len(extras),
+                 "name": [e[0] for e in extras], "stream": [e[1] for e in extras],
+                 "correlation": [None] * len(extras), "start_ns": [e[2] for e in extras],
+                 "end_ns": [e[3] for e in extras]}, schema=EVENTS_SCHEMA))
+    rounds = rounds and rules.rounding
+    rows = hta_times(pl.concat(parts), rounds)
+    if rules.last_step and several_steps:
+        cutoff = LATEST if rules.include_last_step else cutoff_ns(trace, rounds)
+        cutoff = EARLIEST if cutoff is None else cutoff
+        cpu_side = rows.filter(pl.col("source") == "runtime")
+        kept = cpu_side.filter(pl.col("start_ns") < cutoff)["correlation"].drop_nulls().unique().implode()
+        gpu_work = ((pl.col("stream") >= 0) & (pl.col("correlation") >= 0)).fill_null(False) | pl.col(
+            "name").is_in(GPU_SYNC_NAMES)
+        rows = rows.filter(
+            pl.when(gpu_work).then(pl.col("correlation").is_in(kept)).otherwise(pl.col("start_ns") < cutoff)
+        )
+    return rows
+
+
+def events(trace: Trace, rules: HtaRules) -> dict[int, pl.DataFrame]:
+    """Every rank's events as HTA keeps them, by rank (EVENTS_SCHEMA, times in ns)."""
+    several_steps = step_names(trace) >= 2
+    result = {}
+    for one in trace.split_by_rank():
+        rounds = rules.rounding and hta_rounds(one)
+        result[one.ranks[0]] = rank_events(one, rules, rounds=rounds, several_steps=several_steps)
+    return result
+
+
+def hta_rounds(trace: Trace) -> bool:
+    """Whether HTA rounds this one-rank trace's times (a trace not read from a file: no)."""
+    return _one_file(trace) and raw_facts(trace.source).rounds
+
+
+def busy(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows HTA's analyses call GPU kernels: `stream != -1`."""
+    return frame.filter(pl.col("stream").fill_null(-1) != -1)

@@ -131,8 +131,9 @@ class TraceAnalysis:
 
         tables, stats = [], []
         for rank in self._ranks(ranks):
+            first = rules.first_event(self.trace.for_rank(rank), self.rules)
             intervals = launches.stream_idle(self.events[rank], consecutive_kernel_delay_us=consecutive_kernel_delay,
-                                             streams=streams)
+                                             streams=streams, orphan_launch_ns=first[0] if first else None)
             table = frames.to_pandas(launches.idle_breakdown(intervals, rank)).round(2)
             tables.append(table)
             if show_idle_interval_stats:
@@ -163,9 +164,14 @@ class TraceAnalysis:
     def get_queue_length_time_series(self, ranks: list[int] | None = None) -> dict[int, Any]:
         """Per rank, the outstanding operations of each stream at each change: `ts` (µs, ranks on
         one clock; HTA shifts all ranks so the first event is at 0), `stream`, `queue_length`."""
-        return {rank: frames.to_pandas(launches.queue_length(self.events[rank]),
-                                       whole_us=("ts",) if self._us() else ())
-                for rank in self._ranks(ranks)}
+        result = {}
+        for rank in self._ranks(ranks):
+            first = rules.first_event(self.trace.for_rank(rank), self.rules)
+            unlinked = first[1] if first and first[2] not in (None, -1) else None
+            table = launches.queue_length(self.events[rank], unlinked=unlinked)
+            if not table.is_empty():  # HTA leaves out a rank without launches
+                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self._us() else ())
+        return result
 
     def get_queue_length_summary(self, ranks: list[int] | None = None) -> Any:
         """pandas' `describe()` of each stream's queue length, indexed by (`rank`, `stream`), with
@@ -182,15 +188,15 @@ class TraceAnalysis:
     def get_profiler_steps(self) -> list[int]:
         """The ProfilerStep numbers (with `hta_rounding`, without the last one when HTA drops it)."""
         several = rules.step_names(self.trace) >= 2
-        cutoffs: dict[int, int | None] = {}
+        numbers: set[int] = set()
         for one in self.trace.split_by_rank():
-            rank = one.ranks[0]
+            rounds = rules.hta_rounds(one) and self.rules.rounding
+            cutoff = None
             if self.rules.last_step and several and not self.rules.include_last_step:
-                cutoff = rules.cutoff_ns(one, rules.hta_rounds(one) and self.rules.rounding)
-                cutoffs[rank] = rules.EARLIEST if cutoff is None else cutoff
-            else:
-                cutoffs[rank] = None
-        return launches.profiler_steps(self.trace, self.events, cutoffs)
+                cutoff = rules.cutoff_ns(one, rounds)
+                cutoff = rules.EARLIEST if cutoff is None else cutoff
+            numbers |= launches.profiler_steps(rules.hta_times(one.steps, rounds), cutoff)
+        return sorted(numbers)
 
     # --- beyond HTA -----------------------------------------------------------------------------
 

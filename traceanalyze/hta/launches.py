@@ -11,7 +11,6 @@ import numpy as np
 import polars as pl
 
 from traceanalyze.hta.rules import busy
-from traceanalyze.model import Trace
 
 KERNEL_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution")
 MEMORY_LAUNCHES = ("cudaMemcpyAsync", "cudaMemsetAsync")
@@ -43,30 +42,30 @@ def launch_stats(frame: pl.DataFrame, *, include_memory_events: bool) -> pl.Data
     ).cast(LAUNCH_SCHEMA)  # type: ignore[arg-type]
 
 
-def profiler_steps(trace: Trace, frames: dict[int, pl.DataFrame], cutoffs: dict[int, int | None]) -> list[int]:
-    """The step numbers of the `ProfilerStep#N` events HTA keeps: those starting before each rank's
-    cutoff (`None`: every step)."""
+def profiler_steps(steps: pl.DataFrame, cutoff: int | None) -> set[int]:
+    """The numbers of one rank's `ProfilerStep#N` steps HTA keeps: those starting before `cutoff`
+    (`None`: every step); `steps` with HTA's times."""
     numbers = set()
-    for rank in frames:
-        steps = trace.steps.filter(pl.col("rank") == rank)
-        cutoff = cutoffs.get(rank)
-        for name, start in steps.select("name", "start_ns").iter_rows():
-            match = STEP_NUMBER.match(str(name))
-            if match and (cutoff is None or start < cutoff):
-                numbers.add(int(match.group(1)))
-    return sorted(numbers)
+    for name, start in steps.select("name", "start_ns").iter_rows():
+        match = STEP_NUMBER.match(str(name))
+        if match and (cutoff is None or start < cutoff):
+            numbers.add(int(match.group(1)))
+    return numbers
 
 
-def stream_idle(frame: pl.DataFrame, *, consecutive_kernel_delay_us: float,
-                streams: list[int] | None) -> pl.DataFrame:
+def stream_idle(frame: pl.DataFrame, *, consecutive_kernel_delay_us: float, streams: list[int] | None,
+                orphan_launch_ns: int | None = None) -> pl.DataFrame:
     """HTA's idle time per stream: the gap before each GPU op on its stream (µs) is `host_wait`
     when its launch began after the previous op ended, `kernel_wait` when it is shorter than
     `consecutive_kernel_delay_us`, `other` otherwise. Columns `stream`, `idle_category` (0, 1, 2),
-    `idle_interval` (µs; null for each stream's first op)."""
+    `idle_interval` (µs; null for each stream's first op). `orphan_launch_ns`: the launch time HTA
+    gives a GPU op without a launch (its join reads "no link", 0, as row 0: the file's first event)."""
     gpu = frame.filter((pl.col("source") == "gpu") & (pl.col("stream") != -1))
     launches = frame.filter(pl.col("source") == "runtime").group_by("correlation").agg(
         pl.col("start_ns").last().alias("launch_ns"))
     gpu = gpu.join(launches, on="correlation", how="left", maintain_order="left")
+    if orphan_launch_ns is not None:
+        gpu = gpu.with_columns(pl.col("launch_ns").fill_null(orphan_launch_ns))
     chosen = streams if streams else gpu["stream"].unique(maintain_order=True).to_list()
     gpu = gpu.filter(pl.col("stream").is_in(chosen)).sort("stream", "start_ns", maintain_order=True)
     previous_end = pl.col("end_ns").shift(1).over("stream")
@@ -91,12 +90,13 @@ def idle_breakdown(intervals: pl.DataFrame, rank: int) -> pl.DataFrame:
     )
 
 
-def queue_length(frame: pl.DataFrame) -> pl.DataFrame:
+def queue_length(frame: pl.DataFrame, *, unlinked: int | None = None) -> pl.DataFrame:
     """HTA's queue length time series of one rank: +1 at each launch call's start, −1 at each
-    launched GPU op's start, per stream (`ts` in µs, `stream`, `queue_length`)."""
+    launched GPU op's start, per stream (`ts` in µs, `stream`, `queue_length`). `unlinked`: a
+    correlation HTA leaves out (the GPU op at its row 0, whose link reads as "none")."""
     gpu = busy(frame)
-    calls = frame.filter((pl.col("source") == "runtime") & pl.col("name").is_in(
-        QUEUE_LAUNCHES))
+    calls = frame.filter((pl.col("source") == "runtime") & pl.col("name").is_in(QUEUE_LAUNCHES)
+                         & (pl.col("correlation") != (-1 if unlinked is None else unlinked)))
     enqueued = calls.join(gpu.select("correlation", "stream"), on="correlation", how="inner", suffix="_gpu")
     points = pl.concat([
         enqueued.select("start_ns", pl.col("stream_gpu").alias("stream"), pl.lit(1).alias("queue")),

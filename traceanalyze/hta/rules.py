@@ -65,6 +65,7 @@ OURS = HtaRules(rounding=False, non_gpu_busy=False, last_step=False)
 
 class _Args(msgspec.Struct):
     stream: object = None
+    correlation: object = None
 
 
 class _RawEvent(msgspec.Struct):
@@ -86,6 +87,9 @@ class RawFacts:
     rounds: bool  # pandas makes `ts` float64: HTA rounds every event
     step_annotation_ts: tuple[float, ...]  # gpu_user_annotation `ProfilerStep#N` starts, µs
     stream_cpu_ops: tuple[tuple[str, int, int, int], ...]  # (name, stream, start_ns, end_ns)
+    # the first event when HTA keeps it (it has `dur` and `cat`, not "Trace"): its row label is 0,
+    # which HTA's joins also read as "no linked event" (`first_event`): (start_ns, correlation, stream)
+    first_event: tuple[int, int | None, int | None] | None = None
 
 
 @functools.lru_cache(maxsize=64)
@@ -106,7 +110,13 @@ def raw_facts(path: Path) -> RawFacts:
         duration = float_ns(float(e.dur)) if isinstance(e.dur, (int, float)) else 0
         if start is not None:
             cpu_ops.append((str(e.name), int(e.args.stream), start, start + (duration or 0)))
-    return RawFacts(rounds, steps, tuple(cpu_ops))
+    first = None
+    if events and events[0].dur is not None and events[0].cat not in (None, "Trace") \
+            and isinstance(events[0].ts, (int, float)):
+        head, args = events[0], events[0].args or _Args()
+        first = (float_ns(float(head.ts)), args.correlation if _is_stream(args.correlation) else None,
+                 args.stream if _is_stream(args.stream) else None)
+    return RawFacts(rounds, steps, tuple(cpu_ops), first)
 
 
 def _is_stream(value: object) -> bool:
@@ -196,6 +206,18 @@ def events(trace: Trace, rules: HtaRules) -> dict[int, pl.DataFrame]:
 def hta_rounds(trace: Trace) -> bool:
     """Whether HTA rounds this one-rank trace's times (a trace not read from a file: no)."""
     return _one_file(trace) and raw_facts(trace.source).rounds
+
+
+def first_event(trace: Trace, rules: HtaRules) -> tuple[int, int | None, int | None] | None:
+    """HTA's row 0 of a one-rank trace (see `RawFacts.first_event`), its start HTA-rounded; None
+    when the rules are ours or HTA does not keep that event."""
+    if not (rules.last_step and _one_file(trace)):
+        return None
+    first = raw_facts(trace.source).first_event
+    if first is None:
+        return None
+    start = math.ceil(first[0] / 1000) * 1000 if rules.rounding and hta_rounds(trace) else first[0]
+    return (start, first[1], first[2])
 
 
 def busy(frame: pl.DataFrame) -> pl.DataFrame:

@@ -144,7 +144,8 @@ def aggregate_kernels(gpu: pl.DataFrame, duration_ratio: float, num_kernels: int
     """HTA's `_aggr_gpu_kernel_time`: per name the sum, max, min, mean and std (µs) of durations,
     by sum descending; past `num_kernels` names, or past the `duration_ratio` quantile of the
     running sum, the names become `others`, and then every column is an aggregate of the *sums*
-    (so a kept kernel's max, min and mean are its sum, its std 0): HTA's rule, kept."""
+    (so a kept kernel's max, min and mean are its sum, its std 0): HTA's rule, kept. A name whose
+    sum is negative is never grouped (HTA's mask `sum < 0`)."""
     us = pl.col("dur") / 1000
     table = gpu.group_by("name").agg(
         us.sum().alias("sum"), us.max().alias("max"), us.min().alias("min"), us.mean().alias("mean"),
@@ -154,7 +155,9 @@ def aggregate_kernels(gpu: pl.DataFrame, duration_ratio: float, num_kernels: int
         return table
     running = table["sum"].cum_sum().to_numpy()
     threshold = np.quantile(running, duration_ratio)
-    others = (running > threshold) | (np.arange(table.height) >= num_kernels)
+    # HTA keeps the names where `sum < 0` (its "always false" mask: a kernel of negative total
+    # length, which only its rounding makes, stays by name)
+    others = ((running > threshold) | (np.arange(table.height) >= num_kernels)) & ~(table["sum"] < 0).to_numpy()
     table = table.with_columns(pl.when(pl.Series(others)).then(pl.lit("others")).otherwise(pl.col("name")).alias("name"))
     return table.group_by("name").agg(
         pl.col("sum").sum().alias("sum"), pl.col("sum").max().alias("max"), pl.col("sum").min().alias("min"),

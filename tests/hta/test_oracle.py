@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from hta_oracle import CALLS, Outputs, assert_same, call_all, run_hta
 from shared_traces import SHARED_TRACES_DIR, real_trace_paths, trace_id
 

@@ -88,7 +88,7 @@ class TraceAnalysis:
         and their shares (%, 2 decimals). Columns `rank`, `idle_time(us)`, `compute_time(us)`,
         `non_compute_time(us)`, `kernel_time(us)`, `idle_time_pctg`, `compute_time_pctg`,
         `non_compute_time_pctg`. A rank without GPU work has no row (HTA raises IndexError)."""
-        table = breakdown.temporal_breakdown(self.events)
+        table = breakdown.temporal_breakdown(self.events, by_kind=not self.hta_rounding)
         if visualize:
             frames.show(frames.bar, frames.to_pandas(table), x="rank",
                         y=["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"],
@@ -102,7 +102,8 @@ class TraceAnalysis:
         `min (us)`, `stddev`, `mean (us)`, `kernel_type`, `rank`), as HTA's."""
         by_type, kernels = breakdown.kernel_breakdown(self.events, duration_ratio=duration_ratio,
                                                       num_kernels=num_kernels,
-                                                      include_memory_kernels=include_memory_kernels)
+                                                      include_memory_kernels=include_memory_kernels,
+                                                      by_kind=not self.hta_rounding)
         type_frame = frames.to_pandas(by_type, whole_us=("sum",) if self._us() else ())
         if visualize:
             frames.show(frames.pie, type_frame[type_frame["percentage"] > 0], values="percentage", names="kernel_type",
@@ -112,7 +113,7 @@ class TraceAnalysis:
     def get_comm_comp_overlap(self, visualize: bool = True) -> Any:
         """Per rank: `comp_comm_overlap_pctg`, the share of communication time that computation
         overlaps (%, 2 decimals)."""
-        table = frames.to_pandas(breakdown.comm_comp_overlap(self.events))
+        table = frames.to_pandas(breakdown.comm_comp_overlap(self.events, by_kind=not self.hta_rounding))
         if visualize:
             frames.show(frames.bar, table, x="rank", y="comp_comm_overlap_pctg",
                         title="Computation-Communication Overlap")
@@ -149,11 +150,16 @@ class TraceAnalysis:
     def get_cuda_kernel_launch_stats(self, ranks: list[int] | None = None, runtime_cutoff: int = 50,
                                      launch_delay_cutoff: int = 100, include_memory_events: bool = True,
                                      visualize: bool = True) -> dict[int, Any]:
-        """Per rank, one row per launch (HTA's launch calls only): `correlation`, `cpu_duration`,
-        `gpu_duration`, `launch_delay` (µs, delay clipped at 0)."""
+        """Per rank, one row per launch: `correlation`, `cpu_duration`, `gpu_duration`,
+        `launch_delay` (µs, delay clipped at 0). Ours: every launch call (driver API, HIP, graph
+        launches to their first op; `analysis.launch.launch_latency`); with `hta_rounding`, HTA's
+        four calls only, one row per CPU-side and GPU-side event of a correlation."""
         result = {}
         for rank in self._ranks(ranks):
-            table = launches.launch_stats(self.events[rank], include_memory_events=include_memory_events)
+            if self.hta_rounding:
+                table = launches.launch_stats(self.events[rank], include_memory_events=include_memory_events)
+            else:
+                table = launches.our_launch_stats(self.trace.for_rank(rank), include_memory_events=include_memory_events)
             result[rank] = frames.to_pandas(table, whole_us=tuple(table.columns[1:]) if self._us() else ())
             if visualize:
                 frames.show(frames.scatter, result[rank], x="cpu_duration", y="launch_delay",

@@ -12,8 +12,14 @@ from traceanalyze.hta.rules import busy
 COMPUTATION, COMMUNICATION, MEMORY, OTHER = "COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER"
 
 
-def kernel_type() -> pl.Expr:
-    """HTA's `get_kernel_type` of a name (hta/utils/utils.py), as an expression on `name`."""
+KIND_TYPES = {"kernel": COMPUTATION, "communication": COMMUNICATION, "memcpy": MEMORY, "memset": MEMORY}
+
+
+def kernel_type(by_kind: bool = False) -> pl.Expr:
+    """HTA's `get_kernel_type` of a name (hta/utils/utils.py), as an expression on `name`; with
+    `by_kind`, ours: from the GPU op's `kind` (a collective is communication whatever its name)."""
+    if by_kind:
+        return pl.col("kind").replace_strict(KIND_TYPES, default=OTHER, return_dtype=pl.String)
     name = pl.col("name")
     not_compute = (name.str.contains(r"^nccl.*Kernel") | name.str.contains(r"^.*Memcpy")
                    | name.str.starts_with("Memset") | name.str.contains(r"^.*Sync"))
@@ -48,7 +54,7 @@ def pctg(numerator: pl.Series, denominator: pl.Series) -> tuple[np.ndarray, np.n
     return ratio, np.round(100 * ratio, 2)
 
 
-def temporal_breakdown(events: dict[int, pl.DataFrame]) -> pl.DataFrame:
+def temporal_breakdown(events: dict[int, pl.DataFrame], *, by_kind: bool = False) -> pl.DataFrame:
     """Per rank: idle, compute and non-compute time in the window of its busy rows (µs)."""
     rows = []
     for rank, frame in events.items():
@@ -58,7 +64,7 @@ def temporal_breakdown(events: dict[int, pl.DataFrame]) -> pl.DataFrame:
         all_merged = merged(gpu)
         window = int(all_merged["end_ns"][-1] - all_merged["start_ns"][0])
         idle = window - _length(all_merged)
-        compute = _length(merged(gpu.filter(kernel_type() == COMPUTATION)))
+        compute = _length(merged(gpu.filter(kernel_type(by_kind) == COMPUTATION)))
         rows.append((rank, idle, compute, window - compute - idle, window))
     columns = ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)"]
     table = pl.DataFrame(rows, schema={"rank": pl.Int64, **{c: pl.Int64 for c in columns[1:]}}, orient="row")
@@ -83,11 +89,11 @@ def _sweep(intervals: list[tuple[int, pl.DataFrame]]) -> pl.DataFrame:
     ).drop_nulls()
 
 
-def comm_comp_overlap(events: dict[int, pl.DataFrame]) -> pl.DataFrame:
+def comm_comp_overlap(events: dict[int, pl.DataFrame], *, by_kind: bool = False) -> pl.DataFrame:
     """Per rank: the share of merged communication time that merged computation overlaps (%)."""
     rows = []
     for rank, frame in events.items():
-        gpu = busy(frame).with_columns(kernel_type().alias("kernel_type"))
+        gpu = busy(frame).with_columns(kernel_type(by_kind).alias("kernel_type"))
         comm = merged(gpu.filter(pl.col("kernel_type") == COMMUNICATION))
         comp = merged(gpu.filter(pl.col("kernel_type") == COMPUTATION))
         overlap = _sweep([(1, comm), (2, comp)]).filter(pl.col("running") == 3)["duration_ns"].sum()
@@ -110,13 +116,13 @@ def kernel_type_time(gpu: pl.DataFrame, types: list[str]) -> pl.DataFrame:
 
 
 def kernel_breakdown(events: dict[int, pl.DataFrame], *, duration_ratio: float, num_kernels: int,
-                     include_memory_kernels: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+                     include_memory_kernels: bool, by_kind: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
     """HTA's `get_gpu_kernel_breakdown`: (time per kernel type over all ranks, per rank the top
     kernels of each type with the rest as `others`), in µs."""
     types = [COMPUTATION, COMMUNICATION] + ([MEMORY] if include_memory_kernels else [])
     per_type, per_kernel = [], []
     for rank, frame in events.items():
-        gpu = busy(frame).with_columns(kernel_type().alias("kernel_type"),
+        gpu = busy(frame).with_columns(kernel_type(by_kind).alias("kernel_type"),
                                        (pl.col("end_ns") - pl.col("start_ns")).alias("dur"))
         if gpu.is_empty():
             continue

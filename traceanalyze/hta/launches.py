@@ -10,7 +10,9 @@ import re
 import numpy as np
 import polars as pl
 
+from traceanalyze.analysis.launch import launch_latency
 from traceanalyze.hta.rules import busy
+from traceanalyze.model import Trace
 
 KERNEL_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution")
 MEMORY_LAUNCHES = ("cudaMemcpyAsync", "cudaMemsetAsync")
@@ -39,6 +41,18 @@ def launch_stats(frame: pl.DataFrame, *, include_memory_events: bool) -> pl.Data
         ((pl.col("end_ns") - pl.col("start_ns")) / 1000).alias("cpu_duration"),
         ((pl.col("end_ns_gpu") - pl.col("start_ns_gpu")) / 1000).alias("gpu_duration"),
         (pl.max_horizontal(pl.col("start_ns_gpu") - pl.col("end_ns"), pl.lit(0)) / 1000).alias("launch_delay"),
+    ).cast(LAUNCH_SCHEMA)  # type: ignore[arg-type]
+
+
+def our_launch_stats(trace: Trace, *, include_memory_events: bool) -> pl.DataFrame:
+    """`launch_stats`' columns from `analysis.launch.launch_latency`: every launch call, graph
+    launches measured to their first op; without `include_memory_events`, kernel launches only."""
+    latency = launch_latency(trace)
+    if not include_memory_events:
+        latency = latency.filter(pl.col("launch_kind").cast(pl.String).is_in(["launch", "graph_launch"]))
+    return latency.select(
+        "correlation", (pl.col("launch_cpu_ns") / 1000).alias("cpu_duration"),
+        (pl.col("duration_ns") / 1000).alias("gpu_duration"), (pl.col("launch_delay_ns") / 1000).alias("launch_delay"),
     ).cast(LAUNCH_SCHEMA)  # type: ignore[arg-type]
 
 

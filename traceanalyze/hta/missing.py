@@ -3,7 +3,8 @@ traceanalyze function (docs/hta.md, migration table)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # HTA method → the closest traceanalyze function or report table
 MISSING = {

@@ -38,6 +38,7 @@ EVENTS_SCHEMA = pl.Schema(
         "rank": pl.Int32,
         "source": pl.String,  # gpu | sync | runtime | cpu_op (a CPU op with a stream arg)
         "name": pl.String,
+        "kind": pl.String,  # a GPU op's kind (model.GPU_KINDS); null for the others
         "stream": pl.Int64,  # -1 on the CPU side, as HTA
         "correlation": pl.Int64,
         "start_ns": pl.Int64,
@@ -159,8 +160,9 @@ def _one_file(trace: Trace) -> bool:
 
 
 def _tagged(frame: pl.DataFrame, source: str, stream: pl.Expr | None = None) -> pl.DataFrame:
+    kind = pl.col("kind").cast(pl.String) if source == "gpu" else pl.lit(None, pl.String)
     return frame.select(
-        "rank", pl.lit(source).alias("source"), pl.col("name").cast(pl.String),
+        "rank", pl.lit(source).alias("source"), pl.col("name").cast(pl.String), kind.alias("kind"),
         (pl.col("stream") if stream is None else stream).alias("stream"), "correlation", "start_ns", "end_ns",
     ).cast(EVENTS_SCHEMA)  # type: ignore[arg-type]
 
@@ -175,7 +177,7 @@ def rank_events(trace: Trace, rules: HtaRules, *, rounds: bool, several_steps: b
             extras = raw_facts(trace.source).stream_cpu_ops
             parts.append(pl.DataFrame(
                 {"rank": [trace.ranks[0]] * len(extras), "source": ["cpu_op"] * len(extras),
-                 "name": [e[0] for e in extras], "stream": [e[1] for e in extras],
+                 "name": [e[0] for e in extras], "kind": [None] * len(extras), "stream": [e[1] for e in extras],
                  "correlation": [None] * len(extras), "start_ns": [e[2] for e in extras],
                  "end_ns": [e[3] for e in extras]}, schema=EVENTS_SCHEMA))
     rounds = rounds and rules.rounding

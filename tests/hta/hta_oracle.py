@@ -24,6 +24,9 @@ CALLS = {
     "get_cuda_kernel_launch_stats": lambda a, ranks: a.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False),
     "get_queue_length_summary": lambda a, ranks: a.get_queue_length_summary(ranks=ranks),
     "get_profiler_steps": lambda a, ranks: a.get_profiler_steps(),
+    "get_queue_length_time_series": lambda a, ranks: a.get_queue_length_time_series(ranks=ranks),
+    "get_memory_bw_time_series": lambda a, ranks: a.get_memory_bw_time_series(ranks=ranks),
+    "get_memory_bw_summary": lambda a, ranks: a.get_memory_bw_summary(ranks=ranks),
 }
 
 

@@ -71,16 +71,33 @@ def compare(method: str, ours, theirs) -> None:
         key = ["rank", "stream", "idle_category"]
         assert_same(ours[0].reset_index(drop=True), theirs[0].reset_index(drop=True), sort_by=key, what=method)
         assert_same(ours[1].reset_index(), theirs[1].reset_index(), sort_by=key, what="interval stats")
+    elif theirs is None or ours is None:  # HTA's "nothing to summarise"
+        assert ours is None and theirs is None
     elif method == "get_queue_length_summary":
-        if theirs is None:
-            assert ours is None
-            return
         # the count only: HTA orders events of equal `ts` with an unstable sort (docs/hta.md), so the
         # other statistics of a stream with ties depend on numpy's quicksort
         count = [("queue_length", "count")]
         assert_same(ours[count], theirs[count], what=method)
+    elif method == "get_queue_length_time_series":
+        assert sorted(ours) == sorted(theirs)
+        for rank in theirs:
+            assert list(ours[rank].columns) == list(theirs[rank].columns)
+            assert_same(after_each_time(ours[rank]), after_each_time(theirs[rank]), what=method)
+    elif method == "get_memory_bw_time_series":
+        assert sorted(ours) == sorted(theirs)
+        for rank in theirs:
+            assert_same(ours[rank].reset_index(drop=True), theirs[rank].reset_index(drop=True), what=method)
     else:
         assert_same(ours, theirs, what=method)
+
+
+def after_each_time(series):
+    """A queue length series as what its row order does not decide: per stream and `ts`, how many
+    changes and the length after the last of them (HTA orders changes of equal `ts` with an
+    unstable sort; `pid`, `tid`: ours are the device and stream, HTA's the GPU event's own)."""
+    table = series.reset_index(drop=True)[["stream", "ts", "queue_length"]]
+    return table.groupby(["stream", "ts"], sort=True).agg(changes=("queue_length", "size"),
+                                                           after=("queue_length", "last")).reset_index()
 
 
 @pytest.mark.parametrize("method", list(CALLS))

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from traceanalyze.hta import breakdown, frames, launches, rules
+from traceanalyze.hta import breakdown, frames, launches, memory, rules
 from traceanalyze.hta.missing import MISSING, missing
 from traceanalyze.model import Trace
 
@@ -174,7 +174,8 @@ class TraceAnalysis:
         for rank in self._ranks(ranks):
             first = rules.first_event(self.trace.for_rank(rank), self.rules)
             unlinked = first[1] if first and first[2] not in (None, -1) else None
-            table = launches.queue_length(self.events[rank], unlinked=unlinked)
+            table = launches.queue_length(self.events[rank], unlinked=unlinked,
+                                          zero_ns=rules.time_zero_ns(self.trace, self.rules))
             if not table.is_empty():  # HTA leaves out a rank without launches
                 result[rank] = frames.to_pandas(table, whole_us=("ts",) if self._us() else ())
         return result
@@ -187,8 +188,32 @@ class TraceAnalysis:
         series = self.get_queue_length_time_series(ranks)
         parts = []
         for rank, table in series.items():
+            table = table.assign(rank=rank)[["rank", "stream", "queue_length"]]
+            parts.append(table.groupby(["rank", "stream"]).describe())
+        return pd.concat(parts) if parts else None
+
+    def get_memory_bw_time_series(self, ranks: list[int] | None = None) -> dict[int, Any]:
+        """Per rank, the bandwidth of copies and sets at each change, per memory type: `ts` (µs),
+        `pid`, `name` (`Memcpy HtoD`, `Memset`, ...), `memory_bw_gbps`. A rank without copies has
+        no entry."""
+        result = {}
+        for rank in self._ranks(ranks):
+            table = memory.bandwidth_series(self.events[rank], zero_ns=rules.time_zero_ns(self.trace, self.rules),
+                                            by_kind=not self.hta_rounding)
+            if not table.is_empty():
+                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self._us() else ())
+        return result
+
+    def get_memory_bw_summary(self, ranks: list[int] | None = None) -> Any:
+        """pandas' `describe()` of the non-zero bandwidth levels per (`rank`, `name`), HTA's
+        two-level columns (`memory_bw_gbps`, statistic); None without copies."""
+        import pandas as pd
+
+        parts = []
+        for rank, table in self.get_memory_bw_time_series(ranks).items():
             table = table.assign(rank=rank)
-            parts.append(table[["rank", "stream", "queue_length"]].groupby(["rank", "stream"]).describe())
+            table = table[table["memory_bw_gbps"] > 0][["rank", "name", "memory_bw_gbps"]]
+            parts.append(table.groupby(["rank", "name"]).describe())
         return pd.concat(parts) if parts else None
 
     def get_profiler_steps(self) -> list[int]:

@@ -104,21 +104,24 @@ def idle_breakdown(intervals: pl.DataFrame, rank: int) -> pl.DataFrame:
     )
 
 
-def queue_length(frame: pl.DataFrame, *, unlinked: int | None = None) -> pl.DataFrame:
+def queue_length(frame: pl.DataFrame, *, unlinked: int | None = None, zero_ns: int = 0) -> pl.DataFrame:
     """HTA's queue length time series of one rank: +1 at each launch call's start, −1 at each
-    launched GPU op's start, per stream (`ts` in µs, `stream`, `queue_length`). `unlinked`: a
-    correlation HTA leaves out (the GPU op at its row 0, whose link reads as "none")."""
+    launched GPU op's start, per stream (`ts` in µs from `zero_ns`, `pid` the device, `tid` and
+    `stream` the stream, `queue_length`). `unlinked`: a correlation HTA leaves out (the GPU op at
+    its row 0, whose link reads as "none")."""
     gpu = busy(frame)
     calls = frame.filter((pl.col("source") == "runtime") & pl.col("name").is_in(QUEUE_LAUNCHES)
                          & (pl.col("correlation") != (-1 if unlinked is None else unlinked)))
-    enqueued = calls.join(gpu.select("correlation", "stream"), on="correlation", how="inner", suffix="_gpu")
+    enqueued = calls.join(gpu.select("correlation", "device", "stream"), on="correlation", how="inner", suffix="_gpu")
     points = pl.concat([
-        enqueued.select("start_ns", pl.col("stream_gpu").alias("stream"), pl.lit(1).alias("queue")),
+        enqueued.select("start_ns", pl.col("device_gpu").alias("device"), pl.col("stream_gpu").alias("stream"),
+                        pl.lit(1).alias("queue")),
         gpu.filter(pl.col("correlation").is_in(calls["correlation"].implode())).select(
-            "start_ns", "stream", pl.lit(-1).alias("queue")),
+            "start_ns", "device", "stream", pl.lit(-1).alias("queue")),
     ]).sort("start_ns", maintain_order=True)
     return points.select(
-        (pl.col("start_ns") / 1000).alias("ts"), "stream", pl.col("queue").cum_sum().over("stream").alias("queue_length"),
+        ((pl.col("start_ns") - zero_ns) / 1000).alias("ts"), pl.col("device").alias("pid"), pl.col("stream").alias("tid"),
+        "stream", pl.col("queue").cum_sum().over("stream").alias("queue_length"),
     ).sort("stream", maintain_order=True)
 
 

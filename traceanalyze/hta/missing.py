@@ -8,8 +8,6 @@ from typing import Any
 
 # HTA method → the closest traceanalyze function or report table
 MISSING = {
-    "get_memory_bw_summary": "traceanalyze.analysis.roofline.roofline (bytes and achieved bandwidth per op)",
-    "get_memory_bw_time_series": "traceanalyze.analysis.roofline.roofline (bytes and achieved bandwidth per op)",
     "get_gpu_user_annotation_breakdown": "traceanalyze.analysis.attribution.step_attribution "
                                          "(GPU time per ProfilerStep); report.ranks[i].attribution",
     "get_gpu_kernels_with_user_annotations": "traceanalyze.analysis.attribution.step_attribution",

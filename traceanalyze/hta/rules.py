@@ -39,6 +39,9 @@ EVENTS_SCHEMA = pl.Schema(
         "source": pl.String,  # gpu | sync | runtime | cpu_op (a CPU op with a stream arg)
         "name": pl.String,
         "kind": pl.String,  # a GPU op's kind (model.GPU_KINDS); null for the others
+        "device": pl.Int64,  # a GPU op's device; null for the others
+        "bytes": pl.Int64,  # a copy's or set's bytes; null for the others
+        "memory_bw_gbps": pl.Float64,  # Kineto's bandwidth of a copy or set; null for the others
         "stream": pl.Int64,  # -1 on the CPU side, as HTA
         "correlation": pl.Int64,
         "start_ns": pl.Int64,
@@ -55,11 +58,12 @@ class HtaRules:
     non_gpu_busy: bool = True
     last_step: bool = True
     include_last_step: bool = False  # HTA's `include_last_profiler_step`: every CPU event kept
+    quirks: bool = True  # HTA's row 0 read as "no link", and its time zero (every rank shifted)
 
 
 HTA = HtaRules()
 EARLIEST, LATEST = -(2**62), 2**62
-OURS = HtaRules(rounding=False, non_gpu_busy=False, last_step=False)
+OURS = HtaRules(rounding=False, non_gpu_busy=False, last_step=False, quirks=False)
 
 
 # --- the raw scan -------------------------------------------------------------------------------
@@ -91,6 +95,9 @@ class RawFacts:
     # the first event when HTA keeps it (it has `dur` and `cat`, not "Trace"): its row label is 0,
     # which HTA's joins also read as "no linked event" (`first_event`): (start_ns, correlation, stream)
     first_event: tuple[int, int | None, int | None] | None = None
+    # the earliest start HTA keeps (events with `dur` and `cat`, not "Trace"), ns; its time zero
+    min_ts_ns: int | None = None
+    min_ts_rounded_ns: int | None = None  # the same, rounded up to whole µs as HTA does when it rounds
 
 
 @functools.lru_cache(maxsize=64)
@@ -107,17 +114,28 @@ def raw_facts(path: Path) -> RawFacts:
     for e in events:
         if e.cat != "cpu_op" or e.args is None or not _is_stream(e.args.stream) or e.args.stream == -1:
             continue
-        start = float_ns(float(e.ts)) if isinstance(e.ts, (int, float)) else None
-        duration = float_ns(float(e.dur)) if isinstance(e.dur, (int, float)) else 0
+        start = _ns(e.ts)
+        duration = _ns(e.dur)
         if start is not None:
             cpu_ops.append((str(e.name), int(e.args.stream), start, start + (duration or 0)))
     first = None
     if events and events[0].dur is not None and events[0].cat not in (None, "Trace") \
             and isinstance(events[0].ts, (int, float)):
         head, args = events[0], events[0].args or _Args()
-        first = (float_ns(float(head.ts)), args.correlation if _is_stream(args.correlation) else None,
+        first = (_ns(head.ts), args.correlation if _is_stream(args.correlation) else None,
                  args.stream if _is_stream(args.stream) else None)
-    return RawFacts(rounds, steps, tuple(cpu_ops), first)
+    starts = [e.ts for e in events if e.dur is not None and e.cat not in (None, "Trace") and isinstance(e.ts, (int, float))]
+    earliest = min(starts, default=None)
+    min_ns = _ns(earliest)
+    min_rounded = None if earliest is None else math.ceil(earliest) * 1000
+    return RawFacts(rounds, steps, tuple(cpu_ops), first, min_ns, min_rounded)
+
+
+def _ns(value_us: object) -> int | None:
+    """A JSON number of µs → ns as our loader reads it (an integer exactly, whatever its size)."""
+    if isinstance(value_us, bool) or not isinstance(value_us, (int, float)):
+        return None
+    return value_us * 1000 if isinstance(value_us, int) else float_ns(value_us)
 
 
 def _is_stream(value: object) -> bool:
@@ -161,8 +179,12 @@ def _one_file(trace: Trace) -> bool:
 
 def _tagged(frame: pl.DataFrame, source: str, stream: pl.Expr | None = None) -> pl.DataFrame:
     kind = pl.col("kind").cast(pl.String) if source == "gpu" else pl.lit(None, pl.String)
+    device = pl.col("device").cast(pl.Int64) if source == "gpu" else pl.lit(None, pl.Int64)
+    size = pl.col("bytes").cast(pl.Int64, strict=False) if source == "gpu" else pl.lit(None, pl.Int64)
+    bandwidth = pl.col("memory_bw_gbps") if source == "gpu" else pl.lit(None, pl.Float64)
     return frame.select(
         "rank", pl.lit(source).alias("source"), pl.col("name").cast(pl.String), kind.alias("kind"),
+        device.alias("device"), size.alias("bytes"), bandwidth.alias("memory_bw_gbps"),
         (pl.col("stream") if stream is None else stream).alias("stream"), "correlation", "start_ns", "end_ns",
     ).cast(EVENTS_SCHEMA)  # type: ignore[arg-type]
 
@@ -177,7 +199,9 @@ def rank_events(trace: Trace, rules: HtaRules, *, rounds: bool, several_steps: b
             extras = raw_facts(trace.source).stream_cpu_ops
             parts.append(pl.DataFrame(
                 {"rank": [trace.ranks[0]] * len(extras), "source": ["cpu_op"] * len(extras),
-                 "name": [e[0] for e in extras], "kind": [None] * len(extras), "stream": [e[1] for e in extras],
+                 "name": [e[0] for e in extras], "kind": [None] * len(extras),
+                 "device": [None] * len(extras), "bytes": [None] * len(extras),
+                 "memory_bw_gbps": [None] * len(extras), "stream": [e[1] for e in extras],
                  "correlation": [None] * len(extras), "start_ns": [e[2] for e in extras],
                  "end_ns": [e[3] for e in extras]}, schema=EVENTS_SCHEMA))
     rounds = rounds and rules.rounding
@@ -213,13 +237,25 @@ def hta_rounds(trace: Trace) -> bool:
 def first_event(trace: Trace, rules: HtaRules) -> tuple[int, int | None, int | None] | None:
     """HTA's row 0 of a one-rank trace (see `RawFacts.first_event`), its start HTA-rounded; None
     when the rules are ours or HTA does not keep that event."""
-    if not (rules.last_step and _one_file(trace)):
+    if not (rules.quirks and _one_file(trace)):
         return None
     first = raw_facts(trace.source).first_event
     if first is None:
         return None
     start = math.ceil(first[0] / 1000) * 1000 if rules.rounding and hta_rounds(trace) else first[0]
     return (start, first[1], first[2])
+
+
+def time_zero_ns(trace: Trace, rules: HtaRules) -> int:
+    """HTA's time zero: the earliest start of all ranks (HTA shifts every rank by it); 0 when the
+    rules are ours (ranks keep their recorded clock) or the traces were not read from files."""
+    if not rules.quirks or not all(_one_file(one) for one in trace.split_by_rank()):
+        return 0
+    starts = []
+    for one in trace.split_by_rank():
+        facts = raw_facts(one.source)
+        starts.append(facts.min_ts_rounded_ns if rules.rounding and facts.rounds else facts.min_ts_ns)
+    return min((s for s in starts if s is not None), default=0)
 
 
 def busy(frame: pl.DataFrame) -> pl.DataFrame:

@@ -27,6 +27,8 @@ CALLS = {
     "get_queue_length_time_series": lambda a, ranks: a.get_queue_length_time_series(ranks=ranks),
     "get_memory_bw_time_series": lambda a, ranks: a.get_memory_bw_time_series(ranks=ranks),
     "get_memory_bw_summary": lambda a, ranks: a.get_memory_bw_summary(ranks=ranks),
+    "get_potential_stragglers": lambda a, ranks: (a.get_potential_stragglers(),
+                                                  a.get_potential_stragglers(num_candidates=1)),
 }
 
 

@@ -48,7 +48,7 @@ def outputs(tmp_path_factory):
                 (folder / path.name).symlink_to(path)
             theirs = run_hta(folder)
             ours = call_all(TraceAnalysis(trace_dir=str(folder), hta_rounding=True), theirs.ranks)
-            assert not ours.errors, ours.errors
+            assert set(ours.errors) <= {"get_potential_stragglers"}, ours.errors
             cache[path] = (theirs, ours)
         return cache[path]
 
@@ -58,7 +58,7 @@ def outputs(tmp_path_factory):
 def compare(method: str, ours, theirs) -> None:
     """One method's results: ours equal HTA's (rows in HTA's order where HTA's order is defined by
     its data, sorted by key where it follows its own row order)."""
-    if method == "get_profiler_steps":
+    if method in ("get_profiler_steps", "get_potential_stragglers"):
         assert ours == theirs
     elif method == "get_cuda_kernel_launch_stats":
         assert sorted(ours) == sorted(theirs)
@@ -104,6 +104,10 @@ def after_each_time(series):
 @pytest.mark.parametrize("path", cases())
 def test_hta_rounding_gives_htas_frames(outputs, path, method):
     theirs, ours = outputs(path)
+    if method == "get_potential_stragglers" and method in theirs.errors:
+        # HTA's rule fails without steps, without ncclKernel* (ncclDevKernel), on one rank: so does ours
+        assert theirs.errors[method].startswith("ValueError") and ours.errors[method].startswith("ValueError")
+        return
     if method in theirs.errors:
         pytest.skip(f"HTA raises: {theirs.errors[method]} (test_ours_answers_where_hta_raises)")
     compare(method, ours.results[method], theirs.results[method])
@@ -115,8 +119,8 @@ def test_ours_answers_where_hta_raises(outputs, path):
     torch.compile traces; its idle breakdown raises ValueError without GPU work. Ours: no row for a
     rank without GPU work, the numbers otherwise."""
     theirs, ours = outputs(path)
-    if not theirs.errors:
-        pytest.skip("HTA raised nothing here")
+    if not set(theirs.errors) - {"get_potential_stragglers"}:
+        pytest.skip("HTA's breakdowns raised nothing here")
     temporal = ours.results["get_temporal_breakdown"]
     error = theirs.errors.get("get_temporal_breakdown", "")
     if path.name in HTA_BREAKDOWN_ASSERTS:

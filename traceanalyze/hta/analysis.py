@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from traceanalyze.hta import breakdown, frames, launches, memory, rules
+from traceanalyze.hta import breakdown, frames, launches, memory, rules, stragglers
 from traceanalyze.hta.missing import MISSING, missing
 from traceanalyze.model import Trace
 
@@ -228,6 +228,34 @@ class TraceAnalysis:
                 cutoff = rules.EARLIEST if cutoff is None else cutoff
             numbers |= launches.profiler_steps(rules.hta_times(one.steps, rounds), cutoff)
         return sorted(numbers)
+
+    def get_potential_stragglers(self, profiler_steps: list[int] | None = None, num_candidates: int = 2,
+                                 visualize: bool = False, straggler_identification_impl: Any = None) -> list[int]:
+        """The ranks most likely to hold the others back, at most `num_candidates`. Ours: the job
+        analysis's slowest rank per step (the one whose late arrivals at collectives cost the
+        others the most wait; any collective, `ncclDevKernel` included). With `hta_rounding`:
+        HTA's late-start rule (`stragglers.hta_stragglers`), which raises ValueError where HTA's
+        fails (no `ncclKernel*`). `straggler_identification_impl` is not supported."""
+        if straggler_identification_impl is not None:
+            raise NotImplementedError("straggler_identification_impl takes HTA's own frames; not supported")
+        available = self.get_profiler_steps()
+        chosen = available if profiler_steps is None else [s for s in profiler_steps if s in available]
+        if not chosen:
+            raise ValueError(f"invalid value for argument: profiler_steps={profiler_steps}; "
+                             f"available profiler steps={available}")
+        if not self.hta_rounding:
+            from traceanalyze.api import analyze
+
+            job = analyze(self.trace, skip_steps=0).job
+            found = stragglers.our_stragglers(job.stragglers if job is not None else pl.DataFrame(), num_candidates)
+            return found
+        frames_with_steps = {}
+        for one in self.trace.split_by_rank():
+            rank = one.ranks[0]
+            steps = rules.hta_times(one.steps, rules.hta_rounds(one)).with_columns(
+                pl.col("name").str.extract(r"ProfilerStep\s*#\s*(\d+)").cast(pl.Int64).alias("number"))
+            frames_with_steps[rank] = stragglers.with_iteration(self.events[rank], steps)
+        return stragglers.hta_stragglers(frames_with_steps, chosen, num_candidates)
 
     # --- beyond HTA -----------------------------------------------------------------------------
 

@@ -2,5 +2,6 @@
 (docs/hta.md, "Migrating from HTA")."""
 
 from traceanalyze.hta.analysis import TraceAnalysis
+from traceanalyze.hta.diff import LabeledTrace, TraceDiff
 
-__all__ = ["TraceAnalysis"]
+__all__ = ["LabeledTrace", "TraceAnalysis", "TraceDiff"]

@@ -124,3 +124,15 @@ def test_frames_need_no_pyarrow(monkeypatch):
     table = analyzer(shared_trace("hta_a100_event_sync.json.gz")).get_temporal_breakdown(visualize=False)
     assert table["rank"].tolist() == [0]
     assert pl.Series(table["idle_time(us)"]).dtype == pl.Float64
+
+
+def test_default_stragglers_are_the_job_analysis_slowest_ranks():
+    """Ours: the rank the job analysis names slowest (the others' wait it causes); HTA's late-start
+    rule with hta_rounding (test_oracle)."""
+    if not RANKS_FOLDER.is_dir():
+        pytest.skip(f"real traces not found: {RANKS_FOLDER}")
+    ours = analyzer(RANKS_FOLDER)
+    job = traceanalyze.analyze(RANKS_FOLDER).job
+    slowest = job.stragglers.sort("others_wait_ns", descending=True)["slowest_rank"].to_list()
+    assert ours.get_potential_stragglers(num_candidates=1) == slowest[:1]
+    assert analyzer(shared_trace("hta_a100_nccl_rank0.json.gz")).get_potential_stragglers() == []

@@ -130,3 +130,18 @@ def test_ours_answers_where_hta_raises(outputs, path):
         assert error.startswith("IndexError") and temporal.empty
         assert ours.results["get_idle_time_breakdown"][0].empty
         assert theirs.errors["get_idle_time_breakdown"].startswith("ValueError")
+
+
+def test_include_last_profiler_step_as_hta(tmp_path):
+    """HTA's `include_last_profiler_step=True` keeps every CPU-side event but still drops GPU work
+    without a launch (docs/hta.md, "Last step"): the same breakdown and steps with hta_rounding."""
+    from hta.trace_analysis import TraceAnalysis as HtaTraceAnalysis
+
+    path = SHARED_TRACES_DIR / "hta_a100_80gb_record_shapes_cudagraph.json.gz"
+    if not path.is_file():
+        pytest.skip(f"real trace not found: {path}")
+    (tmp_path / path.name).symlink_to(path)
+    theirs = HtaTraceAnalysis(trace_dir=str(tmp_path), include_last_profiler_step=True)
+    ours = TraceAnalysis(trace_dir=str(tmp_path), include_last_profiler_step=True, hta_rounding=True)
+    assert_same(ours.get_temporal_breakdown(visualize=False), theirs.get_temporal_breakdown(visualize=False))
+    assert ours.get_profiler_steps() == theirs.get_profiler_steps() == [550, 551, 552, 553, 554]

@@ -78,9 +78,6 @@ class TraceAnalysis:
             raise ValueError(f"rank(s) {unknown} not in the traces (ranks {sorted(self.events)})")
         return chosen
 
-    def _us(self) -> bool:
-        return self.hta_rounding
-
     # --- breakdowns -----------------------------------------------------------------------------
 
     def get_temporal_breakdown(self, visualize: bool = True) -> Any:
@@ -89,11 +86,11 @@ class TraceAnalysis:
         `non_compute_time(us)`, `kernel_time(us)`, `idle_time_pctg`, `compute_time_pctg`,
         `non_compute_time_pctg`. A rank without GPU work has no row (HTA raises IndexError)."""
         table = breakdown.temporal_breakdown(self.events, by_kind=not self.hta_rounding)
+        result = frames.to_pandas(table, whole_us=_us_columns(table) if self.hta_rounding else ())
         if visualize:
-            frames.show(frames.bar, frames.to_pandas(table), x="rank",
-                        y=["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"],
-                        title="Temporal breakdown across ranks")
-        return frames.to_pandas(table, whole_us=_us_columns(table) if self._us() else ())
+            frames.show(frames.bar, result, x="rank", title="Temporal breakdown across ranks",
+                        y=["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"])
+        return result
 
     def get_gpu_kernel_breakdown(self, visualize: bool = True, duration_ratio: float = 0.8, num_kernels: int = 10,
                                  include_memory_kernels: bool = True, image_renderer: str = "") -> tuple[Any, Any]:
@@ -104,7 +101,7 @@ class TraceAnalysis:
                                                       num_kernels=num_kernels,
                                                       include_memory_kernels=include_memory_kernels,
                                                       by_kind=not self.hta_rounding)
-        type_frame = frames.to_pandas(by_type, whole_us=("sum",) if self._us() else ())
+        type_frame = frames.to_pandas(by_type, whole_us=("sum",) if self.hta_rounding else ())
         if visualize:
             frames.show(frames.pie, type_frame[type_frame["percentage"] > 0], values="percentage", names="kernel_type",
                         title="Kernel Type Percentage Across All Ranks")
@@ -159,8 +156,9 @@ class TraceAnalysis:
             if self.hta_rounding:
                 table = launches.launch_stats(self.events[rank], include_memory_events=include_memory_events)
             else:
-                table = launches.our_launch_stats(self.trace.for_rank(rank), include_memory_events=include_memory_events)
-            result[rank] = frames.to_pandas(table, whole_us=tuple(table.columns[1:]) if self._us() else ())
+                table = launches.our_launch_stats(self.trace.for_rank(rank),
+                                                  include_memory_events=include_memory_events)
+            result[rank] = frames.to_pandas(table, whole_us=tuple(table.columns[1:]) if self.hta_rounding else ())
             if visualize:
                 frames.show(frames.scatter, result[rank], x="cpu_duration", y="launch_delay",
                             title=f"Rank {rank}: launch delay against runtime duration "
@@ -177,7 +175,7 @@ class TraceAnalysis:
             table = launches.queue_length(self.events[rank], unlinked=unlinked,
                                           zero_ns=rules.time_zero_ns(self.trace, self.rules))
             if not table.is_empty():  # HTA leaves out a rank without launches
-                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self._us() else ())
+                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self.hta_rounding else ())
         return result
 
     def get_queue_length_summary(self, ranks: list[int] | None = None) -> Any:
@@ -201,7 +199,7 @@ class TraceAnalysis:
             table = memory.bandwidth_series(self.events[rank], zero_ns=rules.time_zero_ns(self.trace, self.rules),
                                             by_kind=not self.hta_rounding)
             if not table.is_empty():
-                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self._us() else ())
+                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self.hta_rounding else ())
         return result
 
     def get_memory_bw_summary(self, ranks: list[int] | None = None) -> Any:

@@ -139,7 +139,8 @@ def kernel_breakdown(events: dict[int, pl.DataFrame], *, duration_ratio: float, 
     kernels = pl.concat(per_kernel) if per_kernel else pl.DataFrame(schema=KERNEL_SCHEMA)
     kernels = kernels.sort("kernel_type", "name", "rank").rename(
         {"sum": "sum (us)", "mean": "mean (us)", "max": "max (us)", "min": "min (us)", "std": "stddev"})
-    return by_type, kernels.select("name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "kernel_type", "rank")
+    columns = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "kernel_type", "rank"]
+    return by_type, kernels.select(columns)
 
 
 KERNEL_SCHEMA = {"name": pl.String, "sum": pl.Float64, "max": pl.Float64, "min": pl.Float64, "mean": pl.Float64,
@@ -164,7 +165,8 @@ def aggregate_kernels(gpu: pl.DataFrame, duration_ratio: float, num_kernels: int
     # HTA keeps the names where `sum < 0` (its "always false" mask: a kernel of negative total
     # length, which only its rounding makes, stays by name)
     others = ((running > threshold) | (np.arange(table.height) >= num_kernels)) & ~(table["sum"] < 0).to_numpy()
-    table = table.with_columns(pl.when(pl.Series(others)).then(pl.lit("others")).otherwise(pl.col("name")).alias("name"))
+    table = table.with_columns(
+        pl.when(pl.Series(others)).then(pl.lit("others")).otherwise(pl.col("name")).alias("name"))
     return table.group_by("name").agg(
         pl.col("sum").sum().alias("sum"), pl.col("sum").max().alias("max"), pl.col("sum").min().alias("min"),
         pl.col("sum").mean().alias("mean"), pl.col("sum").std().fill_null(0).alias("std"),

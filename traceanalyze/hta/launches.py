@@ -96,7 +96,8 @@ def stream_idle(frame: pl.DataFrame, *, consecutive_kernel_delay_us: float, stre
 def idle_breakdown(intervals: pl.DataFrame, rank: int) -> pl.DataFrame:
     """Per stream and category: `idle_time` (µs) and `idle_time_ratio` of the stream's idle time."""
     table = intervals.group_by("stream", "idle_category").agg(pl.col("idle_interval").sum().alias("idle_time"))
-    table = table.with_columns((pl.col("idle_time") / pl.col("idle_time").sum().over("stream")).alias("idle_time_ratio"))
+    share = pl.col("idle_time") / pl.col("idle_time").sum().over("stream")
+    table = table.with_columns(share.alias("idle_time_ratio"))
     order = intervals["stream"].unique(maintain_order=True).to_list()
     return table.sort(pl.col("stream").replace_strict(order, list(range(len(order)))), "idle_category").select(
         pl.lit(rank, pl.Int64).alias("rank"), "stream",
@@ -120,7 +121,8 @@ def queue_length(frame: pl.DataFrame, *, unlinked: int | None = None, zero_ns: i
             "start_ns", "device", "stream", pl.lit(-1).alias("queue")),
     ]).sort("start_ns", maintain_order=True)
     return points.select(
-        ((pl.col("start_ns") - zero_ns) / 1000).alias("ts"), pl.col("device").alias("pid"), pl.col("stream").alias("tid"),
+        ((pl.col("start_ns") - zero_ns) / 1000).alias("ts"), pl.col("device").alias("pid"),
+        pl.col("stream").alias("tid"),
         "stream", pl.col("queue").cum_sum().over("stream").alias("queue_length"),
     ).sort("stream", maintain_order=True)
 

@@ -124,7 +124,8 @@ def raw_facts(path: Path) -> RawFacts:
         head, args = events[0], events[0].args or _Args()
         first = (_ns(head.ts), args.correlation if _is_stream(args.correlation) else None,
                  args.stream if _is_stream(args.stream) else None)
-    starts = [e.ts for e in events if e.dur is not None and e.cat not in (None, "Trace") and isinstance(e.ts, (int, float))]
+    starts = [e.ts for e in events
+              if e.dur is not None and e.cat not in (None, "Trace") and isinstance(e.ts, (int, float))]
     earliest = min(starts, default=None)
     min_ns = _ns(earliest)
     min_rounded = None if earliest is None else math.ceil(earliest) * 1000

@@ -27,6 +27,11 @@ CALLS = {
     "get_queue_length_time_series": lambda a, ranks: a.get_queue_length_time_series(ranks=ranks),
     "get_memory_bw_time_series": lambda a, ranks: a.get_memory_bw_time_series(ranks=ranks),
     "get_memory_bw_summary": lambda a, ranks: a.get_memory_bw_summary(ranks=ranks),
+    "get_gpu_user_annotation_breakdown": lambda a, ranks: (
+        a.get_gpu_user_annotation_breakdown(visualize=False),
+        a.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False, num_kernels=3),
+        a.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, visualize=False, num_kernels=3,
+                                            allowlist_patterns=["nccl"])),
     "get_potential_stragglers": lambda a, ranks: (a.get_potential_stragglers(),
                                                   a.get_potential_stragglers(num_candidates=1)),
 }

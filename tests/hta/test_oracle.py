@@ -71,6 +71,12 @@ def compare(method: str, ours, theirs) -> None:
         key = ["rank", "stream", "idle_category"]
         assert_same(ours[0].reset_index(drop=True), theirs[0].reset_index(drop=True), sort_by=key, what=method)
         assert_same(ours[1].reset_index(), theirs[1].reset_index(), sort_by=key, what="interval stats")
+    elif method == "get_gpu_user_annotation_breakdown":
+        for mine, reference in zip(ours, theirs):
+            if reference is None or mine is None:
+                assert mine is None and reference is None
+            else:
+                assert_same(mine, reference, what=method)
     elif theirs is None or ours is None:  # HTA's "nothing to summarise"
         assert ours is None and theirs is None
     elif method == "get_queue_length_summary":

@@ -107,6 +107,32 @@ class TraceAnalysis:
                         title="Kernel Type Percentage Across All Ranks")
         return type_frame, frames.to_pandas(kernels)
 
+    def get_gpu_user_annotation_breakdown(self, use_gpu_annotation: bool = True, visualize: bool = True,
+                                          duration_ratio: float = 0.8, num_kernels: int = 1000,
+                                          allowlist_patterns: list[str] | None = None,
+                                          image_renderer: str | None = None) -> Any:
+        """Per rank, time per user annotation (on the GPU timeline, or on the CPU with
+        `use_gpu_annotation=False`): `name`, `sum (us)`, `max (us)`, `min (us)`, `stddev`,
+        `mean (us)`, `rank`; past `num_kernels` names or the `duration_ratio` share, `others`
+        (names matching `allowlist_patterns` are kept). None when no rank has such annotations."""
+        import re
+
+        found = rules.annotations(self.trace, self.rules, on_gpu=use_gpu_annotation)
+        if found is None:
+            return None
+        allowlist = None
+        if allowlist_patterns is not None:
+            pattern = re.compile("|".join(re.escape(p) for p in allowlist_patterns))
+            names = set().union(*(set(frame["name"].to_list()) for frame in found.values()))
+            allowlist = [name for name in names if pattern.search(name)]
+        table = breakdown.annotation_breakdown(found, duration_ratio=duration_ratio, num_kernels=num_kernels,
+                                               allowlist=allowlist)
+        result = frames.to_pandas(table)
+        if visualize:
+            frames.show(frames.bar, result[result["name"] != "others"], x="rank", y="mean (us)", color="name",
+                        title="Mean duration of each user annotation per rank")
+        return result
+
     def get_comm_comp_overlap(self, visualize: bool = True) -> Any:
         """Per rank: `comp_comm_overlap_pctg`, the share of communication time that computation
         overlaps (%, 2 decimals)."""

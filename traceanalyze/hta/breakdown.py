@@ -147,12 +147,13 @@ KERNEL_SCHEMA = {"name": pl.String, "sum": pl.Float64, "max": pl.Float64, "min":
                  "std": pl.Float64, "kernel_type": pl.String, "rank": pl.Int64}
 
 
-def aggregate_kernels(gpu: pl.DataFrame, duration_ratio: float, num_kernels: int) -> pl.DataFrame:
+def aggregate_kernels(gpu: pl.DataFrame, duration_ratio: float, num_kernels: int,
+                      allowlist: list[str] | None = None) -> pl.DataFrame:
     """HTA's `_aggr_gpu_kernel_time`: per name the sum, max, min, mean and std (µs) of durations,
     by sum descending; past `num_kernels` names, or past the `duration_ratio` quantile of the
     running sum, the names become `others`, and then every column is an aggregate of the *sums*
-    (so a kept kernel's max, min and mean are its sum, its std 0): HTA's rule, kept. A name whose
-    sum is negative is never grouped (HTA's mask `sum < 0`)."""
+    (so a kept kernel's max, min and mean are its sum, its std 0): HTA's rule, kept. The names in
+    `allowlist` are never grouped; without one, those whose sum is negative (HTA's mask `sum < 0`)."""
     us = pl.col("dur") / 1000
     table = gpu.group_by("name").agg(
         us.sum().alias("sum"), us.max().alias("max"), us.min().alias("min"), us.mean().alias("mean"),
@@ -164,10 +165,28 @@ def aggregate_kernels(gpu: pl.DataFrame, duration_ratio: float, num_kernels: int
     threshold = np.quantile(running, duration_ratio)
     # HTA keeps the names where `sum < 0` (its "always false" mask: a kernel of negative total
     # length, which only its rounding makes, stays by name)
-    others = ((running > threshold) | (np.arange(table.height) >= num_kernels)) & ~(table["sum"] < 0).to_numpy()
+    keep = table["name"].is_in(allowlist) if allowlist is not None else table["sum"] < 0
+    others = ((running > threshold) | (np.arange(table.height) >= num_kernels)) & ~keep.to_numpy()
     table = table.with_columns(
         pl.when(pl.Series(others)).then(pl.lit("others")).otherwise(pl.col("name")).alias("name"))
     return table.group_by("name").agg(
         pl.col("sum").sum().alias("sum"), pl.col("sum").max().alias("max"), pl.col("sum").min().alias("min"),
         pl.col("sum").mean().alias("mean"), pl.col("sum").std().fill_null(0).alias("std"),
     ).sort("name")
+
+
+def annotation_breakdown(annotations: dict[int, pl.DataFrame], *, duration_ratio: float, num_kernels: int,
+                         allowlist: list[str] | None) -> pl.DataFrame:
+    """HTA's `get_gpu_user_annotation_breakdown`: per rank, the annotations by total time (µs),
+    `aggregate_kernels`' rule; columns `name`, `sum (us)`, `max (us)`, `min (us)`, `stddev`,
+    `mean (us)`, `rank`, by rank and name."""
+    parts = []
+    for rank, frame in annotations.items():
+        durations = frame.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur"))
+        parts.append(aggregate_kernels(durations, duration_ratio, num_kernels, allowlist).with_columns(
+            pl.lit(rank, pl.Int64).alias("rank")))
+    schema = {k: v for k, v in KERNEL_SCHEMA.items() if k != "kernel_type"}
+    table = pl.concat([p.select(list(schema)).cast(schema) for p in parts]) if parts else pl.DataFrame(schema=schema)
+    return table.sort("rank", "name").rename(
+        {"sum": "sum (us)", "mean": "mean (us)", "max": "max (us)", "min": "min (us)", "std": "stddev"}
+    ).select("name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank")

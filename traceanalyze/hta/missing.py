@@ -8,8 +8,6 @@ from typing import Any
 
 # HTA method → the closest traceanalyze function or report table
 MISSING = {
-    "get_gpu_user_annotation_breakdown": "traceanalyze.analysis.attribution.step_attribution "
-                                         "(GPU time per ProfilerStep); report.ranks[i].attribution",
     "get_gpu_kernels_with_user_annotations": "traceanalyze.analysis.attribution.step_attribution",
     "get_aten_op_kernels_and_delay": "traceanalyze.analysis.launch.launch_latency "
                                      "(every launch with its CPU op context)",

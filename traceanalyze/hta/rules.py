@@ -98,6 +98,7 @@ class RawFacts:
     # the earliest start HTA keeps (events with `dur` and `cat`, not "Trace"), ns; its time zero
     min_ts_ns: int | None = None
     min_ts_rounded_ns: int | None = None  # the same, rounded up to whole µs as HTA does when it rounds
+    gpu_annotations: tuple[tuple[str, int, int], ...] = ()  # gpu_user_annotation (name, start_ns, end_ns)
 
 
 @functools.lru_cache(maxsize=64)
@@ -129,7 +130,9 @@ def raw_facts(path: Path) -> RawFacts:
     earliest = min(starts, default=None)
     min_ns = _ns(earliest)
     min_rounded = None if earliest is None else math.ceil(earliest) * 1000
-    return RawFacts(rounds, steps, tuple(cpu_ops), first, min_ns, min_rounded)
+    annotations = tuple((str(e.name), _ns(e.ts), _ns(e.ts) + (_ns(e.dur) or 0)) for e in events
+                        if e.cat == "gpu_user_annotation" and _ns(e.ts) is not None)
+    return RawFacts(rounds, steps, tuple(cpu_ops), first, min_ns, min_rounded, annotations)
 
 
 def _ns(value_us: object) -> int | None:
@@ -257,6 +260,30 @@ def time_zero_ns(trace: Trace, rules: HtaRules) -> int:
         facts = raw_facts(one.source)
         starts.append(facts.min_ts_rounded_ns if rules.rounding and facts.rounds else facts.min_ts_ns)
     return min((s for s in starts if s is not None), default=0)
+
+
+def annotations(trace: Trace, rules: HtaRules, *, on_gpu: bool) -> dict[int, pl.DataFrame] | None:
+    """Per rank, the user annotations HTA keeps (`name`, `start_ns`, `end_ns`): on the GPU
+    timeline (`gpu_user_annotation`, from the scan) or on the CPU (`user_annotation`); None when
+    no rank has any (HTA: the category is not among its symbols)."""
+    several_steps = step_names(trace) >= 2
+    result, found = {}, False
+    for one in trace.split_by_rank():
+        if on_gpu:
+            rows = raw_facts(one.source).gpu_annotations if _one_file(one) else ()
+            frame = pl.DataFrame(rows, schema={"name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64},
+                                 orient="row")
+        else:
+            frame = one.cpu_ops.filter(pl.col("category") == "user_annotation").select(
+                pl.col("name").cast(pl.String), "start_ns", "end_ns")
+        found = found or not frame.is_empty()
+        rounds = rules.rounding and hta_rounds(one)
+        frame = hta_times(frame, rounds)
+        if rules.last_step and several_steps and not rules.include_last_step:
+            cutoff = cutoff_ns(one, rounds)
+            frame = frame.filter(pl.col("start_ns") < (EARLIEST if cutoff is None else cutoff))
+        result[one.ranks[0]] = frame
+    return result if found else None
 
 
 def busy(frame: pl.DataFrame) -> pl.DataFrame:

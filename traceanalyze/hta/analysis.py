@@ -20,7 +20,15 @@ from typing import Any
 
 import polars as pl
 
-from traceanalyze.hta import breakdown, frames, launches, memory, rules, stragglers
+from traceanalyze.hta import (
+    aten,
+    breakdown,
+    frames,
+    launches,
+    memory,
+    rules,
+    stragglers,
+)
 from traceanalyze.hta.missing import MISSING, missing
 from traceanalyze.model import Trace
 
@@ -189,6 +197,26 @@ class TraceAnalysis:
                 frames.show(frames.scatter, result[rank], x="cpu_duration", y="launch_delay",
                             title=f"Rank {rank}: launch delay against runtime duration "
                                   f"(cutoffs {runtime_cutoff} µs, {launch_delay_cutoff} µs)")
+        return result
+
+    def get_aten_op_kernels_and_delay(self, ranks: list[int] | None = None,
+                                      sort_by: list[str] | None = None) -> dict[int, Any]:
+        """Per rank, per (ATen op, the kernels it launches): `aten_op_name`, `kernel_sequence`,
+        `occurrence_count`, `avg_aten_op_launch_delay` (op start → first launch, µs),
+        `avg_runtime_delay` (that launch → its kernel, µs), by `sort_by` (default
+        `occurrence_count`) descending. With `hta_rounding`, HTA's rows: each rank's frame also
+        holds the rows of the ranks before it (HTA never empties its list)."""
+        sort_by = sort_by or ["occurrence_count"]
+        result, earlier = {}, []
+        for rank in self._ranks(ranks):
+            one = self.trace.for_rank(rank)
+            ops = rules.hta_times(one.cpu_ops.filter(pl.col("name").cast(pl.String).str.starts_with("aten::")).select(
+                "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns", "depth"),
+                self.hta_rounding and rules.hta_rounds(one))
+            found = aten.aten_launches(self.events[rank], ops)
+            rows = pl.concat([*earlier, found]) if self.hta_rounding else found
+            earlier.append(found)
+            result[rank] = frames.to_pandas(aten.aten_summary(rows, sort_by))
         return result
 
     def get_queue_length_time_series(self, ranks: list[int] | None = None) -> dict[int, Any]:

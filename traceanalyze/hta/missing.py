@@ -9,8 +9,6 @@ from typing import Any
 # HTA method → the closest traceanalyze function or report table
 MISSING = {
     "get_gpu_kernels_with_user_annotations": "traceanalyze.analysis.attribution.step_attribution",
-    "get_aten_op_kernels_and_delay": "traceanalyze.analysis.launch.launch_latency "
-                                     "(every launch with its CPU op context)",
     "get_frequent_cuda_kernel_sequences": "traceanalyze.analysis.launch.small_kernel_runs",
     "get_time_spent_blocked_on_full_queue": "traceanalyze.analysis.launch.queue_summary",
     "get_queue_length_summary_from_time_series": "traceanalyze.analysis.launch.queue_summary",

@@ -8,7 +8,8 @@ from typing import Any
 
 # HTA method → the closest traceanalyze function or report table
 MISSING = {
-    "get_gpu_kernels_with_user_annotations": "traceanalyze.analysis.attribution.step_attribution",
+    "get_gpu_kernels_with_user_annotations": "TraceAnalysis.get_gpu_user_annotation_breakdown; "
+                                             "traceanalyze.analysis.attribution.step_attribution",
     "get_frequent_cuda_kernel_sequences": "traceanalyze.analysis.launch.small_kernel_runs",
     "get_time_spent_blocked_on_full_queue": "traceanalyze.analysis.launch.queue_summary",
     "get_queue_length_summary_from_time_series": "traceanalyze.analysis.launch.queue_summary",

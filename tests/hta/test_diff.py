@@ -47,3 +47,12 @@ def test_ops_diff_of_a_trace_with_itself(folders):
     assert len(changes["unchanged"]) > 0
     frame = TraceDiff.compare_traces(same, same)
     assert (frame["diff_counts"] == 0).all() and (frame["counts_change_categories"] == "=").all()
+
+
+def test_trace_diff_takes_htas_arguments():
+    import inspect
+
+    hta_diff = pytest.importorskip("hta.trace_diff", reason="HolisticTraceAnalysis is not installed")
+    for name in ("compare_traces", "ops_diff"):
+        theirs = list(inspect.signature(getattr(hta_diff.TraceDiff, name)).parameters)
+        assert list(inspect.signature(getattr(TraceDiff, name)).parameters) == theirs, name

@@ -137,3 +137,25 @@ def test_default_stragglers_are_the_job_analysis_slowest_ranks():
     slowest = job.stragglers.sort("others_wait_ns", descending=True)["slowest_rank"].to_list()
     assert ours.get_potential_stragglers(num_candidates=1) == slowest[:1]
     assert analyzer(shared_trace("hta_a100_nccl_rank0.json.gz")).get_potential_stragglers() == []
+
+
+def test_methods_take_htas_arguments():
+    """Every method we provide takes HTA's arguments, in HTA's order, with HTA's defaults (a
+    notebook's positional calls keep working); the rest raise NotImplementedError (MISSING)."""
+    hta_analysis = pytest.importorskip("hta.trace_analysis", reason="HolisticTraceAnalysis is not installed")
+    import inspect
+
+    theirs_class = hta_analysis.TraceAnalysis
+    public = [name for name in vars(theirs_class) if not name.startswith("_")]
+    for name in public:
+        assert name in MISSING or name in vars(TraceAnalysis), name
+        if name in MISSING:
+            continue
+        theirs = inspect.signature(getattr(theirs_class, name)).parameters
+        ours = inspect.signature(getattr(TraceAnalysis, name)).parameters
+        assert list(ours)[: len(theirs)] == list(theirs), name
+        for parameter in theirs.values():
+            if parameter.default is not inspect.Parameter.empty and parameter.name != "straggler_identification_impl":
+                assert ours[parameter.name].default == parameter.default, (name, parameter.name)
+    init_theirs = list(inspect.signature(theirs_class.__init__).parameters)
+    assert list(inspect.signature(TraceAnalysis.__init__).parameters)[: len(init_theirs)] == init_theirs

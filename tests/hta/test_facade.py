@@ -157,5 +157,7 @@ def test_methods_take_htas_arguments():
         for parameter in theirs.values():
             if parameter.default is not inspect.Parameter.empty and parameter.name != "straggler_identification_impl":
                 assert ours[parameter.name].default == parameter.default, (name, parameter.name)
-    init_theirs = list(inspect.signature(theirs_class.__init__).parameters)
-    assert list(inspect.signature(TraceAnalysis.__init__).parameters)[: len(init_theirs)] == init_theirs
+    init_theirs = inspect.signature(theirs_class.__init__).parameters
+    init_ours = inspect.signature(TraceAnalysis.__init__).parameters
+    assert list(init_ours)[: len(init_theirs)] == list(init_theirs)
+    assert all(init_ours[p].default == init_theirs[p].default for p in init_theirs)

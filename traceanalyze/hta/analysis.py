@@ -32,7 +32,7 @@ from traceanalyze.hta import (
 from traceanalyze.hta.missing import MISSING, missing
 from traceanalyze.model import Trace
 
-DEFAULT_TRACE_DIR = "traces"  # HTA's default (hta/configs/default_values.py)
+DEFAULT_TRACE_DIR = "/tmp/trace"  # HTA's default (hta/configs/default_values.py)
 
 
 class TraceAnalysis:
@@ -311,12 +311,12 @@ class TraceAnalysis:
 
     # --- beyond HTA -----------------------------------------------------------------------------
 
-    def report(self, **options: Any) -> Any:
-        """Our `Report` of the same traces (verdict, findings, the job view):
-        `traceanalyze.analyze` with `window` / `skip_steps` passed through."""
+    def report(self, *, window: str = "activity", skip_steps: int = 0) -> Any:
+        """Our `Report` of the same traces (verdict, findings, the job view): `traceanalyze.analyze`
+        on the loaded tables, with its `window` and `skip_steps`."""
         from traceanalyze.api import analyze
 
-        return analyze(self.trace, **options)
+        return analyze(self.trace, window=window, skip_steps=skip_steps)  # type: ignore[arg-type]
 
 
 def _us_columns(table: pl.DataFrame) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import polars as pl
 
 from traceanalyze.load.times import float_ns
@@ -150,16 +151,23 @@ def _is_stream(value: object) -> bool:
 
 def hta_times(frame: pl.DataFrame, rounds: bool) -> pl.DataFrame:
     """`start_ns`/`end_ns` as HTA sees them: `ceil(ts)` and `floor(ts + dur)` with `ts`, `dur` the
-    float64 µs that JSON parsing gives (Python's int/int division is correctly rounded, like the
-    parser), back in ns; unchanged when HTA does not round."""
+    float64 µs that JSON parsing gives (the correctly rounded quotient by 1000), back in ns;
+    unchanged when HTA does not round. Below 2^53 ns a time converts to float64 exactly and one
+    IEEE division is correctly rounded, so numpy computes it; beyond, Python's int / int."""
     if not rounds or frame.is_empty():
         return frame
-    starts = frame["start_ns"].to_list()
-    durations = (frame["end_ns"] - frame["start_ns"]).to_list()
-    return frame.with_columns(
-        pl.Series("start_ns", [math.ceil(s / 1000) * 1000 for s in starts], pl.Int64),
-        pl.Series("end_ns", [math.floor(s / 1000 + d / 1000) * 1000 for s, d in zip(starts, durations)], pl.Int64),
-    )
+    starts, ends = frame["start_ns"], frame["end_ns"]
+    durations = ends - starts
+    if max(abs(starts).max(), abs(durations).max()) < 2**53:  # type: ignore[arg-type]
+        ts = starts.to_numpy().astype(np.float64) / 1000
+        dur = durations.to_numpy().astype(np.float64) / 1000
+        start_us, end_us = np.ceil(ts), np.floor(ts + dur)
+    else:
+        pairs = list(zip(starts.to_list(), durations.to_list()))
+        start_us = np.array([math.ceil(s / 1000) for s, _ in pairs], dtype=np.float64)
+        end_us = np.array([math.floor(s / 1000 + d / 1000) for s, d in pairs], dtype=np.float64)
+    return frame.with_columns(pl.Series("start_ns", start_us.astype(np.int64) * 1000, pl.Int64),
+                              pl.Series("end_ns", end_us.astype(np.int64) * 1000, pl.Int64))
 
 
 def step_names(trace: Trace) -> int:

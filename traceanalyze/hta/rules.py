@@ -102,9 +102,15 @@ class RawFacts:
     gpu_annotations: tuple[tuple[str, int, int], ...] = ()  # gpu_user_annotation (name, start_ns, end_ns)
 
 
-@functools.lru_cache(maxsize=64)
 def raw_facts(path: Path) -> RawFacts:
-    """One scan of `path` (only `ts`, `dur`, `cat`, `name`, `args.stream` are decoded)."""
+    """One scan of `path` (only `ts`, `dur`, `cat`, `name`, `args.stream`, `args.correlation` are
+    decoded), memoised by the file's path, size and modification time."""
+    status = path.stat()
+    return _scan(path, status.st_size, status.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _scan(path: Path, size: int, mtime_ns: int) -> RawFacts:
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)

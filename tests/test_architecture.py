@@ -48,6 +48,7 @@ LAYERS = [
     ("traceanalyze.jobs", "traceanalyze.gate", "traceanalyze.calibrate"),
     ("traceanalyze.diff",),  # compares two saved reports with the gate's metrics
     ("traceanalyze.api",),  # analyze(): load, analyse, report, rank files mapped by jobs
+    ("traceanalyze.hta",),  # HTA's TraceAnalysis API on our tables (docs/hta.md); nothing imports it
     ("traceanalyze",),  # the public facade (traceanalyze/__init__.py)
     ("traceanalyze.cli",),
     ("traceanalyze.__main__",),

@@ -82,6 +82,8 @@ ARG_FIELDS: tuple[ArgField, ...] = (
     ArgField("warps per SM", "warps_per_sm", FLOAT, (_GPU,), column="warps_per_sm"),
     ArgField("est. achieved occupancy %", "occupancy_pct", FLOAT, (_GPU,), column="occupancy_pct"),
     ArgField("bytes", "bytes", INT, (_GPU,), column="bytes", general_type=Number | str | None),
+    # Kineto's own bandwidth of a copy or set (its duration, not the one written): traceanalyze.hta
+    ArgField("memory bandwidth (GB/s)", "memory_bandwidth", FLOAT, (_GPU,), column="memory_bw_gbps"),
     ArgField("graph id", "graph_id", INT, (_GPU,), column="graph_id", general_type=Number | None),
     ArgField("graph node id", "graph_node_id", INT, (_GPU,), column="graph_node_id", general_type=Number | None),
     ArgField("Collective name", "collective_name", STRING, (_GPU,), column="collective"),

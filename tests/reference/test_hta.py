@@ -25,15 +25,12 @@ HTA's parse is the cost (≈ 15 s for all traces): each file is parsed once per 
 
 from __future__ import annotations
 
-import functools
-import gzip
 import json
 import logging
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import msgspec
 import polars as pl
 import pytest
 
@@ -44,6 +41,7 @@ from traceanalyze.analysis import idle
 from traceanalyze.analysis.idle import idle_summary
 from traceanalyze.analysis.intervals import union_intervals
 from traceanalyze.analysis.launch import launch_latency
+from traceanalyze.hta.rules import hta_times, raw_facts
 from traceanalyze.model import GPU_SCHEMA, Trace
 
 pytest.importorskip("hta", reason="HolisticTraceAnalysis (the dev extra) is not installed")
@@ -144,22 +142,9 @@ def run_hta(folder: Path) -> dict[int, HtaRun]:
     return runs
 
 
-class _RawEvent(msgspec.Struct):
-    ts: object = None
-
-
-class _RawDocument(msgspec.Struct):
-    traceEvents: list[_RawEvent] = []
-
-
 def hta_rounds(path: Path) -> bool:
-    """Whether HTA rounds this trace to whole µs: pandas makes the `ts` column float64 when some
-    event has a JSON-float `ts` or none at all (read here from the raw file, not from HTA)."""
-    raw = path.read_bytes()
-    if path.name.endswith(".gz"):
-        raw = gzip.decompress(raw)
-    events = msgspec.json.decode(raw, type=_RawDocument).traceEvents
-    return any(e.ts is None or isinstance(e.ts, float) for e in events)
+    """Whether HTA rounds this trace to whole µs (read from the raw file, not from HTA)."""
+    return raw_facts(path).rounds
 
 
 @dataclass(frozen=True)
@@ -234,21 +219,6 @@ def params(xfail: dict[str, str] | None = None) -> list:
 
 # --- HTA's rules applied to our tables ----------------------------------------------------------
 
-def hta_times(frame: pl.DataFrame, rounds: bool) -> pl.DataFrame:
-    """`start_ns`/`end_ns` as HTA sees them: `ceil(ts)` and `floor(ts + dur)` with `ts`, `dur` the
-    float64 µs that JSON parsing gives (Python's int/int division is correctly rounded, like the
-    parser), back in ns; unchanged when HTA does not round."""
-    if not rounds or frame.is_empty():
-        return frame
-    starts = frame["start_ns"].to_list()
-    durations = (frame["end_ns"] - frame["start_ns"]).to_list()
-    return frame.with_columns(
-        pl.Series("start_ns", [math.ceil(s / 1000) * 1000 for s in starts], pl.Int64),
-        pl.Series("end_ns", [math.floor(s / 1000 + d / 1000) * 1000 for s, d in zip(starts, durations)],
-                  pl.Int64),
-    )
-
-
 def hta_cutoff_ns(trace: Trace, rounds: bool) -> int | None:
     """The last ProfilerStep's start (HTA-rounded) when HTA drops that step: only if the trace
     holds two or more distinct step names."""
@@ -264,13 +234,8 @@ def gpu_step_annotation_starts(trace: Trace, rounds: bool) -> list[int]:
     return [math.ceil(value) * 1000 if rounds else round(value * 1000) for value in _gpu_step_annotation_ts(trace.source)]
 
 
-@functools.lru_cache(maxsize=None)
 def _gpu_step_annotation_ts(path: Path) -> tuple[float, ...]:
-    raw = path.read_bytes()
-    document = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    events = document.get("traceEvents", []) if isinstance(document, dict) else document
-    return tuple(e["ts"] for e in events if isinstance(e, dict) and e.get("cat") == "gpu_user_annotation"
-                 and str(e.get("name", "")).startswith("ProfilerStep#"))
+    return raw_facts(path).step_annotation_ts
 
 
 def hta_busy_from_ours(trace: Trace, extras: pl.DataFrame, rounds: bool, *, rounding: bool = True,

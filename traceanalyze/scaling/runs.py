@@ -1,0 +1,84 @@
+"""Trace files → `Scaling`: load each, analyse its first rank, measure it, fit (what
+`traceanalyze scaling` and the diff's opening verdict call)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from traceanalyze.analysis.skip_steps import skip_steps as without_first_steps
+from traceanalyze.cache_files import CacheSetting
+from traceanalyze.errors import ConfigError, TraceAnalyzeError
+from traceanalyze.load import load_trace
+from traceanalyze.load.limits import LoadLimits
+from traceanalyze.report.model import ReportOptions, build_report
+from traceanalyze.scaling.measure import RunPoint, measure_run
+from traceanalyze.scaling.model import Scaling, build_scaling
+
+
+def parse_sizes(text: str | None) -> list[float] | None:
+    """`--sizes 8,16,32` → [8.0, 16.0, 32.0]; `ConfigError` for anything else.
+
+    >>> parse_sizes("8, 16,32")
+    [8.0, 16.0, 32.0]
+    """
+    if text is None:
+        return None
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(f"--sizes must be numbers separated by commas (8,16,32), got {text!r}") from None
+    return values
+
+
+def default_labels(paths: Sequence[Path]) -> list[str]:
+    """A label per trace: its file name, or its folder's name when the file names are all alike
+    (`capture --sweep` writes `batch-size=8/trace.json.gz`, …)."""
+    names = [path.name for path in paths]
+    if len(set(names)) == len(names):
+        return names
+    parents = [path.parent.name or str(path.parent) for path in paths]
+    return parents if len(set(parents)) == len(parents) else [str(path) for path in paths]
+
+
+def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLimits = LoadLimits(),
+                 cache: CacheSetting = True) -> RunPoint:
+    """The `RunPoint` of the first rank of the trace at `path`."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: a folder; scaling reads one trace file per size")
+    trace = load_trace(path, limits=limits, cache=cache)
+    if skip_steps:
+        if not trace.steps.height:
+            raise ConfigError(f"{path}: --skip-steps needs ProfilerStep spans, and the trace has none")
+        if trace.steps.height <= skip_steps:
+            raise ConfigError(f"{path}: --skip-steps {skip_steps} leaves none of its {trace.steps.height} steps")
+        trace = without_first_steps(trace, skip_steps)
+    rank = build_report(trace, ReportOptions()).ranks[0]
+    return measure_run(trace, rank, label=label)
+
+
+def scaling_of_paths(paths: Sequence[Path], *, sizes: Sequence[float] | None = None,
+                     labels: Sequence[str] | None = None, skip_steps: int = 0,
+                     limits: LoadLimits = LoadLimits(), cache: CacheSetting = True) -> Scaling:
+    """Measure every trace and fit (`build_scaling`). Raises `TraceAnalyzeError` (exit 2) for a
+    trace that cannot be read and for runs that are not one program at different sizes.
+
+    Examples
+    --------
+    >>> scaling = scaling_of_paths([Path("b8.json.gz"), Path("b64.json.gz")])  # doctest: +SKIP
+    >>> scaling.headline  # doctest: +SKIP
+    '8.0× the work took 1.3× the time: 88% of the small run is fixed overhead (overhead-bound); ...'
+    """
+    labels = list(labels) if labels is not None else default_labels(paths)
+    points = [measure_path(path, label, skip_steps=skip_steps, limits=limits, cache=cache)
+              for path, label in zip(paths, labels)]
+    return build_scaling(points, sizes=sizes)
+
+
+def same_program_scaling(paths: Sequence[Path], *, skip_steps: int = 0, cache: CacheSetting = True) -> Scaling | None:
+    """The `Scaling` of two traces when they are one program at different work, else None (what
+    the diff opens with; any error reading or comparing them means None)."""
+    try:
+        return scaling_of_paths(paths, labels=["base", "new"], skip_steps=skip_steps, cache=cache)
+    except TraceAnalyzeError:
+        return None

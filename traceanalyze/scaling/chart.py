@@ -5,7 +5,17 @@ time axis."""
 
 from __future__ import annotations
 
-from traceanalyze.report.svg import AXIS, GRID, MUTED, Linear, coord, linear_ticks, svg_document, text_element, tooltip
+from traceanalyze.report.svg import (
+    AXIS,
+    GRID,
+    MUTED,
+    Linear,
+    coord,
+    linear_ticks,
+    svg_document,
+    text_element,
+    tooltip,
+)
 from traceanalyze.report.units import format_duration_ns
 from traceanalyze.scaling.model import Scaling
 from traceanalyze.scaling.tables import work_text

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from traceanalyze.scaling.render_html import render_scaling_html
 from traceanalyze.scaling.render_json import render_scaling_json
-from traceanalyze.scaling.render_text import render_scaling_markdown, render_scaling_terminal
+from traceanalyze.scaling.render_text import (
+    render_scaling_markdown,
+    render_scaling_terminal,
+)
 
 RENDERERS = {
     "terminal": render_scaling_terminal,

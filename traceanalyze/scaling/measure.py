@@ -85,7 +85,7 @@ def measure_run(trace: Trace, rank: RankReport, *, label: str) -> RunPoint:
             end = max(end or 0, rank.roofline["end_ns"].max())
         bounds = pl.DataFrame({"step": [0], "start_ns": [start], "end_ns": [end], "tid": [None]},
                               schema={"step": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "tid": pl.Int64})
-    cpu_step = float(pl.Series((bounds["end_ns"] - bounds["start_ns"])).median() or 0.0)
+    cpu_step = float(pl.Series(bounds["end_ns"] - bounds["start_ns"]).median() or 0.0)
     gpu = rank.has_gpu and rank.roofline.height > 0
     if gpu:
         work, ops, regimes, window, busy = _gpu_work(rank, bounds, steps.height > 0)

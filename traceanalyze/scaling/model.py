@@ -19,7 +19,7 @@ INTENSITY_CHANGE = 1.5  # a main op's FLOP/byte changing by this factor across t
 MAIN_OPS = 3  # the ops with the most time in the largest run whose intensity is followed
 
 WorkUnit = Literal["FLOP", "byte", "size"]
-Regime = Literal["overhead", "bandwidth", "compute", "unmodelled"]
+Regime = Literal["overhead", "bandwidth", "compute", "other"]
 
 
 @dataclass(frozen=True)
@@ -126,15 +126,16 @@ def _run_regime(point: RunPoint, work: float, fixed: float) -> RunRegime:
     share = fixed / point.time_ns
     if share >= OVERHEAD_BOUND:
         regime: Regime = "overhead"
-    elif max(point.regime_ns["compute"], point.regime_ns["bandwidth"]) <= 0:
-        regime = "unmodelled"
-    else:
-        regime = "compute" if point.regime_ns["compute"] >= point.regime_ns["bandwidth"] else "bandwidth"
+    else:  # the largest of the work's regimes (ties: compute, then bandwidth)
+        times = {key: point.regime_ns[key] for key in ("compute", "bandwidth", "other")}
+        regime = max(times, key=lambda key: times[key])  # type: ignore[assignment]
     return RunRegime(point.label, work, point.time_ns, share, regime)
 
 
 def regime_words(regime: Regime) -> str:
-    return "of unmodelled ops" if regime == "unmodelled" else f"{regime}-bound"
+    """"overhead-bound", …; "other-bound": most of the work's time is latency-bound kernels, copies,
+    collectives or unmodelled ops (docs/scaling.md#regimes)."""
+    return f"{regime}-bound"
 
 
 def headline(work_ratio: float, time_ratio: float, fixed: float, fitted: float, runs: Sequence[RunRegime]) -> str:

@@ -15,6 +15,8 @@ from traceanalyze.report.model import ReportOptions, build_report
 from traceanalyze.scaling.measure import RunPoint, measure_run
 from traceanalyze.scaling.model import Scaling, build_scaling
 
+DEFAULT_LIMITS = LoadLimits()
+
 
 def parse_sizes(text: str | None) -> list[float] | None:
     """`--sizes 8,16,32` → [8.0, 16.0, 32.0]; `ConfigError` for anything else.
@@ -41,7 +43,7 @@ def default_labels(paths: Sequence[Path]) -> list[str]:
     return parents if len(set(parents)) == len(parents) else [str(path) for path in paths]
 
 
-def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLimits = LoadLimits(),
+def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLimits = DEFAULT_LIMITS,
                  cache: CacheSetting = True) -> RunPoint:
     """The `RunPoint` of the first rank of the trace at `path`."""
     if path.is_dir():
@@ -59,7 +61,7 @@ def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLim
 
 def scaling_of_paths(paths: Sequence[Path], *, sizes: Sequence[float] | None = None,
                      labels: Sequence[str] | None = None, skip_steps: int = 0,
-                     limits: LoadLimits = LoadLimits(), cache: CacheSetting = True) -> Scaling:
+                     limits: LoadLimits = DEFAULT_LIMITS, cache: CacheSetting = True) -> Scaling:
     """Measure every trace and fit (`build_scaling`). Raises `TraceAnalyzeError` (exit 2) for a
     trace that cannot be read and for runs that are not one program at different sizes.
 

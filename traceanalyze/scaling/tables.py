@@ -36,8 +36,8 @@ def fit_lines(scaling: Scaling) -> list[str]:
              f"max residual {fit.max_relative_residual:.1%}, R² {fit.r_squared:.3f}: "
              + ("a straight line fits" if fit.fits else "a straight line does NOT fit"))
     lines = [f"time/step = {format_duration_ns(fit.fixed)} + work / {rate}   ({shape})",
-             f"fixed cost per step: {format_duration_ns(scaling.fixed_ns)} = {scaling.fixed_fraction:.0%} "
-             f"of the smallest run ({format_duration_ns(scaling.points[0].time_ns)})",
+             (f"fixed cost per step: {format_duration_ns(scaling.fixed_ns)} = {scaling.fixed_fraction:.0%} "
+              f"of the smallest run ({format_duration_ns(scaling.points[0].time_ns)})"),
              f"{scaling.work_ratio:.2f}× the work, {scaling.time_ratio:.2f}× the time: scaling exponent "
              + (f"{scaling.exponent:.2f}" if scaling.exponent is not None else "–")
              + " (1 = proportional, 0 = flat)"]

@@ -15,3 +15,8 @@ RENDERERS = {
     "markdown": render_scaling_markdown,
     "html": render_scaling_html,
 }
+
+
+def render(scaling, name: str, *, width: int | None = None) -> str:
+    """The scaling report in format `name` (the terminal's fitted to `width`)."""
+    return render_scaling_terminal(scaling, width=width) if name == "terminal" else RENDERERS[name](scaling)

@@ -24,6 +24,7 @@ from traceanalyze.gate import formats as gate_formats  # noqa: E402
 from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
 from traceanalyze.report import formats as report_formats  # noqa: E402
 from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
+from traceanalyze.scaling.command import scaling_command  # noqa: E402
 
 app = typer.Typer(
     name="traceanalyze",
@@ -119,7 +120,6 @@ def _format_enum(name: str, names) -> type[Enum]:
 OutputFormat = _format_enum("OutputFormat", report_formats.RENDERERS)
 GateFormat = _format_enum("GateFormat", gate_formats.RENDERERS)
 DiffFormat = _format_enum("DiffFormat", diff_formats.RENDERERS)
-ScalingFormat = _format_enum("ScalingFormat", ("terminal", "json", "markdown", "html"))
 
 
 def shown(text: str) -> str:
@@ -542,33 +542,8 @@ def diff(
 
 
 
-@app.command()
-def scaling(
-    traces: Annotated[list[Path], typer.Argument(metavar="TRACE TRACE [TRACE…]", help="Traces of one program at different sizes (batch, sequence, width).", readable=False)],
-    sizes: Annotated[Optional[str], typer.Option(metavar="8,16,32", help="The sizes of the traces, in their order, as the work axis (instead of the FLOPs from the recorded shapes).", show_default=False)] = None,
-    format: Annotated[ScalingFormat, typer.Option("--format", "-f", help="Output format.")] = ScalingFormat("terminal"),  # type: ignore[valid-type]
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.", show_default=False)] = None,
-    skip_steps: SkipSteps = 0,
-    no_cache: NoCache = False,
-    width: Width = None,
-) -> None:
-    """The essay's test for overhead: how the time per step grows with the work. Fits time = fixed +
-    work / throughput over the traces and says how much of each step is fixed overhead (docs/scaling.md)."""
-    from traceanalyze.scaling.runs import parse_sizes, scaling_of_paths
 
-    _refuse_overwriting_inputs({"--output": output}, *traces)
-    try:
-        result = scaling_of_paths(traces, sizes=parse_sizes(sizes), skip_steps=skip_steps, cache=not no_cache)
-    except TraceAnalyzeError as error:
-        fail(error)
-    _write_or_echo(_scaling_text(result, format.value, width), output, json=format.value == "json")
-
-
-def _scaling_text(result, name: str, width: int | None) -> str:
-    from traceanalyze.scaling.formats import RENDERERS
-    from traceanalyze.scaling.render_text import render_scaling_terminal
-
-    return render_scaling_terminal(result, width=width) if name == "terminal" else RENDERERS[name](result)
+app.command("scaling")(scaling_command)  # the command's options and body: traceanalyze/scaling/command.py
 
 def main() -> None:
     try:

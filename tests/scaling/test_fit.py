@@ -23,11 +23,11 @@ def test_two_points_pass_through_the_line_and_say_nothing_about_its_shape():
     assert fit.fits is None and fit.r_squared is None
 
 
-def test_the_fit_agrees_with_numpy_polyfit_on_noisy_points():
+def test_the_fit_agrees_with_numpy_polyfit_weighted_by_one_over_time():
     work = [1.0, 2.0, 4.0, 8.0, 16.0]
     times = [10.3, 11.1, 13.8, 18.2, 25.7]
     fit = fit_line(work, times)
-    slope, intercept = np.polyfit(work, times, 1)
+    slope, intercept = np.polyfit(work, times, 1, w=[1 / t for t in times])  # residuals relative to the time
     assert fit.fixed == pytest.approx(intercept) and fit.slope == pytest.approx(slope)
     worst = max(abs(t - (intercept + slope * w)) / t for w, t in zip(work, times))
     assert fit.max_relative_residual == pytest.approx(worst)
@@ -49,3 +49,9 @@ def test_a_flat_time_has_no_throughput():
 def test_a_fit_needs_two_different_works(work, times):
     with pytest.raises(ValueError):
         fit_line(work, times)
+
+
+def test_small_runs_weigh_as_much_as_large_ones():
+    """Ordinary least squares would be pulled by the 1000-long run; relative residuals are not."""
+    fit = fit_line([1.0, 2.0, 1000.0], [10.0, 11.0, 1000.0 * 1.2 + 9.0])
+    assert abs(fit.residuals[0]) / 10.0 < 0.1 and abs(fit.residuals[1]) / 11.0 < 0.1

@@ -97,7 +97,7 @@ def build_scaling(points: Sequence[RunPoint], *, sizes: Sequence[float] | None =
               for key in REGIME_KEYS}
     notes = _notes(points, fit)
     return Scaling(
-        points=points, work_unit=unit, fit=fit, fixed_ns=fixed, fixed_fraction=fixed / times[0],
+        points=points, work_unit=unit, fit=fit, fixed_ns=fixed, fixed_fraction=runs[0].fixed_fraction,
         work_ratio=work_ratio, time_ratio=time_ratio, exponent=exponent,
         marginal_flops_per_s=(large.flops - small.flops) / seconds if seconds > 0 and large.flops > small.flops else None,
         marginal_bytes_per_s=(large.bytes - small.bytes) / seconds if seconds > 0 and large.bytes > small.bytes else None,
@@ -123,7 +123,7 @@ def _work(points: Sequence[RunPoint], sizes: Sequence[float] | None) -> tuple[Wo
 
 
 def _run_regime(point: RunPoint, work: float, fixed: float) -> RunRegime:
-    share = fixed / point.time_ns
+    share = min(fixed / point.time_ns, 1.0)  # a line that misses the small end may put it above the run's time
     if share >= OVERHEAD_BOUND:
         regime: Regime = "overhead"
     else:  # the largest of the work's regimes (ties: compute, then bandwidth)
@@ -166,6 +166,10 @@ def intensity_shifts(points: Sequence[RunPoint]) -> tuple[IntensityShift, ...]:
     return tuple(shifts)
 
 
+def times_of(points: Sequence[RunPoint]) -> list[float]:
+    return [p.time_ns for p in points]
+
+
 def _notes(points: Sequence[RunPoint], fit: LineFit) -> tuple[str, ...]:
     notes = []
     if not points[0].has_gpu:
@@ -176,6 +180,8 @@ def _notes(points: Sequence[RunPoint], fit: LineFit) -> tuple[str, ...]:
             notes.append(f"{p.source}: no ProfilerStep spans, the whole trace counts as one step")
         elif p.steps < 3:
             notes.append(f"{p.source}: {p.steps} step(s) only, a median of few steps is noisy")
+    if fit.fixed > times_of(points)[0]:
+        notes.append("the fitted fixed cost is longer than the smallest run: its fixed share is shown as 100%")
     if fit.fits is False:
         notes.append(f"a straight line does not fit: a run is {fit.max_relative_residual:.0%} off the line "
                      "(the fixed cost and the throughput are an average over the sizes)")

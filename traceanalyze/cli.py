@@ -314,6 +314,7 @@ def capture(
     with_stack: Annotated[bool, typer.Option("--with-stack", help="Record Python call stacks (larger traces).")] = False,
     profile_memory: Annotated[bool, typer.Option("--profile-memory", help="Record tensor allocations.")] = False,
     show_report: Annotated[bool, typer.Option("--report/--no-report", help="Print the report after capturing.")] = True,
+    sweep: Annotated[Optional[str], typer.Option(metavar='"--FLAG=V1,V2,…"', help="Capture once per value of the script's flag, then print the scaling report (docs/scaling.md).", show_default=False)] = None,
 ) -> None:
     """Run SCRIPT under torch.profiler without editing it: write OUT_DIR/trace.json.gz and run.json, then
     print the report. Options go before SCRIPT, or after it when the script's own arguments follow a
@@ -331,7 +332,12 @@ def capture(
             repeat, steps_from, duration = values.get("repeat", repeat), values.get("steps_from", steps_from), values.get("duration", duration)
             delay, stop_after_capture = values.get("delay", delay), values.get("stop_after_capture", stop_after_capture)
             with_stack, profile_memory = values.get("with_stack", with_stack), values.get("profile_memory", profile_memory)
-            show_report = values.get("show_report", show_report)
+            show_report, sweep = values.get("show_report", show_report), values.get("sweep", sweep)
+    if sweep is not None:  # one capture per value, then the scaling report (traceanalyze/scaling/sweep_command.py)
+        from traceanalyze.scaling.sweep_command import sweep_capture
+
+        sweep_capture(sweep, script, args, out_dir, dict(wait=wait, warmup=warmup, active=active, repeat=repeat, steps_from=steps_from, duration=duration, delay=delay,
+                      stop_after_capture=stop_after_capture, with_stack=with_stack, profile_memory=profile_memory), show_report=show_report)
     try:
         result = run_capture(
             CaptureOptions(

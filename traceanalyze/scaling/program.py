@@ -1,5 +1,7 @@
 """Whether runs are one program at different sizes: the same ops per step in the same order
-(docs/scaling.md#one-program). GPU kernels may differ by shape-specialised variants (a GEMM's tile
+(docs/scaling.md#one-program). The autograd engine's nodes (`autograd::engine::evaluate_function: …`)
+are left out: the backward follows from the forward, and the engine's order of independent branches
+(and on a CPU even the nodes seen in a step) varied between captures of one program. GPU kernels may differ by shape-specialised variants (a GEMM's tile
 sizes, a split-K reduction): those are a note, not a difference."""
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from traceanalyze.scaling.measure import RunPoint
 
 # what makes kernels of one op differ between sizes: template arguments, tile sizes, numbers
 _VARIANT = re.compile(r"<.*>|\(.*\)|\d+")
+AUTOGRAD_NODE = "autograd::engine::evaluate_function"
+
+
+def _ordered(sequence: Sequence[str]) -> tuple[str, ...]:
+    return tuple(name for name in sequence if not name.startswith(AUTOGRAD_NODE))
 
 
 def first_difference(points: Sequence[RunPoint]) -> str | None:
@@ -18,17 +25,15 @@ def first_difference(points: Sequence[RunPoint]) -> str | None:
     difference (the runs, the position and the two ops)."""
     base = points[0]
     for other in points[1:]:
-        a, b = base.sequence, other.sequence
+        a, b = _ordered(base.sequence), _ordered(other.sequence)
         for index, (x, y) in enumerate(zip(a, b)):
             if x != y:
                 return (f"{base.source} and {other.source} are not one program: op {index + 1} of a step is "
                         f"{x} in the first and {y} in the second")
         if len(a) != len(b):
-            shorter, longer = (base, other) if len(a) < len(b) else (other, base)
-            extra = longer.sequence[len(shorter.sequence)]
-            return (f"{base.source} and {other.source} are not one program: a step of {shorter.source} has "
-                    f"{len(shorter.sequence)} ops, one of {longer.source} {len(longer.sequence)} "
-                    f"(the first extra: {extra})")
+            (short, shorter), (long, longer) = sorted(((base, a), (other, b)), key=lambda pair: len(pair[1]))
+            return (f"{base.source} and {other.source} are not one program: a step of {short.source} has "
+                    f"{len(shorter)} ops, one of {long.source} {len(longer)} (the first extra: {longer[len(shorter)]})")
     return None
 
 

@@ -421,6 +421,7 @@ def gate(
     max_launch_p99_us: Annotated[Optional[str], typer.Option(metavar="US", help="Budget: p99 of launch → start over all launches at most this.", show_default=False)] = None,
     max_wait_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step spent waiting in collectives for other ranks, at most this.", show_default=False)] = None,
     max_exposed_comm: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step in collectives with no other GPU work running, at most this.", show_default=False)] = None,
+    max_fixed_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget on a scaling JSON (capture --sweep): fixed-overhead share of its largest run, at most this.", show_default=False)] = None,
     ranks: Annotated[Optional[str], typer.Option(metavar="worst|pooled", help="Several ranks: judge every rank and name the worst (default), or judge them pooled.", show_default=False)] = None,
     skip_steps: Annotated[Optional[int], typer.Option("--skip-steps", metavar="N", min=0, help="Leave each rank's first N ProfilerSteps out of the traces judged (the baseline's too; a saved report must have been saved with the same N).", show_default=False)] = None,
     baseline: Annotated[Optional[Path], typer.Option(metavar="BASE", help="A saved JSON report or a trace to compare with (needs --max-regression).", show_default=False)] = None,
@@ -447,6 +448,10 @@ def gate(
     launch latency) or regresses against a baseline. Exit 0: every budget holds; 1: a budget is
     broken; 2: bad input or config, or numbers that cannot be trusted. See docs/gate.md."""
     import os
+
+    if max_fixed_fraction is not None:  # a sweep's scaling JSON, judged alone (traceanalyze/gate/scaling_budget.py)
+        from traceanalyze.gate.scaling_budget import gate_scaling
+        raise typer.Exit(gate_scaling(trace, max_fixed_fraction, echo=typer.echo))
 
     from traceanalyze.gate import evaluate, measure, resolve_options
     from traceanalyze.gate.ci import annotation_lines, render_junit

@@ -549,6 +549,8 @@ def diff(
         fail(error)
     text = (diff_formats.render_diff_terminal(compared, top=top, width=width) if format.value == "terminal"
             else diff_formats.RENDERERS[format.value](compared, top=top))
+    from traceanalyze.diff.scaling_opening import with_scaling_opening  # one program at two sizes: the verdict first
+    text = with_scaling_opening(text, format.value, base, new, skip_steps=skip_steps, cache=not no_cache, width=width)
     _write_or_echo(text, output, json=format.value == "json")
 
 

@@ -4,7 +4,6 @@ the size a CI sweeps up to: its production batch size (docs/gate.md, docs/scalin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 from traceanalyze.errors import ConfigError, TraceAnalyzeError
 from traceanalyze.gate.budgets import parse_fraction
-from traceanalyze.scaling.render_json import KIND, SCALING_SCHEMA_VERSION
+from traceanalyze.scaling.render_json import read_scaling
 
 
 @dataclass(frozen=True)
@@ -33,21 +32,6 @@ class FixedFractionVerdict:
         mark = "PASS" if self.passed else "FAIL"
         return (f"{mark}  fixed overhead of the largest run ({self.label}): {self.measured:.1%} "
                 f"{'≤' if self.passed else '>'} {self.limit:.1%} (--max-fixed-fraction)")
-
-
-def read_scaling(path: Path) -> dict[str, Any]:
-    """The decoded scaling JSON at `path`; `ConfigError` when it is not one (of this schema)."""
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ConfigError(f"{path}: not a readable scaling JSON ({type(error).__name__})") from None
-    if not isinstance(document, dict) or document.get("kind") != KIND:
-        raise ConfigError(f"{path}: --max-fixed-fraction judges a scaling report (traceanalyze scaling -f json, "
-                          "or capture --sweep's scaling.json)")
-    if document.get("schema_version") != SCALING_SCHEMA_VERSION:
-        raise ConfigError(f"{path}: scaling schema_version {document.get('schema_version')!r}, "
-                          f"this traceanalyze reads {SCALING_SCHEMA_VERSION}")
-    return document
 
 
 def judge_fixed_fraction(document: dict[str, Any], limit: float, *, source: str = "") -> FixedFractionVerdict:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
+from traceanalyze.errors import ConfigError
 from traceanalyze.report.escape import json_text
 from traceanalyze.scaling.model import Scaling
 
@@ -71,3 +73,18 @@ def scaling_dict(scaling: Scaling) -> dict[str, Any]:
 
 def render_scaling_json(scaling: Scaling) -> str:
     return json_text(json.dumps(scaling_dict(scaling), indent=2, ensure_ascii=False)) + "\n"
+
+
+def read_scaling(path: Path) -> dict[str, Any]:
+    """The decoded scaling JSON at `path`; `ConfigError` when it is not one (of this schema)."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ConfigError(f"{path}: not a readable scaling JSON ({type(error).__name__})") from None
+    if not isinstance(document, dict) or document.get("kind") != KIND:
+        raise ConfigError(f"{path}: --max-fixed-fraction judges a scaling report (traceanalyze scaling -f json, "
+                          "or capture --sweep's scaling.json)")
+    if document.get("schema_version") != SCALING_SCHEMA_VERSION:
+        raise ConfigError(f"{path}: scaling schema_version {document.get('schema_version')!r}, "
+                          f"this traceanalyze reads {SCALING_SCHEMA_VERSION}")
+    return document

@@ -15,11 +15,12 @@ from builder import TraceBuilder
 FLOPS_PER_SIZE = 2 * 64 * 64 + 64  # the mm's and the relu's FLOPs per unit of size
 
 
-def _ops(b: TraceBuilder, start: float, size: int, *, launch: bool, kernel_at: float = 0.0) -> None:
-    mm = b.cpu_op("aten::mm", start + 1, max(size, 1) / 2, input_dims=[[size, 64], [64, 64]],
-                  input_types=["float", "float"], concrete_inputs=["", ""])
-    relu = b.cpu_op("aten::relu", start + 2 + size / 2, 0.5, input_dims=[[size, 64]], input_types=["float"],
-                    concrete_inputs=[""])
+def _ops(b: TraceBuilder, start: float, size: int, *, launch: bool, kernel_at: float = 0.0,
+         shapes: bool = True) -> None:
+    mm = b.cpu_op("aten::mm", start + 1, max(size, 1) / 2, input_dims=[[size, 64], [64, 64]] if shapes else None,
+                  input_types=["float", "float"] if shapes else None, concrete_inputs=["", ""] if shapes else None)
+    relu = b.cpu_op("aten::relu", start + 2 + size / 2, 0.5, input_dims=[[size, 64]] if shapes else None,
+                    input_types=["float"] if shapes else None, concrete_inputs=[""] if shapes else None)
     if launch:
         b.launch_kernel(launch_us=start + 1.1, launch_dur_us=0.2, start_us=kernel_at, dur_us=size,
                         external_id=mm, name="ampere_sgemm_64x32_tn")
@@ -28,14 +29,19 @@ def _ops(b: TraceBuilder, start: float, size: int, *, launch: bool, kernel_at: f
 
 
 def cpu_run(tmp_path: Path, size: int, *, fixed_us: float = 100.0, steps: int = 3, name: str | None = None,
-            extra_op: str | None = None) -> Path:
-    """3 steps of `fixed_us + size` µs each; `extra_op` adds a top-level op (another program)."""
+            extra_op: str | None = None, profiler_steps: bool = True, shapes: bool = True) -> Path:
+    """3 steps of `fixed_us + size` µs each, 10 µs apart; `extra_op` adds a top-level op (another
+    program); without `profiler_steps` no ProfilerStep spans (the ops alone), without `shapes` no
+    recorded shapes."""
     b = TraceBuilder()
     period = fixed_us + size
     for n in range(steps):
         start = n * (period + 10)
-        b.step(n, start, period)
-        _ops(b, start, size, launch=False)
+        if profiler_steps:
+            b.step(n, start, period)
+        else:
+            b.annotation("iteration", start, period)  # the window still spans the whole period
+        _ops(b, start, size, launch=False, shapes=shapes)
         if extra_op:
             b.cpu_op(extra_op, start + period - 2, 1)
     return b.write(tmp_path / (name or f"cpu_{size}.json"))

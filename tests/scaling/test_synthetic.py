@@ -106,3 +106,36 @@ def test_the_terminal_report_fits_the_width(tmp_path):
     scaling = scaling_of_paths([cpu_run(tmp_path, s) for s in SIZES], cache=False)
     text = RENDERERS["terminal"](scaling, width=60)
     assert max(len(line) for line in text.splitlines()) <= 60
+
+
+def test_the_gpu_marginal_throughput_is_set_against_the_roof(tmp_path):
+    scaling = scaling_of_paths([gpu_run(tmp_path, s) for s in SIZES], cache=False)
+    assert scaling.marginal_flops_per_s == pytest.approx(FLOPS_PER_SIZE * 1e6)
+    text = RENDERERS["terminal"](scaling, width=200)
+    assert f"{FLOPS_PER_SIZE * 1e6 / 19.5e12:.1%} of the 19.5 TFLOP/s roof" in text
+
+
+def test_the_footnote_names_the_matmul_whose_intensity_grows(tmp_path):
+    """[size, 64] × [64, 64]: 8192·size FLOPs over 4·(128·size + 4096) bytes."""
+    scaling = scaling_of_paths([cpu_run(tmp_path, s) for s in SIZES], cache=False)
+    shifts = {shift.op: shift.intensities for shift in scaling.intensity_shifts}
+    assert list(shifts) == ["aten::mm"]
+    assert shifts["aten::mm"] == pytest.approx([8192 * s / (4 * (128 * s + 4096)) for s in SIZES])
+    assert "INTENSITY CHANGES WITH SIZE" in RENDERERS["terminal"](scaling, width=120)
+
+
+def test_traces_without_steps_are_one_step_each_and_say_so(tmp_path):
+    scaling = scaling_of_paths([cpu_run(tmp_path, s, profiler_steps=False) for s in (8, 32)], cache=False)
+    # the whole window: 3 periods and the 2 pauses of 10 µs between them
+    assert [p.steps for p in scaling.points] == [0, 0]
+    assert [p.cpu_step_ns for p in scaling.points] == [(3 * (100 + s) + 20) * 1000 for s in (8, 32)]
+    assert [p.flops for p in scaling.points] == [3 * FLOPS_PER_SIZE * s for s in (8, 32)]
+    assert sum("no ProfilerStep spans" in note for note in scaling.notes) == 2
+
+
+def test_traces_without_shapes_need_the_sizes(tmp_path):
+    paths = [cpu_run(tmp_path, s, shapes=False) for s in SIZES]
+    with pytest.raises(ConfigError, match="give the sizes with --sizes"):
+        scaling_of_paths(paths, cache=False)
+    scaling = scaling_of_paths(paths, sizes=list(SIZES), cache=False)
+    assert scaling.fit.fixed == pytest.approx(100_000) and scaling.fit.slope == pytest.approx(1_000)

@@ -33,3 +33,15 @@ def test_no_opening_for_the_same_size_or_another_program(tmp_path):
     for result in (same, other):
         assert result.exit_code == 0, result.output
         assert "SCALING" not in result.output and "the work took" not in result.output
+
+
+def test_the_usual_diff_runs_no_analysis_for_the_opening(tmp_path, monkeypatch):
+    """Two runs of one size, or two programs, are told from the loaded tables: no report is built."""
+    from traceanalyze.scaling import runs
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("measured")
+
+    monkeypatch.setattr(runs, "measure_trace", refuse)
+    assert runs.same_program_scaling([cpu_run(tmp_path, 8), cpu_run(tmp_path, 8, name="again.json")]) is None
+    assert runs.same_program_scaling([cpu_run(tmp_path, 8), cpu_run(tmp_path, 16, extra_op="aten::dropout")]) is None

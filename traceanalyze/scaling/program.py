@@ -20,6 +20,11 @@ def _ordered(sequence: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in sequence if not name.startswith(AUTOGRAD_NODE))
 
 
+def same_sequence(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether two steps' op sequences are one program's (the autograd engine's nodes left out)."""
+    return _ordered(a) == _ordered(b)
+
+
 def first_difference(points: Sequence[RunPoint]) -> str | None:
     """None when every run has the first run's op sequence per step, else a line naming the first
     difference (the runs, the position and the two ops)."""

@@ -6,14 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
+
 from traceanalyze.analysis.skip_steps import skip_steps as without_first_steps
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.errors import ConfigError, TraceAnalyzeError
 from traceanalyze.load import load_trace
 from traceanalyze.load.limits import LoadLimits
+from traceanalyze.model import Trace
 from traceanalyze.report.model import ReportOptions, build_report
-from traceanalyze.scaling.measure import RunPoint, measure_run
+from traceanalyze.scaling.measure import RunPoint, measure_run, step_sequence
 from traceanalyze.scaling.model import Scaling, build_scaling
+from traceanalyze.scaling.program import same_sequence
 
 DEFAULT_LIMITS = LoadLimits()
 
@@ -43,9 +47,9 @@ def default_labels(paths: Sequence[Path]) -> list[str]:
     return parents if len(set(parents)) == len(parents) else [str(path) for path in paths]
 
 
-def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLimits = DEFAULT_LIMITS,
-                 cache: CacheSetting = True) -> RunPoint:
-    """The `RunPoint` of the first rank of the trace at `path`."""
+def load_run(path: Path, *, skip_steps: int = 0, limits: LoadLimits = DEFAULT_LIMITS,
+             cache: CacheSetting = True) -> Trace:
+    """The trace at `path`, its first `skip_steps` ProfilerSteps left out."""
     if path.is_dir():
         raise ConfigError(f"{path}: a folder; scaling reads one trace file per size")
     trace = load_trace(path, limits=limits, cache=cache)
@@ -55,8 +59,35 @@ def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLim
         if trace.steps.height <= skip_steps:
             raise ConfigError(f"{path}: --skip-steps {skip_steps} leaves none of its {trace.steps.height} steps")
         trace = without_first_steps(trace, skip_steps)
+    return trace
+
+
+def measure_trace(trace: Trace, label: str) -> RunPoint:
+    """The `RunPoint` of the first rank of `trace` (every analysis of the report run on it)."""
     rank = build_report(trace, ReportOptions()).ranks[0]
     return measure_run(trace, rank, label=label)
+
+
+def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLimits = DEFAULT_LIMITS,
+                 cache: CacheSetting = True) -> RunPoint:
+    """The `RunPoint` of the first rank of the trace at `path`."""
+    return measure_trace(load_run(path, skip_steps=skip_steps, limits=limits, cache=cache), label)
+
+
+def last_step(trace: Trace) -> tuple[tuple[str, ...], list] | None:
+    """(the op sequence, the names and shapes of every CPU op) of the first rank's last step, or
+    None without steps: what tells cheaply whether two runs are one program at different sizes."""
+    rank = trace.ranks[0]
+    steps = trace.steps.filter(pl.col("rank") == rank)
+    if not steps.height:
+        return None
+    bounds = steps.select("step", "start_ns", "end_ns", "tid")
+    last = bounds.sort("start_ns").row(-1, named=True)
+    cpu_ops = trace.cpu_ops.filter(pl.col("rank") == rank)
+    inside = cpu_ops.filter((pl.col("start_ns") >= last["start_ns"]) & (pl.col("start_ns") < last["end_ns"])
+                            & (pl.col("category") == "cpu_op")).sort("start_ns")
+    shapes = inside.select(pl.col("name").cast(pl.String), "input_dims").rows()
+    return step_sequence(cpu_ops, bounds), shapes
 
 
 def scaling_of_paths(paths: Sequence[Path], *, sizes: Sequence[float] | None = None,
@@ -79,8 +110,17 @@ def scaling_of_paths(paths: Sequence[Path], *, sizes: Sequence[float] | None = N
 
 def same_program_scaling(paths: Sequence[Path], *, skip_steps: int = 0, cache: CacheSetting = True) -> Scaling | None:
     """The `Scaling` of two traces when they are one program at different work, else None (what
-    the diff opens with; any error reading or comparing them means None)."""
+    the diff opens with; any error reading or comparing them means None). Cheap when the answer is
+    no: two programs, or one program at one size (the same shapes in the last step), are told from
+    the loaded tables before any analysis runs."""
     try:
-        return scaling_of_paths(paths, labels=["base", "new"], skip_steps=skip_steps, cache=cache)
+        traces = [load_run(path, skip_steps=skip_steps, cache=cache) for path in paths]
+        steps = [last_step(trace) for trace in traces]
+        if all(step is not None for step in steps):
+            (sequence_a, shapes_a), (sequence_b, shapes_b) = steps  # type: ignore[misc]
+            if not same_sequence(sequence_a, sequence_b) or shapes_a == shapes_b:
+                return None
+        points = [measure_trace(trace, label) for trace, label in zip(traces, ("base", "new"))]
+        return build_scaling(points)
     except TraceAnalyzeError:
         return None

@@ -1,8 +1,8 @@
 """Synthetic runs of one program at several sizes, with exact ground truth (tests/builder.py).
 
 CPU-only (`cpu_run`): each of 3 ProfilerSteps of `fixed_us + size` µs holds `aten::mm` of
-[size, 64] × [64, 64] (2·size·64·64 = 8192·size FLOPs, `size`/2 µs) and `aten::relu` of [size, 64] (64·size FLOPs,
-0.5 µs): the step's time is exactly fixed + FLOPs / (8256 FLOP/µs).
+[size, 64] × [64, 64] (2·size·64·64 = 8192·size FLOPs, `size`/2 µs) and `aten::relu` of [size, 64]
+(64·size FLOPs, 0.5 µs): the step's time is exactly fixed + FLOPs / (8256 FLOP/µs).
 
 GPU (`gpu_run`): the same ops launch one kernel each (see there)."""
 
@@ -56,6 +56,7 @@ def gpu_run(tmp_path: Path, size: int, *, fixed_us: float = 50.0, steps: int = 3
     for n in range(steps):
         start = n * period
         b.step(n, start, period - 0.5)
-        b.launch_kernel(launch_us=start + 0.2, launch_dur_us=0.2, start_us=start + 2, dur_us=0.001, name="marker_kernel")
+        b.launch_kernel(launch_us=start + 0.2, launch_dur_us=0.2, start_us=start + 2, dur_us=0.001,
+                        name="marker_kernel")
         _ops(b, start, size, launch=True, kernel_at=start + 2 + fixed_us / 2)
     return b.write(tmp_path / f"gpu_{size}.json")

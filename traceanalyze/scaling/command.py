@@ -26,7 +26,8 @@ def scaling_command(
         "Traces of one program at different sizes (batch, sequence, width)."))],
     sizes: Annotated[str | None, typer.Option(metavar="8,16,32", show_default=False, help=(
         "The traces' sizes, in their order: the work axis instead of the FLOPs of the recorded shapes."))] = None,
-    format: Annotated[ScalingFormat, typer.Option("--format", "-f", help="Output format.")] = "terminal",  # type: ignore[valid-type,assignment]
+    format: Annotated[ScalingFormat,  # type: ignore[valid-type]
+                      typer.Option("--format", "-f", help="Output format.")] = "terminal",  # type: ignore[assignment]
     output: Annotated[Path | None, typer.Option("--output", "-o", show_default=False, help=(
         "Write to this file instead of stdout."))] = None,
     skip_steps: Annotated[int, typer.Option("--skip-steps", metavar="N", min=0, help=(

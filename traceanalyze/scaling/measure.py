@@ -94,7 +94,8 @@ def measure_run(trace: Trace, rank: RankReport, *, label: str) -> RunPoint:
         window = busy = None
     peaks = rank.roofline.select(pl.col("peak_flops_per_s").max(), pl.col("peak_bytes_per_s").max()).row(0) \
         if gpu else (None, None)
-    kernels = tuple(sorted(set(rank.roofline.filter(pl.col("kind") == "kernel")["name"].cast(pl.String)))) if gpu else ()
+    names = rank.roofline.filter(pl.col("kind") == "kernel")["name"].cast(pl.String) if gpu else []
+    kernels = tuple(sorted(set(names)))
     return RunPoint(label=label, source=str(rank.source), steps=steps.height, has_gpu=gpu, gpu_window_ns=window,
                     gpu_busy_ns=busy, cpu_step_ns=cpu_step, flops=work[0], bytes=work[1], regime_ns=regimes,
                     ops=ops, sequence=step_sequence(cpu_ops, bounds), kernels=kernels,

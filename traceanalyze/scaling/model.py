@@ -99,11 +99,16 @@ def build_scaling(points: Sequence[RunPoint], *, sizes: Sequence[float] | None =
     return Scaling(
         points=points, work_unit=unit, fit=fit, fixed_ns=fixed, fixed_fraction=runs[0].fixed_fraction,
         work_ratio=work_ratio, time_ratio=time_ratio, exponent=exponent,
-        marginal_flops_per_s=(large.flops - small.flops) / seconds if seconds > 0 and large.flops > small.flops else None,
-        marginal_bytes_per_s=(large.bytes - small.bytes) / seconds if seconds > 0 and large.bytes > small.bytes else None,
+        marginal_flops_per_s=_marginal(small.flops, large.flops, seconds),
+        marginal_bytes_per_s=_marginal(small.bytes, large.bytes, seconds),
         runs=runs, regime_growth=growth, intensity_shifts=intensity_shifts(points),
         headline=headline(work_ratio, time_ratio, fixed, fit.fixed, runs), notes=notes,
     )
+
+
+def _marginal(small: float, large: float, seconds: float) -> float | None:
+    """(large − small) / seconds: the extra FLOPs or bytes per extra second; None when either did not grow."""
+    return (large - small) / seconds if seconds > 0 and large > small else None
 
 
 def _work(points: Sequence[RunPoint], sizes: Sequence[float] | None) -> tuple[WorkUnit, list[float]]:

@@ -1,7 +1,8 @@
 """Whether runs are one program at different sizes: the same ops per step in the same order
 (docs/scaling.md#one-program). The autograd engine's nodes (`autograd::engine::evaluate_function: …`)
 are left out: the backward follows from the forward, and the engine's order of independent branches
-(and on a CPU even the nodes seen in a step) varied between captures of one program. GPU kernels may differ by shape-specialised variants (a GEMM's tile
+(and on a CPU even the nodes seen in a step) varied between captures of one program. GPU kernels
+may differ by shape-specialised variants (a GEMM's tile
 sizes, a split-K reduction): those are a note, not a difference."""
 
 from __future__ import annotations

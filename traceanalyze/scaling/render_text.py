@@ -21,7 +21,8 @@ def render_scaling_terminal(scaling: Scaling, *, width: int | None = None) -> st
     lines += ["TIMES PER STEP (medians over the steps)", text_table(rows, headers, width=width), ""]
     shifted = tables.intensity_table(scaling)
     if shifted is not None:
-        lines += ["INTENSITY CHANGES WITH SIZE", f"  {tables.INTENSITY_LINE}", text_table(shifted[1], shifted[0], width=width), ""]
+        lines += ["INTENSITY CHANGES WITH SIZE", f"  {tables.INTENSITY_LINE}",
+                  text_table(shifted[1], shifted[0], width=width), ""]
     if scaling.notes:
         lines += ["NOTES", *[f"  - {note}" for note in scaling.notes], ""]
     return "\n".join(fit_to_width(lines, width)) + "\n"

@@ -48,7 +48,8 @@ def parse_sweep(text: str) -> SweepSpec:
     """
     match = _SPEC.match(text.strip())
     if match is None:
-        raise ConfigError(f"--sweep must be the script's flag and its values, like \"--batch-size=8,16,32\"; got {text!r}")
+        raise ConfigError("--sweep must be the script's flag and its values, like "
+                          f"\"--batch-size=8,16,32\"; got {text!r}")
     values = tuple(value.strip() for value in match.group(3).split(","))
     if len(values) < 2 or any(not value for value in values) or len(set(values)) < len(values):
         raise ConfigError(f"--sweep needs two or more different values separated by commas, got {match.group(3)!r}")

@@ -45,7 +45,8 @@ def fit_lines(scaling: Scaling) -> list[str]:
                                               (scaling.marginal_bytes_per_s, "B/s")) if v]
     if marginal:
         roofs = roof_text(scaling)
-        lines.append("marginal throughput (smallest → largest run): " + ", ".join(marginal) + (f"; {roofs}" if roofs else ""))
+        lines.append("marginal throughput (smallest → largest run): " + ", ".join(marginal)
+                     + (f"; {roofs}" if roofs else ""))
     return lines
 
 

@@ -139,3 +139,17 @@ def test_traces_without_shapes_need_the_sizes(tmp_path):
         scaling_of_paths(paths, cache=False)
     scaling = scaling_of_paths(paths, sizes=list(SIZES), cache=False)
     assert scaling.fit.fixed == pytest.approx(100_000) and scaling.fit.slope == pytest.approx(1_000)
+
+
+def test_the_chart_goes_log_log_when_the_work_spans_decades(tmp_path):
+    import re
+    import xml.dom.minidom
+
+    linear = scaling_of_paths([cpu_run(tmp_path, s) for s in SIZES], cache=False)
+    wide = scaling_of_paths([cpu_run(tmp_path, s, fixed_us=10) for s in (4, 64, 400)], cache=False)
+    for scaling, axes in ((linear, "linear axes"), (wide, "log-log axes")):
+        svg = re.search(r"<svg.*?</svg>", RENDERERS["html"](scaling), re.DOTALL).group(0)
+        xml.dom.minidom.parseString(svg)  # well-formed
+        assert axes in svg and svg.count('class="run"') == len(scaling.runs)
+    wide_svg = RENDERERS["html"](wide)
+    assert '<polyline class="fit"' in wide_svg and 'class="fixed"' in wide_svg

@@ -7,6 +7,8 @@ bends to the fixed cost (drawn as a dotted floor) at small work."""
 
 from __future__ import annotations
 
+import math
+
 from traceanalyze.report.svg import (
     AXIS,
     GRID,
@@ -18,6 +20,7 @@ from traceanalyze.report.svg import (
     log_axes,
     svg_document,
     text_element,
+    text_width,
     tooltip,
 )
 from traceanalyze.report.units import format_duration_ns
@@ -48,8 +51,18 @@ def _points(scaling: Scaling, x, y) -> list[str]:
         label = f"{run.label}: {work_text(run.work, scaling.work_unit)}, {format_duration_ns(run.time_ns)}"
         parts.append(f'<circle class="run" cx="{coord(px)}" cy="{coord(py)}" r="5" fill="{POINT_COLOUR}">'
                      f'{tooltip(label + f", {run.fixed_fraction:.0%} fixed")}</circle>')
-        parts.append(text_element(px + 8, py - 8, run.label, size=11))
+        right = px + 8 + text_width(run.label, 11) > WIDTH - 4  # a label past the edge goes on the left
+        parts.append(text_element(px - 8 if right else px + 8, py - 8, run.label, size=11,
+                                  anchor="end" if right else "start"))
     return parts
+
+
+def _decade_below(value: float) -> float:
+    return 10.0 ** math.floor(math.log10(value))
+
+
+def _decade_above(value: float) -> float:
+    return 10.0 ** math.ceil(math.log10(value))
 
 
 def _fit_tip(scaling: Scaling) -> str:
@@ -60,12 +73,12 @@ def _log_body(scaling: Scaling) -> list[str]:
     work = [run.work for run in scaling.runs]
     times = [run.time_ns for run in scaling.runs]
     fit = scaling.fit
-    x_low, x_high = work[0] / 2, work[-1] * 1.5
+    x_low, x_high = _decade_below(work[0] / 1.5), _decade_above(work[-1] * 1.5)
     samples = [x_low * (x_high / x_low) ** (i / (SAMPLES - 1)) for i in range(SAMPLES)]
     fitted = [(w, fit.fixed + fit.slope * w) for w in samples if fit.fixed + fit.slope * w > 0]
     proportional = [(w, times[0] * w / work[0]) for w in (x_low, x_high)]
     values = times + [t for _, t in fitted] + [t for _, t in proportional]
-    y_low, y_high = min(values) / 1.5, max(values) * 1.5
+    y_low, y_high = _decade_below(min(values) / 1.2), _decade_above(max(values) * 1.2)
     x = Log(x_low, x_high, LEFT, RIGHT)
     y = Log(y_low, y_high, BOTTOM, TOP)
     parts = log_axes(x, y, x_low, x_high, y_low, y_high, LEFT, RIGHT, TOP, BOTTOM,

@@ -17,6 +17,11 @@ def ratio_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def share_text(fraction: float) -> str:
+    """A share of a roof: one decimal, or two significant digits below 0.1% (never "0.0%")."""
+    return f"{fraction:.1%}" if fraction >= 0.001 else f"{fraction * 100:.2g}%"
+
+
 def title(scaling: Scaling) -> str:
     return f"traceanalyze scaling — {len(scaling.points)} runs of one program, time = {scaling.time_name}"
 
@@ -56,9 +61,11 @@ def roof_text(scaling: Scaling) -> str:
     peak_bytes = scaling.points[-1].peak_bytes_per_s
     parts = []
     if peak_flops and scaling.marginal_flops_per_s:
-        parts.append(f"{scaling.marginal_flops_per_s / peak_flops:.1%} of the {format_si(peak_flops, 'FLOP/s')} roof")
+        share = share_text(scaling.marginal_flops_per_s / peak_flops)
+        parts.append(f"{share} of the {format_si(peak_flops, 'FLOP/s')} roof")
     if peak_bytes and scaling.marginal_bytes_per_s:
-        parts.append(f"{scaling.marginal_bytes_per_s / peak_bytes:.1%} of the {format_si(peak_bytes, 'B/s')} roof")
+        share = share_text(scaling.marginal_bytes_per_s / peak_bytes)
+        parts.append(f"{share} of the {format_si(peak_bytes, 'B/s')} roof")
     if not parts:
         return "no device roofs (CPU-only traces)" if not scaling.points[0].has_gpu else "device roofs unknown"
     return ", ".join(parts)

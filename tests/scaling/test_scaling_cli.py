@@ -70,3 +70,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, message):
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1 and message in result.output
     assert "Traceback" not in result.output
+
+
+def test_roofs_given_for_a_cpu_sweep(tmp_path):
+    """8256 FLOP/µs at the margin against a 10 GFLOP/s roof: 82.6%."""
+    paths = [cpu_run(tmp_path, s) for s in SIZES]
+    result = invoke(*paths, "--peak-flops", "1e10", "--peak-bandwidth", "2e10", "--width", "200", "--no-cache")
+    assert result.exit_code == 0, result.output
+    assert "82.6% of the 10 GFLOP/s roof" in result.output
+    document = json.loads(invoke(*paths, "--peak-flops", "1e10", "--peak-bandwidth", "2e10", "-f", "json").output)
+    assert document["peak_flops_per_s"] == 1e10 and document["peak_bytes_per_s"] == 2e10
+    device = tmp_path / "cpu.json"  # what `traceanalyze calibrate --device cpu` writes (docs/devices.md)
+    device.write_text(json.dumps({"format": "traceanalyze-device", "version": 1, "name": "a CPU",
+                                  "memory_bandwidth_bytes_per_s": 4e10, "peak_flops_per_s": {"fp32": {"simt": 2e10}},
+                                  "notes": {"kind": "cpu"}}))
+    from_file = json.loads(invoke(*paths, "--device-file", device, "-f", "json").output)
+    assert (from_file["peak_flops_per_s"], from_file["peak_bytes_per_s"]) == (2e10, 4e10)
+    bad = invoke(*paths, "--peak-flops", "-1")
+    assert bad.exit_code == 2 and "--peak-flops must be a positive number" in bad.output

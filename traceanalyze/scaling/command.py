@@ -32,6 +32,12 @@ def scaling_command(
         "Write to this file instead of stdout."))] = None,
     skip_steps: Annotated[int, typer.Option("--skip-steps", metavar="N", min=0, help=(
         "Leave each trace's first N ProfilerSteps out."))] = 0,
+    peak_flops: Annotated[float | None, typer.Option(show_default=False, help=(
+        "Peak FLOP/s: the roof of a CPU-only sweep, or instead of the GPU's datasheet figure."))] = None,
+    peak_bandwidth: Annotated[float | None, typer.Option(show_default=False, help=(
+        "Peak memory bandwidth in bytes/s (as --peak-flops)."))] = None,
+    device_file: Annotated[Path | None, typer.Option(show_default=False, help=(
+        "A device file (traceanalyze calibrate) with measured roofs."))] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse every trace, cache nothing.")] = False,
     width: Annotated[int | None, typer.Option("--width", metavar="COLUMNS", min=40, show_default=False, help=(
         "Text output: fit every line to this many columns."))] = None,
@@ -42,12 +48,13 @@ def scaling_command(
     from traceanalyze.output import refuse_inputs_as_outputs, write_output
     from traceanalyze.report.escape import output_text
     from traceanalyze.scaling.formats import render
-    from traceanalyze.scaling.runs import parse_sizes, scaling_of_paths
+    from traceanalyze.scaling.runs import parse_sizes, peak_overrides, scaling_of_paths
 
     name = getattr(format, "value", format)
     try:
-        refuse_inputs_as_outputs({"--output": output}, list(traces))
-        result = scaling_of_paths(traces, sizes=parse_sizes(sizes), skip_steps=skip_steps, cache=not no_cache)
+        refuse_inputs_as_outputs({"--output": output}, [*traces, *([device_file] if device_file else [])])
+        result = scaling_of_paths(traces, sizes=parse_sizes(sizes), skip_steps=skip_steps, cache=not no_cache,
+                                  peaks=peak_overrides(peak_flops, peak_bandwidth, device_file))
         text = render(result, name, width=width)
         text = text if name == "json" else output_text(text)
         if output is not None:

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
+from traceanalyze.analysis.devices import load_device_file
+from traceanalyze.analysis.roofline import PeakOverrides
 from traceanalyze.analysis.skip_steps import skip_steps as without_first_steps
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.errors import ConfigError, TraceAnalyzeError
@@ -62,16 +65,43 @@ def load_run(path: Path, *, skip_steps: int = 0, limits: LoadLimits = DEFAULT_LI
     return trace
 
 
-def measure_trace(trace: Trace, label: str) -> RunPoint:
-    """The `RunPoint` of the first rank of `trace` (every analysis of the report run on it)."""
-    rank = build_report(trace, ReportOptions()).ranks[0]
-    return measure_run(trace, rank, label=label)
+def measure_trace(trace: Trace, label: str, peaks: PeakOverrides | None = None) -> RunPoint:
+    """The `RunPoint` of the first rank of `trace` (every analysis of the report run on it). `peaks`:
+    the user's roofs, for the roofline of a GPU trace and as the roofs of a CPU-only one."""
+    rank = build_report(trace, ReportOptions(peaks=peaks or PeakOverrides())).ranks[0]
+    point = measure_run(trace, rank, label=label)
+    return point if point.has_gpu or peaks is None else replace(point, **dict(zip(
+        ("peak_flops_per_s", "peak_bytes_per_s"), cpu_roofs(peaks))))
+
+
+def cpu_roofs(peaks: PeakOverrides) -> tuple[float | None, float | None]:
+    """(FLOP/s, bytes/s) of a CPU from the user's figures: `--peak-flops`/`--peak-bandwidth` first,
+    else a device file's FP32 (non-matrix) roof and its bandwidth (`traceanalyze calibrate --device cpu`)."""
+    file = peaks.device_file
+    flops = peaks.peak_flops if peaks.peak_flops is not None else (
+        file.peak_flops("fp32", tensor_core=False) if file is not None else None)
+    bandwidth = peaks.peak_bandwidth if peaks.peak_bandwidth is not None else (
+        file.memory_bandwidth_bytes_per_s if file is not None else None)
+    return flops, bandwidth
+
+
+def peak_overrides(peak_flops: float | None, peak_bandwidth: float | None,
+                   device_file: Path | None) -> PeakOverrides | None:
+    """The user's roofs as the roofline takes them; None when none is given."""
+    if peak_flops is None and peak_bandwidth is None and device_file is None:
+        return None
+    for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
+        if value is not None and not value > 0:
+            raise ConfigError(f"{flag} must be a positive number, got {value}")
+    return PeakOverrides(device_file=load_device_file(device_file) if device_file is not None else None,
+                         device_file_name=str(device_file) if device_file is not None else None,
+                         peak_flops=peak_flops, peak_bandwidth=peak_bandwidth)
 
 
 def measure_path(path: Path, label: str, *, skip_steps: int = 0, limits: LoadLimits = DEFAULT_LIMITS,
-                 cache: CacheSetting = True) -> RunPoint:
+                 cache: CacheSetting = True, peaks: PeakOverrides | None = None) -> RunPoint:
     """The `RunPoint` of the first rank of the trace at `path`."""
-    return measure_trace(load_run(path, skip_steps=skip_steps, limits=limits, cache=cache), label)
+    return measure_trace(load_run(path, skip_steps=skip_steps, limits=limits, cache=cache), label, peaks)
 
 
 def last_step(trace: Trace) -> tuple[tuple[str, ...], list] | None:
@@ -92,9 +122,11 @@ def last_step(trace: Trace) -> tuple[tuple[str, ...], list] | None:
 
 def scaling_of_paths(paths: Sequence[Path], *, sizes: Sequence[float] | None = None,
                      labels: Sequence[str] | None = None, skip_steps: int = 0,
-                     limits: LoadLimits = DEFAULT_LIMITS, cache: CacheSetting = True) -> Scaling:
+                     limits: LoadLimits = DEFAULT_LIMITS, cache: CacheSetting = True,
+                     peaks: PeakOverrides | None = None) -> Scaling:
     """Measure every trace and fit (`build_scaling`). Raises `TraceAnalyzeError` (exit 2) for a
-    trace that cannot be read and for runs that are not one program at different sizes.
+    trace that cannot be read and for runs that are not one program at different sizes. `peaks`:
+    the user's roofs (`peak_overrides`).
 
     Examples
     --------
@@ -103,7 +135,7 @@ def scaling_of_paths(paths: Sequence[Path], *, sizes: Sequence[float] | None = N
     '8.0× the work took 1.3× the time: 88% of the small run is fixed overhead (overhead-bound); ...'
     """
     labels = list(labels) if labels is not None else default_labels(paths)
-    points = [measure_path(path, label, skip_steps=skip_steps, limits=limits, cache=cache)
+    points = [measure_path(path, label, skip_steps=skip_steps, limits=limits, cache=cache, peaks=peaks)
               for path, label in zip(paths, labels)]
     return build_scaling(points, sizes=sizes)
 

@@ -9,7 +9,7 @@
 #     bash scripts/gpu_check.sh
 # Elsewhere: GPU_CHECK_WHEELS= PY=python OUT=/tmp/gpu-out bash scripts/gpu_check.sh
 # GPU_CHECK_CASES="ddp_nccl calibrate" runs only the named cases (the names below; `whatif`: the
-# replay's before/after pairs, scripts/whatif_check.py).
+# replay's before/after pairs, scripts/whatif_check.py; `sweep_mlp sweep_transformer`: the scaling sweeps alone).
 set -u
 export PYTHONUNBUFFERED=1 COLUMNS=120
 REPO=$PWD
@@ -62,6 +62,25 @@ capture convnet_channels_last 120 $EX/convnet_train.py -- --steps 20 --channels-
 capture transformer_cuda_graphs 240 $EX/transformer_train.py -- --steps 20 --amp --compile-mode reduce-overhead --width 512 --context 256
 capture decode 120 --steps-from decode_step $EX/transformer_infer.py -- --steps 40
 capture ddp_nccl 120 $EX/ddp_train.py -- --steps 20
+
+# the essay's test for overhead (docs/scaling.md): `capture --sweep` of the MLP and the transformer at three
+# batch sizes each, the scaling report in the log and as HTML; name, seconds allowed, then capture's arguments
+sweep() {
+    want "$1" || return 0
+    local name=$1 limit=$2
+    shift 2
+    local start=$SECONDS
+    timeout "$limit" $PY -m traceanalyze capture -o "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1
+    echo "=== $name: rc $?, $((SECONDS - start)) s: capture $*"
+    sed -n '/^VERDICT/,/^TIMES PER STEP/p' "$WORK/$name.log" | head -40
+    if [ -f "$WORK/$name/scaling.json" ]; then
+        $PY -m traceanalyze scaling "$WORK/$name"/*=*/trace.json.gz -f html --no-cache -o "$WORK/$name/scaling.html" 2>&1 | tail -3
+    else
+        tail -20 "$WORK/$name.log"
+    fi
+}
+sweep sweep_mlp 240 $EX/mlp_train.py --sweep "--batch-size=64,512,4096" -- --steps 12 --hidden 4096
+sweep sweep_transformer 300 $EX/transformer_train.py --sweep "--batch-size=2,8,32" -- --steps 12 --amp --width 1024 --context 512
 
 # torch.utils.flop_counter's count of one training step of the two large models, for the FLOP model
 want flop_counter && timeout 120 $PY - "$WORK/flop_counter.json" <<'EOF' 2>&1 | tail -5

@@ -43,6 +43,7 @@ LAYERS = [
     ("traceanalyze.report.model",),
     ("traceanalyze.report",),
     ("traceanalyze.report.formats",),
+    ("traceanalyze.scaling",),  # runs of one program at several sizes: time against work (docs/scaling.md)
     # commands built on reports, independent of each other: the multi-rank map/reduce, the CI gate,
     # the roofline calibration
     ("traceanalyze.jobs", "traceanalyze.gate", "traceanalyze.calibrate"),

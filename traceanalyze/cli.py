@@ -24,6 +24,7 @@ from traceanalyze.gate import formats as gate_formats  # noqa: E402
 from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
 from traceanalyze.report import formats as report_formats  # noqa: E402
 from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
+from traceanalyze.scaling.command import scaling_command  # noqa: E402
 
 app = typer.Typer(
     name="traceanalyze",
@@ -313,6 +314,7 @@ def capture(
     with_stack: Annotated[bool, typer.Option("--with-stack", help="Record Python call stacks (larger traces).")] = False,
     profile_memory: Annotated[bool, typer.Option("--profile-memory", help="Record tensor allocations.")] = False,
     show_report: Annotated[bool, typer.Option("--report/--no-report", help="Print the report after capturing.")] = True,
+    sweep: Annotated[Optional[str], typer.Option(metavar='"--FLAG=V1,V2,…"', help="Capture once per value of the script's flag, then print the scaling report (docs/scaling.md).", show_default=False)] = None,
 ) -> None:
     """Run SCRIPT under torch.profiler without editing it: write OUT_DIR/trace.json.gz and run.json, then
     print the report. Options go before SCRIPT, or after it when the script's own arguments follow a
@@ -330,7 +332,12 @@ def capture(
             repeat, steps_from, duration = values.get("repeat", repeat), values.get("steps_from", steps_from), values.get("duration", duration)
             delay, stop_after_capture = values.get("delay", delay), values.get("stop_after_capture", stop_after_capture)
             with_stack, profile_memory = values.get("with_stack", with_stack), values.get("profile_memory", profile_memory)
-            show_report = values.get("show_report", show_report)
+            show_report, sweep = values.get("show_report", show_report), values.get("sweep", sweep)
+    if sweep is not None:  # one capture per value, then the scaling report (traceanalyze/scaling/sweep_command.py)
+        from traceanalyze.scaling.sweep_command import sweep_capture
+
+        sweep_capture(sweep, script, args, out_dir, dict(wait=wait, warmup=warmup, active=active, repeat=repeat, steps_from=steps_from, duration=duration, delay=delay,
+                      stop_after_capture=stop_after_capture, with_stack=with_stack, profile_memory=profile_memory), show_report=show_report)
     try:
         result = run_capture(
             CaptureOptions(
@@ -414,6 +421,7 @@ def gate(
     max_launch_p99_us: Annotated[Optional[str], typer.Option(metavar="US", help="Budget: p99 of launch → start over all launches at most this.", show_default=False)] = None,
     max_wait_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step spent waiting in collectives for other ranks, at most this.", show_default=False)] = None,
     max_exposed_comm: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step in collectives with no other GPU work running, at most this.", show_default=False)] = None,
+    max_fixed_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget on a scaling JSON (capture --sweep): fixed-overhead share of its largest run, at most this.", show_default=False)] = None,
     ranks: Annotated[Optional[str], typer.Option(metavar="worst|pooled", help="Several ranks: judge every rank and name the worst (default), or judge them pooled.", show_default=False)] = None,
     skip_steps: Annotated[Optional[int], typer.Option("--skip-steps", metavar="N", min=0, help="Leave each rank's first N ProfilerSteps out of the traces judged (the baseline's too; a saved report must have been saved with the same N).", show_default=False)] = None,
     baseline: Annotated[Optional[Path], typer.Option(metavar="BASE", help="A saved JSON report or a trace to compare with (needs --max-regression).", show_default=False)] = None,
@@ -440,6 +448,10 @@ def gate(
     launch latency) or regresses against a baseline. Exit 0: every budget holds; 1: a budget is
     broken; 2: bad input or config, or numbers that cannot be trusted. See docs/gate.md."""
     import os
+
+    if max_fixed_fraction is not None:  # a sweep's scaling JSON, judged alone (traceanalyze/gate/scaling_budget.py)
+        from traceanalyze.gate.scaling_budget import gate_scaling
+        raise typer.Exit(gate_scaling(trace, max_fixed_fraction, echo=typer.echo))
 
     from traceanalyze.gate import evaluate, measure, resolve_options
     from traceanalyze.gate.ci import annotation_lines, render_junit
@@ -537,8 +549,14 @@ def diff(
         fail(error)
     text = (diff_formats.render_diff_terminal(compared, top=top, width=width) if format.value == "terminal"
             else diff_formats.RENDERERS[format.value](compared, top=top))
+    from traceanalyze.diff.scaling_opening import with_scaling_opening  # one program at two sizes: the verdict first
+    text = with_scaling_opening(text, format.value, base, new, skip_steps=skip_steps, cache=not no_cache, width=width)
     _write_or_echo(text, output, json=format.value == "json")
 
+
+
+
+app.command("scaling")(scaling_command)  # the command's options and body: traceanalyze/scaling/command.py
 
 def main() -> None:
     try:

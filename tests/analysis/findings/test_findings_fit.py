@@ -104,12 +104,25 @@ def test_a_busy_gpu_without_a_lever_says_so_and_keeps_small_findings_off_the_fir
 
 
 def remedies_of(b: TraceBuilder, tmp_path, monkeypatch) -> dict:
-    """The `Finding`s of rank 0 by id, with their remedies (the frame has none)."""
+    """The `Finding`s of rank 0 by id, with their remedies (the frame has none): `rank_findings`
+    wrapped wherever the pipeline imported it."""
+    import sys
+
     from traceanalyze.analysis.findings import table
     seen = {}
-    original = table.findings_frame
-    monkeypatch.setattr(table, "findings_frame", lambda rank, found: (seen.update({f.id: f for f in found}),
-                                                                       original(rank, found))[1])
+    original = table.rank_findings
+
+    def recording(*args, **kwargs):
+        found = original(*args, **kwargs)
+        seen.update({f.id: f for f in found})
+        return found
+
+    callers = [module for module in list(sys.modules.values())
+               if getattr(module, "__name__", "").startswith("traceanalyze")
+               and getattr(module, "rank_findings", None) is original]
+    assert callers, "no module calls analysis.findings.rank_findings"
+    for module in callers:
+        monkeypatch.setattr(module, "rank_findings", recording)
     report_of(b, tmp_path)
     return seen
 

@@ -338,7 +338,7 @@ def stages_table(breakdowns: dict[str, dict | None]) -> str:
 
 ALL_AT_ONCE_SCRIPT = """
 import sys, traceanalyze
-from traceanalyze.report.formats import RENDERERS
+from traceanalyze.renderers.formats import RENDERERS
 from traceanalyze.report.model import build_report
 RENDERERS[sys.argv[2]](build_report(traceanalyze.load_trace(sys.argv[1], workers=1, cache=False)))
 """
@@ -346,7 +346,7 @@ RENDERERS[sys.argv[2]](build_report(traceanalyze.load_trace(sys.argv[1], workers
 # the chart inputs were bounded (`report.model.bounded`)
 FULL_RANKS_HTML_SCRIPT = """
 import sys, traceanalyze
-from traceanalyze.report.html import render_html
+from traceanalyze.renderers.html import render_html
 render_html(traceanalyze.analyze(sys.argv[1], workers=1, cache=False, rank_frames="full"))
 """
 

@@ -85,7 +85,7 @@ def timed_analyses() -> tuple[dict[str, float], list]:
 
 def stages(path: Path) -> dict[str, object]:
     from traceanalyze.load import load_trace
-    from traceanalyze.report.formats import RENDERERS
+    from traceanalyze.renderers.formats import RENDERERS
     from traceanalyze.report.model import ReportOptions, build_report
 
     start = time.perf_counter()

@@ -26,7 +26,7 @@ def render(report, format: str = "terminal") -> str:
     >>> text = traceanalyze.render(traceanalyze.analyze("trace.json.gz"), format="markdown")  # doctest: +SKIP
     """
     from traceanalyze.errors import ConfigError
-    from traceanalyze.report.formats import RENDERERS
+    from traceanalyze.renderers.formats import RENDERERS
 
     if format not in RENDERERS:
         raise ConfigError(f"unknown format {format!r}: use one of {', '.join(RENDERERS)}")

@@ -12,7 +12,7 @@ from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
 from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report, combine_ranks
-from traceanalyze.report.results_cache import analysed_rank
+from traceanalyze.pipeline.results_cache import analysed_rank
 
 WINDOWS = ("activity", "steps")
 
@@ -50,7 +50,7 @@ def analyze(
     A folder of rank traces (a local path, or a folder's fsspec URL: `s3://bucket/job/`) is a
     map over its files (each rank file → its analyses, on `executor`:
     "local" processes, "ray" tasks or "dask" futures; `workers` of them; the cluster at
-    `executor_address`) and a reduce here (`traceanalyze.jobs`): memory holds one rank's raw tables
+    `executor_address`) and a reduce here (`traceanalyze.pipeline`): memory holds one rank's raw tables
     per worker, never every rank's. `report.job` holds the cross-rank analyses. `rank_frames`:
     "full" keeps every rank's per-op frames (`.roofline`, every gap, every launch); "bounded"
     keeps only what the reports show, the HTML charts' inputs included (`report.model.bounded`),
@@ -84,10 +84,10 @@ def analyze(
     )
     options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides, skip_steps=skip_steps,
                             rank_frames=rank_frames)  # type: ignore[arg-type]
-    from traceanalyze.jobs.executors import is_url
+    from traceanalyze.pipeline.executors import is_url
 
     if not isinstance(trace, Trace) and (is_url(str(trace)) or Path(trace).is_dir()):
-        from traceanalyze.jobs import analyse_folder
+        from traceanalyze.pipeline import analyse_folder
 
         return analyse_folder(trace, options, executor=executor, workers=workers, address=executor_address,
                               limits=limits, cache=cache)

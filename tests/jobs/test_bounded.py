@@ -14,9 +14,9 @@ import multirank as mr
 import traceanalyze
 from shared_traces import SHARED_TRACES_DIR
 from traceanalyze.analysis import attribution
-from traceanalyze.report.jsonout import render_json
-from traceanalyze.report.markdown import render_markdown
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.jsonout import render_json
+from traceanalyze.renderers.markdown import render_markdown
+from traceanalyze.renderers.terminal import render_terminal
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 

@@ -15,11 +15,11 @@ import pytest
 import traceanalyze
 from builder import TraceBuilder
 from shared_traces import SHARED_TRACES_DIR
-from traceanalyze.jobs.mapreduce import analyse_file
-from traceanalyze.report import plots
-from traceanalyze.report.html import render_html
+from traceanalyze.pipeline.mapreduce import analyse_file
+from traceanalyze.renderers import plots
+from traceanalyze.renderers.html import render_html
 from traceanalyze.report.model import ReportOptions
-from traceanalyze.report.units import format_duration_ns
+from traceanalyze.units import format_duration_ns
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 

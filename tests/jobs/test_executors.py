@@ -14,7 +14,7 @@ import multirank as mr
 import traceanalyze
 from shared_traces import SHARED_TRACES_DIR
 from traceanalyze.errors import TraceAnalyzeError
-from traceanalyze.report.jsonout import render_json
+from traceanalyze.renderers.jsonout import render_json
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 needs_dlrm = pytest.mark.skipif(not DLRM.is_dir(), reason=f"{DLRM} is absent (the shared traces sit next to the repository)")
@@ -57,7 +57,7 @@ def test_ranks_from_file_names_when_distributed_info_is_absent(tmp_path):
 
 
 def test_fsspec_url_is_read_by_the_worker(job_folder):
-    from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+    from traceanalyze.pipeline.mapreduce import analyse_file, reduce_ranks
     from traceanalyze.report.model import ReportOptions
 
     options = ReportOptions()
@@ -162,14 +162,14 @@ def test_ray_gives_the_same_json(monkeypatch):
     ("local", 2, 4, 3, 3),     # a number the options name stays
 ])
 def test_workers_analysing_ranks_side_by_side_use_one_thread_each(executor, workers, ranks, asked, threads):
-    from traceanalyze.jobs.executors import per_worker
+    from traceanalyze.pipeline.executors import per_worker
     from traceanalyze.report.model import ReportOptions
 
     assert per_worker(ReportOptions(analysis_threads=asked), executor, workers, ranks).analysis_threads == threads
 
 
 def test_the_local_workers_get_one_thread_each(job_folder, monkeypatch):
-    from traceanalyze.jobs import executors
+    from traceanalyze.pipeline import executors
     from traceanalyze.report.model import ReportOptions
 
     seen = []

@@ -1,4 +1,4 @@
-"""The cache of analysed ranks (`report/results_cache.py`, docs/cache.md): a rank file analysed
+"""The cache of analysed ranks (`pipeline/results_cache.py`, docs/cache.md): a rank file analysed
 before with the same analysis options is neither parsed nor analysed again, and what comes back
 renders to the same bytes in every format; another option, device file content, code or file is a
 miss; a damaged entry is a miss, recomputed and rewritten, never trusted."""
@@ -27,8 +27,8 @@ from traceanalyze.api import analyze
 from traceanalyze.load import cache as tables_cache
 from traceanalyze.load import load_file, load_trace
 from traceanalyze.load.limits import LimitError, LoadLimits
-from traceanalyze.report import results_cache
-from traceanalyze.report.formats import RENDERERS
+from traceanalyze.pipeline import results_cache
+from traceanalyze.renderers.formats import RENDERERS
 from traceanalyze.report.model import RankReport, ReportOptions, rank_report
 
 PACKAGE = Path(results_cache.__file__).resolve().parents[1]
@@ -257,7 +257,7 @@ def test_the_fingerprint_covers_every_module_rank_report_imports():
     tables' (the loader's) code: a module it comes to call changes the fingerprint."""
     modules = package_modules(PACKAGE, ("traceanalyze._native",))
     graph, _ = import_graph(modules)
-    reached, todo = set(), ["traceanalyze.report.model", "traceanalyze.report.results_cache"]
+    reached, todo = set(), ["traceanalyze.report.model", "traceanalyze.pipeline.results_cache"]
     while todo:
         module = todo.pop()
         if module not in reached:

@@ -1,6 +1,6 @@
 """`traceanalyze diff --format NAME`: the diff's output formats, by name (the CLI's choices). Each
 renderer takes the diff and `top`, how many kernels to list side by side; its module is imported
-when it is first called (report/formats.py says why)."""
+when it is first called (renderers/formats.py says why)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`traceanalyze gate --format NAME`: the verdict's output formats, by name (the CLI's choices).
 JUnit XML and GitHub annotations (`gate.ci`) are written beside the chosen format, not instead.
-Each renderer's module is imported when it is first called (report/formats.py says why)."""
+Each renderer's module is imported when it is first called (renderers/formats.py says why)."""
 
 from __future__ import annotations
 

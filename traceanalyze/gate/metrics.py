@@ -144,7 +144,7 @@ def measure(report: ReportV1, *, source: str | None = None) -> Measured:
 
     Examples
     --------
-    >>> from traceanalyze.report.jsonout import report_v1  # doctest: +SKIP
+    >>> from traceanalyze.renderers.jsonout import report_v1  # doctest: +SKIP
     >>> measure(report_v1(build_report(load_trace("fixtures/synthetic_training.json.gz")))).steps  # doctest: +SKIP
     (1, 2, 3, 4)
     """

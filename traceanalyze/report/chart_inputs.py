@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
-from traceanalyze.report.units import format_rate, short_name
+from traceanalyze.units import format_rate, short_name
 
 if TYPE_CHECKING:  # imported where charts are made: a report that draws none never loads the plots
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
 MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest first)
 
@@ -48,7 +48,7 @@ def rank_charts(*, roofline: pl.DataFrame, gaps: pl.DataFrame, idle: pl.DataFram
                 steps: pl.DataFrame, latency: pl.DataFrame) -> RankCharts:
     """The chart inputs of a rank from its full frames (`RankReport.roofline`, every gap,
     every launch, the idle windows, streams and steps)."""
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     compute, bandwidth = _roofs(roofline)
     return RankCharts(
@@ -89,7 +89,7 @@ def _gap_labels(gaps: pl.DataFrame) -> pl.Series:
 
 def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, all_streams: pl.DataFrame,
                all_steps: pl.DataFrame) -> list[DeviceTimeline]:
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     timelines = []
     ops = ops.select("device", "stream", "start_ns", "end_ns", "regime", "name")  # not the roofline's 69 columns:
@@ -131,7 +131,7 @@ def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, al
 
 
 def _latency_bins(latency: pl.DataFrame) -> plots.LogBins | None:
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     latency = latency.filter(~pl.col("skewed"))
     queued = (pl.col("queue_wait_ns") * 2 >= pl.col("launch_to_start_ns")) & (pl.col("launch_to_start_ns") > 0)
@@ -145,7 +145,7 @@ def _latency_bins(latency: pl.DataFrame) -> plots.LogBins | None:
 
 
 def _roofs(roofline: pl.DataFrame) -> tuple[list[plots.Roof], list[plots.Roof]]:
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     modelled = roofline.filter(pl.col("regime").is_in(ON_ROOFLINE))
     combos = (

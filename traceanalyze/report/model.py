@@ -23,7 +23,7 @@ from traceanalyze.analysis.skip_steps import SkippedSteps, skip_steps, skipped_s
 from traceanalyze.model import Trace
 from traceanalyze.report.chart_inputs import RankCharts, rank_charts
 from traceanalyze.report.summaries import SmallKernelSummary, Summary, idle_causes, small_kernel_summary, summarise
-from traceanalyze.report.units import format_duration_ns
+from traceanalyze.units import format_duration_ns
 from traceanalyze.report.verdict import Verdict, ranked_findings, verdict, verdict_html
 
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)

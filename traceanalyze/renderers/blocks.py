@@ -1,4 +1,4 @@
-"""The blocks a report document is made of (`report.document` lays them out; `report.markdown`
+"""The blocks a report document is made of (`renderers.document` lays them out; `renderers.markdown`
 and `report.html` write them). Plain data: no rendering, no computing."""
 
 from __future__ import annotations

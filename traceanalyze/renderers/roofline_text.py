@@ -7,9 +7,9 @@ import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.model import RankReport
-from traceanalyze.report.text_table import Shrinkable, text_table
-from traceanalyze.report.wording import coverage_sentence, peak_figures, roof_fraction_cell, roof_footnotes
-from traceanalyze.report.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.renderers.text_table import Shrinkable, text_table
+from traceanalyze.renderers.wording import coverage_sentence, peak_figures, roof_fraction_cell, roof_footnotes
+from traceanalyze.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
 
 
 def peaks_line(report: RankReport) -> list[str]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.report import plots
-from traceanalyze.report.jsonjob import listed_collectives
+from traceanalyze.renderers import plots
+from traceanalyze.renderers.jsonjob import listed_collectives
 from traceanalyze.report.model import Report
-from traceanalyze.report.svg import GRID, MUTED, WIDTH, contrast_ink, svg_document, text_element, tooltip, coord
-from traceanalyze.report.units import format_duration_ns, format_percent
+from traceanalyze.renderers.svg import GRID, MUTED, WIDTH, contrast_ink, svg_document, text_element, tooltip, coord
+from traceanalyze.units import format_duration_ns, format_percent
 
 JOB_COLOURS = {"wait": "#CC3311", "transfer": "#009988"}
 COLLECTIVE_BARS = 20

@@ -2,7 +2,7 @@
 
 `document(report)` lays out everything the terminal report shows (overhead, regime attribution,
 roofline, fusion, advice, health) as a list of blocks: headings, paragraphs, tables and chart
-slots. `report.markdown.render_markdown` writes the blocks as Markdown, `report.html.render_html`
+slots. `renderers.markdown.render_markdown` writes the blocks as Markdown, `renderers.html.render_html`
 as one HTML file with a chart in each `Chart` slot. Blocks only format what the report model holds
 (its frames and `summary` figures); they compute nothing.
 """
@@ -13,13 +13,13 @@ import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.version import __version__
-from traceanalyze.report.document_job import job_blocks
-from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
+from traceanalyze.renderers.document_job import job_blocks
+from traceanalyze.renderers.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.wording import CAUSE_HINTS, coverage_sentence, cpu_name, peak_figures, roof_fraction_cell, roof_footnotes
+from traceanalyze.renderers.wording import CAUSE_HINTS, coverage_sentence, cpu_name, peak_figures, roof_fraction_cell, roof_footnotes
 from traceanalyze.report.summaries import Summary, listed_steps
 from traceanalyze.report.verdict import findings_blocks
-from traceanalyze.report.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, plural, short_name
+from traceanalyze.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, plural, short_name
 
 LATENCY_LABELS = {
     "launch_to_start_ns": "launch → start",

@@ -14,7 +14,7 @@ from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report import schema
-from traceanalyze.report.jsonjob import job_sections
+from traceanalyze.renderers.jsonjob import job_sections
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from traceanalyze.report import escape
+from traceanalyze.renderers import escape
 
 
 def md_escape(text: str) -> str:

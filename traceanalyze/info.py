@@ -8,8 +8,8 @@ from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.model import DEVICE_FAMILIES, Trace
 from traceanalyze.report.notes import missing_ranks_note
-from traceanalyze.report.units import format_duration_ns, plural
-from traceanalyze.report.text_table import fit_lines, terminal_width, text_table
+from traceanalyze.units import format_duration_ns, plural
+from traceanalyze.renderers.text_table import fit_lines, terminal_width, text_table
 
 
 def trace_span_ns(trace: Trace) -> tuple[int | None, int | None]:

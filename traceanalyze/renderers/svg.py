@@ -1,6 +1,6 @@
 """SVG written by hand, the one SVG module of the package: primitives (escaped text, tooltips,
 legends, linear and log scales, decade ticks, log-log axes) that the report's charts
-(`report.plots`) and calibrate's chart (`line_chart` below) are drawn with. Every function
+(`renderers.plots`) and calibrate's chart (`line_chart` below) are drawn with. Every function
 returns SVG text; every string from a trace is escaped (`esc`)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from traceanalyze.report.html_text import esc
-from traceanalyze.report.units import format_si
+from traceanalyze.renderers.html_text import esc
+from traceanalyze.units import format_si
 
 INK, MUTED, GRID, AXIS = "#222222", "#666666", "#E6E6E6", "#999999"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"

@@ -24,7 +24,7 @@ from itertools import combinations
 
 from tabulate import tabulate
 
-from traceanalyze.report.escape import output_text, visible
+from traceanalyze.renderers.escape import output_text, visible
 
 FALLBACK_WIDTH = 80  # columns when the output is not a terminal and COLUMNS is not set
 MIN_WIDTH = 40  # the narrowest layout (`--width` refuses less; a narrower terminal gets this)

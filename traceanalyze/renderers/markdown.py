@@ -1,5 +1,5 @@
 """The report in GitHub-flavoured Markdown, for a PR, an issue or `$GITHUB_STEP_SUMMARY`: the
-blocks of `report.document` written as Markdown (tables by `tabulate(tablefmt="github")`, the regime
+blocks of `renderers.document` written as Markdown (tables by `tabulate(tablefmt="github")`, the regime
 shares as text bars, no images).
 
 Examples
@@ -9,12 +9,12 @@ Examples
 
 from __future__ import annotations
 
-from traceanalyze.report.blocks import Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
-from traceanalyze.report.document import document
-from traceanalyze.report.html_text import inline_html
-from traceanalyze.report.md import md_code, md_escape, md_table
+from traceanalyze.renderers.blocks import Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
+from traceanalyze.renderers.document import document
+from traceanalyze.renderers.html_text import inline_html
+from traceanalyze.renderers.md import md_code, md_escape, md_table
 from traceanalyze.report.model import Report
-from traceanalyze.report.units import bar
+from traceanalyze.units import bar
 from traceanalyze.report.verdict import verdict_blocks
 
 

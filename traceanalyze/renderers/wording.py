@@ -9,7 +9,7 @@ import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks
 from traceanalyze.report.model import RankReport
-from traceanalyze.report.units import format_duration_ns, format_percent, format_rate
+from traceanalyze.units import format_duration_ns, format_percent, format_rate
 
 
 CAUSE_HINTS = {

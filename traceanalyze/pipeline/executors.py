@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
-from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+from traceanalyze.pipeline.mapreduce import analyse_file, reduce_ranks
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions

@@ -13,13 +13,13 @@ from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
 from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.model import RankReport, Report, ReportOptions
-from traceanalyze.report.roofline_text import roofline_details, roofline_section
+from traceanalyze.renderers.roofline_text import roofline_details, roofline_section
 from traceanalyze.report.summaries import listed_steps
-from traceanalyze.report.text_table import Shrinkable, fit_lines, terminal_width, text_table
-from traceanalyze.report.wording import CAUSE_HINTS, cpu_name
-from traceanalyze.report.terminal_job import detail_ranks, job_section
+from traceanalyze.renderers.text_table import Shrinkable, fit_lines, terminal_width, text_table
+from traceanalyze.renderers.wording import CAUSE_HINTS, cpu_name
+from traceanalyze.renderers.terminal_job import detail_ranks, job_section
 from traceanalyze.report.verdict import verdict_lines
-from traceanalyze.report.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
+from traceanalyze.units import distinct_short_names, format_duration_ns, format_percent, plural, short_name
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
 

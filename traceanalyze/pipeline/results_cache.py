@@ -129,10 +129,11 @@ def analysis_code() -> list[Path]:
     tables' version): every analysis, the report model and every module it imports, and this
     module (tests/report/test_results_cache.py walks the imports to check the list)."""
     package = Path(model.__file__).parent
-    report = package / "report"
+    report, renderers = package / "report", package / "renderers"
     found = [*(package / "analysis").rglob("*.py"), package / "errors.py", package / "version.py",
-             *(report / name for name in ("model.py", "summaries.py", "units.py", "verdict.py", "escape.py", "blocks.py",
-                                          "html_text.py", "results_cache.py", "chart_inputs.py", "plots.py", "svg.py"))]
+             package / "units.py", Path(__file__),
+             *(report / name for name in ("model.py", "summaries.py", "verdict.py", "chart_inputs.py")),
+             *(renderers / name for name in ("escape.py", "blocks.py", "html_text.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())
 
 

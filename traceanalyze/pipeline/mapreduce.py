@@ -1,6 +1,6 @@
 """The map (one rank file → its `RankReport`) and the reduce (every rank's `RankReport` → the
 `Report`) of a folder of rank traces. Both are pure functions of their arguments, so any executor
-can run them (`jobs.executors`)."""
+can run them (`pipeline.executors`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
     come from the cache of loaded traces when it holds them, and its analyses from the cache of
     analysed ranks when that holds them for these options (`cache`, see `load.load_trace`)."""
     from traceanalyze.load import load_rank
-    from traceanalyze.report.results_cache import analysed_rank
+    from traceanalyze.pipeline.results_cache import analysed_rank
 
     if "://" in path and not path.startswith("file://"):
         return _analyse_remote(path, options, limits)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceanalyze.report.blocks import Block, Cell, Chart, Heading, Paragraph, Strong, Table
-from traceanalyze.report.jsonjob import listed_collectives
+from traceanalyze.renderers.blocks import Block, Cell, Chart, Heading, Paragraph, Strong, Table
+from traceanalyze.renderers.jsonjob import listed_collectives
 from traceanalyze.report.model import Report
-from traceanalyze.report.terminal_job import CAUSE_WORDS, COLLECTIVES_LISTED
-from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, format_si, plural
+from traceanalyze.renderers.terminal_job import CAUSE_WORDS, COLLECTIVES_LISTED
+from traceanalyze.units import format_duration_ns, format_percent, format_rate, format_si, plural
 
 
 def _num(text: str) -> Cell:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 import polars as pl
 
-from traceanalyze.report.svg import (
+from traceanalyze.renderers.svg import (
     AXIS,
     GRID,
     INK,
@@ -37,7 +37,7 @@ from traceanalyze.report.svg import (
     text_width,
     tooltip,
 )
-from traceanalyze.report.units import format_duration_ns, format_percent, format_rate
+from traceanalyze.units import format_duration_ns, format_percent, format_rate
 
 REGIME_COLOURS: dict[str, str] = {
     "overhead": "#CC3311",  # GPU idle, waiting on the CPU

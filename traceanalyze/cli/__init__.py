@@ -22,7 +22,7 @@ from traceanalyze.diff import formats as diff_formats  # noqa: E402
 from traceanalyze.errors import ConfigError, TraceAnalyzeError  # noqa: E402
 from traceanalyze.gate import formats as gate_formats  # noqa: E402
 from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
-from traceanalyze.report import formats as report_formats  # noqa: E402
+from traceanalyze.renderers import formats as report_formats  # noqa: E402
 from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
 
 app = typer.Typer(
@@ -84,8 +84,8 @@ def fail(error: TraceAnalyzeError) -> None:
 
 def error_line(error: TraceAnalyzeError) -> str:
     """The one line an error prints: a newline or control character in a file name (or any name
-    the message quotes) is shown as an escape (`report.escape.visible`), so it stays one line."""
-    from traceanalyze.report.escape import visible
+    the message quotes) is shown as an escape (`renderers.escape.visible`), so it stays one line."""
+    from traceanalyze.renderers.escape import visible
 
     return visible(f"traceanalyze: error: {error}")
 
@@ -102,7 +102,7 @@ def info(
 ) -> None:
     """One screen about a trace: devices, ranks, time span, event counts, steps, streams, health."""
     from traceanalyze.load import load_trace
-    from traceanalyze.report.info import render_info
+    from traceanalyze.info import render_info
 
     try:
         loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
@@ -123,8 +123,8 @@ DiffFormat = _format_enum("DiffFormat", diff_formats.RENDERERS)
 
 def shown(text: str) -> str:
     """Text as it may be printed or written: no control sequence or workflow command taken from a
-    trace survives (`report.escape.output_text`). JSON is exempt: its renderers escape their strings (`escape.json_text`)."""
-    from traceanalyze.report.escape import output_text
+    trace survives (`renderers.escape.output_text`). JSON is exempt: its renderers escape their strings (`escape.json_text`)."""
+    from traceanalyze.renderers.escape import output_text
 
     return output_text(text)
 
@@ -215,7 +215,7 @@ def report(
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities); for a
     folder of ranks, first which rank holds the job back."""
-    from traceanalyze.jobs.executors import is_url
+    from traceanalyze.pipeline.executors import is_url
 
     source: Path | str = trace if is_url(trace) else Path(trace)  # a URL stays a string: Path would fold its //
     _refuse_overwriting_inputs({"--output": output}, source if isinstance(source, Path) else None, device_file)
@@ -252,7 +252,7 @@ def annotate(
     """Write the trace with the diagnosis on its timeline (idle gaps by cause, each kernel's bound,
     each finding over its evidence), for Perfetto UI or chrome://tracing."""
     from traceanalyze.output import write_pieces_output
-    from traceanalyze.report.annotate import annotated_pieces
+    from traceanalyze.annotate import annotated_pieces
 
     _refuse_overwriting_inputs({"--output": output}, trace, device_file)
     try:
@@ -373,7 +373,7 @@ def _options_between_script_and_dashes(options: list[str], script: Path) -> dict
 
 def _capture_report(trace: Path) -> None:
     """The terminal report of a freshly captured trace."""
-    from traceanalyze.report.terminal import render_terminal
+    from traceanalyze.renderers.terminal import render_terminal
 
     try:
         typer.echo(shown(render_terminal(_analyze(trace))), nl=False)

@@ -15,26 +15,26 @@ from traceanalyze.report.model import Report
 
 
 def render_terminal(report: Report, *, width: int | None = None) -> str:
-    """`report.terminal.render_terminal` (`width`: the terminal's columns, default this one's)."""
-    from traceanalyze.report.terminal import render_terminal as render
+    """`renderers.terminal.render_terminal` (`width`: the terminal's columns, default this one's)."""
+    from traceanalyze.renderers.terminal import render_terminal as render
 
     return render(report, width=width)
 
 
 def render_json(report: Report) -> str:
-    from traceanalyze.report.jsonout import render_json as render
+    from traceanalyze.renderers.jsonout import render_json as render
 
     return render(report)
 
 
 def render_markdown(report: Report) -> str:
-    from traceanalyze.report.markdown import render_markdown as render
+    from traceanalyze.renderers.markdown import render_markdown as render
 
     return render(report)
 
 
 def render_html(report: Report) -> str:
-    from traceanalyze.report.html import render_html as render
+    from traceanalyze.renderers.html import render_html as render
 
     return render(report)
 

@@ -5,10 +5,10 @@ collectives waited on the most. Reads `Report.job` (analysis.job); computes noth
 from __future__ import annotations
 
 import polars as pl
-from traceanalyze.report.jsonjob import listed_collectives
+from traceanalyze.renderers.jsonjob import listed_collectives
 from traceanalyze.report.model import Report
-from traceanalyze.report.text_table import Shrinkable, text_table
-from traceanalyze.report.units import format_duration_ns, format_percent, format_rate, format_si, plural
+from traceanalyze.renderers.text_table import Shrinkable, text_table
+from traceanalyze.units import format_duration_ns, format_percent, format_rate, format_si, plural
 
 CAUSE_WORDS = {
     "host": "its CPU was late to launch work (data loading, Python, framework overhead)",

@@ -19,15 +19,15 @@ import polars as pl
 
 from traceanalyze.version import __version__
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
-from traceanalyze.report.html_job import CHARTS as JOB_CHARTS
+from traceanalyze.renderers.html_job import CHARTS as JOB_CHARTS
 from traceanalyze.analysis.roofline import ON_ROOFLINE
-from traceanalyze.report import plots
-from traceanalyze.report.blocks import Block, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
-from traceanalyze.report.document import KERNEL_LIMIT, document
-from traceanalyze.report.html_text import esc, inline_html, text_block_html
+from traceanalyze.renderers import plots
+from traceanalyze.renderers.blocks import Block, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
+from traceanalyze.renderers.document import KERNEL_LIMIT, document
+from traceanalyze.renderers.html_text import esc, inline_html, text_block_html
 from traceanalyze.report.chart_inputs import RankCharts
 from traceanalyze.report.model import RankReport, Report, with_charts
-from traceanalyze.report.units import format_duration_ns, format_percent, format_rate
+from traceanalyze.units import format_duration_ns, format_percent, format_rate
 from traceanalyze.report.verdict import verdict_blocks
 
 MAX_STEP_ROWS = 60

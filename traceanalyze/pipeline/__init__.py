@@ -10,6 +10,6 @@
 tasks), `dask` (Dask futures). The same two functions everywhere; no scheduler of our own.
 """
 
-from traceanalyze.jobs.executors import EXECUTORS, analyse_folder
+from traceanalyze.pipeline.executors import EXECUTORS, analyse_folder
 
 __all__ = ["EXECUTORS", "analyse_folder"]

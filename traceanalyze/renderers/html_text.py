@@ -4,8 +4,8 @@ text blocks (headings, paragraphs, bullet lists) as HTML."""
 
 from __future__ import annotations
 
-from traceanalyze.report import escape
-from traceanalyze.report.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
+from traceanalyze.renderers import escape
+from traceanalyze.renderers.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
 
 
 def esc(text: object) -> str:

@@ -11,7 +11,8 @@ from traceanalyze.errors import ConfigError
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
-from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report, combine_ranks
+from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions
+from traceanalyze.pipeline.rank import build_report, combine_ranks
 from traceanalyze.pipeline.results_cache import analysed_rank
 
 WINDOWS = ("activity", "steps")
@@ -53,7 +54,7 @@ def analyze(
     `executor_address`) and a reduce here (`traceanalyze.pipeline`): memory holds one rank's raw tables
     per worker, never every rank's. `report.job` holds the cross-rank analyses. `rank_frames`:
     "full" keeps every rank's per-op frames (`.roofline`, every gap, every launch); "bounded"
-    keeps only what the reports show, the HTML charts' inputs included (`report.model.bounded`),
+    keeps only what the reports show, the HTML charts' inputs included (`pipeline.rank.bounded`),
     so that the memory of the reduce does not grow with the ranks' sizes (what `traceanalyze
     report` does for every format).
 

@@ -15,7 +15,7 @@ from mutations import base_trace, json_values
 import traceanalyze
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.renderers.jsonout import render_json
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 from traceanalyze.renderers.terminal import render_terminal
 
 BASE = base_trace()

@@ -1,4 +1,4 @@
-"""A folder's ranks leave their workers bounded (`report.model.bounded`): the text formats read
+"""A folder's ranks leave their workers bounded (`pipeline.rank.bounded`): the text formats read
 nothing else, so the terminal, Markdown and JSON reports are the same as from the full ranks, and
 what the parent holds per rank does not grow with the rank's number of ops."""
 

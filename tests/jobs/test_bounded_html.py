@@ -1,4 +1,4 @@
-"""The HTML report of a folder from bounded ranks (`report.model.bounded`): each rank's worker sends
+"""The HTML report of a folder from bounded ranks (`pipeline.rank.bounded`): each rank's worker sends
 what its charts draw (`report.chart_inputs`) instead of every kernel, gap and launch, the page is
 the same as from the full ranks, and what a rank sends does not grow with its kernels and gaps."""
 

@@ -11,7 +11,7 @@ from builder import TraceBuilder
 
 import traceanalyze
 from traceanalyze.analysis import idle
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 from traceanalyze.renderers.terminal import render_terminal
 from traceanalyze.analysis.health import trace_health
 

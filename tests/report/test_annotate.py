@@ -18,7 +18,7 @@ from mutations import base_trace, json_values, mutated
 import traceanalyze
 from traceanalyze.cli import app
 from traceanalyze.annotate import CATEGORY
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
 MUTATION_BASE = base_trace()

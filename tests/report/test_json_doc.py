@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from traceanalyze.renderers.jsonout import report_to_dict
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 import traceanalyze
 

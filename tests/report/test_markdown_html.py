@@ -19,7 +19,7 @@ from traceanalyze.renderers import plots
 from traceanalyze.renderers.html import render_html
 from traceanalyze.renderers.markdown import render_markdown
 from traceanalyze.renderers.md import md_code, md_escape
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 from traceanalyze.units import format_duration_ns, format_percent
 
 BF16 = "c10::BFloat16"

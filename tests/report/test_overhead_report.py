@@ -10,7 +10,8 @@ from builder import TraceBuilder
 import traceanalyze
 from traceanalyze.cli import app
 from traceanalyze.renderers.jsonout import report_to_dict
-from traceanalyze.report.model import ReportOptions, build_report
+from traceanalyze.report.model import ReportOptions
+from traceanalyze.pipeline.rank import build_report
 from traceanalyze.renderers.terminal import render_terminal
 
 runner = CliRunner()

@@ -16,7 +16,7 @@ import traceanalyze
 from traceanalyze.analysis import idle
 from traceanalyze.cli import app
 from traceanalyze.renderers.jsonout import report_to_dict
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 runner = CliRunner()
 

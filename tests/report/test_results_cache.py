@@ -29,7 +29,8 @@ from traceanalyze.load import load_file, load_trace
 from traceanalyze.load.limits import LimitError, LoadLimits
 from traceanalyze.pipeline import results_cache
 from traceanalyze.renderers.formats import RENDERERS
-from traceanalyze.report.model import RankReport, ReportOptions, rank_report
+from traceanalyze.report.model import RankReport, ReportOptions
+from traceanalyze.pipeline.rank import rank_report
 
 PACKAGE = Path(results_cache.__file__).resolve().parents[1]
 

@@ -12,7 +12,8 @@ import polars as pl
 
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
-from traceanalyze.report.model import RankReport, Report, ReportOptions, combine_ranks
+from traceanalyze.report.model import RankReport, Report, ReportOptions
+from traceanalyze.pipeline.rank import combine_ranks
 
 
 def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
@@ -34,7 +35,7 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
 
 def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
     """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`)."""
-    from traceanalyze.report.model import bounded
+    from traceanalyze.pipeline.rank import bounded
 
     return bounded(report, options.max_gaps) if options.rank_frames == "bounded" else report
 
@@ -48,7 +49,7 @@ def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> Ran
 
         raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]')") from exc
     from traceanalyze.load import load_rank
-    from traceanalyze.report.model import rank_report
+    from traceanalyze.pipeline.rank import rank_report
 
     name = url.rstrip("/").rsplit("/", 1)[-1]
     with tempfile.TemporaryDirectory(prefix="traceanalyze-") as folder:

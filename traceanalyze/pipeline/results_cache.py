@@ -33,7 +33,8 @@ from traceanalyze.analysis.roofline import PeakChoice
 from traceanalyze.cache_files import CacheSetting, FrameEntry
 from traceanalyze.load import cache as tables_cache
 from traceanalyze.model import RankMeta, Trace
-from traceanalyze.report.model import RankReport, ReportOptions, rank_report
+from traceanalyze.report.model import RankReport, ReportOptions
+from traceanalyze.pipeline.rank import rank_report
 from traceanalyze.report.summaries import SmallKernelSummary, Summary
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ SUFFIX = ".results"
 COMPRESSION = "zstd"  # as fast to read back as lz4 on these frames, about a third of the size (docs/cache.md)
 # `ReportOptions` fields that only what comes after `rank_report` reads: the renderers (how many
 # gaps are listed, every rank's section or not), a worker's hand-over (`rank_frames`: the
-# cached rank is the whole one, cut by `report.model.bounded` after) and how many threads compute
+# cached rank is the whole one, cut by `pipeline.rank.bounded` after) and how many threads compute
 # the same result (`analysis_threads`); every other field changes
 # what `rank_report` computes and is in the key
 NOT_ANALYSED = frozenset({"max_gaps", "details", "rank_frames", "analysis_threads"})
@@ -131,7 +132,7 @@ def analysis_code() -> list[Path]:
     package = Path(model.__file__).parent
     report, renderers = package / "report", package / "renderers"
     found = [*(package / "analysis").rglob("*.py"), package / "errors.py", package / "version.py",
-             package / "units.py", Path(__file__),
+             package / "units.py", Path(__file__), Path(__file__).with_name("rank.py"),
              *(report / name for name in ("model.py", "summaries.py", "verdict.py", "chart_inputs.py")),
              *(renderers / name for name in ("escape.py", "blocks.py", "html_text.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())

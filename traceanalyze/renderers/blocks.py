@@ -70,7 +70,7 @@ class Figures:
 class Chart:
     """A slot for a chart of `rank` (None: all ranks of the report). Kinds: `ranks`, `regimes`,
     `timeline`, `causes`, `latency`, `steps`, `roofline`, and the job's `job-heatmap`,
-    `job-timeline`, `job-collectives` (report.html_job); `charted-ranks` is only a note (`omitted`)
+    `job-timeline`, `job-collectives` (renderers.html: `JOB_CHARTS`); `charted-ranks` is only a note (`omitted`)
     saying which ranks' charts a job draws. Formats without charts (Markdown) skip every chart."""
 
     kind: str

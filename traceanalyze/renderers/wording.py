@@ -100,3 +100,14 @@ def tf32_sentence(table: pl.DataFrame) -> str | None:
             f"against the TF32 tensor-core roof ({format_rate(peak, 'FLOP/s')}) they reach {format_percent(share)}: "
             "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True, or "
             "torch.set_float32_matmul_precision(\"high\"))")
+
+
+# why the slowest rank of a job is slow, by its step's main gap cause (terminal and document)
+CAUSE_WORDS = {
+    "host": "its CPU was late to launch work (data loading, Python, framework overhead)",
+    "sync": "its CPU waited on its GPU (synchronize, .item(), blocking copy)",
+    "launch": "its queued work started late (launch latency)",
+    "stream_wait": "its queued work waited on another stream's event",
+    "other": "gaps of unknown cause (no launch recorded, or clock skew)",
+}
+COLLECTIVES_LISTED = 8  # collectives a terminal or document report lists (the JSON: schema.COLLECTIVE_LIMIT)

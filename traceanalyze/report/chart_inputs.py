@@ -1,6 +1,6 @@
 """What one rank's HTML charts draw (report.html), computed from the rank's per-op frames and
 small whatever the rank's size, so that a folder's workers can send it instead of the frames
-(`report.model.bounded`): the GPU timeline of each device (every kernel and idle gap up to
+(`pipeline.rank.bounded`): the GPU timeline of each device (every kernel and idle gap up to
 `plots.EXACT_TIMELINE_MARKS` intervals, else each lane cut into pixel bins), idle time by cause
 over every gap, the launch → start histogram (counts per log bin) and the roofline's roofs.
 The roofline's dots come from the per-name kernel table every report keeps."""

@@ -20,6 +20,8 @@ import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.idle import GAP_CAUSES
+from traceanalyze.analysis.job import JobAnalysis
+from traceanalyze.report.schema import COLLECTIVE_LIMIT
 
 LATENCY_METRICS = ("launch_to_start_ns", "queue_wait_ns", "launch_overhead_ns", "launch_cpu_ns", "launch_delay_ns")
 SMALL_KERNEL_RUNS_LISTED = 10
@@ -179,4 +181,14 @@ def idle_causes(gaps: pl.DataFrame) -> pl.DataFrame:
         gaps.group_by("cause").agg(pl.col("duration_ns").sum(), pl.len().alias("gaps"))
         .sort(["duration_ns", "cause"], descending=[True, False])  # ties in GAP_CAUSES order: the same every run
         .with_columns((pl.col("duration_ns") / total if total else pl.lit(0.0)).alias("share_of_idle"))
+    )
+
+
+def listed_collectives(job: JobAnalysis, limit: int = COLLECTIVE_LIMIT) -> pl.DataFrame:
+    """The collectives a report lists: the `limit` most waited on (summed wait, then max wait),
+    in their order (process group, sequence)."""
+    return (
+        job.collectives.sort("wait_ns", "max_wait_ns", "process_group", "seq", descending=[True, True, False, False])
+        .head(limit)
+        .sort("process_group", "seq")
     )

@@ -1,5 +1,5 @@
 """Each command's `--format` choices are its `RENDERERS` keys, and the CLI prints exactly what the
-mapped renderer returns (no format is special-cased in cli.py)."""
+mapped renderer returns (no format is special-cased in the cli package)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from traceanalyze.diff import formats as diff_formats
 from traceanalyze.gate import evaluate, measure, resolve_options
 from traceanalyze.gate import formats as gate_formats
 from traceanalyze.renderers import formats as report_formats
+from traceanalyze.renderers.base import RenderOptions
 from traceanalyze.renderers.jsonout import report_v1
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
@@ -44,7 +45,7 @@ def test_diff_prints_the_mapped_renderer(name):
     assert result.exit_code == 0, result.output
     report = report_v1(traceanalyze.analyze(FIXTURE))
     compared = diff_reports(report, report, sources=(str(FIXTURE), str(FIXTURE)))
-    assert result.stdout == diff_formats.RENDERERS[name](compared, top=3)
+    assert result.stdout == diff_formats.RENDERERS[name](compared, RenderOptions(top=3))
 
 
 def test_an_unknown_format_is_refused():

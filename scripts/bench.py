@@ -347,7 +347,8 @@ RENDERERS[sys.argv[2]](build_report(traceanalyze.load_trace(sys.argv[1], workers
 FULL_RANKS_HTML_SCRIPT = """
 import sys, traceanalyze
 from traceanalyze.renderers.html import render_html
-render_html(traceanalyze.analyze(sys.argv[1], workers=1, cache=False, rank_frames="full"))
+from traceanalyze import RunOptions
+render_html(traceanalyze.analyze(sys.argv[1], run=RunOptions(workers=1, cache=False, rank_frames="full")))
 """
 
 

@@ -20,6 +20,7 @@ from traceanalyze.renderers import plots
 from traceanalyze.renderers.html import render_html
 from traceanalyze.report.model import ReportOptions
 from traceanalyze.units import format_duration_ns
+from traceanalyze import RunOptions
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 
@@ -28,8 +29,8 @@ DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 def dlrm():
     if not DLRM.is_dir():
         pytest.skip(f"{DLRM} is absent (the shared traces sit next to the repository)")
-    full = traceanalyze.analyze(DLRM, workers=1)
-    small = traceanalyze.analyze(DLRM, workers=1, rank_frames="bounded")
+    full = traceanalyze.analyze(DLRM, run=RunOptions(workers=1))
+    small = traceanalyze.analyze(DLRM, run=RunOptions(workers=1, rank_frames="bounded"))
     return full, small, render_html(full), render_html(small)
 
 

@@ -4,7 +4,7 @@ format what is here; they never recompute."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +35,41 @@ class ReportOptions:
     # the groups of analyses of one rank (`rank_report`) run side by side in this many threads
     # (0: one per core, at most 3); the results are the same for any number
     analysis_threads: int = 0
+
+
+@dataclass(frozen=True)
+class OverheadTables:
+    """Where one rank's GPU waits (`RankReport.overhead`): the idle time of its window, each idle
+    gap and the time by gap cause, launch latency (pooled, by kernel, by op group), runs of small
+    kernels, the launch queue, per stream and per step. Times in ns (docs/metrics.md)."""
+
+    idle: pl.DataFrame
+    gaps: pl.DataFrame
+    idle_causes: pl.DataFrame
+    streams: pl.DataFrame
+    steps: pl.DataFrame
+    latency_stats: pl.DataFrame
+    latency_by_kernel: pl.DataFrame
+    latency_by_group: pl.DataFrame
+    small_kernel_runs: pl.DataFrame
+    queue: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class RooflineTables:
+    """Bandwidth or compute (`RankReport.roofline_tables`): each kernel against its roof, the
+    peaks chosen, the regime attribution (whole window and per step), time by kernel name and by
+    op, fusion candidates, the recoverable time, and what has no cost model."""
+
+    roofline: pl.DataFrame
+    peaks: tuple[PeakChoice, ...]
+    attribution: pl.DataFrame
+    step_attribution: pl.DataFrame
+    kernels: pl.DataFrame
+    ops: pl.DataFrame
+    fusion: pl.DataFrame
+    recoverable: pl.DataFrame
+    unmodeled: pl.DataFrame
 
 
 @dataclass(frozen=True)
@@ -95,6 +130,16 @@ class RankReport:
         if "duration_ns" not in self.latency.columns:
             return pl.DataFrame()
         return launch.small_kernels_of(self.latency)
+
+    @property
+    def overhead(self) -> OverheadTables:
+        """This rank's overhead tables, grouped (the same frames as the fields of those names)."""
+        return OverheadTables(**{f.name: getattr(self, f.name) for f in fields(OverheadTables)})
+
+    @property
+    def roofline_tables(self) -> RooflineTables:
+        """This rank's roofline and attribution tables, grouped (the same frames as the fields)."""
+        return RooflineTables(**{f.name: getattr(self, f.name) for f in fields(RooflineTables)})
 
     @property
     def gap_count(self) -> int:

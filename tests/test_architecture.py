@@ -25,7 +25,7 @@ LAYERS = [
     # what every stage may use: the compiled helpers' wrapper, the trace field table, atomic writes,
     # the cache folder and its entry files, columns of one value held once, numbers as text
     ("traceanalyze.native", "traceanalyze.fields", "traceanalyze.output", "traceanalyze.cache_files",
-     "traceanalyze.scalar_columns", "traceanalyze.units"),
+     "traceanalyze.scalar_columns", "traceanalyze.units", "traceanalyze.figures"),
     ("traceanalyze.model",),  # the Trace: frozen polars frames, their schemas, the launch join
     ("traceanalyze.analysis.costs",),  # FLOP/byte models by op name: no trace, no other analysis
     # the stages that make or read a Trace, independent of each other: capture writes a trace file,

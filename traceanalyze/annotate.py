@@ -30,6 +30,7 @@ from traceanalyze.errors import TraceFormatError
 from traceanalyze.load.chrome import EventChunks, NotStreamable
 from traceanalyze.load.reading import BLOCK_SIZE, read_bytes
 from traceanalyze.load.limits import LoadLimits
+from traceanalyze.units import ns_to_us as _us
 from traceanalyze.report.model import Report
 
 CATEGORY = "traceanalyze"  # `cat` of every added event
@@ -37,10 +38,6 @@ PROCESS_NAME = "traceanalyze"
 GAP_TRACK_TID = 1  # + device: one idle-gap track per (rank, device)
 FINDING_TRACK_TID = 1000  # + index of the finding: one track per finding
 ADDED_BATCH = 10_000  # added events encoded at a time when streamed
-
-
-def _us(ns: int) -> float:
-    return ns / 1000
 
 
 def _complete(name: str, pid: int, tid: int, start_ns: int, end_ns: int, args: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +67,8 @@ def _added(report: Report, pid: int) -> Iterator[dict[str, Any]]:
             if (rank.rank, gap["device"]) not in tracks:
                 tracks.add((rank.rank, gap["device"]))
                 yield _metadata("thread_name", pid, tid, f"idle gaps: rank {rank.rank} device {gap['device']}")
-            args = {key: gap[key] for key in ("cause", "cpu_op", "annotation", "step", "sync_call") if gap[key] is not None}
+            args = {key: gap[key] for key in ("cause", "cpu_op", "annotation", "step", "sync_call")
+                    if gap[key] is not None}
             yield _complete(f"idle: {gap['cause']}", pid, tid, gap["start_ns"], gap["end_ns"], args)
         job_found = report.job.findings.filter(pl.col("rank") == rank.rank)  # the straggler etc., on its own clock
         for finding in pl.concat([rank.findings, job_found]).iter_rows(named=True):
@@ -83,7 +81,8 @@ def _added(report: Report, pid: int) -> Iterator[dict[str, Any]]:
 
 
 def annotated_pieces(path: Path, report: Report, *, limits: LoadLimits = LoadLimits(),
-                     block_size: int = BLOCK_SIZE, progress: Callable[[int, int], None] | None = None) -> Iterator[bytes]:
+                     block_size: int = BLOCK_SIZE,
+                     progress: Callable[[int, int], None] | None = None) -> Iterator[bytes]:
     """The annotated trace's JSON text, in pieces to write one after the other (streamed, in
     chunks of about `block_size` bytes: see the module's docstring); the whole document's when the
     stream reader does not take the file. `progress(done, total)`: bytes of the file read over
@@ -164,8 +163,10 @@ def _judged(report: Report) -> _Judged:
     distinct = figures.select(pl.col("name").unique().drop_nulls().cast(pl.String))["name"].to_list()
     names = {name: number for number, name in enumerate(sorted(distinct))}
     numbers = pl.DataFrame({"name": list(names), "name_id": list(names.values())},
-                           schema={"name": pl.String, "name_id": pl.Int32}).with_columns(pl.col("name").cast(pl.Categorical))
-    figures = figures.join(numbers, on="name", how="left", maintain_order="left").select("correlation", "name_id", *_FIGURES)
+                           schema={"name": pl.String, "name_id": pl.Int32},
+                           ).with_columns(pl.col("name").cast(pl.Categorical))
+    figures = (figures.join(numbers, on="name", how="left", maintain_order="left")
+               .select("correlation", "name_id", *_FIGURES))
     return _Judged(figures.with_columns(pl.int_range(pl.len()).over("correlation", "name_id").alias("nth")), names)
 
 

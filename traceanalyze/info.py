@@ -37,7 +37,8 @@ def render_info(trace: Trace, *, width: int | None = None) -> str:
         lines.extend([f"note: {missing}", ""])
     for single in trace.split_by_rank():
         meta = single.meta[0]
-        # "of N" only with the rank from the same distributedInfo: a rank numbered by file order is no rank of that world
+        # "of N" only with the rank from the same distributedInfo: a rank numbered by file order is
+        # no rank of that world
         world = f" of {meta.world_size}" if meta.world_size and meta.rank_source == "distributedInfo" else ""
         lines.append(f"{meta.source}")
         origin = "no rank recorded" if meta.rank_source == "default" else f"from {meta.rank_source}"
@@ -55,15 +56,18 @@ def render_info(trace: Trace, *, width: int | None = None) -> str:
             lines.append(f"  time span: {format_duration_ns(end - start)}")
         devices = used_devices(single)
         if devices.height:
-            per_stream = single.gpu.group_by("device", "stream").len().sort(["device", "len", "stream"], descending=[False, True, False])
+            per_stream = (single.gpu.group_by("device", "stream").len()
+                          .sort(["device", "len", "stream"], descending=[False, True, False]))
             for row in devices.iter_rows(named=True):
                 name = row["name"] or "unnamed device"
                 streams = per_stream.filter(pl.col("device") == row["device"])
                 listed = ", ".join(f"{stream} ({count})" for _, stream, count in streams.head(8).iter_rows())
                 more = f", … {streams.height - 8} more" if streams.height > 8 else ""
-                lines.append(f"  device {row['device']}: {name} — {plural(row['gpu_ops'], 'GPU op')} on {plural(row['streams'], 'stream')}: {listed}{more}")
+                ops, streams = plural(row['gpu_ops'], 'GPU op'), plural(row['streams'], 'stream')
+                lines.append(f"  device {row['device']}: {name} — {ops} on {streams}: {listed}{more}")
         elif single.devices.height:
-            lines.append(f"  devices listed: {', '.join(sorted(set(single.devices['name'].drop_nulls())))} (no GPU work recorded)")
+            names = ", ".join(sorted(set(single.devices["name"].drop_nulls())))
+            lines.append(f"  devices listed: {names} (no GPU work recorded)")
         else:
             lines.append("  no GPU devices")
         counts = [
@@ -93,8 +97,8 @@ def render_info(trace: Trace, *, width: int | None = None) -> str:
         if health.height:
             lines.append("  health:")
             lines.append(text_table([(r["finding"], r["count"], r["affects"]) for r in health.iter_rows(named=True)],
-                                    ["finding", "count", "makes unreliable"], align=("left", "right", "left"), indent="",
-                                    width=width))
+                                    ["finding", "count", "makes unreliable"], align=("left", "right", "left"),
+                                    indent="", width=width))
         else:
             lines.append("  health: no findings")
         lines.append("")

@@ -6,7 +6,13 @@ import math
 
 
 def ns_to_us(value_ns: float | int | None) -> float | None:
+    """Nanoseconds as microseconds (a trace event's `ts` and `dur`), exactly: None stays None."""
     return None if value_ns is None else value_ns / 1000.0
+
+
+def json_us(value_ns: float | int | None) -> float | None:
+    """Nanoseconds as the JSON report's microseconds: rounded to the nanosecond (3 decimals)."""
+    return None if value_ns is None else round(value_ns / 1000.0, 3)
 
 
 def format_duration_ns(value_ns: float | int | None) -> str:
@@ -147,10 +153,12 @@ def distinct_short_names(names: list[str | None], width: int) -> list[str]:
                       for other in others)
         start = max(text.rfind(c, 0, differs) for c in "<, (:_") + 1
         head = width // 3
-        out.append(short_name(text, head).rstrip("…")[: head - 1] + "…" + text[start: start + width - head - 1] + "…")
+        tail = text[start: start + width - head - 1]
+        out.append(short_name(text, head).rstrip("…")[: head - 1] + "…" + tail + "…")
     # still equal (the names differ only past the cut): number them, one number per full name
     numbers: dict[str, list[str]] = {}
     for name, text in zip(names, out):
         if name not in numbers.setdefault(text, []):
             numbers[text].append(name)
-    return [f"{text} #{numbers[text].index(name) + 1}" if len(numbers[text]) > 1 else text for name, text in zip(names, out)]
+    return [f"{text} #{numbers[text].index(name) + 1}" if len(numbers[text]) > 1 else text
+            for name, text in zip(names, out)]

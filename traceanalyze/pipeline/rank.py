@@ -46,8 +46,10 @@ def combine_ranks(ranks: list[RankReport], options: ReportOptions, source: Path)
         pooled, kernels, ops = ranks[0].latency_stats, ranks[0].kernels, ranks[0].ops
     else:
         pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
-        kernels = attribution.finish_parts(pl.concat([r.name_parts for r in ranks], how="vertical_relaxed"), attribution.NAME_KEYS)
-        ops = attribution.finish_parts(pl.concat([r.op_parts for r in ranks], how="vertical_relaxed"), attribution.OP_KEYS)
+        kernels = attribution.finish_parts(pl.concat([r.name_parts for r in ranks], how="vertical_relaxed"),
+                                           attribution.NAME_KEYS)
+        ops = attribution.finish_parts(pl.concat([r.op_parts for r in ranks], how="vertical_relaxed"),
+                                       attribution.OP_KEYS)
     summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.idle_causes for r in ranks], pooled)
     job = job_analysis([r.collectives for r in ranks], [r.step_split for r in ranks], [r.overlap for r in ranks],
                        _collective_link(ranks))

@@ -168,9 +168,11 @@ def _described(value: object) -> object:
     if isinstance(value, Path):
         return ["path", str(value)]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__qualname__, {f.name: _described(getattr(value, f.name)) for f in dataclasses.fields(value)}]
+        return [type(value).__qualname__,
+                {f.name: _described(getattr(value, f.name)) for f in dataclasses.fields(value)}]
     if isinstance(value, Mapping):
-        return ["mapping", sorted(msgspec.json.encode([_described(k), _described(v)]).decode() for k, v in value.items())]
+        return ["mapping",
+                sorted(msgspec.json.encode([_described(k), _described(v)]).decode() for k, v in value.items())]
     if isinstance(value, (tuple, list)):
         return [type(value).__name__, [_described(item) for item in value]]
     raise TypeError(f"no exact description of {type(value).__name__}")

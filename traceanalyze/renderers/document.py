@@ -402,10 +402,6 @@ def charted_ranks(report: Report) -> list[int]:
 # back, the wait it costs them and why; a ranks × steps heatmap, the aligned cross-rank timeline
 # of the collectives and their wait/transfer bars (HTML charts), the collectives waited on most.
 # Reads `Report.job` (analysis.job); computes nothing.
-def _num(text: str) -> Cell:
-    return Cell(text, numeric=True)
-
-
 def job_blocks(report: Report) -> list[Block]:
     job = report.job
     blocks: list[Block] = [Heading(2, "Job — which rank holds the others back?", "job")]

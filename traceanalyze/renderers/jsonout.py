@@ -17,6 +17,7 @@ from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
 from traceanalyze.report.summaries import LatencyFigures, SMALL_KERNEL_RUNS_LISTED, SmallKernelSummary, Summary, listed_collectives
+from traceanalyze.units import json_us as _us
 from traceanalyze.version import __version__
 
 
@@ -28,10 +29,6 @@ LATENCY_KEYS = {
     "launch_cpu_ns": "launch_cpu_us",
     "launch_delay_ns": "launch_delay_us",
 }
-
-
-def _us(value_ns: Any) -> float | None:
-    return None if value_ns is None else round(value_ns / 1000.0, 3)
 
 
 def _number(value: Any) -> Any:
@@ -320,10 +317,6 @@ def render_json(report: Report) -> str:
 # -- the job's sections (a folder of ranks) ------------------------------------------------------------------
 # The JSON report's job-level sections (`collectives`, `stragglers`, `overlap`,
 # `clock_offsets`, docs/report-json.md) from `analysis.job.JobAnalysis`. Times in µs.
-def _us(value_ns: Any) -> float | None:
-    return None if value_ns is None else round(value_ns / 1000.0, 3)
-
-
 def job_sections(job: JobAnalysis) -> dict[str, Any]:
     """The keyword arguments of `schema.ReportV1` for the job-level sections."""
     return {

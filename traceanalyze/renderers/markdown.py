@@ -9,7 +9,9 @@ Examples
 
 from __future__ import annotations
 
-from traceanalyze.renderers.blocks import Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
+from traceanalyze.renderers.blocks import (
+    Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table,
+)
 from traceanalyze.renderers.document import document
 from traceanalyze.renderers.html_text import inline_html
 from traceanalyze.renderers.md import md_code, md_escape, md_table
@@ -52,7 +54,8 @@ def _md_block(block: Block) -> str:
         headers = [md_escape(h.strip()) for h in block.headers]
         return md_table(headers, rows)
     if isinstance(block, Figures):
-        return "\n".join(f"- {md_escape(label)}: **{md_escape(value)}** — {md_escape(detail)}" for label, value, detail in block.items)
+        return "\n".join(f"- {md_escape(label)}: **{md_escape(value)}** — {md_escape(detail)}"
+                         for label, value, detail in block.items)
     if isinstance(block, Group):
         inner = "\n\n".join(text for text in (_md_block(b) for b in block.blocks) if text)
         # GitHub renders Markdown inside <details> when blank lines surround it

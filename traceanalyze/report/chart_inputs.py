@@ -150,14 +150,16 @@ def _roofs(roofline: pl.DataFrame) -> tuple[list[plots.Roof], list[plots.Roof]]:
     modelled = roofline.filter(pl.col("regime").is_in(ON_ROOFLINE))
     combos = (
         modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
-        .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
+        .drop_nulls("peak_flops_per_s").unique()
+        .sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
     )
     by_value: dict[float, dict[str, list[str]]] = {}
     for dtype, tensor, value in combos.iter_rows():
         names = by_value.setdefault(value, {}).setdefault("tensor" if tensor else "SIMT", [])
         if (dtype or "any") not in names:
             names.append(dtype or "any")
-    compute = [plots.Roof(v, format_rate(v, "FLOP/s"), "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
+    compute = [plots.Roof(v, format_rate(v, "FLOP/s"),
+                          "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
                for v, units in by_value.items()]
     present = set(by_value)
     compute += [plots.Roof(v, format_rate(v, "FLOP/s"), "tf32 tensor (FP32 matmuls with TF32 allowed)")

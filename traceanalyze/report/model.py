@@ -199,5 +199,6 @@ def with_charts(rank: RankReport) -> RankReport:
     none yet (a rank from `bounded` always has them)."""
     if rank.charts is not None:
         return rank
-    return replace(rank, charts=rank_charts(roofline=rank.roofline, gaps=rank.gaps, idle=rank.idle, streams=rank.streams,
+    return replace(rank, charts=rank_charts(roofline=rank.roofline, gaps=rank.gaps, idle=rank.idle,
+                                            streams=rank.streams,
                                             steps=rank.steps, latency=rank.latency))

@@ -29,7 +29,9 @@ def used_devices(trace: Trace) -> pl.DataFrame:
 
 
 def render_info(trace: Trace, *, width: int | None = None) -> str:
-    """One screen about `trace`, each line at most `width` columns (default: `terminal_width`)."""
+    """One screen about `trace`, each line at most `width` columns (default: `terminal_width`).
+
+    Long: the screen's lines in the order they print, one block per line of output."""
     width = width or terminal_width()
     lines: list[str] = []
     missing = missing_ranks_note(trace.ranks, [m.world_size for m in trace.meta])

@@ -67,7 +67,10 @@ def _collective_link(ranks: tuple[RankReport, ...]) -> float | None:
 
 def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     """Every analysis of one rank: the map of a job (a pure function of the rank's `Trace`; what
-    a worker runs on each rank file)."""
+    a worker runs on each rank file).
+
+    Long: the order in which the analyses wait on each other (which thread's result each one reads)
+    is written out in one place, so that the threads' waits can be read from top to bottom."""
     meta = trace.meta[0]
     notes: list[str] = []
     if options.skip_steps:

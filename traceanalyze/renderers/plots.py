@@ -165,7 +165,7 @@ def roofline_chart(points: Sequence[RooflinePoint], compute_roofs: Sequence[Roof
                    title: str = "Roofline", footnote: str = "", width: float = WIDTH, height: float = 470) -> str:
     """Log-log arithmetic intensity (FLOP/byte) against achieved FLOP/s: the bandwidth roof (a
     slope: bytes/s × FLOP/byte) up to each compute roof (flat), one dot per kernel (area ∝ total
-    time, colour = bound)."""
+    time, colour = bound). Long: one SVG drawn top to bottom, axes, roofs, dots, legend."""
     points = [p for p in points if p.intensity_flop_per_byte > 0 and p.flops_per_s > 0]
     if not points and not compute_roofs:
         return empty_chart("roofline", "roofline: no kernel has a FLOP/byte model and the device peaks are unknown")

@@ -163,7 +163,8 @@ def _roofs(roofline: pl.DataFrame) -> tuple[list[plots.Roof], list[plots.Roof]]:
                for v, units in by_value.items()]
     present = set(by_value)
     compute += [plots.Roof(v, format_rate(v, "FLOP/s"), "tf32 tensor (FP32 matmuls with TF32 allowed)")
-                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list() if v not in present]
+                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list()
+                if v not in present]
     bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
                  for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
     return compute, bandwidth

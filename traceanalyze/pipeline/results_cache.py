@@ -132,8 +132,8 @@ def analysis_code() -> list[Path]:
     package = Path(model.__file__).parent
     report, renderers = package / "report", package / "renderers"
     found = [*(package / "analysis").rglob("*.py"), package / "errors.py", package / "version.py",
-             package / "units.py", Path(__file__), Path(__file__).with_name("rank.py"),
-             *(report / name for name in ("model.py", "summaries.py", "verdict.py", "chart_inputs.py")),
+             package / "units.py", package / "figures.py", Path(__file__), Path(__file__).with_name("rank.py"),
+             *(report / name for name in ("model.py", "summaries.py", "verdict.py", "chart_inputs.py", "schema.py")),
              *(renderers / name for name in ("escape.py", "blocks.py", "html_text.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())
 

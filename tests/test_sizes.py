@@ -80,3 +80,10 @@ def test_the_checks_see_a_long_line_and_a_long_function(tmp_path):
     module.write_text("x = '" + "a" * 130 + "'\n" + "def f():\n" + "    y = 1\n" * 61)
     assert long_lines(module) == 1
     assert long_functions(module) == [("f", 61, False)]
+
+
+def test_ci_requires_the_sanitizer_fuzz_to_run():
+    """.ci/run runs the AddressSanitizer fuzz with TRACEANALYZE_REQUIRE_ASAN=1: CI fails, rather
+    than skips, where it cannot run (tests/load/test_scanner_asan.py)."""
+    ci = (PACKAGE.parent / ".ci" / "run").read_text()
+    assert "TRACEANALYZE_REQUIRE_ASAN=1 python -m pytest -q tests/load/test_scanner_asan.py" in ci

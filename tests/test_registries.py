@@ -107,3 +107,14 @@ def test_every_renderer_shows_every_finding_of_the_model(name, job_report):
                if " ".join(re.findall(r"[A-Za-z]+", title)[:4]) not in " ".join(re.findall(r"[A-Za-z]+", text))]
     assert findings.height >= 2 and missing == []
     assert pl.Series(findings["id"]).is_in(["straggler", "exposed-communication"]).any()
+
+
+def test_every_cost_family_has_its_formulas_in_the_docs():
+    """docs/flops.md gives each family of `analysis.costs.registry.FAMILIES` a section (### with
+    the family's name in backticks): a family added to the registry alone fails here."""
+    from traceanalyze.analysis.costs import registry
+
+    headings = [line for line in (REPO / "docs" / "flops.md").read_text().splitlines() if line.startswith("### ")]
+    documented = {name for line in headings for name in re.findall(r"`(\w+)`", line)}
+    families = {family.name for family in registry.FAMILIES}
+    assert len(families) >= 10 and families <= documented, families - documented

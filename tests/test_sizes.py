@@ -30,8 +30,8 @@ LONG_LINES_LEFT = {
     "load/columnar.py": 8, "load/fast.py": 2, "load/files.py": 1, "load/general.py": 2, "load/raw.py": 3,
     "load/shapes.py": 3, "model.py": 1, "output.py": 1, "pipeline/executors.py": 1,
     "renderers/document.py": 27, "renderers/escape.py": 1, "renderers/html.py": 25, "renderers/jsonout.py": 17,
-    "renderers/plots.py": 37, "renderers/roofline_text.py": 5, "renderers/svg.py": 8,
-    "renderers/terminal.py": 13, "renderers/text_table.py": 1, "renderers/wording.py": 6,
+    "renderers/plots.py": 37, "renderers/svg.py": 7,
+    "renderers/terminal.py": 13,
     "scalar_columns.py": 1,
 }
 # functions of other branches' modules over 60 lines this round, to be split or given a reason

@@ -9,7 +9,9 @@ from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report.model import RankReport
 from traceanalyze.renderers.text_table import Shrinkable, text_table
 from traceanalyze.renderers.wording import coverage_sentence, peak_figures, roof_fraction_cell, roof_footnotes
-from traceanalyze.units import bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name
+from traceanalyze.units import (
+    bar, distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, short_name,
+)
 
 
 def peaks_line(report: RankReport) -> list[str]:
@@ -63,10 +65,12 @@ def kernel_table(report: RankReport, width: int | None = None, limit: int = 12) 
     shown = kernels.head(limit)
     names = distinct_short_names(shown["name"].to_list(), 40)
     ops = [short_name(op, 24) for op in shown["op"].to_list()]
-    rows = [[name, op, *rest[1:]] for name, op, rest in zip(names, ops, _roofline_rows(shown, names, kernels["total_ns"].sum()))]
+    rows = [[name, op, *rest[1:]]
+            for name, op, rest in zip(names, ops, _roofline_rows(shown, names, kernels["total_ns"].sum()))]
     shrink = {0: Shrinkable(lambda room: distinct_short_names(shown["name"].to_list(), room)),
               1: Shrinkable(lambda room: [short_name(op, room) for op in shown["op"].to_list()], min_width=12)}
-    return ["ROOFLINE — kernels by total time", text_table(rows, ["kernel", "op", *COLUMNS], width=width, shrink=shrink),
+    return ["ROOFLINE — kernels by total time",
+            text_table(rows, ["kernel", "op", *COLUMNS], width=width, shrink=shrink),
             *roof_footnotes(shown)]
 
 
@@ -98,10 +102,12 @@ def fusion_lines(report: RankReport, width: int | None = None, limit: int = 6) -
         return []
     listed = fusion.head(limit)
     rows = [[short_name(r["ops"], 56), short_name(r["annotation"], 24), r["occurrences"], r["kernels"],
-             format_duration_ns(r["duration_ns"]), format_count(r["bytes_saved"], "B"), format_duration_ns(r["time_saved_ns"])]
+             format_duration_ns(r["duration_ns"]), format_count(r["bytes_saved"], "B"),
+             format_duration_ns(r["time_saved_ns"])]
             for r in listed.iter_rows(named=True)]
     shrink = {0: Shrinkable(lambda room: [short_name(ops, room) for ops in listed["ops"].to_list()]),
-              1: Shrinkable(lambda room: [short_name(name, room) for name in listed["annotation"].to_list()], min_width=12)}
+              1: Shrinkable(lambda room: [short_name(name, room) for name in listed["annotation"].to_list()],
+                            min_width=12)}
     return ["FUSION OPPORTUNITIES — runs of bandwidth-bound kernels one fused kernel would replace",
             text_table(rows, ["ops", "module", "runs", "kernels", "time", "bytes saved", "time saved"], width=width,
                        shrink=shrink)]

@@ -48,8 +48,8 @@ def svg_document(kind: str, width: float, height: float, label: str, body: Seque
 def text_element(x: float, y: float, text: str, *, anchor: str = "start", size: float = 12, fill: str = INK,
           weight: str | None = None, extra: str = "") -> str:
     bold = f' font-weight="{weight}"' if weight else ""
-    return (f'<text x="{coord(x)}" y="{coord(y)}" text-anchor="{anchor}" font-size="{coord(size)}" fill="{fill}"{bold}{extra}>'
-            f"{esc(text)}</text>")
+    return (f'<text x="{coord(x)}" y="{coord(y)}" text-anchor="{anchor}" font-size="{coord(size)}" '
+            f'fill="{fill}"{bold}{extra}>{esc(text)}</text>')
 
 
 def tooltip(text: str) -> str:

@@ -107,7 +107,8 @@ def _narrowed(rows: list[list[str]], headers: list[str], columns: list[int], ali
     text = _render(rows, heads, chosen, indent)
     while _widest(text) > width:  # wrap the header that narrows its column the most, one at a time
         cells = [_cell_width(rows, index) for index in range(len(heads))]
-        gains = {index: max(_header_width(head), cells[index]) - max(_header_width(_header(head, cells[index])), cells[index])
+        gains = {index: max(_header_width(head), cells[index])
+                 - max(_header_width(_header(head, cells[index])), cells[index])
                  for index, head in enumerate(heads)}
         index = max(gains, key=lambda i: (gains[i], -i))
         if gains[index] <= 0:

@@ -16,7 +16,8 @@ CAUSE_HINTS = {
     "host": "the CPU was late to launch the next work (Python / framework overhead)",
     "sync": "the CPU waited on the GPU (synchronize, .item(), blocking copy) and the queue drained",
     "collective": "a collective was queued but started late: it waited on its peers (other ranks)",
-    "stream_wait": "work was queued behind a wait on another stream's event (cudaStreamWaitEvent): it waited on work elsewhere",
+    "stream_wait": ("work was queued behind a wait on another stream's event (cudaStreamWaitEvent): "
+                    "it waited on work elsewhere"),
     "launch": "work was queued but started late (launch latency between kernels)",
     "other": "no next GPU work in the window, no launch recorded for it, or it started before its launch (clock skew)",
 }
@@ -38,7 +39,8 @@ def peak_figures(peaks: DevicePeaks) -> str:
     best = sorted(peaks.flops_per_s.items(), key=lambda kv: -kv[1])[:3]
     figures = ", ".join(f"{dtype} {unit} {format_rate(v, 'FLOP/s')}" for (dtype, unit), v in best)
     if peaks.default_flops_per_s is not None:
-        figures = ", ".join(filter(None, [figures, f"{format_rate(peaks.default_flops_per_s, 'FLOP/s')} for any other math"]))
+        other = f"{format_rate(peaks.default_flops_per_s, 'FLOP/s')} for any other math"
+        figures = ", ".join(filter(None, [figures, other]))
     return f"{figures}; {format_rate(peaks.memory_bandwidth_bytes_per_s, 'B/s')} memory"
 
 
@@ -48,12 +50,13 @@ def coverage_sentence(report: RankReport) -> str | None:
     share, communication = attribution.model_coverage, attribution.communication_busy_ns
     if not attribution.modelable_busy_ns or share is None:
         return None
-    comm = f"; collectives ({format_duration_ns(communication)} busy) are outside the roofline and not counted" if communication else ""
+    comm = (f"; collectives ({format_duration_ns(communication)} busy) are outside the roofline and not counted"
+            if communication else "")
     unroofed = attribution.unroofed_busy_ns
-    no_roof = (f"; {format_percent(unroofed / attribution.modelable_busy_ns)} of it has a model but no roof (device or dtype peak unknown) "
-               "and is counted as unmodeled" if unroofed else "")
-    return (f"model coverage: {format_percent(share)} of GPU busy time has a FLOP/byte model (copies included{comm}){no_roof}; "
-            "the shares above are of the window")
+    no_roof = (f"; {format_percent(unroofed / attribution.modelable_busy_ns)} of it has a model but no roof "
+               "(device or dtype peak unknown) and is counted as unmodeled" if unroofed else "")
+    return (f"model coverage: {format_percent(share)} of GPU busy time has a FLOP/byte model "
+            f"(copies included{comm}){no_roof}; the shares above are of the window")
 
 
 def roof_fraction_cell(fraction: float | None, regime: str | None = None) -> str:
@@ -96,7 +99,8 @@ def tf32_sentence(table: pl.DataFrame) -> str | None:
     at_tf32 = (fp32["flops"] / fp32["tf32_peak_flops_per_s"]).sum() * 1e9
     share = at_tf32 / fp32["total_ns"].sum()
     peak = fp32["tf32_peak_flops_per_s"].max()
-    return (f"FP32 matmul/convolution kernels ({format_duration_ns(fp32['total_ns'].sum())}) run on the FP32 SIMT roof; "
+    total = format_duration_ns(fp32['total_ns'].sum())
+    return (f"FP32 matmul/convolution kernels ({total}) run on the FP32 SIMT roof; "
             f"against the TF32 tensor-core roof ({format_rate(peak, 'FLOP/s')}) they reach {format_percent(share)}: "
             "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True, or "
             "torch.set_float32_matmul_precision(\"high\"))")

@@ -338,16 +338,17 @@ def stages_table(breakdowns: dict[str, dict | None]) -> str:
 
 ALL_AT_ONCE_SCRIPT = """
 import sys, traceanalyze
-from traceanalyze.report.formats import RENDERERS
-from traceanalyze.report.model import build_report
+from traceanalyze.renderers.formats import RENDERERS
+from traceanalyze.pipeline.rank import build_report
 RENDERERS[sys.argv[2]](build_report(traceanalyze.load_trace(sys.argv[1], workers=1, cache=False)))
 """
 # HTML from every rank's full frames, one worker: what `report --format html` did on a folder before
-# the chart inputs were bounded (`report.model.bounded`)
+# the chart inputs were bounded (`pipeline.rank.bounded`)
 FULL_RANKS_HTML_SCRIPT = """
 import sys, traceanalyze
-from traceanalyze.report.html import render_html
-render_html(traceanalyze.analyze(sys.argv[1], workers=1, cache=False, rank_frames="full"))
+from traceanalyze.renderers.html import render_html
+from traceanalyze import RunOptions
+render_html(traceanalyze.analyze(sys.argv[1], run=RunOptions(workers=1, cache=False, rank_frames="full")))
 """
 
 

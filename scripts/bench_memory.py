@@ -3,7 +3,7 @@
     python scripts/bench_memory.py TRACE [--json]
 
 Runs in one process what the command runs (the command line's allocator settings, `load_trace`
-without the cache, `report.model.build_report`, here in one thread so that each analysis is
+without the cache, `pipeline.rank.build_report`, here in one thread so that each analysis is
 measured alone), with a thread sampling the resident size (RSS)
 every 5 ms. Before and after each analysis that `rank_report` calls (at its outermost call, as
 `bench_stages.py` times them) it waits 0.45 s and trims glibc's arenas, so that freed pages are
@@ -53,7 +53,8 @@ def profile(path: Path) -> dict[str, object]:
 
     from traceanalyze.allocator import return_freed_memory
     from traceanalyze.load import load_trace
-    from traceanalyze.report.model import ReportOptions, build_report
+    from traceanalyze.report.model import ReportOptions
+    from traceanalyze.pipeline.rank import build_report
 
     def settled() -> int:
         time.sleep(0.45)  # polars' jemalloc hands freed pages back after 0.3 s (allocator.JEMALLOC_CONF)

@@ -2,11 +2,11 @@
 
     python scripts/bench_stages.py TRACE [--json]
 
-Runs in one process what the command runs (`load_trace`, `report.model.build_report`, the JSON
+Runs in one process what the command runs (`load_trace`, `pipeline.rank.build_report`, the JSON
 renderer), with a stopwatch around the load, the analyses and the render: `analyses` is
 `build_report` as the command runs it (its groups of analyses side by side in threads,
 `ReportOptions.analysis_threads`). Then `build_report` runs again in one thread, with a stopwatch
-around each analysis that `report.model.rank_report` calls (the functions of the analysis modules
+around each analysis that `pipeline.rank.rank_report` calls (the functions of the analysis modules
 it uses, timed only at their outermost call so that an analysis calling another is not counted
 twice): the breakdown, whose sum is `analyses, one thread`; `other` is what `rank_report` spends
 there outside the timed functions. Timings come from this script only: the package itself carries
@@ -30,7 +30,7 @@ def wrap_analyses(measure) -> list:
     """Wrap the analysis functions `rank_report` calls, each at its outermost call only (an
     analysis calling another is measured once): `measure(label, call)` runs `call()` and returns
     its result. Returns the undo list: (owner, name, original)."""
-    import traceanalyze.report.model as report_model
+    import traceanalyze.pipeline.rank as report_model
 
     depth = [0]
     undo = []
@@ -85,8 +85,9 @@ def timed_analyses() -> tuple[dict[str, float], list]:
 
 def stages(path: Path) -> dict[str, object]:
     from traceanalyze.load import load_trace
-    from traceanalyze.report.formats import RENDERERS
-    from traceanalyze.report.model import ReportOptions, build_report
+    from traceanalyze.renderers.formats import RENDERERS
+    from traceanalyze.report.model import ReportOptions
+    from traceanalyze.pipeline.rank import build_report
 
     start = time.perf_counter()
     trace = load_trace(path, cache=False)  # the parse, never the cache of loaded traces

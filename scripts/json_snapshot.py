@@ -11,17 +11,29 @@ after it:
 `compare` exits 1 and names every trace whose JSON differs (byte for byte). The test
 `tests/test_json_snapshot.py` runs the same comparison when TRACEANALYZE_JSON_BASELINE names a
 saved folder.
+
+`--all` snapshots more: the Markdown and the terminal report too (the terminal one with
+COLUMNS=120, written to a pipe, not a TTY), and the traces of fixtures/ (recorded and synthetic)
+beside the shared ones:
+
+    python scripts/json_snapshot.py save /tmp/all-before --all
+    python scripts/json_snapshot.py compare /tmp/all-before --all
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES_DIR = REPO_ROOT.parent / "shared" / "traces"
+FIXTURES_DIR = REPO_ROOT / "fixtures"
+# --format name → the snapshot file's suffix
+FORMATS = {"json": ".report.json", "markdown": ".report.md", "terminal": ".report.txt"}
+TERMINAL_COLUMNS = "120"
 
 
 def snapshot_inputs() -> list[Path]:
@@ -33,33 +45,57 @@ def snapshot_inputs() -> list[Path]:
     return [*files, *folders]
 
 
-def snapshot_name(path: Path) -> str:
-    return path.relative_to(SHARED_TRACES_DIR).as_posix().replace("/", "__") + ".report.json"
+def fixture_inputs() -> list[Path]:
+    """The traces kept in the repository: fixtures/*.json.gz and fixtures/recorded/*.json.gz."""
+    return sorted(FIXTURES_DIR.rglob("*.json.gz"))
 
 
-def report_json(path: Path) -> bytes:
+def snapshot_name(path: Path, fmt: str = "json") -> str:
+    if path.is_relative_to(FIXTURES_DIR):
+        stem = "fixtures__" + path.relative_to(FIXTURES_DIR).as_posix().replace("/", "__")
+    else:
+        stem = path.relative_to(SHARED_TRACES_DIR).as_posix().replace("/", "__")
+    return stem + FORMATS[fmt]
+
+
+def report_output(path: Path, fmt: str = "json") -> bytes:
+    environment = {**os.environ, "COLUMNS": TERMINAL_COLUMNS}
+    environment.pop("FORCE_COLOR", None)
     done = subprocess.run(
-        [sys.executable, "-m", "traceanalyze", "report", str(path), "--format", "json"],
+        [sys.executable, "-m", "traceanalyze", "report", str(path), "--format", fmt],
         capture_output=True,
         check=False,
+        env=environment,
     )
     return done.stdout + f"\n# exit {done.returncode}\n".encode()
 
 
-def save(folder: Path) -> None:
+def report_json(path: Path) -> bytes:
+    return report_output(path, "json")
+
+
+def snapshots(everything: bool) -> list[tuple[Path, str]]:
+    """(input, format) pairs: JSON of the shared inputs, or with `everything` every format of
+    the shared and the fixture inputs."""
+    if not everything:
+        return [(path, "json") for path in snapshot_inputs()]
+    return [(path, fmt) for path in [*snapshot_inputs(), *fixture_inputs()] for fmt in FORMATS]
+
+
+def save(folder: Path, everything: bool = False) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    for path in snapshot_inputs():
-        (folder / snapshot_name(path)).write_bytes(report_json(path))
-        print(f"saved {snapshot_name(path)}")
+    for path, fmt in snapshots(everything):
+        (folder / snapshot_name(path, fmt)).write_bytes(report_output(path, fmt))
+        print(f"saved {snapshot_name(path, fmt)}")
 
 
-def differing(folder: Path) -> list[str]:
+def differing(folder: Path, everything: bool = False) -> list[str]:
     """Names of the snapshots in `folder` that today's output does not reproduce byte for byte."""
     changed = []
-    for path in snapshot_inputs():
-        saved = folder / snapshot_name(path)
-        if not saved.is_file() or saved.read_bytes() != report_json(path):
-            changed.append(snapshot_name(path))
+    for path, fmt in snapshots(everything):
+        saved = folder / snapshot_name(path, fmt)
+        if not saved.is_file() or saved.read_bytes() != report_output(path, fmt):
+            changed.append(snapshot_name(path, fmt))
     return changed
 
 
@@ -67,14 +103,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["save", "compare"])
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--all", action="store_true", dest="everything",
+                        help="also Markdown and terminal output, and the traces of fixtures/")
     arguments = parser.parse_args()
     if arguments.action == "save":
-        save(arguments.folder)
+        save(arguments.folder, arguments.everything)
         return 0
-    changed = differing(arguments.folder)
+    changed = differing(arguments.folder, arguments.everything)
     for name in changed:
         print(f"differs: {name}")
-    print(f"{len(changed)} of {len(snapshot_inputs())} differ")
+    print(f"{len(changed)} of {len(snapshots(arguments.everything))} differ")
     return 1 if changed else 0
 
 

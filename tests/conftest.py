@@ -72,7 +72,7 @@ def wide_text_output(monkeypatch):
 def analyses(monkeypatch) -> list[Path]:
     """The rank files `rank_report` analyses (rather than the cache of analysed ranks serving
     them), in order."""
-    from traceanalyze.report import results_cache
+    from traceanalyze.pipeline import results_cache
 
     results_cache.frame_schemas()  # the schemas' own probe is not counted
     calls: list[Path] = []

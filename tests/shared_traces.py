@@ -39,6 +39,23 @@ def real_trace_params() -> list:
     return [pytest.param(path, id=trace_id(path)) for path in paths]
 
 
+RECORDED_DIR = REPO_ROOT / "fixtures" / "recorded"
+
+
+def recorded_trace_paths() -> list[Path]:
+    """The real traces kept in the repository (fixtures/recorded: recorded on an H100 and an H200 by
+    this project, fixtures/recorded/README.md), present in every checkout."""
+    return sorted(RECORDED_DIR.glob("*.json.gz"))
+
+
+def decoder_trace_params() -> list:
+    """``pytest.param`` per real trace a decoder comparison runs on: the recorded ones of fixtures/
+    always (so the three decoders are compared on real data in a plain checkout), and every trace
+    of ``../shared/traces`` where it is present."""
+    recorded = [pytest.param(path, id=f"recorded/{path.name}") for path in recorded_trace_paths()]
+    return [*recorded, *[pytest.param(path, id=trace_id(path)) for path in real_trace_paths()]]
+
+
 def shared_trace(name: str) -> Path:
     """One named trace (``"hta_a100_alexnet.json.gz"``); skips the calling test if it is absent."""
     path = SHARED_TRACES_DIR / name

@@ -89,6 +89,7 @@ def test_the_api_defaults_are_the_report_commands():
     """`analyze(...)` and `traceanalyze report` have one set of defaults (issue 14 point 5): every
     option of the command that `analyze` also takes defaults to the same value (`--no-cache` is
     `cache=True`; the loader limits are `LoadLimits()`)."""
+    import dataclasses
     import inspect
 
     import typer
@@ -100,7 +101,9 @@ def test_the_api_defaults_are_the_report_commands():
     command = typer.main.get_command(app).commands["report"]  # type: ignore[attr-defined]
     cli = {param.name: param.default for param in command.params}
     api = {name: param.default for name, param in inspect.signature(analyze).parameters.items()
-           if param.default is not inspect.Parameter.empty}
+           if param.default is not inspect.Parameter.empty and name != "run"}
+    run = inspect.signature(analyze).parameters["run"].default  # how to run: RunOptions' defaults
+    api |= {field.name: getattr(run, field.name) for field in dataclasses.fields(run)}
     shared = sorted(set(cli) & set(api))
     assert {"window", "skip_steps", "max_gaps", "peak_flops", "peak_bandwidth", "device_file", "force_device_file",
             "executor", "workers", "executor_address"} <= set(shared)

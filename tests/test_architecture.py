@@ -23,9 +23,9 @@ LAYERS = [
     # leaves: import nothing of the package
     ("traceanalyze._native", "traceanalyze.errors", "traceanalyze.allocator", "traceanalyze.version"),
     # what every stage may use: the compiled helpers' wrapper, the trace field table, atomic writes,
-    # the cache folder and its entry files, columns of one value held once
+    # the cache folder and its entry files, columns of one value held once, numbers as text
     ("traceanalyze.native", "traceanalyze.fields", "traceanalyze.output", "traceanalyze.cache_files",
-     "traceanalyze.scalar_columns"),
+     "traceanalyze.scalar_columns", "traceanalyze.units", "traceanalyze.figures"),
     ("traceanalyze.model",),  # the Trace: frozen polars frames, their schemas, the launch join
     ("traceanalyze.analysis.costs",),  # FLOP/byte models by op name: no trace, no other analysis
     # the stages that make or read a Trace, independent of each other: capture writes a trace file,
@@ -33,22 +33,24 @@ LAYERS = [
     ("traceanalyze.capture", "traceanalyze.load", "traceanalyze.analysis"),
     ("traceanalyze.analysis.findings",),  # diagnoses from the analyses' frames
     ("traceanalyze.whatif",),  # the trace replayed, and the findings' actions applied to it
-    # the report: formatting pieces that know no report; summaries and the verdict; the report
-    # model; the renderers (every other report module); the format table
-    (("traceanalyze.report.schema", "traceanalyze.report.units", "traceanalyze.report.escape",
-      "traceanalyze.report.text_table", "traceanalyze.report.md", "traceanalyze.report.notes",
-      "traceanalyze.report.blocks", "traceanalyze.report.html_text", "traceanalyze.report.svg",
-      "traceanalyze.report.plots"),),
+    # what knows no report: the renderers' pieces (escaping, text tables, Markdown, document blocks,
+    # SVG, charts), the JSON document's shape and the report's notes
+    (("traceanalyze.renderers.escape", "traceanalyze.renderers.text_table", "traceanalyze.renderers.md",
+      "traceanalyze.renderers.blocks", "traceanalyze.renderers.html_text", "traceanalyze.renderers.svg",
+      "traceanalyze.renderers.plots", "traceanalyze.report.schema", "traceanalyze.report.notes"),),
+    # the report model: its summary figures, verdict and chart inputs, then the model itself
     (("traceanalyze.report.summaries", "traceanalyze.report.verdict", "traceanalyze.report.chart_inputs"),),
-    ("traceanalyze.report.model",),
     ("traceanalyze.report",),
-    ("traceanalyze.report.formats",),
+    # running the analyses into the model (a rank, its cache, the executors' map/reduce) and printing
+    # the model (one renderer per format), independent of each other; then the format table
+    ("traceanalyze.pipeline", "traceanalyze.renderers"),
+    ("traceanalyze.renderers.formats",),
     ("traceanalyze.scaling",),  # runs of one program at several sizes: time against work (docs/scaling.md)
-    # commands built on reports, independent of each other: the multi-rank map/reduce, the CI gate,
-    # the roofline calibration
-    ("traceanalyze.jobs", "traceanalyze.gate", "traceanalyze.calibrate"),
+    # commands built on reports, independent of each other: a trace annotated with its findings, a
+    # trace's summary (info), the CI gate, the roofline calibration
+    ("traceanalyze.annotate", "traceanalyze.info", "traceanalyze.gate", "traceanalyze.calibrate"),
     ("traceanalyze.diff",),  # compares two saved reports with the gate's metrics
-    ("traceanalyze.api",),  # analyze(): load, analyse, report, rank files mapped by jobs
+    ("traceanalyze.api",),  # analyze(): load, analyse, report, rank files mapped by the pipeline
     ("traceanalyze.hta",),  # HTA's TraceAnalysis API on our tables (docs/hta.md); nothing imports it
     ("traceanalyze",),  # the public facade (traceanalyze/__init__.py)
     ("traceanalyze.cli",),
@@ -79,10 +81,10 @@ def test_the_layer_table_names_only_real_modules():
 
 
 def test_the_checker_sees_every_package_and_lazy_imports():
-    """gate, diff, capture, calibrate, jobs, health, findings... are all scanned, and an import
+    """gate, diff, capture, calibrate, pipeline, renderers, health, findings... are all scanned, and an import
     inside a function (api.analyze's jobs import, the facade's lazy imports) is an edge."""
     modules = package_modules(PACKAGE, EXTENSIONS)
-    for package in ("gate", "diff", "capture", "calibrate", "jobs", "analysis.health", "analysis.findings",
+    for package in ("gate", "diff", "capture", "calibrate", "pipeline", "renderers", "annotate", "info", "analysis.health", "analysis.findings",
                     "report", "load", "output", "api", "cli", "model", "errors"):
         assert f"traceanalyze.{package}" in modules
     graph, _ = import_graph(modules)
@@ -172,9 +174,9 @@ def test_checker_allows_private_names_inside_a_module_and_a_private_module_in_it
 def test_report_path_imports_neither_torch_nor_hta(tmp_path):
     code = (
         "import sys, traceanalyze, traceanalyze.cli\n"
-        "from traceanalyze.report import model, terminal, jsonout\n"
+        "from traceanalyze.report import model\nfrom traceanalyze.renderers import terminal, jsonout\n"
         "from traceanalyze.analysis import idle, launch, job\n"
-        "import traceanalyze.jobs, traceanalyze.api\n"
+        "import traceanalyze.pipeline, traceanalyze.api\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'hta', 'pandas', 'ray', 'dask', 'distributed')]\n"
         "assert not bad, bad\n"
     )

@@ -1,6 +1,6 @@
 """docs/architecture.md cannot go stale: every path it names in backticks exists (package-relative
 ones like `load/files.py` under traceanalyze/; `<family>` and `*` are wildcards), every docs/*.md it
-mentions exists, and every dotted name of the package it names in backticks (`report.formats.RENDERERS`,
+mentions exists, and every dotted name of the package it names in backticks (`renderers.formats.RENDERERS`,
 `model.Trace`) imports and resolves."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_every_path_and_name_in_the_architecture_doc_exists():
     ("see `load/nowhere.py`", "no file load/nowhere.py"),
     ("see `tests/nowhere/`", "no file tests/nowhere/"),
     ("see docs/nowhere.md", "no file docs/nowhere.md"),
-    ("one line in `report.formats.RENDERER`", "no name report.formats.RENDERER"),
+    ("one line in `renderers.formats.RENDERER`", "no name renderers.formats.RENDERER"),
     ("`traceanalyze.load.limits.LoadLimit`", "no name traceanalyze.load.limits.LoadLimit"),
     ("`analysis.costs.nowhere.OPS`", "no name analysis.costs.nowhere.OPS"),
 ])
@@ -89,5 +89,5 @@ def test_a_stale_name_or_path_is_reported(text, problem):
 
 
 def test_names_that_exist_and_names_not_ours_pass():
-    assert problems("`report.formats.RENDERERS`, `model.Trace.launch_rows`, `traceanalyze/analysis/costs/<family>.py`, "
+    assert problems("`renderers.formats.RENDERERS`, `model.Trace.launch_rows`, `traceanalyze/analysis/costs/<family>.py`, "
                     "`traceanalyze/analysis/findings/rules_*.py`, `torch.profiler`, `_native.c`, docs/limits.md") == []

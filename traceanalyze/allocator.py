@@ -22,8 +22,8 @@ import sys
 # threads that free pages hand them back themselves, as they allocate, instead of a background
 # thread that wakes at most every 0.1 s and, on a few busy cores, later: 1 GB a100 traces peaked
 # 585-599 instead of 622-633 MB (median of three runs), for 0.2-0.3 s more; in a slower hour, when
-# the thread kept up, both peaked alike in the same time (docs/performance.md, 2026-11-27
-# evening). A value set in the environment wins over this.
+# the thread kept up, both peaked alike in the same time (docs/performance.md#decisions-and-why).
+# A value set in the environment wins over this.
 JEMALLOC_CONF = "dirty_decay_ms:300,muzzy_decay_ms:0,background_thread:false"
 # jemalloc gives threads arenas of their own (four per core by default): the pages one thread frees
 # wait there for that thread, while the next one (a decoding thread, an analysis thread, polars'

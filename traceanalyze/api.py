@@ -8,13 +8,14 @@ from pathlib import Path
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakOverrides
 from traceanalyze.errors import ConfigError
-from traceanalyze.cache_files import CacheSetting
-from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
-from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions, build_report, combine_ranks
-from traceanalyze.report.results_cache import analysed_rank
+from traceanalyze.pipeline.options import RunOptions
+from traceanalyze.pipeline.rank import build_report, combine_ranks
+from traceanalyze.pipeline.results_cache import analysed_rank
+from traceanalyze.report.model import DEFAULT_MAX_GAPS, Report, ReportOptions
 
 WINDOWS = ("activity", "steps")
+DEFAULT_RUN = RunOptions()
 
 
 def analyze(
@@ -27,41 +28,50 @@ def analyze(
     peak_bandwidth: float | None = None,
     device_file: str | Path | None = None,
     force_device_file: bool = False,
-    limits: LoadLimits = LoadLimits(),
-    executor: str = "local",
-    workers: int | None = None,
-    executor_address: str | None = None,
-    cache: CacheSetting = True,
-    rank_frames: str = "full",
+    run: RunOptions = DEFAULT_RUN,
 ) -> Report:
-    """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
-    returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
-    `.attribution`, `.kernels`, `.fusion`, … (times in ns), and the summary figures in
-    `report.summary` and `report.ranks[0].summary`. `skip_steps` leaves each rank's first N
-    ProfilerSteps out of every analysis (`--skip-steps`, docs/metrics.md#skipped-steps; a
-    `ConfigError` when a rank has no steps or N would leave none). `max_gaps` is how many idle gaps the rendered
-    report lists (the frames hold every gap); `limits` bounds what loading a path may read and hold
-    (`load.limits.LoadLimits`). Raises `ConfigError` for a bad option, and for a device file that
-    describes another device than the trace's (unless `force_device_file`). `cache` is the cache of
-    loaded traces (`load_trace`'s: True the default folder, a path that folder, False none;
-    docs/cache.md): a file loaded before has its tables read back instead of parsed, and one analysed
-    before with the same options its analyses (each rank file of a folder too).
+    """Load (if given a path) and analyse a trace: every table of the report, as polars DataFrames.
 
-    A folder of rank traces (a local path, or a folder's fsspec URL: `s3://bucket/job/`) is a
-    map over its files (each rank file → its analyses, on `executor`:
-    "local" processes, "ray" tasks or "dask" futures; `workers` of them; the cluster at
-    `executor_address`) and a reduce here (`traceanalyze.jobs`): memory holds one rank's raw tables
-    per worker, never every rank's. `report.job` holds the cross-rank analyses. `rank_frames`:
-    "full" keeps every rank's per-op frames (`.roofline`, every gap, every launch); "bounded"
-    keeps only what the reports show, the HTML charts' inputs included (`report.model.bounded`),
-    so that the memory of the reduce does not grow with the ranks' sizes (what `traceanalyze
-    report` does for every format).
+    Parameters
+    ----------
+    trace : path, URL or Trace
+        A .json/.json.gz trace file, a folder of per-rank traces (a local path, or a folder's
+        fsspec URL: `s3://bucket/job/`), or a `Trace` from `traceanalyze.load_trace`.
+    window : "activity" or "steps"
+        The analysis window: first to last GPU op, or the ProfilerStep span.
+    skip_steps : int
+        Leave each rank's first N ProfilerSteps out of every analysis (docs/metrics.md#skipped-steps;
+        a `ConfigError` when a rank has no steps or N would leave none).
+    max_gaps : int
+        How many idle gaps the rendered report lists (the frames hold every gap).
+    peak_flops, peak_bandwidth : float or None
+        Peaks (FLOP/s, bytes/s) to use instead of the datasheet table.
+    device_file : path or None
+        A device file (from `traceanalyze calibrate`) with measured peaks; one that describes
+        another device than the trace's is a `ConfigError` unless `force_device_file`.
+    run : RunOptions
+        How to run, apart from what is computed: the executor of a folder's rank files and its
+        workers, the cache, the loader's limits, the frames a folder's ranks keep.
+
+    Returns
+    -------
+    Report
+        `report.ranks[i]` holds each rank's tables (`.idle`, `.gaps`, `.latency`, `.roofline`,
+        `.attribution`, `.kernels`, `.fusion`, `.findings`, ..., times in ns; grouped views:
+        `.overhead`, `.roofline_tables`), `report.summary` the summary figures, `report.job` the
+        cross-rank analyses of a folder, `report.all_findings()` every diagnosis ranked by gain.
+
+    Raises
+    ------
+    ConfigError
+        A bad option. TraceFormatError (and EmptyTraceError): a file that is not a trace.
 
     Examples
     --------
     >>> import traceanalyze
     >>> report = traceanalyze.analyze("fixtures/synthetic_training.json.gz")  # doctest: +SKIP
     >>> report.ranks[0].gaps.head()  # doctest: +SKIP
+    >>> traceanalyze.analyze("job/", run=traceanalyze.RunOptions(executor="ray"))  # doctest: +SKIP
     """
     from traceanalyze.analysis.devices import load_device_file
     from traceanalyze.load import load_trace
@@ -70,8 +80,10 @@ def analyze(
         raise ConfigError(f"--window must be 'activity' or 'steps', not {window!r}")
     if isinstance(skip_steps, bool) or not isinstance(skip_steps, int) or skip_steps < 0:
         raise ConfigError(f"--skip-steps must be a whole number ≥ 0, got {skip_steps!r}")
-    if rank_frames not in ("full", "bounded"):
-        raise ConfigError(f"rank_frames must be 'full' or 'bounded', not {rank_frames!r}")
+    if not isinstance(run, RunOptions):
+        raise ConfigError(f"run must be a traceanalyze.RunOptions, not {type(run).__name__}")
+    if run.rank_frames not in ("full", "bounded"):
+        raise ConfigError(f"rank_frames must be 'full' or 'bounded', not {run.rank_frames!r}")
     for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
         if value is not None and not value > 0:
             raise ConfigError(f"{flag} must be a positive number, got {value}")
@@ -83,19 +95,20 @@ def analyze(
         force_device_file=force_device_file,
     )
     options = ReportOptions(window=window, max_gaps=max_gaps, peaks=overrides, skip_steps=skip_steps,
-                            rank_frames=rank_frames)  # type: ignore[arg-type]
-    from traceanalyze.jobs.executors import is_url
+                            rank_frames=run.rank_frames)
+    from traceanalyze.pipeline.executors import is_url
 
     if not isinstance(trace, Trace) and (is_url(str(trace)) or Path(trace).is_dir()):
-        from traceanalyze.jobs import analyse_folder
+        from traceanalyze.pipeline import analyse_folder
 
-        return analyse_folder(trace, options, executor=executor, workers=workers, address=executor_address,
-                              limits=limits, cache=cache)
-    if executor != "local" or executor_address is not None:
+        return analyse_folder(trace, options, executor=run.executor, workers=run.workers,
+                              address=run.executor_address, limits=run.limits, cache=run.cache)
+    if run.executor != "local" or run.executor_address is not None:
         raise ConfigError("--executor and --executor-address apply to a folder of rank traces")
     if isinstance(trace, Trace):
         return build_report(trace, options)
     path = Path(trace)
+    limits, cache = run.limits, run.cache
     rank = analysed_rank(path, options, lambda: load_trace(path, limits=limits, cache=cache), cache=cache,
                          max_events=limits.events)
     return combine_ranks([rank], options, rank.source)

@@ -1,6 +1,6 @@
 """The cache folder and its entry files, shared by the two levels of the cache (docs/cache.md):
 the loaded tables of a trace file (`load/cache.py`) and the analysed `RankReport` of one
-(`report/results_cache.py`).
+(`pipeline/results_cache.py`).
 
 - Where: `cache_directory` (`$TRACEANALYZE_CACHE_DIR`, else the platform's convention).
 - Entry files of polars frames: `MAGIC` of the level, each frame as an Arrow IPC file (one record

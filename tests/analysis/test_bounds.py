@@ -11,9 +11,9 @@ from builder import TraceBuilder
 import traceanalyze
 from traceanalyze.analysis import attribution, roofline
 from traceanalyze.analysis.devices import device_peaks
-from traceanalyze.report.jsonout import report_to_dict
-from traceanalyze.report.roofline_text import kernel_table
-from traceanalyze.report.wording import roof_fraction_cell
+from traceanalyze.renderers.jsonout import report_to_dict
+from traceanalyze.renderers.roofline_text import kernel_table
+from traceanalyze.renderers.wording import roof_fraction_cell
 
 A100 = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
 BF16, F32 = "c10::BFloat16", "float"

@@ -14,6 +14,7 @@ import pytest
 
 from traceanalyze.analysis.devices import math_unit_from_kernel_name
 from traceanalyze.api import analyze
+from traceanalyze import RunOptions
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "recorded"
 MLP = RECORDED / "h100_mlp_fp32_train.json.gz"
@@ -27,7 +28,7 @@ def raw_events(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def reports():
-    return {path: analyze(path, cache=False) for path in (MLP, GPT)}
+    return {path: analyze(path, run=RunOptions(cache=False)) for path in (MLP, GPT)}
 
 
 def test_the_device_is_the_h100_sxm_of_the_datasheet(reports):
@@ -86,7 +87,7 @@ def test_the_calibrated_device_file_of_that_gpu_sets_the_roofs(tmp_path):
     GEMMs are judged against that roof (the datasheet's 67 otherwise)."""
     device_file = json.loads((RECORDED / "h100_calibrate_device.json").read_text())
     measured = device_file["peak_flops_per_s"]["fp32"]["simt"]
-    rank = analyze(MLP, cache=False, device_file=RECORDED / "h100_calibrate_device.json").ranks[0]
+    rank = analyze(MLP, device_file=RECORDED / "h100_calibrate_device.json", run=RunOptions(cache=False)).ranks[0]
     gemms = rank.roofline.filter(pl.col("name").cast(pl.String).str.contains("gemm") & (pl.col("flops") > 0))
     assert set(gemms["peak_flops_per_s"].to_list()) == {measured}
     assert set(gemms["peak_bytes_per_s"].to_list()) == {device_file["memory_bandwidth_bytes_per_s"]}
@@ -97,7 +98,7 @@ GRAPHS = RECORDED / "h100_transformer_cuda_graphs_train.json.gz"
 
 
 def test_a_compiled_model_is_not_told_to_compile_its_inductor_kernels():
-    rank = analyze(COMPILED, cache=False).ranks[0]
+    rank = analyze(COMPILED, run=RunOptions(cache=False)).ranks[0]
     (chain,) = rank.findings.filter(pl.col("id") == "fuse-bandwidth-chain").rows(named=True)
     assert chain["evidence"].split("top ")[1].startswith("triton_")
     assert "torch.compile(model)" not in chain["action"] and "graph_breaks" in chain["action"]
@@ -111,7 +112,7 @@ def test_a_step_replayed_as_cuda_graphs():
     graph_launches = {e["args"]["correlation"] for e in events if e.get("name") == "cudaGraphLaunch"}
     replayed = [e for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in graph_launches]
     assert len(graph_launches) == 6 and len(replayed) > 100
-    rank = analyze(GRAPHS, cache=False).ranks[0]
+    rank = analyze(GRAPHS, run=RunOptions(cache=False)).ranks[0]
     assert rank.health.filter(pl.col("finding") == "cuda_graph_launches")["count"].to_list() == [6]
     reasons = rank.roofline.filter(pl.col("kind") == "kernel")["unmodeled_reason"].cast(pl.String)
     assert reasons.str.starts_with("CUDA graph replay").sum() == len(replayed)

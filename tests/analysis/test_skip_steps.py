@@ -12,7 +12,7 @@ import traceanalyze
 from traceanalyze.analysis.findings.rules_gaps import RECORD_STEADY_STATE
 from traceanalyze.analysis.skip_steps import skip_steps, skipped_steps
 from traceanalyze.errors import ConfigError
-from traceanalyze.report.jsonout import report_to_dict
+from traceanalyze.renderers.jsonout import report_to_dict
 
 
 def device(report) -> dict:

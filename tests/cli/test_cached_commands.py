@@ -18,7 +18,7 @@ from shared_traces import SHARED_TRACES_DIR, real_trace_params, shared_trace
 from traceanalyze.cli import app
 from traceanalyze import cache_files
 from traceanalyze.load import cache, load_trace
-from traceanalyze.report import results_cache
+from traceanalyze.pipeline import results_cache
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
 runner = CliRunner()

@@ -1,5 +1,5 @@
 """Each command's `--format` choices are its `RENDERERS` keys, and the CLI prints exactly what the
-mapped renderer returns (no format is special-cased in cli.py)."""
+mapped renderer returns (no format is special-cased in the cli package)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from traceanalyze.diff import diff_reports
 from traceanalyze.diff import formats as diff_formats
 from traceanalyze.gate import evaluate, measure, resolve_options
 from traceanalyze.gate import formats as gate_formats
-from traceanalyze.report import formats as report_formats
-from traceanalyze.report.jsonout import report_v1
+from traceanalyze.renderers import formats as report_formats
+from traceanalyze.renderers.base import RenderOptions
+from traceanalyze.renderers.jsonout import report_v1
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
 runner = CliRunner()
@@ -44,7 +45,7 @@ def test_diff_prints_the_mapped_renderer(name):
     assert result.exit_code == 0, result.output
     report = report_v1(traceanalyze.analyze(FIXTURE))
     compared = diff_reports(report, report, sources=(str(FIXTURE), str(FIXTURE)))
-    assert result.stdout == diff_formats.RENDERERS[name](compared, top=3)
+    assert result.stdout == diff_formats.RENDERERS[name](compared, RenderOptions(top=3))
 
 
 def test_an_unknown_format_is_refused():
@@ -59,9 +60,9 @@ def test_a_json_report_imports_no_other_renderer(tmp_path):
     import subprocess
     import sys
 
-    watched = ["tabulate", "traceanalyze.report.html", "traceanalyze.report.plots", "traceanalyze.report.terminal", "traceanalyze.report.markdown",
+    watched = ["tabulate", "traceanalyze.renderers.html", "traceanalyze.renderers.plots", "traceanalyze.renderers.terminal", "traceanalyze.renderers.markdown",
                "traceanalyze.diff.render_html", "traceanalyze.diff.render_text", "traceanalyze.gate.render_text",
-               "traceanalyze.report.jsonout"]
+               "traceanalyze.renderers.jsonout"]
     code = (
         "import sys\n"
         "from traceanalyze.cli import main\n"
@@ -70,5 +71,5 @@ def test_a_json_report_imports_no_other_renderer(tmp_path):
         f"print(sorted(name for name in {watched!r} if name in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "['traceanalyze.report.jsonout']"
+    assert done.stdout.strip().splitlines()[-1] == "['traceanalyze.renderers.jsonout']"
     assert (tmp_path / "r.json").stat().st_size > 0

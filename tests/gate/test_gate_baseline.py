@@ -14,7 +14,7 @@ from traceanalyze.api import analyze
 from traceanalyze.cli import app
 from traceanalyze.gate import measure
 from traceanalyze.gate.inputs import is_saved_report, load_report, read_saved_report
-from traceanalyze.report.jsonout import render_json, report_to_dict, report_v1
+from traceanalyze.renderers.jsonout import render_json, report_to_dict, report_v1
 from traceanalyze.report.schema import report_from_builtins
 
 runner = CliRunner()

@@ -13,7 +13,7 @@ from gate_traces import stepped, write
 
 from traceanalyze.api import analyze
 from traceanalyze.cli import app
-from traceanalyze.report.jsonout import report_to_dict
+from traceanalyze.renderers.jsonout import report_to_dict
 
 runner = CliRunner()
 

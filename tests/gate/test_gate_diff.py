@@ -14,8 +14,8 @@ from traceanalyze.api import analyze
 from traceanalyze.cli import app
 from traceanalyze.diff import compare, diff_reports
 from traceanalyze.diff.render_text import kernel_label
-from traceanalyze.report import jsonout
-from traceanalyze.report.jsonout import report_v1
+from traceanalyze.renderers import jsonout
+from traceanalyze.renderers.jsonout import report_v1
 from traceanalyze.report.schema import KERNEL_LIMIT, report_from_builtins
 
 runner = CliRunner()

@@ -14,7 +14,7 @@ from traceanalyze.api import analyze
 from traceanalyze.cli import app
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.gate import measure
-from traceanalyze.report.jsonout import render_json, report_v1
+from traceanalyze.renderers.jsonout import render_json, report_v1
 from traceanalyze.report.schema import report_from_builtins
 
 runner = CliRunner()

@@ -1,5 +1,5 @@
 """Trace strings never inject into an output: terminal escape sequences, GitHub workflow commands,
-Markdown/HTML markup, ill-formed JUnit XML (traceanalyze/report/escape.py, applied by every
+Markdown/HTML markup, ill-formed JUnit XML (traceanalyze/renderers/escape.py, applied by every
 renderer and, as the last guard, by the CLI)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from traceanalyze.report import escape
+from traceanalyze.renderers import escape
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "synthetic_training.json.gz"

@@ -14,9 +14,9 @@ from mutations import base_trace, json_values
 
 import traceanalyze
 from traceanalyze.errors import TraceAnalyzeError
-from traceanalyze.report.jsonout import render_json
-from traceanalyze.report.model import build_report
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.jsonout import render_json
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.renderers.terminal import render_terminal
 
 BASE = base_trace()
 VALUES = json_values() | st.integers(-(10**40), 10**40)

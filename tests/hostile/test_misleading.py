@@ -18,7 +18,7 @@ from traceanalyze.load.chunk import SKIP_BAD_DUR, SKIP_NO_PHASE
 from traceanalyze.load.fast import msgspec_chunk
 from traceanalyze.load.general import general_chunk as _general_chunk
 from traceanalyze.model import linked_gpu
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 EVENT = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0,
          "args": {"device": 0, "stream": 7, "correlation": 1}}

@@ -1,4 +1,4 @@
-"""A folder's ranks leave their workers bounded (`report.model.bounded`): the text formats read
+"""A folder's ranks leave their workers bounded (`pipeline.rank.bounded`): the text formats read
 nothing else, so the terminal, Markdown and JSON reports are the same as from the full ranks, and
 what the parent holds per rank does not grow with the rank's number of ops."""
 
@@ -14,9 +14,10 @@ import multirank as mr
 import traceanalyze
 from shared_traces import SHARED_TRACES_DIR
 from traceanalyze.analysis import attribution
-from traceanalyze.report.jsonout import render_json
-from traceanalyze.report.markdown import render_markdown
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.jsonout import render_json
+from traceanalyze.renderers.markdown import render_markdown
+from traceanalyze.renderers.terminal import render_terminal
+from traceanalyze import RunOptions
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 
@@ -33,7 +34,7 @@ def reports(request, tmp_path_factory):
         folder = DLRM
     else:
         folder = mr.write_job(tmp_path_factory.mktemp("job"))
-    return (traceanalyze.analyze(folder, workers=1), traceanalyze.analyze(folder, workers=1, rank_frames="bounded"))
+    return (traceanalyze.analyze(folder, run=RunOptions(workers=1)), traceanalyze.analyze(folder, run=RunOptions(workers=1, rank_frames="bounded")))
 
 
 @pytest.mark.parametrize("render", [render_json, render_markdown, lambda r: render_terminal(_every_rank(r), width=100)],

@@ -1,4 +1,4 @@
-"""The HTML report of a folder from bounded ranks (`report.model.bounded`): each rank's worker sends
+"""The HTML report of a folder from bounded ranks (`pipeline.rank.bounded`): each rank's worker sends
 what its charts draw (`report.chart_inputs`) instead of every kernel, gap and launch, the page is
 the same as from the full ranks, and what a rank sends does not grow with its kernels and gaps."""
 
@@ -15,11 +15,12 @@ import pytest
 import traceanalyze
 from builder import TraceBuilder
 from shared_traces import SHARED_TRACES_DIR
-from traceanalyze.jobs.mapreduce import analyse_file
-from traceanalyze.report import plots
-from traceanalyze.report.html import render_html
+from traceanalyze.pipeline.mapreduce import analyse_file
+from traceanalyze.renderers import plots
+from traceanalyze.renderers.html import render_html
 from traceanalyze.report.model import ReportOptions
-from traceanalyze.report.units import format_duration_ns
+from traceanalyze.units import format_duration_ns
+from traceanalyze import RunOptions
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 
@@ -28,8 +29,8 @@ DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 def dlrm():
     if not DLRM.is_dir():
         pytest.skip(f"{DLRM} is absent (the shared traces sit next to the repository)")
-    full = traceanalyze.analyze(DLRM, workers=1)
-    small = traceanalyze.analyze(DLRM, workers=1, rank_frames="bounded")
+    full = traceanalyze.analyze(DLRM, run=RunOptions(workers=1))
+    small = traceanalyze.analyze(DLRM, run=RunOptions(workers=1, rank_frames="bounded"))
     return full, small, render_html(full), render_html(small)
 
 

@@ -14,7 +14,8 @@ import multirank as mr
 import traceanalyze
 from shared_traces import SHARED_TRACES_DIR
 from traceanalyze.errors import TraceAnalyzeError
-from traceanalyze.report.jsonout import render_json
+from traceanalyze.renderers.jsonout import render_json
+from traceanalyze import RunOptions
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 needs_dlrm = pytest.mark.skipif(not DLRM.is_dir(), reason=f"{DLRM} is absent (the shared traces sit next to the repository)")
@@ -36,12 +37,12 @@ def _all_at_once(folder) -> str:
 @needs_dlrm
 def test_local_map_reduce_equals_loading_every_rank():
     expected = _all_at_once(DLRM)
-    assert _json(traceanalyze.analyze(DLRM, workers=1)) == expected
-    assert _json(traceanalyze.analyze(DLRM, workers=2)) == expected
+    assert _json(traceanalyze.analyze(DLRM, run=RunOptions(workers=1))) == expected
+    assert _json(traceanalyze.analyze(DLRM, run=RunOptions(workers=2))) == expected
 
 
 def test_synthetic_job_equals_loading_every_rank(job_folder):
-    assert _json(traceanalyze.analyze(job_folder, workers=1)) == _all_at_once(job_folder)
+    assert _json(traceanalyze.analyze(job_folder, run=RunOptions(workers=1))) == _all_at_once(job_folder)
 
 
 def test_ranks_from_file_names_when_distributed_info_is_absent(tmp_path):
@@ -49,7 +50,7 @@ def test_ranks_from_file_names_when_distributed_info_is_absent(tmp_path):
         builder = mr.build_rank(rank)
         builder.rank = None
         builder.write(tmp_path / f"worker_rank{rank}.json")
-    report = traceanalyze.analyze(tmp_path, workers=1)
+    report = traceanalyze.analyze(tmp_path, run=RunOptions(workers=1))
     assert [r.rank for r in report.ranks] == [1, 3]
     assert [r.rank_source for r in report.ranks] == ["file name", "file name"]
     assert report.ranks[0].collectives["rank"].unique().to_list() == [1]
@@ -57,7 +58,7 @@ def test_ranks_from_file_names_when_distributed_info_is_absent(tmp_path):
 
 
 def test_fsspec_url_is_read_by_the_worker(job_folder):
-    from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+    from traceanalyze.pipeline.mapreduce import analyse_file, reduce_ranks
     from traceanalyze.report.model import ReportOptions
 
     options = ReportOptions()
@@ -92,12 +93,12 @@ def test_folder_url_is_listed_here_and_read_by_the_workers(job_folder, tmp_path)
 
     from traceanalyze.cli import app
 
-    local = _without_sources(_json(traceanalyze.analyze(job_folder, workers=1)))
+    local = _without_sources(_json(traceanalyze.analyze(job_folder, run=RunOptions(workers=1))))
     memory = fsspec.filesystem("memory")
     for f in sorted(job_folder.glob("*.json")):
         memory.pipe(f"/urljob/{f.name}", f.read_bytes())
     memory.pipe("/urljob/notes.txt", b"not a trace")
-    report = traceanalyze.analyze("memory://urljob", workers=1)
+    report = traceanalyze.analyze("memory://urljob", run=RunOptions(workers=1))
     assert [str(r.source) for r in report.ranks] == [f"memory:/urljob/rank{r}.json" for r in range(mr.RANKS)]
     assert _without_sources(_json(report)) == local
     result = CliRunner().invoke(app, ["report", f"file://{job_folder}", "--format", "json", "--workers", "2"])
@@ -126,19 +127,19 @@ def test_bad_rank_file_fails_with_its_error(tmp_path, job_folder):
     (folder / "rank2.json").write_text('{"traceEvents": [')
     for workers in (1, 2):
         with pytest.raises(TraceAnalyzeError, match="rank2.json"):
-            traceanalyze.analyze(folder, workers=workers)
+            traceanalyze.analyze(folder, run=RunOptions(workers=workers))
 
 
 def test_unknown_executor_is_refused(job_folder):
     with pytest.raises(TraceAnalyzeError, match="--executor"):
-        traceanalyze.analyze(job_folder, executor="slurm")
+        traceanalyze.analyze(job_folder, run=RunOptions(executor="slurm"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                     reason="Dask is not installed (pip install 'traceanalyze[dask]')")
 @needs_dlrm
 def test_dask_local_cluster_gives_the_same_json():
-    assert _json(traceanalyze.analyze(DLRM, executor="dask", workers=2)) == _all_at_once(DLRM)
+    assert _json(traceanalyze.analyze(DLRM, run=RunOptions(executor="dask", workers=2))) == _all_at_once(DLRM)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install 'traceanalyze[ray]')")
@@ -149,7 +150,7 @@ def test_ray_gives_the_same_json(monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        assert _json(traceanalyze.analyze(DLRM, executor="ray")) == _all_at_once(DLRM)
+        assert _json(traceanalyze.analyze(DLRM, run=RunOptions(executor="ray"))) == _all_at_once(DLRM)
     finally:
         ray.shutdown()
 
@@ -162,14 +163,14 @@ def test_ray_gives_the_same_json(monkeypatch):
     ("local", 2, 4, 3, 3),     # a number the options name stays
 ])
 def test_workers_analysing_ranks_side_by_side_use_one_thread_each(executor, workers, ranks, asked, threads):
-    from traceanalyze.jobs.executors import per_worker
+    from traceanalyze.pipeline.executors import per_worker
     from traceanalyze.report.model import ReportOptions
 
     assert per_worker(ReportOptions(analysis_threads=asked), executor, workers, ranks).analysis_threads == threads
 
 
 def test_the_local_workers_get_one_thread_each(job_folder, monkeypatch):
-    from traceanalyze.jobs import executors
+    from traceanalyze.pipeline import executors
     from traceanalyze.report.model import ReportOptions
 
     seen = []

@@ -18,9 +18,9 @@ from traceanalyze.load.classify import device_family, gpu_category_kind, is_runt
 from traceanalyze.load.fast import msgspec_chunk
 from traceanalyze.load.general import general_chunk as _general_chunk
 from traceanalyze.model import linked_gpu
-from traceanalyze.report.jsonout import render_json
-from traceanalyze.report.model import build_report
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.jsonout import render_json
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.renderers.terminal import render_terminal
 
 LAUNCH = "runFunction - job_prep_and_submit_for_execution"
 

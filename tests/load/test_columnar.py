@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from mutations import base_trace, json_values, mutated
-from shared_traces import real_trace_params
+from shared_traces import decoder_trace_params, real_trace_params
 from threads_at_once import eight_threads_at_once
 
 from traceanalyze.load import columnar
@@ -72,7 +72,7 @@ def test_the_scanner_is_built():
     from traceanalyze import _native  # noqa: F401
 
 
-@pytest.mark.parametrize("path", real_trace_params())
+@pytest.mark.parametrize("path", decoder_trace_params())
 def test_every_chunk_of_every_real_trace(path: Path):
     chunks = EventChunks(path, block_size=1 << 18)
     taken = 0
@@ -335,7 +335,7 @@ def test_numbers_parse_as_msgspec_parses_them(value, style):
 
 
 @pytest.mark.parametrize("finished", ["alone", "in pairs", "together"])
-@pytest.mark.parametrize("path", real_trace_params())
+@pytest.mark.parametrize("path", decoder_trace_params())
 def test_real_traces_through_the_scanner_and_threads(path: Path, finished: str, monkeypatch):
     """End to end: every chunk through the scanner (whatever its size), decoded by two threads,
     gives the tables of the whole-document reference, whether each piece is finished alone, with

@@ -11,8 +11,8 @@ from builder import TraceBuilder
 
 import traceanalyze
 from traceanalyze.analysis import idle
-from traceanalyze.report.model import build_report
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.renderers.terminal import render_terminal
 from traceanalyze.analysis.health import trace_health
 
 

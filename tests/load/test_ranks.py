@@ -11,8 +11,8 @@ from builder import TraceBuilder
 
 import traceanalyze
 from traceanalyze.cli import app
-from traceanalyze.report.jsonout import report_to_dict
-from traceanalyze.report.model import build_report
+from traceanalyze.renderers.jsonout import report_to_dict
+from traceanalyze.pipeline.rank import build_report
 from traceanalyze.analysis.health import trace_health
 
 

@@ -4,7 +4,8 @@ The test builds `_native.c` + `_native_ops.c` with `-fsanitize=address` into a t
 with the system C compiler, and runs a hypothesis fuzz (`FUZZ` below) in a subprocess with the
 ASan runtime preloaded: any out-of-bounds read or write, use after free or double free aborts that
 process, and the test fails with ASan's report. It skips, saying why, where no compiler or no
-libasan is found (CI installs neither on purpose: then it skips).
+libasan is found, unless TRACEANALYZE_REQUIRE_ASAN=1 (what .ci/run sets, after installing libasan):
+then it fails, so that CI never passes without the fuzz having run.
 """
 
 from __future__ import annotations
@@ -109,20 +110,27 @@ def _asan_runtime(compiler: str) -> str | None:
     return found if found and os.path.isabs(found) and os.path.exists(found) else None
 
 
+def _cannot_run(reason: str) -> None:
+    """Skip, or fail where the fuzz is required to run (TRACEANALYZE_REQUIRE_ASAN=1: CI)."""
+    if os.environ.get("TRACEANALYZE_REQUIRE_ASAN", "") not in ("", "0"):
+        pytest.fail(f"the AddressSanitizer fuzz is required but cannot run: {reason}")
+    pytest.skip(reason)
+
+
 def test_the_scanner_under_address_sanitizer(tmp_path):
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        pytest.skip("no C compiler (cc) to build the scanner with AddressSanitizer")
+        _cannot_run("no C compiler (cc) to build the scanner with AddressSanitizer")
     runtime = _asan_runtime(compiler)
     if runtime is None:
-        pytest.skip(f"{compiler} has no AddressSanitizer runtime (libasan.so)")
+        _cannot_run(f"{compiler} has no AddressSanitizer runtime (libasan.so)")
     module = tmp_path / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
     build = subprocess.run(
         [compiler, "-fsanitize=address", "-fno-omit-frame-pointer", "-g", "-O1", "-std=c99", "-shared", "-fPIC",
          f"-I{sysconfig.get_paths()['include']}", *map(str, SOURCES), "-o", str(module)],
         capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
-        pytest.skip(f"could not build with -fsanitize=address: {build.stderr.strip()[:300]}")
+        _cannot_run(f"could not build with -fsanitize=address: {build.stderr.strip()[:300]}")
     env = {**os.environ, "LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     result = subprocess.run([sys.executable, "-c", FUZZ, "300"], env=env, capture_output=True, text=True,

@@ -24,7 +24,7 @@ from polars.testing import assert_frame_equal
 
 from builder import TraceBuilder
 from mutations import base_trace, json_values, mutated
-from shared_traces import real_trace_params
+from shared_traces import decoder_trace_params
 
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.load import load_file, load_trace
@@ -82,7 +82,7 @@ def block_size_for(path: Path, chunks: int) -> int:
     return max(1 << 11, len(read_bytes(path)) // chunks)
 
 
-@pytest.mark.parametrize("path", real_trace_params())
+@pytest.mark.parametrize("path", decoder_trace_params())
 @pytest.mark.parametrize("chunks", [3, 25])
 def test_real_traces_in_small_chunks(path, chunks):
     reference = whole_document(path)
@@ -92,7 +92,7 @@ def test_real_traces_in_small_chunks(path, chunks):
     assert_same(cut_pieces(path, block_size, front=1 << 10), reference)
 
 
-@pytest.mark.parametrize("path", real_trace_params())
+@pytest.mark.parametrize("path", decoder_trace_params())
 def test_python_functions_kept_when_asked(path):
     reference = whole_document(path, include_python=True)
     assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 8), workers=1, include_python=True), reference,

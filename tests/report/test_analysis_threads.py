@@ -13,8 +13,9 @@ from shared_traces import shared_trace
 from test_results_cache import assert_same_rank
 
 from traceanalyze.load import load_trace
-from traceanalyze.report import model as report_model
-from traceanalyze.report.model import ReportOptions, rank_report
+from traceanalyze.pipeline import rank as report_model
+from traceanalyze.report.model import ReportOptions
+from traceanalyze.pipeline.rank import rank_report
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
 # shapes that exercise every group: recorded shapes and CUDA graphs, NCCL on several streams,

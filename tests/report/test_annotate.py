@@ -17,8 +17,8 @@ from mutations import base_trace, json_values, mutated
 
 import traceanalyze
 from traceanalyze.cli import app
-from traceanalyze.report.annotate import CATEGORY
-from traceanalyze.report.model import build_report
+from traceanalyze.annotate import CATEGORY
+from traceanalyze.pipeline.rank import build_report
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
 MUTATION_BASE = base_trace()
@@ -94,7 +94,7 @@ def layouts_of(document: dict) -> dict[str, bytes]:
 
 
 def test_streamed_annotation_is_the_whole_document_annotation_in_every_layout(tmp_path, monkeypatch):
-    from traceanalyze.report import annotate
+    from traceanalyze import annotate
 
     document = json.loads(gzip.open(FIXTURE).read())
     for layout, text in layouts_of(document).items():
@@ -118,7 +118,7 @@ def test_streamed_annotation_is_the_whole_document_annotation_in_every_layout(tm
 def test_each_correlation_and_name_is_matched_in_time_order_then_file_order():
     """The k-th event of a (correlation, name), by `ts` and then by place in the file, gets the
     k-th judged op's figures (ops in start order)."""
-    from traceanalyze.report.annotate import _candidates, _Judged, _matched
+    from traceanalyze.annotate import _candidates, _Judged, _matched
 
     figures = pl.DataFrame({"correlation": [1, 1, 1, 2], "name_id": [0, 0, 0, 0], "bound": ["a", "b", "c", "d"],
                             "roof": None, "intensity_flop_per_byte": None, "roof_fraction": [0.1, 0.2, 0.3, 0.4],
@@ -133,7 +133,7 @@ def test_each_correlation_and_name_is_matched_in_time_order_then_file_order():
 
 def test_streamed_annotation_keeps_each_unjudged_event_as_written(tmp_path):
     """Events that get no figures are copied byte for byte (layout, key order, number format)."""
-    from traceanalyze.report import annotate
+    from traceanalyze import annotate
 
     text = b'{"traceEvents": [\n  {"ph": "i", "name": "marker", "ts": 1.50, "pid": 7, "tid": 1, "s": "g"}\n],\n "x": 1}'
     path = tmp_path / "t.json"
@@ -149,7 +149,7 @@ def test_an_empty_chunk_writes_nothing_twice(tmp_path, monkeypatch):
     """The document's head is written once, whatever chunks the reader yields (an empty one
     first, here): the output stays one valid document, the same as without it."""
     from traceanalyze.load.chrome import EventChunks
-    from traceanalyze.report import annotate
+    from traceanalyze import annotate
 
     report = build_report(traceanalyze.load_trace(FIXTURE))
     plain = json.loads(b"".join(annotate.annotated_pieces(FIXTURE, report)))
@@ -165,7 +165,7 @@ def test_an_empty_chunk_writes_nothing_twice(tmp_path, monkeypatch):
 
 
 def test_annotating_reports_its_progress_over_both_passes(tmp_path):
-    from traceanalyze.report import annotate
+    from traceanalyze import annotate
 
     report = build_report(traceanalyze.load_trace(FIXTURE))
     seen: list[tuple[int, int]] = []
@@ -179,7 +179,7 @@ def test_annotating_reports_its_progress_over_both_passes(tmp_path):
 def test_the_added_tracks_are_written_in_batches_as_one_array(monkeypatch):
     """The idle-gap and finding slices are encoded a batch at a time (a 1 GB trace has some 400k
     gaps); batches of two give the same document as one batch."""
-    from traceanalyze.report import annotate
+    from traceanalyze import annotate
 
     assert list(annotate._batches(iter(range(5)), 2)) == [[0, 1], [2, 3], [4]]
     assert list(annotate._batches(iter([]), 2)) == []
@@ -195,7 +195,7 @@ def test_the_added_tracks_are_written_in_batches_as_one_array(monkeypatch):
 def test_streamed_annotation_is_the_whole_document_annotation_on_mutated_traces(tmp_path_factory, data):
     """Any field or args key of a small trace replaced by any JSON value, or removed: the streamed
     writer (many chunks, one chunk) gives the document the whole-document one gives."""
-    from traceanalyze.report import annotate
+    from traceanalyze import annotate
 
     path = tmp_path_factory.mktemp("mutated") / "t.json"
     path.write_text(json.dumps(mutated(MUTATION_BASE, data, json_values(allow_infinity=False))))

@@ -39,7 +39,7 @@ def test_no_gaps_no_labels():
 
 
 def test_a_binned_lane_reads_each_bin_as_one_run_of_rows():
-    from traceanalyze.report.plots import _runs_of_equal
+    from traceanalyze.renderers.plots import _runs_of_equal
 
     assert list(_runs_of_equal([1, 1, 2, 3, 3, 3, 1])) == [(0, 2), (2, 3), (3, 6), (6, 7)]
     assert list(_runs_of_equal([])) == []
@@ -67,7 +67,7 @@ def timeline_of(kernels: int, gaps_count: int):
 def test_a_timeline_labels_each_interval_up_to_the_exact_limit_and_bins_past_it():
     """Up to `plots.EXACT_TIMELINE_MARKS` intervals each is drawn with its tooltip; past it every
     lane is binned (and no label is made: a binned lane draws none)."""
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     limit = min(plots.EXACT_TIMELINE_MARKS, plots.MAX_MARKS)
     exact = timeline_of(limit // 2, limit - limit // 2)

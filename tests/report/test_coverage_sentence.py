@@ -8,7 +8,7 @@ import json
 from builder import TraceBuilder
 
 import traceanalyze
-from traceanalyze.report.wording import coverage_sentence
+from traceanalyze.renderers.wording import coverage_sentence
 
 
 def report_of(tmp_path, *, device_properties: bool):

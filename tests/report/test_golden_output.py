@@ -23,8 +23,8 @@ import pytest
 from verdict_trace import verdict_trace
 
 import traceanalyze
-from traceanalyze.report.markdown import render_markdown
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.markdown import render_markdown
+from traceanalyze.renderers.terminal import render_terminal
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("TRACEANALYZE_UPDATE_GOLDEN") == "1"

@@ -91,7 +91,7 @@ def test_a_job_of_many_ranks_draws_the_timelines_of_the_straggler_and_the_most_i
     charts are missing and how to draw them; the Markdown says nothing of charts."""
     from html import unescape
 
-    from traceanalyze.report.document import CHARTED_RANKS
+    from traceanalyze.renderers.document import CHARTED_RANKS
 
     folder = mr.write_job(tmp_path / "job", ranks=10, delays={(7, mr.DELAY_STEP): mr.DELAY_US})
     html_path, md_path = tmp_path / "job.html", tmp_path / "job.md"

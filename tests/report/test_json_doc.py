@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from traceanalyze.report.jsonout import report_to_dict
-from traceanalyze.report.model import build_report
+from traceanalyze.renderers.jsonout import report_to_dict
+from traceanalyze.pipeline.rank import build_report
 
 import traceanalyze
 

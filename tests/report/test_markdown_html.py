@@ -15,12 +15,12 @@ from shared_traces import SHARED_TRACES_DIR, real_trace_params, shared_trace
 
 import traceanalyze
 from traceanalyze.cli import app
-from traceanalyze.report import plots
-from traceanalyze.report.html import render_html
-from traceanalyze.report.markdown import render_markdown
-from traceanalyze.report.md import md_code, md_escape
-from traceanalyze.report.model import build_report
-from traceanalyze.report.units import format_duration_ns, format_percent
+from traceanalyze.renderers import plots
+from traceanalyze.renderers.html import render_html
+from traceanalyze.renderers.markdown import render_markdown
+from traceanalyze.renderers.md import md_code, md_escape
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.units import format_duration_ns, format_percent
 
 BF16 = "c10::BFloat16"
 ODD_NAME = "k<T>&"

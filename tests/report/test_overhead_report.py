@@ -9,9 +9,10 @@ from builder import TraceBuilder
 
 import traceanalyze
 from traceanalyze.cli import app
-from traceanalyze.report.jsonout import report_to_dict
-from traceanalyze.report.model import ReportOptions, build_report
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.jsonout import report_to_dict
+from traceanalyze.report.model import ReportOptions
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.renderers.terminal import render_terminal
 
 runner = CliRunner()
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
@@ -54,7 +55,7 @@ def test_json_summary_averages_device_windows(tmp_path):
 def test_every_format_shows_the_same_window_figures(tmp_path):
     """One definition of the summary window: Markdown's headline gives the mean device window the
     JSON gives (70 µs, idle 10 µs, 14.3%), not the sum (140 µs), and says it is a mean."""
-    from traceanalyze.report.markdown import render_markdown
+    from traceanalyze.renderers.markdown import render_markdown
 
     report = build_report(traceanalyze.load_trace(two_devices().write(tmp_path / "t.json")))
     assert report.summary.window.window_ns == 70_000 and report.summary.window.idle_ns == 10_000

@@ -15,8 +15,8 @@ from shared_traces import SHARED_TRACES_DIR, real_trace_params
 import traceanalyze
 from traceanalyze.analysis import idle
 from traceanalyze.cli import app
-from traceanalyze.report.jsonout import report_to_dict
-from traceanalyze.report.model import build_report
+from traceanalyze.renderers.jsonout import report_to_dict
+from traceanalyze.pipeline.rank import build_report
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""The cache of analysed ranks (`report/results_cache.py`, docs/cache.md): a rank file analysed
+"""The cache of analysed ranks (`pipeline/results_cache.py`, docs/cache.md): a rank file analysed
 before with the same analysis options is neither parsed nor analysed again, and what comes back
 renders to the same bytes in every format; another option, device file content, code or file is a
 miss; a damaged entry is a miss, recomputed and rewritten, never trusted."""
@@ -27,9 +27,11 @@ from traceanalyze.api import analyze
 from traceanalyze.load import cache as tables_cache
 from traceanalyze.load import load_file, load_trace
 from traceanalyze.load.limits import LimitError, LoadLimits
-from traceanalyze.report import results_cache
-from traceanalyze.report.formats import RENDERERS
-from traceanalyze.report.model import RankReport, ReportOptions, rank_report
+from traceanalyze.pipeline import results_cache
+from traceanalyze.renderers.formats import RENDERERS
+from traceanalyze.report.model import RankReport, ReportOptions
+from traceanalyze.pipeline.rank import rank_report
+from traceanalyze import RunOptions
 
 PACKAGE = Path(results_cache.__file__).resolve().parents[1]
 
@@ -78,47 +80,47 @@ def analysed(path: Path, folder: Path, options: ReportOptions = ReportOptions(),
 
 def test_a_second_analysis_reads_the_result(tmp_path, cache_everything, analyses, parses):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
-    first = analyze(path, cache=folder)
+    first = analyze(path, run=RunOptions(cache=folder))
     assert analyses == [path] and parses == [path] and len(results_entries(folder)) == 1
-    second = analyze(path, cache=folder)
+    second = analyze(path, run=RunOptions(cache=folder))
     assert analyses == [path] and parses == [path]  # neither parsed nor analysed
-    assert rendered(second) == rendered(first) == rendered(analyze(path, cache=False))
+    assert rendered(second) == rendered(first) == rendered(analyze(path, run=RunOptions(cache=False)))
     assert_same_rank(second.ranks[0], first.ranks[0])
 
 
 def test_the_source_is_the_path_as_given_now(tmp_path, cache_everything, analyses, monkeypatch):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     monkeypatch.chdir(tmp_path)
-    again = analyze("t.json", cache=folder)
+    again = analyze("t.json", run=RunOptions(cache=folder))
     assert len(analyses) == 1 and again.ranks[0].source == Path("t.json") and again.source == Path("t.json")
 
 
 def test_cache_false_neither_reads_nor_writes_either_level(tmp_path, cache_everything, analyses, parses):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     written = {entry: entry.stat().st_mtime_ns for entry in folder.iterdir()}
-    analyze(path, cache=False)
+    analyze(path, run=RunOptions(cache=False))
     assert len(analyses) == 2 and len(parses) == 2
     assert {entry: entry.stat().st_mtime_ns for entry in folder.iterdir()} == written
 
 
 def test_small_traces_are_not_cached_by_default(tmp_path, analyses):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
-    analyze(path, cache=folder)
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
+    analyze(path, run=RunOptions(cache=folder))
     assert len(analyses) == 2 and not folder.exists()
 
 
 def test_a_folder_of_ranks_caches_each_rank(tmp_path, cache_everything, analyses):
     (ranks := tmp_path / "ranks").mkdir()
     files = [write_trace(ranks / f"rank{i}.json", kernels=2 + i) for i in range(3)]
-    first = analyze(ranks, cache=tmp_path / "cache", workers=1)
+    first = analyze(ranks, run=RunOptions(cache=tmp_path / "cache", workers=1))
     assert sorted(analyses) == files and len(results_entries(tmp_path / "cache")) == 3
     write_trace(files[1], kernels=6)  # one rank changes: only it is analysed again
-    second = analyze(ranks, cache=tmp_path / "cache", workers=1)
+    second = analyze(ranks, run=RunOptions(cache=tmp_path / "cache", workers=1))
     assert analyses[3:] == [files[1]] and second.ranks[1].roofline.height == 6
-    assert rendered(second) == rendered(analyze(ranks, cache=False, workers=1)) != rendered(first)
+    assert rendered(second) == rendered(analyze(ranks, run=RunOptions(cache=False, workers=1))) != rendered(first)
 
 
 # --- what the key holds --------------------------------------------------------------------------
@@ -203,13 +205,13 @@ def test_a_device_file_is_keyed_by_its_content(tmp_path, cache_everything, analy
 
 def test_a_touched_trace_is_analysed_again(tmp_path, cache_everything, analyses, parses):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     status = path.stat()
     os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     assert len(analyses) == 2 and len(parses) == 2
     assert len(results_entries(folder)) == 1  # the stale entry was replaced, not kept
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     assert len(analyses) == 2
 
 
@@ -224,17 +226,17 @@ def test_a_file_changed_while_it_is_analysed_is_not_cached(tmp_path, cache_every
 
     results_cache.frame_schemas()
     monkeypatch.setattr(results_cache, "rank_report", changing)
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     assert not results_entries(folder)
 
 
 def test_a_code_change_is_a_miss(tmp_path, cache_everything, analyses, monkeypatch):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     monkeypatch.setattr(results_cache, "analyses_version", lambda: "changed code")
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     assert len(analyses) == 2
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     assert len(analyses) == 2
 
 
@@ -257,7 +259,7 @@ def test_the_fingerprint_covers_every_module_rank_report_imports():
     tables' (the loader's) code: a module it comes to call changes the fingerprint."""
     modules = package_modules(PACKAGE, ("traceanalyze._native",))
     graph, _ = import_graph(modules)
-    reached, todo = set(), ["traceanalyze.report.model", "traceanalyze.report.results_cache"]
+    reached, todo = set(), ["traceanalyze.report.model", "traceanalyze.pipeline.results_cache"]
     while todo:
         module = todo.pop()
         if module not in reached:
@@ -277,12 +279,12 @@ DAMAGE = damages(results_cache.MAGIC)
 @pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
 def test_a_damaged_entry_is_recomputed_and_rewritten(damage, tmp_path, cache_everything, analyses):
     path, folder = write_trace(tmp_path / "t.json", kernels=30), tmp_path / "cache"
-    first = analyzed = analyze(path, cache=folder)
+    first = analyzed = analyze(path, run=RunOptions(cache=folder))
     [entry] = results_entries(folder)
     DAMAGE[damage](entry)
-    analyzed = analyze(path, cache=folder)
+    analyzed = analyze(path, run=RunOptions(cache=folder))
     assert len(analyses) == 2 and rendered(analyzed) == rendered(first)
-    assert_same_rank(analyze(path, cache=folder).ranks[0], first.ranks[0])  # rewritten: read back, not analysed
+    assert_same_rank(analyze(path, run=RunOptions(cache=folder)).ranks[0], first.ranks[0])  # rewritten: read back, not analysed
     assert len(analyses) == 2
 
 
@@ -352,9 +354,9 @@ def test_fields_that_would_not_come_back_exactly_are_not_cached(tmp_path, cache_
 
 def test_an_entry_beyond_the_event_limit_is_refused_as_the_file_would_be(tmp_path, cache_everything):
     path, folder = write_trace(tmp_path / "t.json"), tmp_path / "cache"
-    analyze(path, cache=folder)
+    analyze(path, run=RunOptions(cache=folder))
     with pytest.raises(LimitError, match="--max-events"):
-        analyze(path, cache=folder, limits=LoadLimits(events=3))
+        analyze(path, run=RunOptions(cache=folder, limits=LoadLimits(events=3)))
 
 
 def test_the_bound_counts_both_levels(tmp_path):
@@ -386,9 +388,9 @@ def real_outcomes(tmp_path_factory) -> dict[Path, tuple[dict[str, str], dict[str
         patch.setattr(results_cache, "rank_report", lambda trace, options: calls.append(trace.source) or real(trace, options))
         for path in REAL_INPUTS:
             folder = tmp_path_factory.mktemp("results")
-            first = analyze(path, cache=folder, workers=1)
+            first = analyze(path, run=RunOptions(cache=folder, workers=1))
             calls.clear()
-            second = analyze(path, cache=folder, workers=1)
+            second = analyze(path, run=RunOptions(cache=folder, workers=1))
             schemas = [(rank.rank, name) for rank in first.ranks for name in results_cache.frame_fields()
                        if getattr(rank, name).schema != results_cache.frame_schemas()[name]]
             outcomes[path] = (rendered(first), rendered(second), len(calls), schemas)

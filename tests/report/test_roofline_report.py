@@ -15,9 +15,9 @@ import traceanalyze
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.devices import device_peaks
 from traceanalyze.cli import app
-from traceanalyze.report.jsonout import report_to_dict
-from traceanalyze.report.model import build_report
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.jsonout import report_to_dict
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.renderers.terminal import render_terminal
 
 A100 = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
 BF16 = "c10::BFloat16"

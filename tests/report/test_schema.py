@@ -13,7 +13,7 @@ import pytest
 from shared_traces import real_trace_params
 
 import traceanalyze
-from traceanalyze.report.jsonout import render_json, report_v1
+from traceanalyze.renderers.jsonout import render_json, report_v1
 from traceanalyze.report.schema import KERNEL_LIMIT, ReportV1, encode_report, report_from_builtins
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"

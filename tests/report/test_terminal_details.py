@@ -8,7 +8,7 @@ from __future__ import annotations
 from stepped_trace import stepped_trace
 
 import traceanalyze
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.terminal import render_terminal
 
 DETAIL_HEADINGS = ("launch latency (launched GPU ops without clock skew):", "per step:",
                    "top ops by kernel time", "unmodeled kernels, by reason:")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from traceanalyze.report.units import format_duration_ns, kernel_function_name, short_name
+from traceanalyze.units import format_duration_ns, kernel_function_name, short_name
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_a_signature_is_looked_for_only_so_far_into_a_name():
     """A hostile trace's megabyte-long names are parsed only `SIGNATURE_SCAN` characters deep
     (shortening cost 0.3 s per MB each time; issue 13 audit): a real signature within it is still
     found, a parameter list beyond it is not looked for."""
-    from traceanalyze.report.units import SIGNATURE_SCAN, kernel_function_name, short_name
+    from traceanalyze.units import SIGNATURE_SCAN, kernel_function_name, short_name
 
     long_template = "void at::native::foo<" + "c" * 10_000 + ">(int)"
     assert kernel_function_name(long_template) == "at::native::foo"

@@ -12,10 +12,10 @@ from verdict_trace import verdict_trace
 from shared_traces import real_trace_params
 
 import traceanalyze
-from traceanalyze.report.jsonout import render_json
-from traceanalyze.report.markdown import render_markdown
-from traceanalyze.report.model import build_report
-from traceanalyze.report.terminal import render_terminal
+from traceanalyze.renderers.jsonout import render_json
+from traceanalyze.renderers.markdown import render_markdown
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.renderers.terminal import render_terminal
 from traceanalyze.report.verdict import VERDICT_MAX_LINES, verdict_lines
 
 def golden_report(tmp_path):

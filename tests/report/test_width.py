@@ -19,10 +19,10 @@ from traceanalyze.diff.compare import diff_reports
 from traceanalyze.diff.render_text import render_diff_terminal
 from traceanalyze.gate import GateOptions, evaluate, measure
 from traceanalyze.gate.render_text import render_verdict_terminal
-from traceanalyze.report.info import render_info
-from traceanalyze.report.jsonout import report_v1
-from traceanalyze.report.terminal import render_terminal
-from traceanalyze.report.text_table import FALLBACK_WIDTH, Shrinkable, fit_lines, text_table
+from traceanalyze.info import render_info
+from traceanalyze.renderers.jsonout import report_v1
+from traceanalyze.renderers.terminal import render_terminal
+from traceanalyze.renderers.text_table import FALLBACK_WIDTH, Shrinkable, fit_lines, text_table
 from traceanalyze.report.verdict import VERDICT_MAX_LINES, verdict_lines
 
 WIDTHS = (80, 100, 160)

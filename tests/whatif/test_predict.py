@@ -12,8 +12,8 @@ from builder import TraceBuilder
 
 import traceanalyze
 from traceanalyze.analysis.findings.finding import Finding, Remedy, findings_frame
-from traceanalyze.report.formats import RENDERERS
-from traceanalyze.report.terminal import predicted_line
+from traceanalyze.renderers.formats import RENDERERS
+from traceanalyze.renderers.terminal import predicted_line
 from traceanalyze.whatif import job_replay, predict, replay_frame, with_notes
 
 US = 1_000

@@ -11,6 +11,7 @@ from typing import Literal
 
 import polars as pl
 
+from traceanalyze.figures import EMPTY_IS_ZERO, fraction_column
 from traceanalyze.analysis.cpu_context import in_place, cpu_context, step_at
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.analysis.names import contains
@@ -66,7 +67,7 @@ def with_idle(frame: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns((pl.col("window_ns") - pl.col("busy_ns")).alias("idle_ns"))
         .with_columns(
-            pl.when(pl.col("window_ns") > 0).then(pl.col("idle_ns") / pl.col("window_ns")).otherwise(0.0).alias("idle_fraction")
+            fraction_column(pl.col("idle_ns"), pl.col("window_ns"), empty=EMPTY_IS_ZERO).alias("idle_fraction")
         )
     )
 

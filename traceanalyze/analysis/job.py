@@ -1,12 +1,12 @@
 """Job-level analyses of several ranks, from each rank's small tables (the reduce of a folder).
 
 Each rank contributes three small tables, computed where its trace was loaded
-(`report.model.rank_report`): its collectives (`collectives.rank_collectives`), its steps split
+(`pipeline.rank.rank_report`): its collectives (`collectives.rank_collectives`), its steps split
 into compute/comm/idle (`stragglers.rank_steps`) and its comm/compute overlap
 (`overlap.comm_overlap`). `job_analysis` combines them: matches collectives across ranks, fits
 the clock offsets, aligns the waits, finds the stragglers. Nothing here reads a raw trace table.
 
-To add a job-level analysis: a per-rank table computed in `report.model.rank_report` (a field of
+To add a job-level analysis: a per-rank table computed in `pipeline.rank.rank_report` (a field of
 `RankReport`), combined here into a field of `JobAnalysis`.
 """
 
@@ -33,7 +33,7 @@ class JobAnalysis:
     overlap: pl.DataFrame  # overlap.JOB_OVERLAP_SCHEMA: per rank, with its waits and what overlap could hide
     health: pl.DataFrame  # model.HEALTH_SCHEMA: clock residuals, unmatched collectives
     # findings.FINDINGS_SCHEMA: the straggler, exposed communication (findings.rules_job, a layer
-    # above this one: set by `report.model.combine_ranks` with `findings.table.job_findings`)
+    # above this one: set by `pipeline.rank.combine_ranks` with `findings.table.job_findings`)
     findings: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property

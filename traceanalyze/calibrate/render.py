@@ -1,5 +1,5 @@
 """What `traceanalyze calibrate` shows and writes: the terminal table, the SVG chart (drawn with
-the package's one SVG module, `report.svg`), and the device file and chart on disk (whole or not at
+the package's one SVG module, `renderers.svg`), and the device file and chart on disk (whole or not at
 all, `output.write_output`)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 from traceanalyze.calibrate.fit import SWEEP_ELEMENT_BYTES, Calibration, device_file, fit_roofs, peak_flops
 from traceanalyze.errors import ConfigError
 from traceanalyze.output import write_output
-from traceanalyze.report.svg import Panel, line_chart
-from traceanalyze.report.units import format_si
+from traceanalyze.renderers.svg import Panel, line_chart
+from traceanalyze.units import format_si
 
 
 def write_outputs(calibration: Calibration, device_path: Path, chart_path: Path) -> None:

@@ -4,11 +4,11 @@ runs' regime attributions as bars side by side."""
 from __future__ import annotations
 
 from traceanalyze.diff.compare import Diff
-from traceanalyze.report import plots
+from traceanalyze.renderers import plots
 from traceanalyze.gate.verdict import steps_text
 from traceanalyze.diff.render_text import KERNEL_HEADERS, METRIC_HEADERS, kernel_cells, metric_cells, top_kernels
-from traceanalyze.report.html import page
-from traceanalyze.report.html_text import esc
+from traceanalyze.renderers.html import page
+from traceanalyze.renderers.html_text import esc
 
 REGIME_KEYS = tuple(plots.REGIME_COLOURS)
 

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from traceanalyze.diff.compare import Diff
-from traceanalyze.report.escape import json_text
+from traceanalyze.renderers.escape import json_text
 
 DIFF_SCHEMA_VERSION = "1.0"
 

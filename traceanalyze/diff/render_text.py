@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from traceanalyze.diff.compare import Diff, KernelRow, MetricRow
-from traceanalyze.report.escape import markdown_plain
-from traceanalyze.report.md import md_code, md_table
-from traceanalyze.report.text_table import Shrinkable, fit_lines, terminal_width, text_table
+from traceanalyze.renderers.escape import markdown_plain
+from traceanalyze.renderers.md import md_code, md_table
+from traceanalyze.renderers.text_table import Shrinkable, fit_lines, terminal_width, text_table
 from traceanalyze.gate.verdict import format_value, steps_text
 
 STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slower", "faster": "▼ faster",

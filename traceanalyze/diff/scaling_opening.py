@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traceanalyze.report.md import md_escape
-from traceanalyze.report.text_table import fit_lines, terminal_width
+from traceanalyze.renderers.md import md_escape
+from traceanalyze.renderers.text_table import fit_lines, terminal_width
 
 
 def scaling_opening(base: Path, new: Path, *, skip_steps: int = 0, cache: bool = True) -> str | None:

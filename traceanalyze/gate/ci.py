@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from traceanalyze.gate.verdict import Regression, Verdict
-from traceanalyze.report.escape import workflow_data, workflow_property, xml_document
+from traceanalyze.renderers.escape import workflow_data, workflow_property, xml_document
 
 SUITE = "traceanalyze gate"
 

@@ -12,7 +12,7 @@ from typing import Callable
 import msgspec
 
 from traceanalyze.errors import ConfigError, TraceFormatError
-from traceanalyze.report.jsonout import report_v1
+from traceanalyze.renderers.jsonout import report_v1
 from traceanalyze.report.model import Report
 from traceanalyze.report.schema import KNOWN_SCHEMA_VERSIONS, ReportV1, report_from_builtins
 

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from traceanalyze.figures import EMPTY_IS_UNKNOWN, fraction
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.gate.budgets import Statistic
 from traceanalyze.report.schema import Rank, RankStep, ReportV1, Step, Summary, SummaryFields
@@ -111,7 +112,7 @@ def _pooled(rows: list[Step], value: Callable[[Step], Any]) -> float | None:
     if len(pairs) == 1:
         return float(pairs[0][0])
     window = math.fsum(w for _, w in pairs)
-    return math.fsum(v * w for v, w in pairs) / window if window > 0 else None
+    return fraction(math.fsum(v * w for v, w in pairs), window, empty=EMPTY_IS_UNKNOWN)
 
 
 def _step_values(rows: list[Step]) -> dict[str, float | None]:
@@ -123,7 +124,7 @@ def _step_values(rows: list[Step]) -> dict[str, float | None]:
     else:
         window = math.fsum(r.window_us or 0.0 for r in rows)
         idle = math.fsum(r.gpu_idle_us or 0.0 for r in rows)
-        values["idle_fraction"] = idle / window if window > 0 else None
+        values["idle_fraction"] = fraction(idle, window, empty=EMPTY_IS_UNKNOWN)
     attributed = [r for r in rows if r.attribution]
     for regime in REGIMES:
         share = _pooled(attributed, lambda r, k=regime: r.attribution.get(k))
@@ -144,7 +145,7 @@ def measure(report: ReportV1, *, source: str | None = None) -> Measured:
 
     Examples
     --------
-    >>> from traceanalyze.report.jsonout import report_v1  # doctest: +SKIP
+    >>> from traceanalyze.renderers.jsonout import report_v1  # doctest: +SKIP
     >>> measure(report_v1(build_report(load_trace("fixtures/synthetic_training.json.gz")))).steps  # doctest: +SKIP
     (1, 2, 3, 4)
     """

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from traceanalyze.gate.verdict import Verdict
-from traceanalyze.report.escape import json_text
+from traceanalyze.renderers.escape import json_text
 
 VERDICT_SCHEMA_VERSION = "1.0"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from traceanalyze.report.escape import markdown_plain
-from traceanalyze.report.md import md_code, md_table
-from traceanalyze.report.text_table import fit_lines, terminal_width, text_table
+from traceanalyze.renderers.escape import markdown_plain
+from traceanalyze.renderers.md import md_code, md_table
+from traceanalyze.renderers.text_table import fit_lines, terminal_width, text_table
 from traceanalyze.gate.verdict import Check, Regression, Verdict, format_margin, format_value, steps_text
 
 HEADLINE = {"pass": "PASS", "fail": "FAIL", "error": "ERROR (cannot judge)"}

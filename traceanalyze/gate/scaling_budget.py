@@ -44,7 +44,7 @@ def judge_fixed_fraction(document: dict[str, Any], limit: float, *, source: str 
 
 def gate_scaling(path: Path, limit_text: str, *, echo: Callable[..., None]) -> int:
     """Judge the file, print one line (an error: one line on stderr), return the exit code."""
-    from traceanalyze.report.escape import visible
+    from traceanalyze.renderers.escape import visible
 
     try:
         verdict = judge_fixed_fraction(read_scaling(path), parse_fraction(limit_text, "--max-fixed-fraction"),

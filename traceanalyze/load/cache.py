@@ -10,7 +10,7 @@ wrong magic, length, checksum (CRC-32 of the header and of every table), key, sc
 makes the entry a miss, and the trace is parsed and the entry written again.
 
 The folder, the entry file's layout, atomic writes and the bound (least recently used entries go
-first) are `cache_files`', shared with the cache of analysed ranks (`report/results_cache.py`).
+first) are `cache_files`', shared with the cache of analysed ranks (`pipeline/results_cache.py`).
 An entry (`cache_files.write_frames`): `MAGIC`, the tables one after another (Arrow IPC files,
 `COMPRESSION`), the header (JSON `Header`: key, meta, each table's offset, length, rows and
 CRC-32), then the trailer.

@@ -78,7 +78,7 @@ def _nulls_once(chunk: ChunkTables) -> ChunkTables:
 # Scanned pieces of fewer rows than this are finished together, up to this many rows (at most
 # `FINISH_PIECES` of them): a piece's finishing costs 5 to 10 ms whatever its rows, and a trace
 # that records Python functions (passed over by the scanner) may hold 12,000 rows in 16 MB, where
-# another holds 70,000 (docs/performance.md, 2026-11-27 afternoon)
+# another holds 70,000 (docs/performance.md#decisions-and-why)
 FINISH_ROWS = 1 << 15
 FINISH_PIECES = 16
 

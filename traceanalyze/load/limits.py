@@ -53,7 +53,7 @@ class LoadLimits:
 
 INFLATION_FLOOR = 64 * MIB  # below this much inflated, any ratio is fine (small files compress well)
 
-# the command-line flag that raises each limit (cli.py), and how its value is written there
+# the command-line flag that raises each limit (cli/options.py), and how its value is written there
 FLAGS = {"event_bytes": "--max-event-mb", "events": "--max-events", "inflation": "--max-inflation",
          "op_depth": "--max-op-depth"}
 

@@ -162,7 +162,7 @@ def _read_after(reader: Any, front: int, size: int) -> bytearray | bytes:
 
 def _prefetched(read: Callable[[], tuple[bytes, int]], path: Path, compressed: bool) -> Iterator[tuple[bytes, int]]:
     # one block read ahead, read only once the consumer has taken the last (gunzipping takes a few
-    # ms, decoding tens): a second one only held 16 MB more (docs/performance.md, 2026-11-27)
+    # ms, decoding tens): a second one only held 16 MB more (docs/performance.md#decisions-and-why)
     blocks: queue.Queue[tuple[bytes, int] | BaseException] = queue.Queue(maxsize=1)
     taken = threading.Semaphore(1)
     stop = threading.Event()

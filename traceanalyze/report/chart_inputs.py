@@ -1,6 +1,6 @@
 """What one rank's HTML charts draw (report.html), computed from the rank's per-op frames and
 small whatever the rank's size, so that a folder's workers can send it instead of the frames
-(`report.model.bounded`): the GPU timeline of each device (every kernel and idle gap up to
+(`pipeline.rank.bounded`): the GPU timeline of each device (every kernel and idle gap up to
 `plots.EXACT_TIMELINE_MARKS` intervals, else each lane cut into pixel bins), idle time by cause
 over every gap, the launch → start histogram (counts per log bin) and the roofline's roofs.
 The roofline's dots come from the per-name kernel table every report keeps."""
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
-from traceanalyze.report.units import format_rate, short_name
+from traceanalyze.units import format_rate, short_name
 
 if TYPE_CHECKING:  # imported where charts are made: a report that draws none never loads the plots
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
 MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest first)
 
@@ -48,7 +48,7 @@ def rank_charts(*, roofline: pl.DataFrame, gaps: pl.DataFrame, idle: pl.DataFram
                 steps: pl.DataFrame, latency: pl.DataFrame) -> RankCharts:
     """The chart inputs of a rank from its full frames (`RankReport.roofline`, every gap,
     every launch, the idle windows, streams and steps)."""
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     compute, bandwidth = _roofs(roofline)
     return RankCharts(
@@ -89,7 +89,7 @@ def _gap_labels(gaps: pl.DataFrame) -> pl.Series:
 
 def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, all_streams: pl.DataFrame,
                all_steps: pl.DataFrame) -> list[DeviceTimeline]:
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     timelines = []
     ops = ops.select("device", "stream", "start_ns", "end_ns", "regime", "name")  # not the roofline's 69 columns:
@@ -131,7 +131,7 @@ def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, al
 
 
 def _latency_bins(latency: pl.DataFrame) -> plots.LogBins | None:
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     latency = latency.filter(~pl.col("skewed"))
     queued = (pl.col("queue_wait_ns") * 2 >= pl.col("launch_to_start_ns")) & (pl.col("launch_to_start_ns") > 0)
@@ -145,23 +145,26 @@ def _latency_bins(latency: pl.DataFrame) -> plots.LogBins | None:
 
 
 def _roofs(roofline: pl.DataFrame) -> tuple[list[plots.Roof], list[plots.Roof]]:
-    from traceanalyze.report import plots
+    from traceanalyze.renderers import plots
 
     modelled = roofline.filter(pl.col("regime").is_in(ON_ROOFLINE))
     combos = (
         modelled.select("compute_dtype", "tensor_core", "peak_flops_per_s")
-        .drop_nulls("peak_flops_per_s").unique().sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
+        .drop_nulls("peak_flops_per_s").unique()
+        .sort("peak_flops_per_s", "compute_dtype", descending=[True, False], nulls_last=True)
     )
     by_value: dict[float, dict[str, list[str]]] = {}
     for dtype, tensor, value in combos.iter_rows():
         names = by_value.setdefault(value, {}).setdefault("tensor" if tensor else "SIMT", [])
         if (dtype or "any") not in names:
             names.append(dtype or "any")
-    compute = [plots.Roof(v, format_rate(v, "FLOP/s"), "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
+    compute = [plots.Roof(v, format_rate(v, "FLOP/s"),
+                          "; ".join(f"{', '.join(names)} {unit}" for unit, names in units.items()))
                for v, units in by_value.items()]
     present = set(by_value)
     compute += [plots.Roof(v, format_rate(v, "FLOP/s"), "tf32 tensor (FP32 matmuls with TF32 allowed)")
-                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list() if v not in present]
+                for v in modelled["tf32_peak_flops_per_s"].drop_nulls().unique().sort(descending=True).to_list()
+                if v not in present]
     bandwidth = [plots.Roof(v, f"memory {format_rate(v, 'B/s')}")
                  for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
     return compute, bandwidth

@@ -16,7 +16,7 @@ from typing import Optional
 
 import msgspec
 
-from traceanalyze.report.escape import json_text
+from traceanalyze.renderers.escape import json_text
 
 SCHEMA_VERSION = "1.1"  # 1.1: the `findings` array
 KNOWN_SCHEMA_VERSIONS = ("1.0", SCHEMA_VERSION)

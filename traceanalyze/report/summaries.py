@@ -20,6 +20,9 @@ import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.idle import GAP_CAUSES
+from traceanalyze.analysis.job import JobAnalysis
+from traceanalyze.figures import EMPTY_IS_UNKNOWN, EMPTY_IS_ZERO, fraction
+from traceanalyze.report.schema import COLLECTIVE_LIMIT
 
 LATENCY_METRICS = ("launch_to_start_ns", "queue_wait_ns", "launch_overhead_ns", "launch_cpu_ns", "launch_delay_ns")
 SMALL_KERNEL_RUNS_LISTED = 10
@@ -32,7 +35,8 @@ def listed_steps(steps: pl.DataFrame, most: int = STEPS_LISTED) -> tuple[pl.Data
     first (an inference trace records thousands of steps: a table of them all buries the rest)."""
     if steps.height <= most:
         return steps, "Per step"
-    slowest = steps.sort(["cpu_duration_ns", "step", "device"], descending=[True, False, False], nulls_last=True).head(most)
+    slowest = steps.sort(["cpu_duration_ns", "step", "device"], descending=[True, False, False],
+                         nulls_last=True).head(most)
     rows = f"{steps.height}" if steps["step"].n_unique() == steps.height else f"{steps.height} step × device rows"
     return slowest, f"Slowest steps ({most} of {rows}, by CPU step time)"
 
@@ -105,7 +109,7 @@ def window_summary(idle_frames: Sequence[pl.DataFrame]) -> WindowSummary:
         window_ns=idle["window_ns"].mean(),  # type: ignore[arg-type]
         busy_ns=idle["gpu_busy_ns"].mean(),  # type: ignore[arg-type]
         idle_ns=idle["gpu_idle_ns"].mean(),  # type: ignore[arg-type]
-        idle_fraction=idle_ns / window if window else 0.0,
+        idle_fraction=fraction(idle_ns, window, empty=EMPTY_IS_ZERO),
         device_windows=idle.height,
     )
 
@@ -119,9 +123,9 @@ def attribution_summary(attribution_frames: Sequence[pl.DataFrame]) -> Attributi
     modelable = frame["modelable_busy_ns"].sum()
     return AttributionSummary(
         window_ns=window,
-        shares={key: (frame[f"{key}_ns"].sum() / window if window else 0.0) for key in ATTRIBUTION_KEYS},
+        shares={key: fraction(frame[f"{key}_ns"].sum(), window, empty=EMPTY_IS_ZERO) for key in ATTRIBUTION_KEYS},
         regime_ns={key: frame[f"{key}_ns"].sum() for key in ATTRIBUTION_KEYS},
-        model_coverage=frame["modelled_busy_ns"].sum() / modelable if modelable else None,
+        model_coverage=fraction(frame["modelled_busy_ns"].sum(), modelable, empty=EMPTY_IS_UNKNOWN),
         modelled_busy_ns=frame["modelled_busy_ns"].sum(),
         modelable_busy_ns=modelable,
         communication_busy_ns=frame["communication_busy_ns"].sum(),
@@ -146,7 +150,8 @@ def latency_figures(stats: pl.DataFrame, metric: str) -> LatencyFigures:
     if row.is_empty() or row["count"][0] == 0:
         return LatencyFigures(0, None, None, None, None, None)
     values = row.row(0, named=True)
-    return LatencyFigures(int(values["count"]), values["mean"], values["p50"], values["p90"], values["p99"], values["max"])
+    return LatencyFigures(int(values["count"]), values["mean"], values["p50"], values["p90"], values["p99"],
+                          values["max"])
 
 
 def small_kernel_summary(small_kernels: pl.DataFrame) -> SmallKernelSummary:
@@ -179,4 +184,14 @@ def idle_causes(gaps: pl.DataFrame) -> pl.DataFrame:
         gaps.group_by("cause").agg(pl.col("duration_ns").sum(), pl.len().alias("gaps"))
         .sort(["duration_ns", "cause"], descending=[True, False])  # ties in GAP_CAUSES order: the same every run
         .with_columns((pl.col("duration_ns") / total if total else pl.lit(0.0)).alias("share_of_idle"))
+    )
+
+
+def listed_collectives(job: JobAnalysis, limit: int = COLLECTIVE_LIMIT) -> pl.DataFrame:
+    """The collectives a report lists: the `limit` most waited on (summed wait, then max wait),
+    in their order (process group, sequence)."""
+    return (
+        job.collectives.sort("wait_ns", "max_wait_ns", "process_group", "seq", descending=[True, True, False, False])
+        .head(limit)
+        .sort("process_group", "seq")
     )

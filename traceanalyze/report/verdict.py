@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
-from traceanalyze.report.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
-from traceanalyze.report.html_text import text_block_html
+from traceanalyze.renderers.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
+from traceanalyze.renderers.html_text import text_block_html
 from traceanalyze.report.summaries import Summary
-from traceanalyze.report.units import format_duration_ns
+from traceanalyze.units import format_duration_ns
 
 TOP_FINDINGS = 3
 MIN_VERDICT_SHARE = 0.01  # findings that would gain less of the window stay off the first screen

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from traceanalyze.report.svg import (
+from traceanalyze.renderers.svg import (
     AXIS,
     GRID,
     MUTED,
@@ -23,7 +23,7 @@ from traceanalyze.report.svg import (
     text_width,
     tooltip,
 )
-from traceanalyze.report.units import format_duration_ns
+from traceanalyze.units import format_duration_ns
 from traceanalyze.scaling.model import Scaling
 from traceanalyze.scaling.tables import work_text
 

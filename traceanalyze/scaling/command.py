@@ -15,7 +15,7 @@ ScalingFormat = Enum("ScalingFormat", {name: name for name in FORMATS}, type=str
 
 def fail(error: Exception) -> None:
     """One line on stderr and the error's exit code (2 for bad input)."""
-    from traceanalyze.report.escape import visible
+    from traceanalyze.renderers.escape import visible
 
     typer.echo(visible(f"traceanalyze: error: {error}"), err=True)
     raise typer.Exit(getattr(error, "exit_code", 2))
@@ -46,7 +46,7 @@ def scaling_command(
     work / throughput over the traces and says how much of each step is fixed overhead (docs/scaling.md)."""
     from traceanalyze.errors import TraceAnalyzeError
     from traceanalyze.output import refuse_inputs_as_outputs, write_output
-    from traceanalyze.report.escape import output_text
+    from traceanalyze.renderers.escape import output_text
     from traceanalyze.scaling.formats import render
     from traceanalyze.scaling.runs import parse_sizes, peak_overrides, scaling_of_paths
 

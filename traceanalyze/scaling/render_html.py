@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from traceanalyze.report.html import page
-from traceanalyze.report.html_text import esc
+from traceanalyze.renderers.html import page
+from traceanalyze.renderers.html_text import esc
 from traceanalyze.scaling import tables
 from traceanalyze.scaling.chart import scaling_chart
 from traceanalyze.scaling.model import Scaling

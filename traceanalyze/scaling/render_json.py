@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from traceanalyze.errors import ConfigError
-from traceanalyze.report.escape import json_text
+from traceanalyze.renderers.escape import json_text
 from traceanalyze.scaling.model import Scaling
 
 SCALING_SCHEMA_VERSION = 1

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from traceanalyze.report.md import md_escape, md_table
-from traceanalyze.report.text_table import fit_lines as fit_to_width
-from traceanalyze.report.text_table import terminal_width, text_table
+from traceanalyze.renderers.md import md_escape, md_table
+from traceanalyze.renderers.text_table import fit_lines as fit_to_width
+from traceanalyze.renderers.text_table import terminal_width, text_table
 from traceanalyze.scaling import tables
 from traceanalyze.scaling.model import Scaling
 

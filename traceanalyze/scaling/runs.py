@@ -17,7 +17,8 @@ from traceanalyze.errors import ConfigError, TraceAnalyzeError
 from traceanalyze.load import load_trace
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.model import Trace
-from traceanalyze.report.model import ReportOptions, build_report
+from traceanalyze.pipeline.rank import build_report
+from traceanalyze.report.model import ReportOptions
 from traceanalyze.scaling.measure import RunPoint, measure_run, step_sequence
 from traceanalyze.scaling.model import Scaling, build_scaling
 from traceanalyze.scaling.program import same_sequence

@@ -15,7 +15,7 @@ def sweep_capture(sweep: str, script: Path, script_args: Sequence[str], out_dir:
                   options: Mapping[str, object], *, show_report: bool = True, width: int | None = None) -> None:
     from traceanalyze.errors import ConfigError, TraceAnalyzeError
     from traceanalyze.output import write_output
-    from traceanalyze.report.escape import output_text
+    from traceanalyze.renderers.escape import output_text
     from traceanalyze.scaling.formats import render
     from traceanalyze.scaling.render_json import render_scaling_json
     from traceanalyze.scaling.runs import scaling_of_paths

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from traceanalyze.report.units import format_duration_ns, format_si, short_name
+from traceanalyze.units import format_duration_ns, format_si, short_name
 from traceanalyze.scaling.measure import REGIME_KEYS
 from traceanalyze.scaling.model import Scaling, regime_words
 

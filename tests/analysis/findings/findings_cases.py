@@ -11,7 +11,7 @@ import polars as pl
 from builder import TraceBuilder
 
 import traceanalyze
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 A100 = dict(device_name="NVIDIA A100-SXM4-80GB", num_sms=108, total_memory=85899345920, compute_capability=(8, 0))
 H100 = dict(device_name="NVIDIA H100 80GB HBM3", num_sms=132, total_memory=85899345920, compute_capability=(9, 0))

@@ -15,7 +15,7 @@ from traceanalyze.analysis.findings import rules_kernels
 from traceanalyze.analysis.findings.finding import Finding, findings_frame
 from traceanalyze.analysis.findings.inputs import FindingInputs
 from traceanalyze.analysis.findings.rules_trace import apply_health
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "synthetic_training.json.gz"
 

@@ -18,13 +18,14 @@ from shared_traces import SHARED_TRACES_DIR
 from traceanalyze.analysis import clocks
 from traceanalyze.analysis.findings.table import job_findings
 from traceanalyze.cli import app
+from traceanalyze import RunOptions
 
 US = 1_000
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
 
 
 def _job(tmp_path, **variant):
-    return traceanalyze.analyze(mr.write_job(tmp_path / "job", **variant), workers=1)
+    return traceanalyze.analyze(mr.write_job(tmp_path / "job", **variant), run=RunOptions(workers=1))
 
 
 def _finding(report, id_):

@@ -16,7 +16,7 @@ from shared_traces import real_trace_params
 
 import traceanalyze
 from traceanalyze.model import LAUNCH_KINDS
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 
 @functools.lru_cache(maxsize=2)

@@ -12,7 +12,7 @@ from shared_traces import real_trace_params
 import traceanalyze
 from traceanalyze.analysis.findings import table
 from traceanalyze.analysis.findings.kernel_claims import KERNEL_REGIMES
-from traceanalyze.report.model import build_report
+from traceanalyze.pipeline.rank import build_report
 
 
 def analysed(path, monkeypatch):

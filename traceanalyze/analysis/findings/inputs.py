@@ -1,4 +1,4 @@
-"""The analysed tables the rules read: one rank's frames from `report.model.build_report`, handed
+"""The analysed tables the rules read: one rank's frames from `pipeline.rank.build_report`, handed
 over as a plain dataclass so that analysis never imports report."""
 
 from __future__ import annotations

@@ -1,0 +1,199 @@
+"""Who runs the map of a folder: `local` (spawned processes here), `ray` (Ray tasks) or `dask`
+(Dask futures). Each submits `mapreduce.analyse_file` once per rank file, gathers the small
+`RankReport`s in file order, and the parent reduces them (`mapreduce.reduce_ranks`).
+
+On a cluster the workers read the paths themselves: give paths every worker sees (a shared
+filesystem) or URLs (`s3://…`, `gs://…`: fsspec, with the matching filesystem package installed
+on the workers). `address` names the cluster: `ray://head:10001` (or `auto`) for Ray,
+`tcp://scheduler:8786` for Dask; none starts a local one on this machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from collections.abc import Callable
+from pathlib import Path
+
+from traceanalyze.errors import ConfigError, TraceFormatError
+from traceanalyze.pipeline.mapreduce import analyse_file, reduce_ranks
+from traceanalyze.cache_files import CacheSetting
+from traceanalyze.load.limits import LoadLimits
+from traceanalyze.report.model import RankReport, Report, ReportOptions
+
+Executor = Callable[[list[str], ReportOptions, int | None, str | None, LoadLimits, CacheSetting], list[RankReport]]
+
+
+def run_local(paths: list[str], options: ReportOptions, workers: int | None = None,
+              address: str | None = None, limits: LoadLimits = LoadLimits(),
+              cache: CacheSetting = False) -> list[RankReport]:
+    """One spawned process per core (or `workers`), one rank file at a time each; one worker:
+    every rank in this process, one after another (the parent then holds one rank's tables at a
+    time)."""
+    if address is not None:
+        raise ConfigError("--executor-address is for ray and dask; the local executor runs on this machine")
+    count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
+    if count == 1:
+        return [analyse_file(p, options, limits, cache) for p in paths]
+    from traceanalyze.load.chunk_workers import spawn_pool
+
+    with spawn_pool(count) as pool:
+        futures = [pool.submit(analyse_file, p, options, limits, cache) for p in paths]
+        return [f.result() for f in futures]
+
+
+def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,
+            address: str | None = None, limits: LoadLimits = LoadLimits(),
+            cache: CacheSetting = False) -> list[RankReport]:
+    """Ray tasks, one per rank file, on the cluster at `address` (or a local Ray started with
+    `workers` CPUs). Ray stays up afterwards if it was already initialised by the caller."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError("--executor ray needs Ray: pip install 'traceanalyze[ray]'") from exc
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, num_cpus=workers if address is None else None, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+        started = True
+    try:
+        task = ray.remote(analyse_file)
+        refs = [task.remote(p, options, limits, cache) for p in paths]
+        return [_unwrap_ray(ray, ref) for ref in refs]
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _unwrap_ray(ray, ref) -> RankReport:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:  # our own errors (bad input) keep their type and message
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise
+
+
+def run_dask(paths: list[str], options: ReportOptions, workers: int | None = None,
+             address: str | None = None, limits: LoadLimits = LoadLimits(),
+             cache: CacheSetting = False) -> list[RankReport]:
+    """Dask futures, one per rank file, on the scheduler at `address` (or a `LocalCluster` of
+    `workers` single-threaded worker processes)."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
+    if address is not None:
+        with Client(address) as client:
+            return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+    count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
+    with _main_script_hidden():
+        cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+
+
+EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": run_dask}
+
+
+def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str = "local",
+                   workers: int | None = None, address: str | None = None,
+                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False) -> Report:
+    """A folder of rank traces → the `Report`: the map on `executor`, the reduce here. `folder`
+    is a local path, or an fsspec URL of a folder (`s3://bucket/job42/`, `gs://…`,
+    `file:///shared/job42`): listed here, each file read by the worker that analyses it. Each
+    worker reads and writes the cache of loaded traces (`load.cache`, the folder `cache` names
+    where it runs; local paths only)."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    if is_url(str(folder)):
+        paths = url_files(str(folder))
+        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths]
+        if executor == "local" and workers is None:
+            workers = 1 if len(paths) < 2 else min(len(paths), os.cpu_count() or 1)
+        results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address,
+                                      limits, cache)
+        return reduce_ranks(results, names, options, Path(str(folder)))
+    from traceanalyze.load import trace_files
+
+    folder = Path(folder)
+    files = trace_files(folder)
+    if not files:
+        raise TraceFormatError(f"{folder}: folder holds no .json or .json.gz trace files")
+    paths = [str(f) for f in files]
+    if executor == "local" and workers is None:
+        workers = _local_workers(files)
+    results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address, limits,
+                                  cache)
+    return reduce_ranks(results, [f.name for f in files], options, folder)
+
+
+def per_worker(options: ReportOptions, executor: str, workers: int | None, ranks: int) -> ReportOptions:
+    """The options each worker analyses its rank with: ranks analysed side by side (several local
+    processes, or a Ray or Dask cluster) already use the cores, so each worker runs its analyses
+    in one thread (`ReportOptions.analysis_threads`), unless the options name a number."""
+    side_by_side = ranks > 1 and (executor != "local" or (workers or 1) > 1)
+    if side_by_side and options.analysis_threads == 0:
+        return dataclasses.replace(options, analysis_threads=1)
+    return options
+
+
+def is_url(text: str) -> bool:
+    """Whether `text` names a file or folder by URL (`scheme://…`) rather than a local path."""
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.isidentifier()
+
+
+def url_files(url: str) -> list[str]:
+    """The trace files (`.json`, `.json.gz`) directly inside the folder at `url`, as URLs in name
+    order; a URL naming one trace file is a folder of that one file (fsspec lists them)."""
+    from traceanalyze.load import TRACE_SUFFIXES
+
+    try:
+        import fsspec
+    except ImportError as exc:
+        raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]' or '[ray]')") from exc
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+        if url.lower().endswith(TRACE_SUFFIXES) and fs.isfile(root):
+            return [url]
+        listed = fs.ls(root, detail=True)
+    except (ImportError, ValueError) as exc:  # no filesystem for the scheme (s3fs, gcsfs, … not installed)
+        raise ConfigError(f"{url}: {exc}") from exc
+    except OSError as exc:
+        raise TraceFormatError(f"{url}: cannot list it: {exc}") from exc
+    files = sorted(entry["name"] for entry in listed
+                   if entry.get("type") == "file" and entry["name"].lower().endswith(TRACE_SUFFIXES))
+    if not files:
+        raise TraceFormatError(f"{url}: folder holds no .json or .json.gz trace files")
+    return [fs.unstrip_protocol(name) for name in files]
+
+
+def _local_workers(files: list[Path]) -> int:
+    """One per core when the folder is large enough for processes to pay
+    (`load.PARALLEL_MIN_BYTES`, about, uncompressed), else 1: every rank here, one at a time."""
+    from traceanalyze.load import PARALLEL_MIN_BYTES
+
+    size = sum(f.stat().st_size * (10 if f.name.lower().endswith(".gz") else 1) for f in files)
+    return 1 if len(files) < 2 or size < PARALLEL_MIN_BYTES else min(len(files), os.cpu_count() or 1)
+
+
+@contextmanager
+def _main_script_hidden() -> Iterator[None]:
+    """While inside, `__main__` does not name the user's script: the Dask workers spawned now
+    import only modules, never run the script again."""
+    main = sys.modules.get("__main__")
+    saved = getattr(main, "__file__", None) if main is not None else None
+    if saved is not None and getattr(main, "__spec__", None) is None:
+        del main.__file__  # type: ignore[union-attr]
+        try:
+            yield
+        finally:
+            main.__file__ = saved  # type: ignore[union-attr]
+    else:
+        yield

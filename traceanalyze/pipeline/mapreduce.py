@@ -1,0 +1,89 @@
+"""The map (one rank file → its `RankReport`) and the reduce (every rank's `RankReport` → the
+`Report`) of a folder of rank traces. Both are pure functions of their arguments, so any executor
+can run them (`pipeline.executors`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from traceanalyze.cache_files import CacheSetting
+from traceanalyze.load.limits import LoadLimits
+from traceanalyze.report.model import RankReport, Report, ReportOptions
+from traceanalyze.pipeline.rank import combine_ranks
+
+
+def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
+                 cache: CacheSetting = False) -> RankReport:
+    """One rank's trace file (a local path, or an fsspec URL such as `s3://bucket/rank3.json.gz`,
+    read where this runs) → its `RankReport`. The rank comes from `distributedInfo.rank`, else
+    the file name, else 0 (the reduce settles it for the whole folder). A local file's tables
+    come from the cache of loaded traces when it holds them, and its analyses from the cache of
+    analysed ranks when that holds them for these options (`cache`, see `load.load_trace`)."""
+    from traceanalyze.load import load_rank
+    from traceanalyze.pipeline.results_cache import analysed_rank
+
+    if "://" in path and not path.startswith("file://"):
+        return _analyse_remote(path, options, limits)
+    local = path.removeprefix("file://")
+    return _leaving(analysed_rank(Path(local), options, lambda: load_rank(local, limits=limits, cache=cache),
+                                  cache=cache, max_events=limits.events), options)
+
+
+def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
+    """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`)."""
+    from traceanalyze.pipeline.rank import bounded
+
+    return bounded(report, options.max_gaps) if options.rank_frames == "bounded" else report
+
+
+def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> RankReport:
+    """Copy the file from its URL to a local temporary file (fsspec), then analyse that."""
+    try:
+        import fsspec
+    except ImportError as exc:  # pragma: no cover - fsspec comes with the ray and dask extras
+        from traceanalyze.errors import ConfigError
+
+        raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]')") from exc
+    from traceanalyze.load import load_rank
+    from traceanalyze.pipeline.rank import rank_report
+
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    with tempfile.TemporaryDirectory(prefix="traceanalyze-") as folder:
+        local = Path(folder) / name
+        with fsspec.open(url, "rb") as source, open(local, "wb") as target:
+            while chunk := source.read(16 << 20):
+                target.write(chunk)
+        report = rank_report(load_rank(local, limits=limits), options)
+    return dataclasses.replace(_leaving(report, options), source=Path(url))
+
+
+def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOptions, source: Path) -> Report:
+    """Every rank's `RankReport` (in the order of the files `names`) → the `Report`. Ranks come
+    from `distributedInfo.rank`, else the file names, else the file order: the first source that
+    gives every file a distinct rank wins (as `load.load_trace` does for a folder)."""
+    from traceanalyze.load import declared_rank
+
+    from_info = [r.rank if r.rank_source == "distributedInfo" else None for r in results]
+    from_names = [declared_rank(Path(n)) for n in names]
+    for ranks, origin in ((from_info, "distributedInfo"), (from_names, "file name")):
+        if None not in ranks and len(set(ranks)) == len(ranks):
+            break
+    else:
+        ranks, origin = list(range(len(results))), "file order"
+    relabelled = [r if (r.rank, r.rank_source) == (rank, origin) else relabel(r, rank, origin)
+                  for r, rank in zip(results, ranks)]
+    return combine_ranks(sorted(relabelled, key=lambda r: r.rank), options, source)
+
+
+def relabel(report: RankReport, rank: int, origin: str) -> RankReport:
+    """The same `RankReport` under another rank number (every table's `rank` column too)."""
+    changes: dict[str, object] = {"rank": rank, "rank_source": origin}
+    for field in dataclasses.fields(report):
+        value = getattr(report, field.name)
+        if isinstance(value, pl.DataFrame) and "rank" in value.columns:
+            changes[field.name] = value.with_columns(pl.lit(rank, dtype=value.schema["rank"]).alias("rank"))
+    return dataclasses.replace(report, **changes)

@@ -1,0 +1,273 @@
+"""Run a rank's analyses and findings into the report model: `rank_report` (the map of a job: one
+rank's `Trace` → its `RankReport`, the analyses side by side in threads), `combine_ranks` (the
+reduce: the ranks' results → the `Report`, pooled tables and the job-level analyses),
+`build_report` (both, on a loaded trace) and `bounded` (a rank cut to what the reports read)."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields, replace
+from pathlib import Path
+
+import polars as pl
+
+from traceanalyze.analysis import attribution, collectives, idle, launch, overlap, roofline, stragglers
+from traceanalyze.analysis.device_match import matched_devices
+from traceanalyze.analysis.findings import (FindingInputs, excluded_ns, findings_frame, gap_buckets, job_findings,
+                                            rank_findings)
+from traceanalyze.analysis.health import trace_health
+from traceanalyze.analysis.idle import Window
+from traceanalyze.analysis.job import job_analysis
+from traceanalyze.analysis.op_tree import OpTree
+from traceanalyze.analysis.skip_steps import SkippedSteps, skip_steps, skipped_steps
+from traceanalyze.model import Trace
+from traceanalyze.report.model import RankReport, Report, ReportOptions, with_charts
+from traceanalyze.report.summaries import idle_causes, small_kernel_summary, summarise
+from traceanalyze.units import format_duration_ns
+from traceanalyze.whatif import predict, replay_frame, with_notes
+
+
+def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
+    """Run every analysis on every rank of `trace`.
+
+    Examples
+    --------
+    >>> report = build_report(load_trace("fixtures/synthetic_training.json.gz"))  # doctest: +SKIP
+    """
+    options = options or ReportOptions()
+    ranks = [rank_report(single, options) for single in trace.split_by_rank()]
+    return combine_ranks(ranks, options, trace.source)
+
+
+def combine_ranks(ranks: list[RankReport], options: ReportOptions, source: Path) -> Report:
+    """The reduce of a job: every rank's `RankReport` (from `rank_report`, in rank order) → the
+    `Report`, pooled tables and the job-level analyses. Reads no raw trace table."""
+    ranks = tuple(ranks)
+    if len(ranks) == 1:  # pooled over one rank: its own tables
+        pooled, kernels, ops = ranks[0].latency_stats, ranks[0].kernels, ranks[0].ops
+    else:
+        pooled = launch.latency_stats(pl.concat([r.latency for r in ranks], how="vertical"))
+        kernels = attribution.finish_parts(pl.concat([r.name_parts for r in ranks], how="vertical_relaxed"),
+                                           attribution.NAME_KEYS)
+        ops = attribution.finish_parts(pl.concat([r.op_parts for r in ranks], how="vertical_relaxed"),
+                                       attribution.OP_KEYS)
+    summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.idle_causes for r in ranks], pooled)
+    job = job_analysis([r.collectives for r in ranks], [r.step_split for r in ranks], [r.overlap for r in ranks],
+                       _collective_link(ranks))
+    job = replace(job, findings=job_findings(job))
+    return Report(source=source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels, ops=ops,
+                  summary=summary, job=job)
+
+
+def _collective_link(ranks: tuple[RankReport, ...]) -> float | None:
+    """The slowest peer link of the job's devices (bytes/s per direction), or None if unknown."""
+    links = [choice.peaks.collective_link_bytes_per_s for r in ranks for choice in r.peaks
+             if choice.peaks is not None and choice.peaks.collective_link_bytes_per_s]
+    return min(links) if links else None
+
+
+def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
+    """Every analysis of one rank: the map of a job (a pure function of the rank's `Trace`; what
+    a worker runs on each rank file).
+
+    Long: the order in which the analyses wait on each other (which thread's result each one reads)
+    is written out in one place, so that the threads' waits can be read from top to bottom."""
+    meta = trace.meta[0]
+    notes: list[str] = []
+    if options.skip_steps:
+        notes.append(skipped_note(skipped_steps(trace, options.skip_steps)[0]))
+        trace = skip_steps(trace, options.skip_steps)
+    has_gpu = trace.gpu.height > 0
+    window = options.window
+    if window == "steps" and trace.steps.is_empty():
+        notes.append("no ProfilerStep spans: the window is the GPU activity span instead")
+        window = "activity"
+    skipped = trace.skipped.filter(pl.col("count") > 0)
+    if not has_gpu and skipped.height:  # e.g. every kernel with a negative duration: recorded, but unusable
+        listed = "; ".join(f"{count} {reason}" for reason, count in skipped.select("reason", "count").iter_rows())
+        notes.append(f"no usable GPU events in this trace: {int(skipped['count'].sum())} events were skipped as "
+                     f"malformed ({listed}), GPU work perhaps among them; only the CPU side is reported")
+    elif not has_gpu:
+        launches = trace.runtime.filter(pl.col("kind").is_in(["launch", "graph_launch"]))
+        notes.append(
+            f"no GPU events in this trace: GPU kernels were not recorded, though {launches.height} kernel launch "
+            f"call{'s' if launches.height != 1 else ''} took {format_duration_ns(launches['duration_ns'].sum())} "
+            "of CPU time; only the CPU side is reported"
+            if launches.height
+            else "no GPU events in this trace, and no kernel launches (a CPU-only run): only the CPU side is reported"
+            if meta.device_family == "none"
+            else f"no GPU events in this trace ({meta.device_family} runtime calls, but no device work recorded): "
+                 "only the CPU side is reported"
+        )
+    peaks = roofline.choose_peaks(trace, options.peaks)
+    for choice in peaks:
+        if choice.peaks is None:
+            notes.append(
+                f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
+                "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
+            )
+    # independent analyses run side by side in threads: the roofline, the timeline group and the
+    # launch group (each reading only `trace`), then what reads the roofline. polars releases the
+    # GIL while it works, so one's Python glue overlaps another's collects. What they all share is
+    # computed first: the join of GPU ops to their launches, and the op tree that the roofline's and
+    # the gaps' walks up it read (let go once both are done: 13 MB for 1.6 M ops)
+    trace.launch_rows  # noqa: B018
+    tree = OpTree.of(trace.cpu_ops)
+    with ThreadPoolExecutor(max_workers=_workers(options), thread_name_prefix="traceanalyze-analysis") as pool:
+        roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks, choices=peaks, tree=tree)
+        time_done = pool.submit(_time_parts, trace, window, tree)
+        launch_done = pool.submit(_launch_parts, trace, options)
+        per_kernel = roofline_done.result()
+        # what reads the roofline, in turn side by side
+        attribution_done = pool.submit(attribution.attribution, per_kernel, trace, window=window)
+        kernel_done = pool.submit(_kernel_parts, per_kernel, trace)
+        timeline = time_done.result()
+        del tree
+        steps, gaps = timeline["steps"], timeline["gaps"]
+        by_step = pool.submit(attribution.step_attribution, per_kernel, steps)  # beside the findings
+        launches = launch_done.result()
+        # each idle gap's finding, once for both uses: beside the roofline's last readers
+        bucketed_done = pool.submit(gap_buckets, gaps, steps, launches["small_kernel_runs"]) if gaps.height else None
+        attributed, kernel = attribution_done.result(), kernel_done.result()
+        inputs = FindingInputs(
+            rank=meta.rank, device_family=meta.device_family,
+            peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
+            roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"],
+            fusion=kernel["fusion"], attribution=attributed, health=timeline["health"], cpu_ops=trace.cpu_ops,
+            cpu_steps=trace.steps, skipped_steps=options.skip_steps,
+        )
+        bucketed = bucketed_done.result() if bucketed_done is not None else None
+        found_list = rank_findings(inputs, bucketed)
+        step_attribution = by_step.result()
+    prediction = predict(trace, found_list)  # the replay (docs/whatif.md): each finding's saving
+    found = findings_frame(meta.rank, with_notes(found_list, prediction), [s.saving_ns for s in prediction.savings])
+    return RankReport(
+        rank=meta.rank,
+        source=meta.source,
+        world_size=meta.world_size,
+        device_family=meta.device_family,
+        rank_source=meta.rank_source,
+        has_gpu=has_gpu,
+        notes=tuple(notes),
+        devices=_devices(trace),
+        cpu_steps=trace.steps.select("step", "duration_ns"),
+        peaks=tuple(peaks),
+        roofline=per_kernel,
+        attribution=attributed,
+        step_attribution=step_attribution,
+        recoverable=attribution.recoverable(per_kernel, attributed, left_out_idle_ns=excluded_ns(bucketed)),
+        summary=summarise([timeline["idle"]], [attributed], [gaps], launches["latency_stats"]),
+        idle_causes=idle_causes(gaps),
+        findings=found,
+        replay=replay_frame(prediction),
+        replay_steps=prediction.steps,
+        **kernel, **timeline, **launches,
+    )
+
+
+def _workers(options: ReportOptions) -> int:
+    return max(1, min(3, options.analysis_threads or os.cpu_count() or 1))
+
+
+def _kernel_parts(per_kernel: pl.DataFrame, trace: Trace) -> dict[str, pl.DataFrame]:
+    """What is read from the roofline besides the attribution: time by kernel and op, fusion
+    candidates, what has no cost model."""
+    by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
+    return {
+        "fusion": attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
+        "name_parts": by_name,
+        "op_parts": by_op,
+        "kernels": attribution.finish_parts(by_name, attribution.NAME_KEYS),
+        "ops": attribution.finish_parts(by_op, attribution.OP_KEYS),
+        "unmodeled": attribution.unmodeled_reasons(per_kernel),
+    }
+
+
+def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, object]:
+    """The timeline: steps, idle time and its gaps, streams, communication, the trace's health."""
+    gaps = idle.idle_gaps(trace, window=window, tree=tree)
+    return {
+        "steps": idle.step_breakdown(trace),
+        "idle": idle.idle_summary(trace, window=window, gaps=gaps),
+        "gaps": gaps,
+        "step_split": stragglers.rank_steps(trace, gaps),
+        "streams": idle.stream_summary(trace, window=window),
+        "health": trace_health(trace),
+        "cpu_ops_top": _top_cpu_ops(trace),
+        "collectives": collectives.rank_collectives(trace),
+        "overlap": overlap.comm_overlap(trace),
+    }
+
+
+def _launch_parts(trace: Trace, options: ReportOptions) -> dict[str, object]:
+    """Launch latencies, small kernels and their runs, queue depths."""
+    per_op = launch.launch_latency(trace)
+    # computed once, used twice (`RankReport.small_kernels` makes it again), of the columns they read
+    small = launch.small_kernels(trace, latency=per_op.select(name for name in launch.SMALL_READ if name != "small"))
+    return {
+        "latency": per_op,
+        "latency_stats": launch.latency_stats(per_op),
+        "latency_by_kernel": launch.latency_by_kernel(per_op),
+        "latency_by_group": launch.latency_by_group(per_op),
+        "small_kernel_runs": launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
+        "small_kernel_summary": small_kernel_summary(small),
+        "queue": launch.queue_summary(trace),
+    }
+
+
+def skipped_note(skipped: SkippedSteps) -> str:
+    """The note of a rank analysed with `--skip-steps` (`analysis.skip_steps.SkippedSteps`)."""
+    steps = (f"ProfilerStep#{skipped.first}" if skipped.count == 1
+             else f"{skipped.count} ProfilerSteps (#{skipped.first}–#{skipped.last})")
+    return (f"--skip-steps {skipped.count}: {steps} left out; the analysis starts at ProfilerStep#{skipped.kept} "
+            "(what ran or was launched before it is not counted)")
+
+
+def bounded(rank: RankReport, max_gaps: int) -> RankReport:
+    """`rank` with its per-op frames cut to what the reports (terminal, Markdown, JSON, gate, HTML)
+    read, so that a job's reduce holds small results per rank: the `max_gaps` longest gaps (the
+    count stays: `gap_count`), the launch latencies the pooled statistics read (non-skewed
+    kernels, memcpy and memset; their metric columns), and no roofline or small-kernel rows (their
+    aggregates are kept: kernels, ops, name/op parts, unmodeled, small-kernel summary). What the
+    HTML charts draw is computed first from the full frames (`charts`: the timeline binned past
+    `plots.EXACT_TIMELINE_MARKS` intervals, histogram counts, idle by cause, the roofs).
+    `annotate` needs the full frames."""
+    latency = rank.latency.filter(~pl.col("skewed") & pl.col("kind").cast(pl.String).is_in(launch.SUMMARY_KINDS))
+    kept = replace(
+        with_charts(rank),
+        gaps=rank.gaps.head(max_gaps),
+        latency=latency.select("skewed", "kind", *launch.STAT_COLUMNS),
+        roofline=rank.roofline.clear(),
+    )
+    # every frame in buffers of its own: a slice or a result built from a larger frame can keep
+    # the larger one's buffers alive (in this process; a result sent to another one is copied)
+    return replace(kept, **{f.name: _copied(getattr(kept, f.name)) for f in fields(kept)
+                            if isinstance(getattr(kept, f.name), pl.DataFrame)})
+
+
+def _copied(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` in buffers of its own (an Arrow IPC round trip), not a view of a larger frame's."""
+    import io
+
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer)
+    buffer.seek(0)
+    return pl.read_ipc(buffer)
+
+
+def _devices(trace: Trace) -> pl.DataFrame:
+    return matched_devices(trace).drop("properties_device").sort("device")
+
+
+def _top_cpu_ops(trace: Trace, limit: int = 15) -> pl.DataFrame:
+    """CPU ops by total inclusive time (nested ops count in their parents too), ties by name: the
+    CPU-side view, the only one for a trace without GPU events."""
+    is_op = pl.col("category") == "cpu_op"  # grouped unfiltered: a filter would copy the columns first
+    return (
+        trace.cpu_ops.group_by("name")
+        .agg(is_op.sum().alias("count"), pl.col("duration_ns").filter(is_op).sum().alias("total_ns"))
+        .filter(pl.col("count") > 0)
+        .sort(pl.col("total_ns"), pl.col("name").cast(pl.String), descending=[True, False])  # ties in name order
+        .head(limit)
+    )

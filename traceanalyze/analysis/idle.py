@@ -157,23 +157,7 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
 
     gaps = _with_neighbouring_ops(gaps, trace)
     gaps = gaps.join(_blocking_calls_during(gaps, trace), on="gap_id", how="left", maintain_order="left")
-    unknown_launch = pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns"))
-    launched_after = ~unknown_launch & (pl.col("next_launch_start_ns") > pl.col("start_ns"))  # after the gap began
-    gaps = gaps.with_columns(
-        pl.when(pl.col("sync_call").is_not_null() & (pl.col("sync_start_ns") <= pl.col("start_ns")) & launched_after)
-        .then(pl.lit("sync"))
-        .when(unknown_launch)
-        .then(pl.lit("other"))
-        .when(launched_after)
-        .then(pl.lit("host"))
-        .when(pl.col("next_is_collective"))
-        .then(pl.lit("collective"))
-        .when(pl.col("next_after_stream_wait"))
-        .then(pl.lit("stream_wait"))
-        .otherwise(pl.lit("launch"))
-        .cast(GapCauseType)
-        .alias("cause")
-    )
+    gaps = gaps.with_columns(_cause())
     points = gaps.select(
         pl.col("gap_id").alias("point_id"),
         "rank",
@@ -211,6 +195,28 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     if gaps["start_ns"].is_sorted():  # in start order (as found): longest first is one stable sort on one key
         return gaps.sort("duration_ns", descending=True, maintain_order=True)
     return gaps.sort("duration_ns", "start_ns", descending=[True, False])
+
+
+def _cause() -> pl.Expr:
+    """Each gap's cause (the order of `idle_gaps`' docstring), from its neighbouring ops and the
+    blocking call that overlapped it."""
+    unknown_launch = pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns"))
+    launched_after = ~unknown_launch & (pl.col("next_launch_start_ns") > pl.col("start_ns"))  # after the gap began
+    return (
+        pl.when(pl.col("sync_call").is_not_null() & (pl.col("sync_start_ns") <= pl.col("start_ns")) & launched_after)
+        .then(pl.lit("sync"))
+        .when(unknown_launch)
+        .then(pl.lit("other"))
+        .when(launched_after)
+        .then(pl.lit("host"))
+        .when(pl.col("next_is_collective"))
+        .then(pl.lit("collective"))
+        .when(pl.col("next_after_stream_wait"))
+        .then(pl.lit("stream_wait"))
+        .otherwise(pl.lit("launch"))
+        .cast(GapCauseType)
+        .alias("cause")
+    )
 
 
 def _after_sync_context(points: pl.DataFrame, trace: Trace, tree: OpTree | None) -> pl.DataFrame:

@@ -245,7 +245,7 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
     others = found.filter(~listed).height
     found = found.filter(listed)
     scope = f": the job's and rank {', '.join(map(str, ranks or ()))}'s" if others else ""
-    lines = [f"FINDINGS (largest gain first; docs/findings.md){scope}"]
+    lines = [f"FINDINGS (largest expected saving first; docs/findings.md){scope}"]
     for number, row in enumerate(found.iter_rows(named=True), 1):
         gain = "no time estimate" if row["gain_ns"] is None else f"gain ≤ {format_duration_ns(row['gain_ns'])}"
         if row.get("saving_ns") is not None:

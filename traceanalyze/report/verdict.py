@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
+from traceanalyze.analysis.findings.finding import ranked
 from traceanalyze.renderers.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
 from traceanalyze.renderers.html_text import text_block_html
 from traceanalyze.report.summaries import Summary
@@ -58,13 +59,11 @@ class Verdict:
 
 
 def ranked_findings(per_rank: Sequence[pl.DataFrame]) -> pl.DataFrame:
-    """Every rank's findings, ranked by the replay's predicted saving, then gain (largest first, no
-    estimate last), then rank and id."""
+    """Every rank's findings, `analysis.findings.finding.ranked`."""
     frames = [found for found in per_rank if found.height]
     if not frames:
         return per_rank[0] if per_rank else pl.DataFrame()
-    return pl.concat(frames).sort(["saving_ns", "gain_ns", "rank", "id"], descending=[True, True, False, False],
-                                  nulls_last=True)
+    return ranked(pl.concat(frames))
 
 
 def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FINDINGS) -> Verdict:
@@ -187,7 +186,7 @@ def findings_blocks(found: pl.DataFrame, window_ns: int | None, *, level: int, a
     if not found.height:
         return []
     items = tuple(finding_item(_verdict_finding(row, window_ns)) for row in found.iter_rows(named=True))
-    return [Heading(level, "Findings — largest gain first", f"{anchor}-findings"), BulletList(items)]
+    return [Heading(level, "Findings — largest expected saving first", f"{anchor}-findings"), BulletList(items)]
 
 
 def _verdict_finding(row: dict, window_ns: int | None) -> VerdictFinding:

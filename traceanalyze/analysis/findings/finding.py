@@ -99,8 +99,8 @@ def spans_of(frame: pl.DataFrame) -> tuple[tuple[int, int], ...]:
 
 
 def findings_frame(rank: int, found: list[Finding], savings: Sequence[float | None] | None = None) -> pl.DataFrame:
-    """The findings of one rank as a frame, ranked by the replay's predicted saving (`savings`,
-    one per finding, None: not modelled), then by gain (largest first; no estimate last), then id."""
+    """The findings of one rank as a frame (`savings`: the replay's predicted saving of each, None:
+    not modelled), `ranked`."""
     saved = list(savings) if savings is not None else [None] * len(found)
     rows = [
         {"rank": rank, "id": f.id, "regime": f.regime, "title": f.title, "evidence": f.evidence,
@@ -108,5 +108,13 @@ def findings_frame(rank: int, found: list[Finding], savings: Sequence[float | No
          "spans": [{"start_ns": s, "end_ns": e} for s, e in f.spans]}
         for f, saving in zip(found, saved, strict=True)
     ]
-    frame = pl.DataFrame(rows, schema=FINDINGS_SCHEMA)
-    return frame.sort(["saving_ns", "gain_ns", "id"], descending=[True, True, False], nulls_last=True)
+    return ranked(pl.DataFrame(rows, schema=FINDINGS_SCHEMA))
+
+
+def ranked(frame: pl.DataFrame) -> pl.DataFrame:
+    """Findings (FINDINGS_SCHEMA, one rank's or several) in the order a report lists them: by the
+    time each is expected to save, largest first: the replay's predicted saving where its action is
+    modelled, else its gain (the upper bound: a lever the replay cannot model is not buried under a
+    small modelled one); then by gain, rank and id; findings with neither last (docs/findings.md)."""
+    return frame.sort(pl.coalesce("saving_ns", "gain_ns"), "gain_ns", "rank", "id",
+                      descending=[True, True, False, False], nulls_last=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from traceanalyze.analysis.findings import kernel_claims, rules_gaps, rules_job, rules_regimes, rules_trace
-from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding, findings_frame
+from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding, findings_frame, ranked
 from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps
 from traceanalyze.analysis.findings.inputs import FindingInputs
 
@@ -28,6 +28,9 @@ GAP_RULES: tuple[GapRule, ...] = (
 )
 # the kernel rules run together (`kernel_claims.KERNEL_RULES`): each kernel's time counts in one finding
 RULES: tuple[Rule, ...] = (kernel_claims.kernel_findings, rules_trace.record_shapes)
+# Rules over what the others found (a busy GPU that no finding explains)
+ClosingRule = Callable[[list[Finding], FindingInputs], list[Finding]]
+CLOSING_RULES: tuple[ClosingRule, ...] = (rules_regimes.busy_without_lever,)
 # Rules over the cross-rank tables of a job (several ranks); each finding names its rank.
 JOB_RULES: tuple[JobRule, ...] = (rules_job.straggler, rules_job.exposed_communication)
 
@@ -43,7 +46,7 @@ ROOFLINE_READ = ("device", "stream", "launch_start_ns", "ideal_ns",
 
 
 def findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -> pl.DataFrame:
-    """The findings of one rank (FINDINGS_SCHEMA), largest gain first, after trace health has
+    """The findings of one rank (FINDINGS_SCHEMA), largest expected saving first, after trace health has
     downgraded or removed what it makes uncertain. `bucketed`: `bucketed_gaps(inputs)` when the
     caller has it already."""
     return findings_frame(inputs.rank, rank_findings(inputs, bucketed))
@@ -63,7 +66,8 @@ def rank_findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -
         for rule in RULES:
             found.extend(rule(narrow))
     window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
-    found.extend(rules_regimes.busy_without_lever(found, inputs))
+    for closing_rule in CLOSING_RULES:
+        found.extend(closing_rule(found, inputs))
     found = kernel_claims.within_window(found, window)
     return rules_trace.apply_health(found, inputs.health)
 
@@ -79,5 +83,4 @@ def job_findings(job: JobAnalysis) -> pl.DataFrame:
     frames = [findings_frame(rank, [f]) for rank, f in found]
     if not frames:
         return pl.DataFrame(schema=FINDINGS_SCHEMA)
-    return pl.concat(frames).sort(["saving_ns", "gain_ns", "rank", "id"], descending=[True, True, False, False],
-                                  nulls_last=True)
+    return ranked(pl.concat(frames))

@@ -13,10 +13,10 @@ from files users did not write; every renderer passes them through one function 
 * `xml_document`: a finished XML document with the characters XML 1.0 forbids made visible, so a
   JUnit file stays well-formed;
 * `workflow_data` / `workflow_property`: GitHub Actions workflow-command escaping (`%`, CR, LF;
-  and `:` `,` in properties);
+  and `:` `,` in properties), every other control character made visible, `##[` broken;
 * `output_text`: the last guard on every text written or printed (terminal, Markdown, HTML; not
-  JSON): control characters other than newline and tab made visible, and no line may start a
-  GitHub workflow command (`::`);
+  JSON): control characters other than newline and tab made visible, no line may start a
+  GitHub workflow command (`::`), and no legacy command (`##[`, `##vso[`) stands anywhere in a line;
 * `json_text`: an encoded JSON document with the characters its encoder leaves raw (DEL, C1 such
   as the 8-bit CSI U+009B, zero-width and bidirectional formatting, line/paragraph separators)
   written as `\\uXXXX` escapes: the same document once decoded, nothing a terminal acts on.
@@ -37,6 +37,9 @@ _CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028-\u202e\u2066
 _JSON_RAW = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _WORKFLOW_COMMAND_LINE = re.compile(r"^([ \t]*)::", re.MULTILINE)
+# the legacy (v1) workflow commands: the runner finds `##[command]` anywhere in a line (and Azure
+# Pipelines `##vso[`); `#` followed by a space keeps every such sequence from matching
+_LEGACY_COMMAND = re.compile(r"##(?=\[|vso\[)", re.IGNORECASE)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
 _MARKDOWN_MARKUP = re.compile(r"([\\`\[\]<>|])")  # what can open HTML, a link or image, code, or a cell
 
@@ -98,8 +101,15 @@ def xml_document(document: str) -> str:
 
 def workflow_data(text: object) -> str:
     """The message of a GitHub Actions workflow command (`::error::MESSAGE`): `%`, CR, LF escaped
-    as the runner expects, so a message cannot end the line and start another command."""
-    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    as the runner expects, so a message cannot end the line and start another command; every other
+    control character made visible (an ESC or BEL in a device name reaches no terminal of a log
+    viewer), and a legacy `##[` command anywhere in it broken (`# #[`).
+
+    >>> workflow_data("A100\\x1b]52;c;eA==\\x07\\n##[add-mask]x")
+    'A100\\\\x1b]52;c;eA==\\\\x07%0A# #[add-mask]x'
+    """
+    escaped = str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return _LEGACY_COMMAND.sub("# #", _CONTROL.sub(_show, escaped))
 
 
 def workflow_property(text: object) -> str:
@@ -110,12 +120,15 @@ def workflow_property(text: object) -> str:
 def output_text(text: str) -> str:
     """The last guard before text is printed or written: control characters other than newline
     and tab made visible (no terminal escape sequence survives), and a line that would start a
-    GitHub workflow command (`::error`, `::add-mask::`) opened with `: :` instead.
+    GitHub workflow command (`::error`, `::add-mask::`) opened with `: :` instead, and a legacy
+    command (`##[error]`, `##[add-mask]`, `##vso[…]`), which the runner finds anywhere in a line,
+    broken as `# #[`.
 
-    >>> output_text("device: A100\\n::add-mask::x\\n\\x1b[2J")
-    'device: A100\\n: :add-mask::x\\n\\\\x1b[2J'
+    >>> output_text("device: A100\\n::add-mask::x\\n\\x1b[2J k ##[group]g")
+    'device: A100\\n: :add-mask::x\\n\\\\x1b[2J k # #[group]g'
     """
-    return _WORKFLOW_COMMAND_LINE.sub(r"\1: :", _CONTROL_BUT_LINES.sub(_show, text))
+    guarded = _WORKFLOW_COMMAND_LINE.sub(r"\1: :", _CONTROL_BUT_LINES.sub(_show, text))
+    return _LEGACY_COMMAND.sub("# #", guarded)
 
 
 def json_text(document: str) -> str:

@@ -97,5 +97,5 @@ def analyze(
         return build_report(trace, options)
     path = Path(trace)
     rank = analysed_rank(path, options, lambda: load_trace(path, limits=limits, cache=cache), cache=cache,
-                         max_events=limits.events)
+                         max_events=limits.events, max_op_depth=limits.op_depth)
     return combine_ranks([rank], options, rank.source)

@@ -29,7 +29,7 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
         return _analyse_remote(path, options, limits)
     local = path.removeprefix("file://")
     return _leaving(analysed_rank(Path(local), options, lambda: load_rank(local, limits=limits, cache=cache),
-                                  cache=cache, max_events=limits.events), options)
+                                  cache=cache, max_events=limits.events, max_op_depth=limits.op_depth), options)
 
 
 def _leaving(report: RankReport, options: ReportOptions) -> RankReport:

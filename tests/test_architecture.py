@@ -23,9 +23,9 @@ LAYERS = [
     # leaves: import nothing of the package
     ("traceanalyze._native", "traceanalyze.errors", "traceanalyze.allocator", "traceanalyze.version"),
     # what every stage may use: the compiled helpers' wrapper, the trace field table, atomic writes,
-    # the cache folder and its entry files, columns of one value held once
+    # the cache folder and its entry files, columns of one value held once, bounded config files
     ("traceanalyze.native", "traceanalyze.fields", "traceanalyze.output", "traceanalyze.cache_files",
-     "traceanalyze.scalar_columns"),
+     "traceanalyze.scalar_columns", "traceanalyze.config_files"),
     ("traceanalyze.model",),  # the Trace: frozen polars frames, their schemas, the launch join
     ("traceanalyze.analysis.costs",),  # FLOP/byte models by op name: no trace, no other analysis
     # the stages that make or read a Trace, independent of each other: capture writes a trace file,

@@ -5,7 +5,8 @@
 On a cluster the workers read the paths themselves: give paths every worker sees (a shared
 filesystem) or URLs (`s3://…`, `gs://…`: fsspec, with the matching filesystem package installed
 on the workers). `address` names the cluster: `ray://head:10001` (or `auto`) for Ray,
-`tcp://scheduler:8786` for Dask; none starts a local one on this machine.
+`tcp://scheduler:8786` for Dask; none starts a local one on this machine. An executor that fails
+(a worker killed, a cluster unreachable) is one error line naming it (`failures.guarded`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
+from traceanalyze.jobs.failures import guarded
 from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
@@ -89,7 +91,7 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
     except ImportError as exc:
         raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
     if address is not None:
-        with Client(address) as client:
+        with Client(address, timeout=DASK_CONNECT_SECONDS) as client:
             return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     with _main_script_hidden():
@@ -97,6 +99,8 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
     with cluster, Client(cluster) as client:
         return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
 
+
+DASK_CONNECT_SECONDS = 10  # how long a Dask scheduler at --executor-address may take to answer
 
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": run_dask}
 
@@ -116,8 +120,9 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
         names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths]
         if executor == "local" and workers is None:
             workers = 1 if len(paths) < 2 else min(len(paths), os.cpu_count() or 1)
-        results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address,
-                                      limits, cache)
+        chosen = per_worker(options, executor, workers, len(paths))
+        results = guarded(executor, address,
+                          lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache))
         return reduce_ranks(results, names, options, Path(str(folder)))
     from traceanalyze.load import trace_files
 
@@ -128,8 +133,8 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
     paths = [str(f) for f in files]
     if executor == "local" and workers is None:
         workers = _local_workers(files)
-    results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address, limits,
-                                  cache)
+    chosen = per_worker(options, executor, workers, len(paths))
+    results = guarded(executor, address, lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache))
     return reduce_ranks(results, [f.name for f in files], options, folder)
 
 

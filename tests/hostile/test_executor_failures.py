@@ -69,8 +69,8 @@ def test_without_credentials_keeps_the_url_intact():
 @pytest.mark.parametrize(("address", "said"), [
     ("foo://x", "--executor dask: cannot use the address foo://x (ValueError: unknown address scheme 'foo'"),
     ("tcp://127.0.0.1:1", "--executor dask: cannot reach tcp://127.0.0.1:1 (OSError: Timed out"),
-    ("tcp://user:pw@127.0.0.1:1", "--executor dask: cannot use the address tcp://127.0.0.1:1 (ValueError: invalid "
-                                  "address '127.0.0.1:1'"),
+    ("tcp://user:pw@127.0.0.1:1", ("--executor dask: cannot use the address tcp://127.0.0.1:1 (ValueError: invalid "
+                                   "address '127.0.0.1:1'")),
 ])
 def test_a_bad_dask_address_is_one_line(folder, address, said):
     result = subprocess.run([sys.executable, "-m", "traceanalyze", "report", str(folder), "--executor", "dask",

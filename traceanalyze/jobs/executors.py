@@ -21,8 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
-from traceanalyze.jobs.failures import guarded
+from traceanalyze.jobs.failures import USERINFO, guarded, without_credentials
 from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+from traceanalyze.jobs.urls import SourceUrl
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
@@ -123,7 +124,7 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
         chosen = per_worker(options, executor, workers, len(paths))
         results = guarded(executor, address,
                           lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache))
-        return reduce_ranks(results, names, options, Path(str(folder)))
+        return reduce_ranks(results, names, options, SourceUrl(str(folder)))
     from traceanalyze.load import trace_files
 
     folder = Path(folder)
@@ -159,24 +160,37 @@ def url_files(url: str) -> list[str]:
     order; a URL naming one trace file is a folder of that one file (fsspec lists them)."""
     from traceanalyze.load import TRACE_SUFFIXES
 
+    shown = without_credentials(url)  # no error shows the URL's user:password@
     try:
         import fsspec
     except ImportError as exc:
-        raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]' or '[ray]')") from exc
+        raise ConfigError(f"{shown}: reading a URL needs fsspec (pip install 'traceanalyze[dask]' or '[ray]')") from exc
     try:
         fs, root = fsspec.core.url_to_fs(url)
         if url.lower().endswith(TRACE_SUFFIXES) and fs.isfile(root):
             return [url]
         listed = fs.ls(root, detail=True)
     except (ImportError, ValueError) as exc:  # no filesystem for the scheme (s3fs, gcsfs, … not installed)
-        raise ConfigError(f"{url}: {exc}") from exc
+        raise ConfigError(f"{shown}: {without_credentials(str(exc))}") from None
     except OSError as exc:
-        raise TraceFormatError(f"{url}: cannot list it: {exc}") from exc
+        raise TraceFormatError(f"{shown}: cannot list it: {without_credentials(str(exc))}") from None
     files = sorted(entry["name"] for entry in listed
                    if entry.get("type") == "file" and entry["name"].lower().endswith(TRACE_SUFFIXES))
     if not files:
-        raise TraceFormatError(f"{url}: folder holds no .json or .json.gz trace files")
-    return [fs.unstrip_protocol(name) for name in files]
+        raise TraceFormatError(f"{shown}: folder holds no .json or .json.gz trace files")
+    return [_url_of(url, fs.unstrip_protocol(name)) for name in files]
+
+
+def _url_of(folder_url: str, listed: str) -> str:
+    """A listed file's URL with the folder URL's credentials kept (the worker that reads it needs
+    them; they are removed from whatever is shown)."""
+    found = USERINFO.match(folder_url)
+    if found is None or "://" not in listed:
+        return listed
+    scheme, rest = listed.split("://", 1)
+    if "@" in rest.split("/", 1)[0]:
+        return listed
+    return f"{scheme}://{found.group('userinfo')}{rest}"
 
 
 def _local_workers(files: list[Path]) -> int:

@@ -14,7 +14,7 @@ from traceanalyze.errors import TraceAnalyzeError
 
 Result = TypeVar("Result")
 
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s?#]*@)")
+USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s?#]*@)")
 
 
 class ExecutorError(TraceAnalyzeError):
@@ -28,12 +28,12 @@ def without_credentials(text: str) -> str:
     >>> without_credentials("http://alice:pw@127.0.0.1:8000/job/ and tcp://10.0.0.1:8786")
     'http://127.0.0.1:8000/job/ and tcp://10.0.0.1:8786'
     """
-    return _USERINFO.sub(r"\g<scheme>", text)
+    return USERINFO.sub(r"\g<scheme>", text)
 
 
 def _described(error: BaseException, address: str | None) -> str:
     text = " ".join(str(error).split()) or "no message"
-    found = _USERINFO.match(address or "")
+    found = USERINFO.match(address or "")
     if found:  # the executor may quote the address without its scheme: 'user:pw@host:port'
         text = text.replace(found.group("userinfo"), "")
     if len(text) > 300:

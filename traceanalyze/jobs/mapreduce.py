@@ -40,24 +40,36 @@ def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
 
 
 def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> RankReport:
-    """Copy the file from its URL to a local temporary file (fsspec), then analyse that."""
+    """Copy the file from its URL to a local temporary file (fsspec), within the download limits
+    (`limits.download_bytes`, `download_seconds`: `jobs.urls.download`), then analyse that. Its
+    `source` is the URL without credentials (`jobs.urls.SourceUrl`)."""
+    from traceanalyze.errors import ConfigError, TraceFormatError
+    from traceanalyze.jobs.failures import without_credentials
+    from traceanalyze.jobs.urls import SourceUrl, disk_free, download
+
     try:
         import fsspec
     except ImportError as exc:  # pragma: no cover - fsspec comes with the ray and dask extras
-        from traceanalyze.errors import ConfigError
-
-        raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]')") from exc
+        raise ConfigError(f"{without_credentials(url)}: reading a URL needs fsspec (pip install "
+                          "'traceanalyze[dask]')") from exc
     from traceanalyze.load import load_rank
     from traceanalyze.report.model import rank_report
 
     name = url.rstrip("/").rsplit("/", 1)[-1]
     with tempfile.TemporaryDirectory(prefix="traceanalyze-") as folder:
         local = Path(folder) / name
-        with fsspec.open(url, "rb") as source, open(local, "wb") as target:
-            while chunk := source.read(16 << 20):
-                target.write(chunk)
-        report = rank_report(load_rank(local, limits=limits), options)
-    return dataclasses.replace(_leaving(report, options), source=Path(url))
+        try:
+            with fsspec.open(url, "rb") as source, open(local, "wb") as target:
+                download(source, target, url, max_bytes=limits.download_bytes, max_seconds=limits.download_seconds,
+                         free_bytes=disk_free(Path(folder)))
+        except OSError as error:
+            raise TraceFormatError(f"{without_credentials(url)}: cannot read: "
+                                   f"{without_credentials(str(error.strerror or error))}") from None
+        try:
+            report = rank_report(load_rank(local, limits=limits), options)
+        except TraceFormatError as error:  # the loader names the local copy: name the URL instead
+            raise type(error)(str(error).replace(str(local), without_credentials(url))) from None
+    return dataclasses.replace(_leaving(report, options), source=SourceUrl(url))
 
 
 def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOptions, source: Path) -> Report:

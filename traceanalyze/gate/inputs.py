@@ -80,10 +80,13 @@ def read_saved_report(path: Path) -> ReportV1:
         raise TraceFormatError(f"{path}: not a traceanalyze JSON report: {error}") from None
 
 
-def load_report(path: Path, build: Callable[[Path], Report], *, skip_steps: int = 0) -> ReportV1:
+def load_report(path: Path | str, build: Callable[[Path | str], Report], *, skip_steps: int = 0) -> ReportV1:
     """The JSON report of `path`: decoded when it is a saved report, else `build(path)` (load the
     trace and build its report) turned into `ReportV1`. A saved report cannot be analysed again:
-    with `skip_steps` > 0 it must have been saved with the same `--skip-steps` (else `ConfigError`)."""
+    with `skip_steps` > 0 it must have been saved with the same `--skip-steps` (else `ConfigError`).
+    A URL (a string: `s3://bucket/job/`) is a folder of rank traces, built as `report` builds it."""
+    if isinstance(path, str):
+        return report_v1(build(path))
     if is_saved_report(path):
         saved = read_saved_report(path)
         kept = saved.options.skip_steps or 0

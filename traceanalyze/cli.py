@@ -61,6 +61,8 @@ MaxInflation = Annotated[float, typer.Option("--max-inflation", metavar="RATIO",
 
 MaxOpDepth = Annotated[int, typer.Option("--max-op-depth", metavar="N", min=1, show_default=True, help=(
     "Loader limit: how deep CPU ops may nest on one thread (analyses walk up the op tree)."))]
+MaxDownloadMb = Annotated[int, typer.Option("--max-download-mb", metavar="MB", min=1, show_default=True, help=(
+    "Loader limit: MB copied from each rank file of a folder's URL."))]
 
 
 NoCache = Annotated[bool, typer.Option("--no-cache", help=(
@@ -73,8 +75,28 @@ SkipSteps = Annotated[int, typer.Option("--skip-steps", metavar="N", min=0, help
     "a trace without steps is an error when N > 0."))]
 
 
-def _limits(max_event_mb: int, max_events: int, max_inflation: float, max_op_depth: int) -> LoadLimits:
-    return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation, op_depth=max_op_depth)
+def _limits(max_event_mb: int, max_events: int, max_inflation: float, max_op_depth: int,
+            max_download_mb: int = _DEFAULT_LIMITS.download_bytes // MIB) -> LoadLimits:
+    return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation, op_depth=max_op_depth,
+                      download_bytes=max_download_mb * MIB)
+
+
+def _source(text: str) -> Path | str:
+    """A trace argument: a URL stays a string (Path would fold its //), anything else is a path."""
+    from traceanalyze.jobs.executors import is_url
+
+    return text if is_url(text) else Path(text)
+
+
+def _local(source: Path | str | None) -> Path | None:
+    return source if isinstance(source, Path) else None
+
+
+def _named(source: Path | str) -> str:
+    """How a source is shown: a URL without its user:password@."""
+    from traceanalyze.jobs.failures import without_credentials
+
+    return without_credentials(str(source))
 
 
 def fail(error: TraceAnalyzeError) -> None:
@@ -206,6 +228,7 @@ def report(
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
     max_op_depth: MaxOpDepth = _DEFAULT_LIMITS.op_depth,
+    max_download_mb: MaxDownloadMb = _DEFAULT_LIMITS.download_bytes // MIB,
     no_cache: NoCache = False,
     details: Annotated[bool, typer.Option("--details", help="Terminal format: every table, and every rank of a folder (default: the verdict, the findings and the key sections; a folder: the job screen and the slowest rank).")] = False,
     executor: ExecutorOption = "local",
@@ -222,7 +245,8 @@ def report(
     try:
         built = _analyze(source, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
-                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), executor=executor,
+                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth, max_download_mb),
+                         executor=executor,
                          workers=workers, executor_address=executor_address, cache=not no_cache)
     except TraceAnalyzeError as error:
         fail(error)
@@ -406,7 +430,7 @@ def calibrate(
 
 @app.command()
 def gate(
-    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace, a folder of per-rank traces, or a saved JSON report.", readable=False)],
+    trace: Annotated[str, typer.Argument(metavar="TRACE", help="A .json/.json.gz trace, a folder of per-rank traces (or its URL), or a saved JSON report.")],
     max_idle_fraction: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: GPU idle fraction per step at most this (0.15 or 15%).", show_default=False)] = None,
     max_overhead: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: overhead share of the regime attribution at most this.", show_default=False)] = None,
     min_compute: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget: compute share of the regime attribution at least this.", show_default=False)] = None,
@@ -416,7 +440,7 @@ def gate(
     max_exposed_comm: Annotated[Optional[str], typer.Option(metavar="FRACTION", help="Budget (several ranks): share of a step in collectives with no other GPU work running, at most this.", show_default=False)] = None,
     ranks: Annotated[Optional[str], typer.Option(metavar="worst|pooled", help="Several ranks: judge every rank and name the worst (default), or judge them pooled.", show_default=False)] = None,
     skip_steps: Annotated[Optional[int], typer.Option("--skip-steps", metavar="N", min=0, help="Leave each rank's first N ProfilerSteps out of the traces judged (the baseline's too; a saved report must have been saved with the same N).", show_default=False)] = None,
-    baseline: Annotated[Optional[Path], typer.Option(metavar="BASE", help="A saved JSON report or a trace to compare with (needs --max-regression).", show_default=False)] = None,
+    baseline: Annotated[Optional[str], typer.Option(metavar="BASE", help="A saved JSON report or a trace (or a folder's URL) to compare with (needs --max-regression).", show_default=False)] = None,
     max_regression: Annotated[Optional[str], typer.Option(metavar="PCT", help="How much worse than the baseline is allowed: 5% or 0.05.", show_default=False)] = None,
     statistic: Annotated[Optional[str], typer.Option(metavar="median|p90|mean|max", help="Per-step statistic judged (default: median).", show_default=False)] = None,
     min_steps: Annotated[Optional[int], typer.Option(metavar="N", help="Fewest steps to judge on (default: 3).", show_default=False)] = None,
@@ -448,14 +472,15 @@ def gate(
     from traceanalyze.gate.render_text import render_verdict_markdown, render_verdict_terminal
     from traceanalyze.output import append_output, write_output
 
-    def build(path: Path):
+    def build(path: Path | str):
         return _analyze(path, skip_steps=options.skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                         device_file=device_file, force_device_file=force_device_file,
                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    source = _source(trace)
     _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
-                               trace, baseline, config, device_file)
+                               _local(source), _local(_source(baseline)) if baseline else None, config, device_file)
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us,
              "max_wait_fraction": max_wait_fraction, "max_exposed_comm": max_exposed_comm, "ranks": ranks,
@@ -465,9 +490,9 @@ def gate(
              "allow_unreliable": allow_unreliable or None}
     try:
         options = resolve_options(load_gate_config(config, cwd=Path.cwd()).values, flags)
-        measured = measure(load_report(trace, build, skip_steps=options.skip_steps), source=str(trace))
-        base_path = Path(options.baseline) if options.baseline is not None else None
-        base = (measure(load_report(base_path, build, skip_steps=options.skip_steps), source=str(base_path))
+        measured = measure(load_report(source, build, skip_steps=options.skip_steps), source=_named(source))
+        base_path = _source(str(options.baseline)) if options.baseline is not None else None
+        base = (measure(load_report(base_path, build, skip_steps=options.skip_steps), source=_named(base_path))
                 if base_path is not None else None)
         verdict = evaluate(measured, options, baseline=base)
     except TraceAnalyzeError as error:
@@ -496,8 +521,8 @@ def gate(
 
 @app.command()
 def diff(
-    base: Annotated[Path, typer.Argument(help="The baseline: a trace, a folder of per-rank traces, or a saved JSON report.", readable=False)],
-    new: Annotated[Path, typer.Argument(help="The new run: a trace, a folder of per-rank traces, or a saved JSON report.", readable=False)],
+    base: Annotated[str, typer.Argument(metavar="BASE", help="The baseline: a trace, a folder of per-rank traces (or its URL), or a saved JSON report.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="The new run: a trace, a folder of per-rank traces (or its URL), or a saved JSON report.")],
     format: Annotated[DiffFormat, typer.Option("--format", "-f", help="Output format.")] = DiffFormat("terminal"),  # type: ignore[valid-type]
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.", show_default=False)] = None,
     statistic: Annotated[str, typer.Option(metavar="median|p90|mean|max", help="Per-step statistic for step time and idle.")] = "median",
@@ -521,18 +546,19 @@ def diff(
     from traceanalyze.gate.budgets import parse_regression, parse_statistic
     from traceanalyze.gate.inputs import load_report
 
-    def build(path: Path):
+    def build(path: Path | str):
         return _analyze(path, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                         device_file=device_file, force_device_file=force_device_file,
                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
-    _refuse_overwriting_inputs({"--output": output}, base, new, device_file)
+    base_source, new_source = _source(base), _source(new)
+    _refuse_overwriting_inputs({"--output": output}, _local(base_source), _local(new_source), device_file)
     try:
         chosen = parse_statistic(statistic, "--statistic")
         threshold = parse_regression(min_change, "--min-change")
-        compared = diff_reports(load_report(base, build, skip_steps=skip_steps), load_report(new, build, skip_steps=skip_steps),
-                                statistic=chosen,
-                                min_change=threshold, sources=(str(base), str(new)))
+        compared = diff_reports(load_report(base_source, build, skip_steps=skip_steps),
+                                load_report(new_source, build, skip_steps=skip_steps), statistic=chosen,
+                                min_change=threshold, sources=(_named(base_source), _named(new_source)))
     except TraceAnalyzeError as error:
         fail(error)
     text = (diff_formats.render_diff_terminal(compared, top=top, width=width) if format.value == "terminal"

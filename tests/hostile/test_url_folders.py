@@ -9,6 +9,7 @@ an HTTP server would, takes credentials in the URL and serves one endless file."
 from __future__ import annotations
 
 import io
+import os
 import json
 import time
 
@@ -108,3 +109,24 @@ def test_no_output_carries_the_credentials_and_the_url_is_intact(bucket, form):
         assert document["source"] == "secretfs://bucket/job/"
         assert [rank["source"] for rank in document["ranks"]] == [
             "secretfs:///bucket/job/rank0.json.gz", "secretfs:///bucket/job/rank1.json.gz"]
+
+
+@pytest.mark.parametrize("command", [["gate", "URL", "--max-idle-fraction", "1", "--baseline", "URL",
+                                      "--max-regression", "50%", "--allow-unreliable"],
+                                     ["diff", "URL", "URL"], ["diff", "URL", "URL", "-f", "json"]])
+def test_gate_and_diff_take_the_same_urls(bucket, command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml of the repository
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)  # one worker, this process: where secretfs:// is registered
+    url = f"secretfs://alice:{SECRET}@bucket/job/"
+    result = CliRunner().invoke(app, [url if part == "URL" else part for part in command])
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.output and "no such file" not in result.output
+    assert "secretfs://bucket/job/" in result.output
+
+
+def test_max_download_mb_is_a_flag(bucket):
+    result = CliRunner().invoke(app, ["report", f"secretfs://alice:{SECRET}@bucket/bad/", "--max-download-mb", "4",
+                                      "--workers", "1", "--no-cache"])
+    assert result.exit_code == 2
+    assert "secretfs:///bucket/bad/endless.json.gz: more than 4 MB to download" in result.output
+    assert SECRET not in result.output

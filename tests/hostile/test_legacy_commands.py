@@ -69,3 +69,15 @@ def test_gate_annotations_and_step_summary_carry_no_command_and_no_control(folde
         assert not LEGACY.search(line) and not RAW.search(line), line
     assert "A100 # #[error]device\\x1b]52;c;aGVsbG8=\\x07\\x1b[2J" in "\n".join(annotations)
     assert not LEGACY.search(summary.read_text()) and not RAW.search(summary.read_text())
+
+
+def test_a_newline_in_a_name_stays_on_its_markdown_line(tmp_path):
+    # the escape's backslash is escaped too: it renders as the two characters \n
+    assert escape.markdown("A100\n# heading\r| cell") == "A100\\\\n\\# heading\\\\r\\| cell"
+    assert escape.markdown_plain("A100\n- item") == "A100\\\\n- item"
+    trace = json.loads(gzip.decompress(FIXTURE.read_bytes()))
+    trace["deviceProperties"][0]["name"] = "A100\n# injected heading\n| a | b |"
+    (tmp_path / "t.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    result = run("report", "t.json.gz", "-f", "markdown", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not [line for line in result.stdout.splitlines() if line.startswith(("# injected", "| a | b"))]

@@ -5,7 +5,7 @@ from files users did not write; every renderer passes them through one function 
   paragraph separators, bidirectional overrides, lone surrogates) become visible escapes
   (`\\x1b`, `\\n`, `\\u202e`), so no terminal escape sequence (OSC 52/0/8, CSI `\\x1b[2J`) reaches
   a terminal and a name stays on one line;
-* `markdown`: control characters but newline and tab made visible, then Markdown punctuation that could start markup backslash-escaped
+* `markdown`: control characters but tab made visible (a newline too: a name stays on its line), then Markdown punctuation that could start markup backslash-escaped
   (raw HTML `<img …>`, links and images `[x](…)`, code spans, table cells `|`); `markdown_plain`
   escapes only those that inject (used by the gate verdict, whose names hold `_`);
 * `html`: control characters but newline and tab made visible, then `& < > " '` escaped (text
@@ -32,6 +32,8 @@ import re
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # C0, DEL, C1; zero-width and bidirectional formatting; line/paragraph separators; lone surrogates
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+# a name stays on one line in Markdown: a newline there would end a table row or a list item
+_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 _CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 # what a JSON encoder leaves raw (it escapes C0 itself): DEL, C1, formatting, separators
 _JSON_RAW = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
@@ -62,14 +64,14 @@ def visible(text: object) -> str:
 
 
 def markdown(text: object) -> str:
-    """Plain text for Markdown (GitHub-flavoured): control characters other than newline and tab
-    shown as escapes, then markup punctuation escaped (a line break cannot start markup: `#`, `|`,
-    `<`, `::`… stay escaped or guarded by `output_text`).
+    """Plain text for Markdown (GitHub-flavoured): control characters other than tab shown as
+    escapes (a newline in a device name would split a table row or list item), then markup
+    punctuation escaped.
 
     >>> markdown("<img src=x> [a](javascript:b) `c` |d|")
     '\\\\<img src=x\\\\> \\\\[a\\\\](javascript:b) \\\\`c\\\\` \\\\|d\\\\|'
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _CONTROL_BUT_LINES.sub(_show, str(text)))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _CONTROL_BUT_TAB.sub(_show, str(text)))
 
 
 def markdown_plain(text: object) -> str:
@@ -80,7 +82,7 @@ def markdown_plain(text: object) -> str:
     >>> markdown_plain("max_idle_fraction <img src=x> ![a](b) |")
     'max_idle_fraction \\\\<img src=x\\\\> !\\\\[a\\\\](b) \\\\|'
     """
-    return _MARKDOWN_MARKUP.sub(r"\\\1", _CONTROL_BUT_LINES.sub(_show, str(text)))
+    return _MARKDOWN_MARKUP.sub(r"\\\1", _CONTROL_BUT_TAB.sub(_show, str(text)))
 
 
 def html(text: object) -> str:

@@ -108,12 +108,13 @@ EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": ru
 
 def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str = "local",
                    workers: int | None = None, address: str | None = None,
-                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False) -> Report:
+                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False, force_job: bool = False) -> Report:
     """A folder of rank traces → the `Report`: the map on `executor`, the reduce here. `folder`
     is a local path, or an fsspec URL of a folder (`s3://bucket/job42/`, `gs://…`,
     `file:///shared/job42`): listed here, each file read by the worker that analyses it. Each
     worker reads and writes the cache of loaded traces (`load.cache`, the folder `cache` names
-    where it runs; local paths only)."""
+    where it runs; local paths only). Files that are not one job are refused (`identity.NotOneJob`)
+    unless `force_job`."""
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
     if is_url(str(folder)):
@@ -124,7 +125,7 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
         chosen = per_worker(options, executor, workers, len(paths))
         results = guarded(executor, address,
                           lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache))
-        return reduce_ranks(results, names, options, SourceUrl(str(folder)))
+        return reduce_ranks(results, names, options, SourceUrl(str(folder)), force_job=force_job)
     from traceanalyze.load import trace_files
 
     folder = Path(folder)
@@ -136,7 +137,7 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
         workers = _local_workers(files)
     chosen = per_worker(options, executor, workers, len(paths))
     results = guarded(executor, address, lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache))
-    return reduce_ranks(results, [f.name for f in files], options, folder)
+    return reduce_ranks(results, [f.name for f in files], options, folder, force_job=force_job)
 
 
 def per_worker(options: ReportOptions, executor: str, workers: int | None, ranks: int) -> ReportOptions:

@@ -72,11 +72,19 @@ def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> Ran
     return dataclasses.replace(_leaving(report, options), source=SourceUrl(url))
 
 
-def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOptions, source: Path) -> Report:
+def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOptions, source: Path, *,
+                 force_job: bool = False) -> Report:
     """Every rank's `RankReport` (in the order of the files `names`) → the `Report`. Ranks come
     from `distributedInfo.rank`, else the file names, else the file order: the first source that
-    gives every file a distinct rank wins (as `load.load_trace` does for a folder)."""
+    gives every file a distinct rank wins (as `load.load_trace` does for a folder). Files that are
+    not one job are refused (`identity.check_one_job`), or with `force_job` reported as one with a
+    note on every rank."""
+    from traceanalyze.jobs.identity import check_one_job
     from traceanalyze.load import declared_rank
+
+    forced = check_one_job(results, names, source, force=force_job)
+    if forced is not None:
+        results = [dataclasses.replace(r, notes=(forced, *r.notes)) for r in results]
 
     from_info = [r.rank if r.rank_source == "distributedInfo" else None for r in results]
     from_names = [declared_rank(Path(n)) for n in names]

@@ -190,7 +190,8 @@ def _refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: P
 def _analyze(trace: Path | str, *, window: str = "activity", skip_steps: int = 0, max_gaps: int | None = None, peak_flops: float | None = None,
              peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
              limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
-             executor_address: str | None = None, cache: bool = True, rank_frames: str = "bounded"):
+             executor_address: str | None = None, cache: bool = True, rank_frames: str = "bounded",
+             force_job: bool = False):
     """`api.analyze` with the command's options (its defaults where an option is not given). A
     folder's ranks keep only what the reports show (`rank_frames="bounded"`) unless asked."""
     from traceanalyze.api import analyze
@@ -199,7 +200,8 @@ def _analyze(trace: Path | str, *, window: str = "activity", skip_steps: int = 0
     return analyze(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,  # type: ignore[arg-type]
                    device_file=device_file, force_device_file=force_device_file, limits=limits,
                    executor=executor, workers=workers,
-                   executor_address=executor_address, cache=cache, rank_frames=rank_frames, **extra)
+                   executor_address=executor_address, cache=cache, rank_frames=rank_frames, force_job=force_job,
+                   **extra)
 
 
 ExecutorOption = Annotated[str, typer.Option(
@@ -234,6 +236,7 @@ def report(
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
     executor_address: AddressOption = None,
+    force_job: Annotated[bool, typer.Option("--force-job", help="Report a folder's files as one job even when they are not (other world sizes, devices, or times); a note says why.")] = False,
 ) -> None:
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities); for a
@@ -247,7 +250,7 @@ def report(
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth, max_download_mb),
                          executor=executor,
-                         workers=workers, executor_address=executor_address, cache=not no_cache)
+                         workers=workers, executor_address=executor_address, cache=not no_cache, force_job=force_job)
     except TraceAnalyzeError as error:
         fail(error)
     if details:

@@ -34,6 +34,7 @@ def analyze(
     cache: CacheSetting = True,
     rank_frames: str = "full",
     force_job: bool = False,
+    skip_bad_ranks: bool = False,
 ) -> Report:
     """Load (if given a path) and analyse a trace; every table is a polars DataFrame on the
     returned report, per rank: `report.ranks[0].idle`, `.gaps`, `.latency`, `.roofline`,
@@ -91,7 +92,8 @@ def analyze(
         from traceanalyze.jobs import analyse_folder
 
         return analyse_folder(trace, options, executor=executor, workers=workers, address=executor_address,
-                              limits=limits, cache=cache, force_job=force_job)
+                              limits=limits, cache=cache, force_job=force_job,
+                              skip_bad_ranks=skip_bad_ranks)
     if executor != "local" or executor_address is not None:
         raise ConfigError("--executor and --executor-address apply to a folder of rank traces")
     if isinstance(trace, Trace):

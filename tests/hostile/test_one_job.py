@@ -73,3 +73,28 @@ def test_unrelated_shared_traces_are_refused_and_the_real_job_is_not(tmp_path):
     with pytest.raises(NotOneJob, match="not one job: device family ROCm in hta_mi250_rocm.json.gz"):
         analyze(tmp_path, workers=1, cache=False)
     assert len(analyze(SHARED_TRACES_DIR / "param_v100_dlrm_4ranks", workers=1, cache=False).ranks) == 4
+
+
+def test_skip_bad_ranks_reports_the_readable_ones_and_names_the_others(tmp_path):
+    job = write_job(tmp_path / "job")
+    (job / "rank2.json").write_text((job / "rank2.json").read_text()[:5000])  # truncated
+    (job / "rank9.json").symlink_to(job / "rank9.json")  # a link loop: was skipped without a word
+    with pytest.raises(Exception, match=r"rank2.json"):
+        analyze(job, workers=1, cache=False)
+    report = analyze(job, workers=1, cache=False, skip_bad_ranks=True)
+    assert [rank.rank for rank in report.ranks] == [0, 1, 3]
+    notes = report.ranks[0].notes
+    assert any(n.startswith("rank file skipped (--skip-bad-ranks): ") and "rank2.json" in n for n in notes), notes
+    assert any("rank9.json" in n and "symbolic link loop" in n for n in notes), notes
+    result = CliRunner().invoke(app, ["report", str(job), "--workers", "1", "--no-cache", "--skip-bad-ranks"])
+    assert result.exit_code == 0, result.output
+    assert "rank file skipped (--skip-bad-ranks)" in result.output
+
+
+def test_colliding_ranks_are_said(tmp_path):
+    job = write_job(tmp_path / "job")
+    _edit(job / "rank3.json", lambda d: d["distributedInfo"].update(rank=1))
+    report = analyze(job, workers=1, cache=False)
+    assert [rank.rank for rank in report.ranks] == [0, 1, 2, 3]  # by file name
+    assert any(n.startswith("distributedInfo.rank collides (rank 1: rank1.json, rank3.json)") for n in
+               report.ranks[0].notes), report.ranks[0].notes

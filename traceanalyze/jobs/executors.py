@@ -22,36 +22,39 @@ from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
 from traceanalyze.jobs.failures import USERINFO, guarded, without_credentials
-from traceanalyze.jobs.mapreduce import analyse_file, reduce_ranks
+from traceanalyze.jobs.mapreduce import analyse_file, analyse_file_or_skip, reduce_ranks
 from traceanalyze.jobs.urls import SourceUrl
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 
-Executor = Callable[[list[str], ReportOptions, int | None, str | None, LoadLimits, CacheSetting], list[RankReport]]
+# (paths, options, workers, address, limits, cache, task=None): `task` maps one rank file (default
+# `mapreduce.analyse_file`; `mapreduce.analyse_file_or_skip` under --skip-bad-ranks)
+Executor = Callable[..., list[RankReport]]
 
 
 def run_local(paths: list[str], options: ReportOptions, workers: int | None = None,
               address: str | None = None, limits: LoadLimits = LoadLimits(),
-              cache: CacheSetting = False) -> list[RankReport]:
+              cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
     """One spawned process per core (or `workers`), one rank file at a time each; one worker:
     every rank in this process, one after another (the parent then holds one rank's tables at a
     time)."""
     if address is not None:
         raise ConfigError("--executor-address is for ray and dask; the local executor runs on this machine")
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
+    task = task or analyse_file
     if count == 1:
-        return [analyse_file(p, options, limits, cache) for p in paths]
+        return [task(p, options, limits, cache) for p in paths]
     from traceanalyze.load.chunk_workers import spawn_pool
 
     with spawn_pool(count) as pool:
-        futures = [pool.submit(analyse_file, p, options, limits, cache) for p in paths]
+        futures = [pool.submit(task, p, options, limits, cache) for p in paths]
         return [f.result() for f in futures]
 
 
 def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,
             address: str | None = None, limits: LoadLimits = LoadLimits(),
-            cache: CacheSetting = False) -> list[RankReport]:
+            cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
     """Ray tasks, one per rank file, on the cluster at `address` (or a local Ray started with
     `workers` CPUs). Ray stays up afterwards if it was already initialised by the caller."""
     try:
@@ -64,8 +67,8 @@ def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None
                  log_to_driver=False, configure_logging=False)
         started = True
     try:
-        task = ray.remote(analyse_file)
-        refs = [task.remote(p, options, limits, cache) for p in paths]
+        remote = ray.remote(task or analyse_file)
+        refs = [remote.remote(p, options, limits, cache) for p in paths]
         return [_unwrap_ray(ray, ref) for ref in refs]
     finally:
         if started:
@@ -84,7 +87,7 @@ def _unwrap_ray(ray, ref) -> RankReport:
 
 def run_dask(paths: list[str], options: ReportOptions, workers: int | None = None,
              address: str | None = None, limits: LoadLimits = LoadLimits(),
-             cache: CacheSetting = False) -> list[RankReport]:
+             cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
     """Dask futures, one per rank file, on the scheduler at `address` (or a `LocalCluster` of
     `workers` single-threaded worker processes)."""
     try:
@@ -93,12 +96,12 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
         raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
     if address is not None:
         with Client(address, timeout=DASK_CONNECT_SECONDS) as client:
-            return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+            return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     with _main_script_hidden():
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
-        return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+        return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
 
 
 DASK_CONNECT_SECONDS = 10  # how long a Dask scheduler at --executor-address may take to answer
@@ -108,15 +111,18 @@ EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": ru
 
 def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str = "local",
                    workers: int | None = None, address: str | None = None,
-                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False, force_job: bool = False) -> Report:
+                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False, force_job: bool = False,
+                   skip_bad_ranks: bool = False) -> Report:
     """A folder of rank traces → the `Report`: the map on `executor`, the reduce here. `folder`
     is a local path, or an fsspec URL of a folder (`s3://bucket/job42/`, `gs://…`,
     `file:///shared/job42`): listed here, each file read by the worker that analyses it. Each
     worker reads and writes the cache of loaded traces (`load.cache`, the folder `cache` names
     where it runs; local paths only). Files that are not one job are refused (`identity.NotOneJob`)
-    unless `force_job`."""
+    unless `force_job`. With `skip_bad_ranks`, a rank file that cannot be read is left out and
+    named, with its error, on every remaining rank (`mapreduce.analyse_file_or_skip`)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    task = analyse_file_or_skip if skip_bad_ranks else None
     if is_url(str(folder)):
         paths = url_files(str(folder))
         names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths]
@@ -124,8 +130,8 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
             workers = 1 if len(paths) < 2 else min(len(paths), os.cpu_count() or 1)
         chosen = per_worker(options, executor, workers, len(paths))
         results = guarded(executor, address,
-                          lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache))
-        return reduce_ranks(results, names, options, SourceUrl(str(folder)), force_job=force_job)
+                          lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache, task=task))
+        return reduce_ranks(results, names, options, SourceUrl(str(folder)), force_job=force_job)  # type: ignore[arg-type]
     from traceanalyze.load import trace_files
 
     folder = Path(folder)
@@ -136,7 +142,8 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
     if executor == "local" and workers is None:
         workers = _local_workers(files)
     chosen = per_worker(options, executor, workers, len(paths))
-    results = guarded(executor, address, lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache))
+    results = guarded(executor, address,
+                      lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache, task=task))
     return reduce_ranks(results, [f.name for f in files], options, folder, force_job=force_job)
 
 

@@ -32,6 +32,26 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
                                   cache=cache, max_events=limits.events, max_op_depth=limits.op_depth), options)
 
 
+@dataclasses.dataclass(frozen=True)
+class SkippedRank:
+    """A rank file left out under --skip-bad-ranks: its path and the one-line error it gave."""
+
+    path: str
+    error: str
+
+
+def analyse_file_or_skip(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
+                         cache: CacheSetting = False) -> RankReport | SkippedRank:
+    """`analyse_file`, or the `SkippedRank` of a file that is bad input (a `TraceAnalyzeError`:
+    truncated, not JSON, over a limit, a link loop); any other failure still ends the job."""
+    from traceanalyze.errors import TraceAnalyzeError
+
+    try:
+        return analyse_file(path, options, limits, cache)
+    except TraceAnalyzeError as error:
+        return SkippedRank(path=path, error=" ".join(str(error).split()))
+
+
 def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
     """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`)."""
     from traceanalyze.report.model import bounded
@@ -82,9 +102,20 @@ def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOpt
     from traceanalyze.jobs.identity import check_one_job
     from traceanalyze.load import declared_rank
 
-    forced = check_one_job(results, names, source, force=force_job)
-    if forced is not None:
-        results = [dataclasses.replace(r, notes=(forced, *r.notes)) for r in results]
+    skipped = [r for r in results if isinstance(r, SkippedRank)]
+    if skipped:
+        from traceanalyze.errors import TraceFormatError
+
+        kept = [(r, n) for r, n in zip(results, names) if not isinstance(r, SkippedRank)]
+        if not kept:
+            raise TraceFormatError(f"{source}: no rank file could be read (--skip-bad-ranks): {skipped[0].error}")
+        results, names = [r for r, _ in kept], [n for _, n in kept]
+    notes = [check_one_job(results, names, source, force=force_job)]
+    notes += [f"rank file skipped (--skip-bad-ranks): {s.error}" for s in skipped]
+    notes += _collision_notes(results, names)
+    said = tuple(note for note in notes if note)
+    if said:
+        results = [dataclasses.replace(r, notes=(*said, *r.notes)) for r in results]
 
     from_info = [r.rank if r.rank_source == "distributedInfo" else None for r in results]
     from_names = [declared_rank(Path(n)) for n in names]
@@ -96,6 +127,22 @@ def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOpt
     relabelled = [r if (r.rank, r.rank_source) == (rank, origin) else relabel(r, rank, origin)
                   for r, rank in zip(results, ranks)]
     return combine_ranks(sorted(relabelled, key=lambda r: r.rank), options, source)
+
+
+def _collision_notes(results: list[RankReport], names: list[str]) -> list[str]:
+    """Files that claim the same `distributedInfo.rank`: then no rank comes from it (the ranks
+    are numbered by file name or order), said up front rather than found in each rank's health."""
+    claimed: dict[int, list[str]] = {}
+    for report, name in zip(results, names):
+        if report.rank_source == "distributedInfo":
+            claimed.setdefault(report.rank, []).append(name)
+    shared = {rank: files for rank, files in claimed.items() if len(files) > 1}
+    if not shared:
+        return []
+    listed = "; ".join(f"rank {rank}: {', '.join(files[:4])}{' …' if len(files) > 4 else ''}"
+                       for rank, files in sorted(shared.items())[:4])
+    return [f"distributedInfo.rank collides ({listed}): ranks numbered by file name or order "
+            "(distributed_rank_not_used)"]
 
 
 def relabel(report: RankReport, rank: int, origin: str) -> RankReport:

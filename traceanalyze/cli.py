@@ -191,7 +191,7 @@ def _analyze(trace: Path | str, *, window: str = "activity", skip_steps: int = 0
              peak_bandwidth: float | None = None, device_file: Path | None = None, force_device_file: bool = False,
              limits: LoadLimits = _DEFAULT_LIMITS, executor: str = "local", workers: int | None = None,
              executor_address: str | None = None, cache: bool = True, rank_frames: str = "bounded",
-             force_job: bool = False):
+             force_job: bool = False, skip_bad_ranks: bool = False):
     """`api.analyze` with the command's options (its defaults where an option is not given). A
     folder's ranks keep only what the reports show (`rank_frames="bounded"`) unless asked."""
     from traceanalyze.api import analyze
@@ -201,6 +201,7 @@ def _analyze(trace: Path | str, *, window: str = "activity", skip_steps: int = 0
                    device_file=device_file, force_device_file=force_device_file, limits=limits,
                    executor=executor, workers=workers,
                    executor_address=executor_address, cache=cache, rank_frames=rank_frames, force_job=force_job,
+                   skip_bad_ranks=skip_bad_ranks,
                    **extra)
 
 
@@ -236,6 +237,7 @@ def report(
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
     executor_address: AddressOption = None,
+    skip_bad_ranks: Annotated[bool, typer.Option("--skip-bad-ranks", help="A folder: report the rank files that can be read; those that cannot are named, with their error.")] = False,
     force_job: Annotated[bool, typer.Option("--force-job", help="Report a folder's files as one job even when they are not (other world sizes, devices, or times); a note says why.")] = False,
 ) -> None:
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
@@ -250,7 +252,8 @@ def report(
                          peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                          limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth, max_download_mb),
                          executor=executor,
-                         workers=workers, executor_address=executor_address, cache=not no_cache, force_job=force_job)
+                         workers=workers, executor_address=executor_address, cache=not no_cache, force_job=force_job,
+                         skip_bad_ranks=skip_bad_ranks)
     except TraceAnalyzeError as error:
         fail(error)
     if details:

@@ -177,9 +177,9 @@ def test_the_local_workers_get_one_thread_each(job_folder, monkeypatch):
     seen = []
     real = executors.EXECUTORS["local"]
 
-    def spying(paths, options, *rest):
+    def spying(paths, options, *rest, **keywords):
         seen.append((options.analysis_threads, rest[0]))
-        return real(paths, options, *rest)
+        return real(paths, options, *rest, **keywords)
 
     monkeypatch.setitem(executors.EXECUTORS, "local", spying)
     executors.analyse_folder(job_folder, ReportOptions(), workers=2)

@@ -12,6 +12,7 @@ from typing import Callable
 import msgspec
 
 from traceanalyze.errors import ConfigError, TraceFormatError
+from traceanalyze.gate.saved_ranges import check_ranges
 from traceanalyze.report.jsonout import report_v1
 from traceanalyze.report.model import Report
 from traceanalyze.report.schema import KNOWN_SCHEMA_VERSIONS, ReportV1, report_from_builtins
@@ -74,6 +75,7 @@ def read_saved_report(path: Path) -> ReportV1:
             f"{path}: report schema_version {version!r} is not one this traceanalyze reads "
             f"({', '.join(KNOWN_SCHEMA_VERSIONS)}); make the report again with this version"
         )
+    check_ranges(document, path)  # no negative or absurd time, no fraction outside [0, 1]
     try:
         return report_from_builtins(document)
     except msgspec.ValidationError as error:

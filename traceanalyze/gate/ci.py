@@ -32,7 +32,11 @@ def render_junit(verdict: Verdict) -> str:
         cases.append(element)
 
     for check in verdict.checks:
-        case("traceanalyze.gate.budget", check.name, check.status, check.message)
+        if check.other_failures:  # several ranks break it: one testcase per rank and budget
+            for alone in (check, *check.other_failures):
+                case("traceanalyze.gate.budget", f"{check.name}.rank{alone.rank}", alone.status, alone.message)
+        else:
+            case("traceanalyze.gate.budget", check.name, check.status, check.message)
     for regression in verdict.regressions:
         case("traceanalyze.gate.regression", f"regression.{regression.name}", regression.status, regression.message)
     if verdict.problems:
@@ -67,7 +71,7 @@ def annotation_lines(verdict: Verdict) -> list[str]:
     reliability problem when it stops the verdict, and `::warning` per warning (GitHub Actions
     workflow commands)."""
     lines = [f"::warning title={workflow_property('traceanalyze gate')}::{workflow_data(w)}" for w in verdict.warnings]
-    for item in (*verdict.checks, *verdict.regressions):
+    for item in (*verdict.checks, *(o for c in verdict.checks for o in c.other_failures), *verdict.regressions):
         if item.status in ("fail", "unmeasured"):
             prefix = "regression " if isinstance(item, Regression) else ""
             title = f"traceanalyze gate: {prefix}{item.name}"

@@ -50,6 +50,9 @@ class Check:
     message: str
     rank: int | None = None  # several ranks judged one by one: the worst rank, the one named
     ranks_judged: int | None = None  # how many ranks were judged (None: pooled)
+    # several ranks judged one by one: every other rank that breaks the budget too, worst first
+    # (each a Check of that rank alone), so no rank over a budget goes unnamed
+    other_failures: tuple[Check, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,9 +180,14 @@ def _worst_rank_check(spec: BudgetSpec, threshold: float, measured: Measured, st
     if not measured_checks:
         rank, check = next(iter(judged.items()))
         return replace(check, rank=None, ranks_judged=len(judged))
-    rank, check = min(measured_checks.items(), key=lambda item: (item[1].margin, item[0]))
-    suffix = f" (the worst of {len(judged)} ranks)"
-    return replace(check, rank=rank, ranks_judged=len(judged), message=f"rank {rank}: {check.message}{suffix}")
+    ordered = sorted(measured_checks.items(), key=lambda item: (item[1].margin, item[0]))
+    rank, check = ordered[0]
+    others = tuple(replace(other, rank=r, ranks_judged=len(judged), message=f"rank {r}: {other.message}")
+                   for r, other in ordered[1:] if other.status == "fail")
+    failing = 1 + len(others) if check.status == "fail" else 0
+    suffix = (f" (the worst of {len(judged)} ranks" + (f"; {failing} ranks break it)" if failing > 1 else ")"))
+    return replace(check, rank=rank, ranks_judged=len(judged), message=f"rank {rank}: {check.message}{suffix}",
+                   other_failures=others)
 
 
 def _judge(change: float | None, threshold: float) -> Status:

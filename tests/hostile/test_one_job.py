@@ -98,3 +98,21 @@ def test_colliding_ranks_are_said(tmp_path):
     assert [rank.rank for rank in report.ranks] == [0, 1, 2, 3]  # by file name
     assert any(n.startswith("distributedInfo.rank collides (rank 1: rank1.json, rank3.json)") for n in
                report.ranks[0].notes), report.ranks[0].notes
+
+
+@pytest.mark.parametrize("form", ["terminal", "markdown", "html"])
+def test_missing_and_skipped_ranks_come_before_any_claim(tmp_path, form):
+    job = write_job(tmp_path / "job", ranks=4)
+    for rank in range(4):
+        _edit(job / f"rank{rank}.json", lambda d: d["distributedInfo"].update(world_size=8))
+    (job / "rank3.json").write_text("{")  # truncated
+    result = CliRunner().invoke(app, ["report", str(job), "--workers", "1", "--no-cache", "-f", form,
+                                      "--skip-bad-ranks", "--width", "200"])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    missing = text.find("3 of 8 ranks present")
+    skipped = text.find("rank file skipped (--skip-bad-ranks)")
+    claim = text.find("straggler", text.find("<body") if form == "html" else 0)
+    assert 0 <= missing < claim and 0 <= skipped < claim, (missing, skipped, claim)
+    if form == "terminal":
+        assert missing < text.find("traceanalyze report —")

@@ -13,6 +13,7 @@ import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.version import __version__
+from traceanalyze.report.notes import job_notes
 from traceanalyze.report.document_job import job_blocks
 from traceanalyze.report.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.report.model import RankReport, Report
@@ -363,6 +364,9 @@ def document(report: Report) -> list[Block]:
         Heading(1, "traceanalyze report", "top"),
         Paragraph(("source: ", Code(str(report.source)), f" — window: {report.options.window} — traceanalyze {__version__}")),
     ]
+    said = job_notes([r.rank for r in report.ranks], [r.world_size for r in report.ranks],
+                     [r.notes for r in report.ranks])
+    blocks += [Paragraph(("note: ", note), note=True) for note in said]  # before any claim about the job
     blocks += _headline(report)
     if len(report.ranks) == 1:
         single = report.ranks[0]

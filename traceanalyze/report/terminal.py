@@ -11,7 +11,7 @@ import polars as pl
 
 from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
 from traceanalyze.model import DEVICE_FAMILIES
-from traceanalyze.report.notes import missing_ranks_note
+from traceanalyze.report.notes import job_notes
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.roofline_text import roofline_details, roofline_section
 from traceanalyze.report.summaries import listed_steps
@@ -267,11 +267,12 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     limit = options.max_gaps
     shown = report.ranks if details or len(report.ranks) == 1 else tuple(
         r for r in report.ranks if r.rank in detail_ranks(report))
-    lines = [*verdict_lines(report.verdict(), width), "", f"traceanalyze report — {report.source}", ""]
+    lines = [*verdict_lines(report.verdict(), width), ""]
+    said = job_notes([r.rank for r in report.ranks], [r.world_size for r in report.ranks],
+                     [r.notes for r in report.ranks])
+    lines += [*(f"note: {note}" for note in said), *([""] if said else [])]  # the first screen: before any claim
+    lines += [f"traceanalyze report — {report.source}", ""]
     lines += findings_section(report, width, tuple(r.rank for r in shown))
-    missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
-    if missing:
-        lines.extend([f"note: {missing}", ""])
     if len(report.ranks) > 1:
         lines.extend(job_section(report, width))
         lines.append("")

@@ -116,3 +116,13 @@ def test_missing_and_skipped_ranks_come_before_any_claim(tmp_path, form):
     assert 0 <= missing < claim and 0 <= skipped < claim, (missing, skipped, claim)
     if form == "terminal":
         assert missing < text.find("traceanalyze report —")
+
+
+def test_gate_says_the_missing_and_skipped_ranks(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    job = write_job(tmp_path / "job", ranks=4)
+    for rank in range(4):
+        _edit(job / f"rank{rank}.json", lambda d: d["distributedInfo"].update(world_size=8))
+    result = CliRunner().invoke(app, ["gate", str(job), "--max-idle-fraction", "1", "--width", "200"])
+    assert result.exit_code == 0, result.output
+    assert "4 of 8 ranks present" in result.output

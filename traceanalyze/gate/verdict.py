@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
+from traceanalyze.report.notes import is_job_note
 from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, skipped_steps_notes, unreliable_findings
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
@@ -286,7 +287,8 @@ def evaluate(measured: Measured, options: GateOptions, *, baseline: Measured | N
         for spec in BUDGETS if spec.name in options.thresholds
     )
     problems = _problems(measured, options.min_steps)
-    notes = skipped_steps_notes(baseline if baseline is not None else measured, measured, ("baseline", "trace judged"))
+    notes = [note for note in measured.notes if is_job_note(note)]  # missing, skipped, colliding ranks: said first
+    notes += skipped_steps_notes(baseline if baseline is not None else measured, measured, ("baseline", "trace judged"))
     if basis == "window":
         notes.append("no ProfilerStep spans with GPU work: judged on the whole trace window" +
                      (" (--allow-unreliable)" if options.allow_unreliable else ""))

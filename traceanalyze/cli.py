@@ -21,6 +21,7 @@ import typer  # noqa: E402
 from traceanalyze.diff import formats as diff_formats  # noqa: E402
 from traceanalyze.errors import ConfigError, TraceAnalyzeError  # noqa: E402
 from traceanalyze.gate import formats as gate_formats  # noqa: E402
+from traceanalyze.sources import local_path, shown_source, source_argument  # noqa: E402
 from traceanalyze.load.limits import MIB, LoadLimits  # noqa: E402
 from traceanalyze.report import formats as report_formats  # noqa: E402
 from traceanalyze.report.model import DEFAULT_MAX_GAPS  # noqa: E402
@@ -80,23 +81,6 @@ def _limits(max_event_mb: int, max_events: int, max_inflation: float, max_op_dep
     return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation, op_depth=max_op_depth,
                       download_bytes=max_download_mb * MIB)
 
-
-def _source(text: str) -> Path | str:
-    """A trace argument: a URL stays a string (Path would fold its //), anything else is a path."""
-    from traceanalyze.jobs.executors import is_url
-
-    return text if is_url(text) else Path(text)
-
-
-def _local(source: Path | str | None) -> Path | None:
-    return source if isinstance(source, Path) else None
-
-
-def _named(source: Path | str) -> str:
-    """How a source is shown: a URL without its user:password@."""
-    from traceanalyze.jobs.failures import without_credentials
-
-    return without_credentials(str(source))
 
 
 def fail(error: TraceAnalyzeError) -> None:
@@ -397,7 +381,7 @@ def _options_between_script_and_dashes(options: list[str], script: Path) -> dict
     except Exception as error:  # the click usage error typer raises for a bad option
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         fail(ConfigError(f"capture: {message}"))
-    given = {name for name in context.params if getattr(context.get_parameter_source(name), "name", "") == "COMMANDLINE"}
+    given = {name for name in context.params if getattr(context.get_parametersource_argument(name), "name", "") == "COMMANDLINE"}
     return {name: context.params[name] for name in given - {"script", "script_args"}}
 
 
@@ -484,9 +468,9 @@ def gate(
                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    source = _source(trace)
+    source = source_argument(trace)
     _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
-                               _local(source), _local(_source(baseline)) if baseline else None, config, device_file)
+                               local_path(source), local_path(source_argument(baseline)) if baseline else None, config, device_file)
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us,
              "max_wait_fraction": max_wait_fraction, "max_exposed_comm": max_exposed_comm, "ranks": ranks,
@@ -496,9 +480,9 @@ def gate(
              "allow_unreliable": allow_unreliable or None}
     try:
         options = resolve_options(load_gate_config(config, cwd=Path.cwd()).values, flags)
-        measured = measure(load_report(source, build, skip_steps=options.skip_steps), source=_named(source))
-        base_path = _source(str(options.baseline)) if options.baseline is not None else None
-        base = (measure(load_report(base_path, build, skip_steps=options.skip_steps), source=_named(base_path))
+        measured = measure(load_report(source, build, skip_steps=options.skip_steps), source=shown_source(source))
+        base_path = source_argument(str(options.baseline)) if options.baseline is not None else None
+        base = (measure(load_report(base_path, build, skip_steps=options.skip_steps), source=shown_source(base_path))
                 if base_path is not None else None)
         verdict = evaluate(measured, options, baseline=base)
     except TraceAnalyzeError as error:
@@ -557,14 +541,14 @@ def diff(
                         device_file=device_file, force_device_file=force_device_file,
                         limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
-    base_source, new_source = _source(base), _source(new)
-    _refuse_overwriting_inputs({"--output": output}, _local(base_source), _local(new_source), device_file)
+    base_source, new_source = source_argument(base), source_argument(new)
+    _refuse_overwriting_inputs({"--output": output}, local_path(base_source), local_path(new_source), device_file)
     try:
         chosen = parse_statistic(statistic, "--statistic")
         threshold = parse_regression(min_change, "--min-change")
         compared = diff_reports(load_report(base_source, build, skip_steps=skip_steps),
                                 load_report(new_source, build, skip_steps=skip_steps), statistic=chosen,
-                                min_change=threshold, sources=(_named(base_source), _named(new_source)))
+                                min_change=threshold, sources=(shown_source(base_source), shown_source(new_source)))
     except TraceAnalyzeError as error:
         fail(error)
     text = (diff_formats.render_diff_terminal(compared, top=top, width=width) if format.value == "terminal"

@@ -21,7 +21,8 @@ EXTENSIONS = ("traceanalyze._native",)  # compiled (setup.py): no .py source
 # any group of a lower tier; the groups of one tier are independent (none imports another).
 LAYERS = [
     # leaves: import nothing of the package
-    ("traceanalyze._native", "traceanalyze.errors", "traceanalyze.allocator", "traceanalyze.version"),
+    ("traceanalyze._native", "traceanalyze.errors", "traceanalyze.allocator", "traceanalyze.version",
+     "traceanalyze.sources"),
     # what every stage may use: the compiled helpers' wrapper, the trace field table, atomic writes,
     # the cache folder and its entry files, columns of one value held once, bounded config files
     ("traceanalyze.native", "traceanalyze.fields", "traceanalyze.output", "traceanalyze.cache_files",

@@ -254,3 +254,13 @@ def unreliable_findings(findings: Iterable[Finding]) -> list[str]:
                           if name == "launches_without_gpu_work" and graphs else "")
             lines.append(f"{name} ({count}{where}): {detail}{graph_note}")
     return lines
+
+
+# how a report's notes about the folder as a whole begin (report/notes.missing_ranks_note,
+# jobs/identity.py, jobs/mapreduce.py): the verdict repeats them
+_JOB_NOTE_START = ("not one job", "rank file skipped", "distributedInfo.rank collides")
+
+
+def is_job_note(note: str) -> bool:
+    """Whether `note` (of a report's `notes`) is about the folder as a whole."""
+    return note.startswith(_JOB_NOTE_START) or " ranks present (world size " in note

@@ -22,8 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
-from traceanalyze.report.notes import is_job_note
-from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, skipped_steps_notes, unreliable_findings
+from traceanalyze.gate.metrics import REGIMES, Measured, is_job_note, device_mismatch, skipped_steps_notes, unreliable_findings
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]

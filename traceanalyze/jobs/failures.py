@@ -6,29 +6,18 @@ raised in a worker and carried back) pass as they are. Credentials in an address
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TypeVar
 
 from traceanalyze.errors import TraceAnalyzeError
+from traceanalyze.sources import USERINFO, without_credentials
 
 Result = TypeVar("Result")
 
-USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s?#]*@)")
 
 
 class ExecutorError(TraceAnalyzeError):
     """The executor (local processes, Ray, Dask) failed, not the input."""
-
-
-def without_credentials(text: str) -> str:
-    """`text` with the `user:password@` of every URL in it removed (`s3://k:s@bucket/x` →
-    `s3://bucket/x`); everything else as it is.
-
-    >>> without_credentials("http://alice:pw@127.0.0.1:8000/job/ and tcp://10.0.0.1:8786")
-    'http://127.0.0.1:8000/job/ and tcp://10.0.0.1:8786'
-    """
-    return USERINFO.sub(r"\g<scheme>", text)
 
 
 def _described(error: BaseException, address: str | None) -> str:

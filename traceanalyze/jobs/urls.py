@@ -78,3 +78,4 @@ def download(source: BinaryIO, target: BinaryIO, url: str, *, max_bytes: int, ma
 def disk_free(folder: Path) -> Callable[[], int]:
     """The free bytes of `folder`'s disk, asked anew at each call."""
     return lambda: shutil.disk_usage(folder).free
+

@@ -23,12 +23,3 @@ def job_notes(ranks: list[int], world_sizes: list[int | None], rank_notes: list[
         if len(rank_notes) > 1 else []
     return ([missing] if missing else []) + shared
 
-
-# how the notes about a folder as a whole begin (`missing_ranks_note`, jobs/identity.py,
-# jobs/mapreduce.py): the gate repeats these from the report it judges
-_JOB_NOTE_START = ("not one job", "rank file skipped", "distributedInfo.rank collides")
-
-
-def is_job_note(note: str) -> bool:
-    """Whether `note` (of a report's `notes`) is about the folder as a whole."""
-    return note.startswith(_JOB_NOTE_START) or " ranks present (world size " in note

@@ -132,6 +132,7 @@ def analysis_code() -> list[Path]:
     package = Path(model.__file__).parent
     report = package / "report"
     found = [*(package / "analysis").rglob("*.py"), package / "errors.py", package / "version.py",
+             package / "config_files.py",
              *(report / name for name in ("model.py", "summaries.py", "units.py", "verdict.py", "escape.py", "blocks.py",
                                           "html_text.py", "results_cache.py", "chart_inputs.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())

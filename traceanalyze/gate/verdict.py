@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
-from traceanalyze.gate.metrics import REGIMES, Measured, is_job_note, device_mismatch, skipped_steps_notes, unreliable_findings
+from traceanalyze.gate.metrics import (MODELLED_REGIMES, REGIMES, Measured, coverage_mismatch, device_mismatch,
+                                      is_job_note, skipped_steps_notes, unreliable_findings)
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]
@@ -225,6 +226,8 @@ def _regressions(new: Measured, base: Measured, threshold: float, statistic: Sta
                  basis: Basis) -> tuple[list[Regression], list[str]]:
     rows: list[Regression] = []
     notes: list[str] = []
+    mismatch = coverage_mismatch(base, new)
+    notes += [mismatch] if mismatch else []  # said once; those rows shown, not judged
     if basis == "steps":
         base_step, new_step = base.statistic("step_time_ms", statistic), new.statistic("step_time_ms", statistic)
         relative = new_step / base_step - 1.0 if base_step and new_step is not None else None
@@ -236,7 +239,8 @@ def _regressions(new: Measured, base: Measured, threshold: float, statistic: Sta
             base_ms, new_ms = base.statistic(f"{regime}_ms", statistic), new.statistic(f"{regime}_ms", statistic)
             share = (new_ms - base_ms) / base_step if base_ms is not None and new_ms is not None and base_step else None
             rows.append(_regression(f"{regime}_ms", REGIME_LABELS[regime], "ms", base_ms, new_ms, share, "share_of_base_step",
-                                    threshold, base_share=base.statistic(regime, statistic),
+                                    threshold, judged=not (mismatch and regime in MODELLED_REGIMES),
+                                    base_share=base.statistic(regime, statistic),
                                     new_share=new.statistic(regime, statistic)))
         return rows, notes
     side = "the baseline" if not base.steps else "this trace"

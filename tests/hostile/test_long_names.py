@@ -59,3 +59,13 @@ def test_the_step_summary_stays_under_one_mib(long_names, tmp_path):
     assert result.returncode == 1, result.stderr[-2000:]
     assert summary.stat().st_size < 1 << 20
     assert len(result.stdout) < 1 << 20
+
+
+def test_the_step_summary_is_cut_under_one_mib_whatever_the_verdict_holds():
+    from traceanalyze.gate.ci import STEP_SUMMARY_BYTES, bounded_summary
+
+    huge = "".join(f"- note {i}: {'é' * 200}\n" for i in range(10_000))  # 4 MB of two-byte characters
+    cut = bounded_summary(huge)
+    assert len(cut.encode()) < STEP_SUMMARY_BYTES - 1024
+    assert cut.endswith("the whole verdict is in the job log)*\n")
+    assert huge.startswith(cut[: cut.rfind("\n- note") + 1])  # whole lines, as they were

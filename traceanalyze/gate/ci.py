@@ -80,3 +80,24 @@ def annotation_lines(verdict: Verdict) -> list[str]:
         for problem in verdict.problems:
             lines.append(f"::error title={workflow_property('traceanalyze gate: cannot judge')}::{workflow_data(problem)}")
     return lines
+
+
+STEP_SUMMARY_BYTES = 1 << 20  # GitHub drops a step summary over 1 MiB, whole
+_SUMMARY_ROOM = STEP_SUMMARY_BYTES - 4096  # what was appended before us, and the note, fit beside it
+
+
+def bounded_summary(markdown: str, room: int = _SUMMARY_ROOM) -> str:
+    """`markdown` (the verdict for `$GITHUB_STEP_SUMMARY`) cut at a line to at most `room` bytes
+    of UTF-8, with a line saying so: GitHub shows no summary at all over 1 MiB.
+
+    >>> bounded_summary("a\\nb\\n", room=100)
+    'a\\nb\\n'
+    >>> bounded_summary("x" * 50 + "\\n" + "y" * 50 + "\\n", room=60).splitlines()[-1]
+    '*(cut: the step summary is kept under 1 MiB; the whole verdict is in the job log)*'
+    """
+    data = markdown.encode("utf-8")
+    if len(data) <= room:
+        return markdown
+    cut = data[:room].decode("utf-8", errors="ignore")
+    cut = cut[: cut.rfind("\n") + 1] if "\n" in cut else ""
+    return cut + "\n*(cut: the step summary is kept under 1 MiB; the whole verdict is in the job log)*\n"

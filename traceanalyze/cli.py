@@ -456,7 +456,7 @@ def gate(
     import os
 
     from traceanalyze.gate import evaluate, measure, resolve_options
-    from traceanalyze.gate.ci import annotation_lines, render_junit
+    from traceanalyze.gate.ci import annotation_lines, bounded_summary, render_junit
     from traceanalyze.gate.config import load_gate_config
     from traceanalyze.gate.inputs import load_report
     from traceanalyze.gate.render_text import render_verdict_markdown, render_verdict_terminal
@@ -494,7 +494,7 @@ def gate(
         if junit is not None:
             write_output(junit, render_junit(verdict))
         if step_summary:
-            append_output(step_summary, shown(render_verdict_markdown(verdict)))
+            append_output(step_summary, bounded_summary(shown(render_verdict_markdown(verdict))))
         if output is not None:
             write_output(output, text)
     except TraceAnalyzeError as error:

@@ -381,7 +381,7 @@ def _options_between_script_and_dashes(options: list[str], script: Path) -> dict
     except Exception as error:  # the click usage error typer raises for a bad option
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         fail(ConfigError(f"capture: {message}"))
-    given = {name for name in context.params if getattr(context.get_parametersource_argument(name), "name", "") == "COMMANDLINE"}
+    given = {name for name in context.params if getattr(context.get_parameter_source(name), "name", "") == "COMMANDLINE"}
     return {name: context.params[name] for name in given - {"script", "script_args"}}
 
 
@@ -470,7 +470,8 @@ def gate(
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     source = source_argument(trace)
     _refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
-                               local_path(source), local_path(source_argument(baseline)) if baseline else None, config, device_file)
+                               local_path(source), local_path(source_argument(baseline)) if baseline else None,
+                               config, device_file)
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us,
              "max_wait_fraction": max_wait_fraction, "max_exposed_comm": max_exposed_comm, "ranks": ranks,

@@ -130,3 +130,10 @@ def test_max_download_mb_is_a_flag(bucket):
     assert result.exit_code == 2
     assert "secretfs:///bucket/bad/endless.json.gz: more than 4 MB to download" in result.output
     assert SECRET not in result.output
+
+
+def test_info_takes_the_same_urls(bucket):
+    result = CliRunner().invoke(app, ["info", f"secretfs://alice:{SECRET}@bucket/job/", "--width", "200"])
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.output and "alice" not in result.output
+    assert "secretfs:///bucket/job/rank0.json.gz" in result.output and "traceanalyze-" not in result.output

@@ -79,3 +79,4 @@ def disk_free(folder: Path) -> Callable[[], int]:
     """The free bytes of `folder`'s disk, asked anew at each call."""
     return lambda: shutil.disk_usage(folder).free
 
+

@@ -98,7 +98,7 @@ def error_line(error: TraceAnalyzeError) -> str:
 
 @app.command()
 def info(
-    trace: Annotated[Path, typer.Argument(help="A .json/.json.gz trace or a folder of per-rank traces.", readable=False)],
+    trace: Annotated[str, typer.Argument(metavar="TRACE", help="A .json/.json.gz trace or a folder of per-rank traces (or its URL).")],
     max_event_mb: MaxEventMb = _DEFAULT_LIMITS.event_bytes // MIB,
     max_events: MaxEvents = _DEFAULT_LIMITS.events,
     max_inflation: MaxInflation = _DEFAULT_LIMITS.inflation,
@@ -107,11 +107,15 @@ def info(
     width: Width = None,
 ) -> None:
     """One screen about a trace: devices, ranks, time span, event counts, steps, streams, health."""
+    from traceanalyze.jobs.url_trace import load_url_trace
     from traceanalyze.load import load_trace
     from traceanalyze.report.info import render_info
 
     try:
-        loaded = load_trace(trace, limits=_limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
+        limits = _limits(max_event_mb, max_events, max_inflation, max_op_depth)
+        source = source_argument(trace)
+        loaded = (load_trace(source, limits=limits, cache=not no_cache) if isinstance(source, Path)
+                  else load_url_trace(source, limits))
     except TraceAnalyzeError as error:
         fail(error)
     typer.echo(shown(render_info(loaded, width=width)))

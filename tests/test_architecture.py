@@ -21,11 +21,13 @@ EXTENSIONS = ("traceanalyze._native",)  # compiled (setup.py): no .py source
 # any group of a lower tier; the groups of one tier are independent (none imports another).
 LAYERS = [
     # leaves: import nothing of the package
-    ("traceanalyze._native", "traceanalyze.errors", "traceanalyze.allocator", "traceanalyze.version"),
+    ("traceanalyze._native", "traceanalyze.errors", "traceanalyze.allocator", "traceanalyze.version",
+     "traceanalyze.sources"),
     # what every stage may use: the compiled helpers' wrapper, the trace field table, atomic writes,
-    # the cache folder and its entry files, columns of one value held once, numbers as text
+    # the cache folder and its entry files, columns of one value held once, numbers as text, bounded config files
     ("traceanalyze.native", "traceanalyze.fields", "traceanalyze.output", "traceanalyze.cache_files",
-     "traceanalyze.scalar_columns", "traceanalyze.units", "traceanalyze.figures"),
+     "traceanalyze.scalar_columns", "traceanalyze.units", "traceanalyze.figures",
+     "traceanalyze.config_files"),
     ("traceanalyze.model",),  # the Trace: frozen polars frames, their schemas, the launch join
     ("traceanalyze.analysis.costs",),  # FLOP/byte models by op name: no trace, no other analysis
     # the stages that make or read a Trace, independent of each other: capture writes a trace file,

@@ -102,7 +102,8 @@ def analyze(
         from traceanalyze.pipeline import analyse_folder
 
         return analyse_folder(trace, options, executor=run.executor, workers=run.workers,
-                              address=run.executor_address, limits=run.limits, cache=run.cache)
+                              address=run.executor_address, limits=run.limits, cache=run.cache,
+                              force_job=run.force_job, skip_bad_ranks=run.skip_bad_ranks)
     if run.executor != "local" or run.executor_address is not None:
         raise ConfigError("--executor and --executor-address apply to a folder of rank traces")
     if isinstance(trace, Trace):
@@ -110,5 +111,5 @@ def analyze(
     path = Path(trace)
     limits, cache = run.limits, run.cache
     rank = analysed_rank(path, options, lambda: load_trace(path, limits=limits, cache=cache), cache=cache,
-                         max_events=limits.events)
+                         max_events=limits.events, max_op_depth=limits.op_depth)
     return combine_ranks([rank], options, rank.source)

@@ -106,14 +106,35 @@ def files_digest(described: object, files: Iterable[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
+def open_regular(path: Path) -> BinaryIO | None:
+    """`path` opened for reading only when it is a regular file, else None. It is opened without
+    blocking and without following a last link (`O_NONBLOCK | O_NOFOLLOW`), then checked with
+    `fstat`: a FIFO someone put at an entry's path would block a plain `open` forever, a device
+    would be read without end."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:  # none, a link, or no folder we may read (writing it will say why, once)
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            return None
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except OSError:
+        os.close(descriptor)
+        return None
+
+
 def read_entry_file(directory: Path, name: str, read: Callable[[BinaryIO], Read | None]) -> Read | None:
     """`read(handle)` of the entry `name`, or None when there is none or `read` finds it stale or
     corrupt (returns None or raises anything: whatever an entry holds, it is a miss). A hit is
     recorded as the entry's latest use (evicted last)."""
     entry = directory / name
-    try:
-        handle = open(entry, "rb")
-    except OSError:  # none, or no folder we may read: a miss (writing it will say why, once)
+    handle = open_regular(entry)
+    if handle is None:  # none, no folder we may read, or not a regular file: a miss
         return None
     try:
         with handle:

@@ -27,7 +27,8 @@ from traceanalyze.errors import ConfigError
 TEMP_PREFIX = ".tmp-"  # temporary files are hidden, and keep the target's name as their suffix
 
 
-def write_atomically(path: str | os.PathLike[str], data: str | bytes, *, encoding: str = "utf-8") -> None:
+def write_atomically(path: str | os.PathLike[str], data: str | bytes, *, encoding: str = "utf-8",
+                     mode: int | None = None) -> None:
     """Write `data` to `path` all at once: a temporary file in the same folder, flushed to disk,
     then renamed over `path`. On any failure (OSError, KeyboardInterrupt, ...) the temporary file
     is removed, `path` keeps its previous content, and the error propagates.
@@ -39,7 +40,7 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, *, encodin
     'hello\\n'
     """
     payload = data.encode(encoding) if isinstance(data, str) else data
-    with atomic_path(path) as temporary:
+    with atomic_path(path, mode=mode) as temporary:
         with open(temporary, "wb") as handle:
             handle.write(payload)
             handle.flush()
@@ -89,18 +90,20 @@ def append_output(path: str | os.PathLike[str], text: str) -> None:
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, mode: int | None = None) -> Iterator[Path]:
     """A fresh temporary path in `path`'s folder, for a writer that wants a file name (e.g.
     `torch.profiler`'s `export_chrome_trace`). When the block ends without an exception, the file
     written there replaces `path`; otherwise it is removed and `path` is untouched. The temporary
-    name ends with `path`'s own name, so suffix-driven writers (`.json.gz` → gzip) behave the same."""
+    name ends with `path`'s own name, so suffix-driven writers (`.json.gz` → gzip) behave the same.
+    The file gets `mode` when given (0o600: capture's files, which may hold what a script saw),
+    else the replaced file's permissions, else the umask's."""
     target = _write_target(Path(path))
     descriptor, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix="." + target.name, dir=target.parent)
     os.close(descriptor)
     temporary = Path(name)
     try:
         yield temporary
-        os.chmod(temporary, _mode_for(target))
+        os.chmod(temporary, _mode_for(target) if mode is None else mode)
         os.replace(temporary, target)
     except BaseException:
         temporary.unlink(missing_ok=True)

@@ -125,5 +125,5 @@ def test_json_verdict(trace):
     assert idle == {"name": "max_idle_fraction", "label": "GPU idle fraction", "metric": "idle_fraction", "kind": "max",
                     "unit": "fraction", "threshold": 0.15, "measured": 0.2, "margin": pytest.approx(-0.05),
                     "basis": "steps", "status": "fail", "message": idle["message"],
-                    "rank": None, "ranks_judged": None}  # one rank: judged as it is, no rank named
+                    "rank": None, "ranks_judged": None, "other_failures": []}  # one rank: judged as it is, no rank named
     assert (step["measured"], step["threshold"], step["margin"], step["status"]) == (1.0, 1.0, 0.0, "pass")

@@ -73,7 +73,8 @@ def assert_same_rank(got: RankReport, expected: RankReport) -> None:
 def analysed(path: Path, folder: Path, options: ReportOptions = ReportOptions(),
              limits: LoadLimits = LoadLimits()) -> RankReport:
     return results_cache.analysed_rank(path, options, lambda: load_trace(path, cache=folder, limits=limits),
-                                       cache=folder, max_events=limits.events)
+                                       cache=folder, max_events=limits.events,
+                                       max_op_depth=limits.op_depth)
 
 
 # --- hits ----------------------------------------------------------------------------------------
@@ -300,16 +301,17 @@ def test_a_wrong_schema_is_a_miss_even_when_the_checksums_hold(tmp_path, cache_e
     gaps = report.gaps
     for wrong in (gaps.with_columns(pl.col("duration_ns").cast(pl.Float64)), gaps.drop("cause"),
                   gaps.with_columns(pl.col("cause").cast(pl.String)), gaps.select(reversed(gaps.columns))):
-        results_cache.write_results(folder, key, dataclasses.replace(report, gaps=wrong), event_count=1)
-        assert results_entries(folder) and results_cache.read_results(folder, key, path, max_events=10) is None
-    results_cache.write_results(folder, key, report, event_count=1)
-    assert_same_rank(results_cache.read_results(folder, key, path, max_events=10), report)
+        results_cache.write_results(folder, key, dataclasses.replace(report, gaps=wrong), event_count=1, op_depth=1)
+        assert results_entries(folder) and results_cache.read_results(folder, key, path, max_events=10,
+                                                                        max_op_depth=10) is None
+    results_cache.write_results(folder, key, report, event_count=1, op_depth=1)
+    assert_same_rank(results_cache.read_results(folder, key, path, max_events=10, max_op_depth=10), report)
 
 
 def _write_header(folder: Path, key, report: RankReport, frames: dict[str, pl.DataFrame], scalars) -> None:
     cache_files.write_entry_file(folder, key.entry_name(), lambda handle: cache_files.write_frames(
         handle, results_cache.MAGIC, frames,
-        lambda entries: results_cache.ResultsHeader(key=key, event_count=1, scalars=scalars, frames=entries),
+        lambda entries: results_cache.ResultsHeader(key=key, event_count=1, op_depth=1, scalars=scalars, frames=entries),
         results_cache.COMPRESSION))
 
 
@@ -320,12 +322,13 @@ def test_a_missing_frame_or_a_field_of_the_wrong_type_is_a_miss(tmp_path, cache_
     scalars = results_cache.rank_scalars(report)
     assert scalars is not None
     _write_header(folder, key, report, frames, scalars)  # as write_results does: read back
-    assert results_cache.read_results(folder, key, path, max_events=10) is not None
+    assert results_cache.read_results(folder, key, path, max_events=10, max_op_depth=10) is not None
     _write_header(folder, key, report, {n: f for n, f in frames.items() if n != "findings"}, scalars)
-    assert results_cache.read_results(folder, key, path, max_events=10) is None
+    assert results_cache.read_results(folder, key, path, max_events=10,
+                                                                        max_op_depth=10) is None
     for wrong in (dict(rank="0"), dict(notes=[1]), dict(has_gpu=1), dict(summary={"window": None})):
         _write_header(folder, key, report, frames, msgspec.structs.replace(scalars, **wrong))
-        assert results_cache.read_results(folder, key, path, max_events=10) is None, wrong
+        assert results_cache.read_results(folder, key, path, max_events=10, max_op_depth=10) is None, wrong
 
 
 def test_the_entry_of_another_file_or_options_is_not_taken(tmp_path, cache_everything, analyses):
@@ -348,7 +351,7 @@ def test_fields_that_would_not_come_back_exactly_are_not_cached(tmp_path, cache_
     summary = report.summary
     for odd in (dataclasses.replace(summary, window=dataclasses.replace(summary.window, idle_fraction=math.nan)),
                 dataclasses.replace(summary, window=dataclasses.replace(summary.window, device_windows=1.0))):
-        results_cache.write_results(folder, key, dataclasses.replace(report, summary=odd), event_count=1)
+        results_cache.write_results(folder, key, dataclasses.replace(report, summary=odd), event_count=1, op_depth=1)
         assert not results_entries(folder)
 
 

@@ -22,7 +22,7 @@ from traceanalyze.gate.render_text import render_verdict_terminal
 from traceanalyze.info import render_info
 from traceanalyze.renderers.jsonout import report_v1
 from traceanalyze.renderers.terminal import render_terminal
-from traceanalyze.renderers.text_table import FALLBACK_WIDTH, Shrinkable, fit_lines, text_table
+from traceanalyze.renderers.text_table import NOT_A_TERMINAL_WIDTH, Shrinkable, fit_lines, text_table
 from traceanalyze.report.verdict import VERDICT_MAX_LINES, verdict_lines
 
 WIDTHS = (80, 100, 160)
@@ -76,14 +76,18 @@ def test_lines_wrap_with_a_hanging_indent():
     assert fit_lines(["a\x1b[2J"], None) == ["a\\x1b[2J"]  # escaped before it is measured
 
 
-def test_default_width_columns_else_80(tmp_path, monkeypatch):
+def test_default_width_columns_else_whole_lines(tmp_path, monkeypatch):
     trace = stepped_trace(tmp_path)
     widest = lambda text: max(len(line) for line in text.splitlines())  # noqa: E731
     monkeypatch.setenv("COLUMNS", "90")
     assert 80 < widest(CliRunner().invoke(app, ["report", str(trace)]).stdout) <= 90
     monkeypatch.delenv("COLUMNS")
     monkeypatch.setattr(os, "get_terminal_size", lambda *args: (_ for _ in ()).throw(OSError("not a terminal")))
-    assert FALLBACK_WIDTH == 80 and widest(CliRunner().invoke(app, ["report", str(trace)]).stdout) <= 80
+    # not a terminal (a file, a pipe, a CI log) and no COLUMNS: lines kept whole, never cut with "…"
+    whole = CliRunner().invoke(app, ["report", str(trace)]).stdout
+    verdict = whole[:whole.index("\n\n")].splitlines()  # the verdict block, before the first blank line
+    assert NOT_A_TERMINAL_WIDTH >= 1000 and not [line for line in verdict if line.endswith("…")], verdict
+    assert widest("\n".join(verdict)) > 80  # its findings, at 80 columns cut as "gain ≤ 1.08 ms (51% of…"
     assert widest(CliRunner().invoke(app, ["report", str(trace), "--width", "60"]).stdout) <= 60
     for command in (["info", str(trace)], ["diff", str(trace), str(trace)],
                     ["gate", str(trace), "--max-idle-fraction", "0.9", "--min-steps", "1"]):

@@ -357,13 +357,17 @@ def load_device_file(path: str | Path) -> DevicePeaks:
 
     Raises `ConfigError` naming the file and the problem. Format: docs/devices.md.
     """
+    from traceanalyze import config_files
+
     path = Path(path)
+    text = config_files.read_text(path, "device file")  # bounded in size and nesting, one line otherwise
+    config_files.check_nesting(text, path, "device file", comments=False)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read device file ({error.strerror or error})") from None
+        document = json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    except RecursionError:
+        raise config_files.too_deep(path, "device file") from None
     return peaks_from_dict(document, where=str(path))
 
 

@@ -23,13 +23,14 @@ from traceanalyze.capture.environment import (
     versions,
 )
 from traceanalyze.capture.options import CaptureOptions
-from traceanalyze.capture.redact import redact_arguments
+from traceanalyze.capture.redact import redact_arguments, redact_text, secret_values
 from traceanalyze.capture.script import as_main, resolve_script, run_as_main, script_traceback, system_exit_code
 from traceanalyze.capture.steps import AlarmTimer, StepHooks
 from traceanalyze.errors import CaptureError
 from traceanalyze.output import atomic_path, write_atomically
 
 RUN_SCHEMA_VERSION = 1
+PRIVATE_MODE = 0o600  # run.json and the traces: what a script's run saw (paths, argv, names) is the user's alone
 EXIT_INTERRUPTED = 130
 EXIT_NOTHING_CAPTURED = CaptureError.exit_code
 
@@ -94,14 +95,15 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
     cwd = os.getcwd()
     out_dir = Path(options.out_dir).absolute()  # the script may chdir
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as error:
         raise CaptureError(f"{out_dir}: cannot create the output folder ({error.strerror or error})") from None
     stem = "trace" if rank is None else f"trace_rank{rank}"
     run_name = "run" if rank is None else f"run_rank{rank}"
     started_pid = os.getpid()  # a forked child of the script must not write or report (see _end_forked_child)
 
-    recorder = _Recorder(torch, options, out_dir, stem, gpu=gpu_backend(torch) is not None)
+    recorder = _Recorder(torch, options, out_dir, stem, gpu=gpu_backend(torch) is not None,
+                         record=out_dir / f"{run_name}.json")
     recorder.build()
     hooks = StepHooks(recorder.on_step, region=options.steps_from)
     timer = AlarmTimer(recorder.on_alarm) if options.duration_s is not None else None
@@ -150,8 +152,8 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
     if os.getpid() != started_pid:
         _end_forked_child(exit_code, script_stderr)
 
-    messages = list(recorder.errors)
-    messages.extend(_explain(options, recorder, outcome))
+    secrets = secret_values([*options.command, *options.args], environ)
+    messages = [redact_text(message, secrets) for message in (*recorder.errors, *_explain(options, recorder, outcome))]
     if not recorder.traces and exit_code == 0:
         exit_code = EXIT_NOTHING_CAPTURED
 
@@ -191,7 +193,8 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
         "exit_status": {
             "code": exit_code,
             "outcome": outcome,
-            "script_error": _last_line(script_stderr) if outcome in ("exception", "interrupted") else None,
+            "script_error": redact_text(_last_line(script_stderr) or "", secrets) or None
+            if outcome in ("exception", "interrupted") else None,
         },
         "messages": messages,
     }
@@ -199,7 +202,7 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
     # and records itself in run.failed.json
     run_json = out_dir / (f"{run_name}.json" if recorder.traces else f"{run_name}.failed.json")
     try:
-        write_atomically(run_json, json.dumps(run_info, indent=2) + "\n")
+        write_atomically(run_json, json.dumps(run_info, indent=2) + "\n", mode=PRIVATE_MODE)
     except OSError as error:
         messages.append(f"could not write {run_json}: {error.strerror or error}")
 
@@ -219,8 +222,10 @@ def _run_capture(options: CaptureOptions) -> CaptureResult:
 class _Recorder:
     """Owns the `torch.profiler.profile` object and moves it along as steps end or time passes."""
 
-    def __init__(self, torch: Any, options: CaptureOptions, out_dir: Path, stem: str, *, gpu: bool) -> None:
+    def __init__(self, torch: Any, options: CaptureOptions, out_dir: Path, stem: str, *, gpu: bool,
+                 record: Path | None = None) -> None:
         self.torch = torch
+        self.record = record  # the run.json of this run: a previous one never describes a new trace
         self.options = options
         self.out_dir = out_dir
         self.stem = stem
@@ -393,8 +398,13 @@ class _Recorder:
             self.empty_windows += 1
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path) as temporary:  # a failed or interrupted export leaves the previous trace
+        with atomic_path(path, mode=PRIVATE_MODE) as temporary:  # a failed export leaves the previous trace
             prof.export_chrome_trace(str(temporary))
+            if self.cycles == 1 and self.record is not None:
+                # the trace and run.json are one unit: the previous run's record goes before the new
+                # trace lands, so a run killed before its own run.json (os._exit, SIGTERM) leaves
+                # the new trace alone, never beside a record of another run
+                self.record.unlink(missing_ok=True)
         self.traces.append(path)
 
 

@@ -82,7 +82,8 @@ def refuse_overwriting_inputs(outputs: dict[str, Path | str | None], *inputs: Pa
 def analyze(trace: Path | str, *, limits: LoadLimits, window: str = "activity", skip_steps: int = 0,
             max_gaps: int | None = None, peak_flops: float | None = None, peak_bandwidth: float | None = None,
             device_file: Path | None = None, force_device_file: bool = False, executor: str = "local",
-            workers: int | None = None, executor_address: str | None = None, cache: bool = True):
+            workers: int | None = None, executor_address: str | None = None, cache: bool = True,
+            force_job: bool = False, skip_bad_ranks: bool = False):
     """`api.analyze` with the command's options (its defaults where an option is not given). A
     folder's ranks keep only what the reports show (`RunOptions.rank_frames="bounded"`)."""
     from traceanalyze.api import analyze as analyze_trace
@@ -90,7 +91,7 @@ def analyze(trace: Path | str, *, limits: LoadLimits, window: str = "activity", 
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
     run = RunOptions(executor=executor, workers=workers, executor_address=executor_address, cache=cache,
-                     limits=limits, rank_frames="bounded")
+                     limits=limits, rank_frames="bounded", force_job=force_job, skip_bad_ranks=skip_bad_ranks)
     return analyze_trace(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops,  # type: ignore[arg-type]
                          peak_bandwidth=peak_bandwidth, device_file=device_file,
                          force_device_file=force_device_file, run=run, **extra)

@@ -15,12 +15,12 @@ from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.renderers.base import RenderOptions
 
 DiffFormat = o.format_choices("DiffFormat", diff_formats.RENDERERS)
-RUN = "a trace, a folder of per-rank traces, or a saved JSON report."
+RUN = "a trace, a folder of per-rank traces (or its URL), or a saved JSON report."
 
 
 def diff(
-    base: Annotated[Path, typer.Argument(help=f"The baseline: {RUN}", readable=False)],
-    new: Annotated[Path, typer.Argument(help=f"The new run: {RUN}", readable=False)],
+    base: Annotated[str, typer.Argument(metavar="BASE", help=f"The baseline: {RUN}")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help=f"The new run: {RUN}")],
     format: Annotated[DiffFormat, typer.Option(  # type: ignore[valid-type]
         "--format", "-f", help="Output format.")] = DiffFormat("terminal"),
     output: o.Output = None,
@@ -50,22 +50,27 @@ def diff(
     from traceanalyze.gate.budgets import parse_regression, parse_statistic
     from traceanalyze.gate.inputs import load_report
 
-    def build(path: Path):
+    def build(path: Path | str):
         return analyze(path, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                        device_file=device_file, force_device_file=force_device_file,
                        limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
-    refuse_overwriting_inputs({"--output": output}, base, new, device_file)
+    from traceanalyze.sources import local_path, shown_source, source_argument
+
+    base_source, new_source = source_argument(base), source_argument(new)
+    refuse_overwriting_inputs({"--output": output}, local_path(base_source), local_path(new_source), device_file)
     try:
         chosen = parse_statistic(statistic, "--statistic")
         threshold = parse_regression(min_change, "--min-change")
-        compared = diff_reports(load_report(base, build, skip_steps=skip_steps),
-                                load_report(new, build, skip_steps=skip_steps),
-                                statistic=chosen, min_change=threshold, sources=(str(base), str(new)))
+        compared = diff_reports(load_report(base_source, build, skip_steps=skip_steps),
+                                load_report(new_source, build, skip_steps=skip_steps), statistic=chosen,
+                                min_change=threshold, sources=(shown_source(base_source), shown_source(new_source)))
     except TraceAnalyzeError as error:
         fail(error)
     from traceanalyze.diff.scaling_opening import with_scaling_opening  # one program at two sizes: the verdict first
 
     text = render(diff_formats.RENDERERS, format.value, compared, RenderOptions(width=width, top=top))
-    text = with_scaling_opening(text, format.value, base, new, skip_steps=skip_steps, cache=not no_cache, width=width)
+    if isinstance(base_source, Path) and isinstance(new_source, Path):
+        text = with_scaling_opening(text, format.value, base_source, new_source, skip_steps=skip_steps,
+                                    cache=not no_cache, width=width)
     write_or_echo(text, output)

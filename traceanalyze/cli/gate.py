@@ -24,8 +24,8 @@ def _budget(help_text: str, metavar: str = FRACTION):
 
 
 def gate(
-    trace: Annotated[Path, typer.Argument(
-        help="A .json/.json.gz trace, a folder of per-rank traces, or a saved JSON report.", readable=False)],
+    trace: Annotated[str, typer.Argument(metavar="TRACE", help=(
+        "A .json/.json.gz trace, a folder of per-rank traces (or its URL), or a saved JSON report."))],
     max_idle_fraction: Annotated[Optional[str], _budget(
         "Budget: GPU idle fraction per step at most this (0.15 or 15%).")] = None,
     max_overhead: Annotated[Optional[str], _budget(
@@ -48,8 +48,8 @@ def gate(
         "--skip-steps", metavar="N", min=0, show_default=False,
         help="Leave each rank's first N ProfilerSteps out of the traces judged (the baseline's too; a saved "
              "report must have been saved with the same N).")] = None,
-    baseline: Annotated[Optional[Path], _budget(
-        "A saved JSON report or a trace to compare with (needs --max-regression).", "BASE")] = None,
+    baseline: Annotated[Optional[str], _budget(
+        "A saved JSON report or a trace (or a folder's URL) to compare with (needs --max-regression).", "BASE")] = None,
     max_regression: Annotated[Optional[str], _budget(
         "How much worse than the baseline is allowed: 5% or 0.05.", "PCT")] = None,
     statistic: Annotated[Optional[str], _budget(
@@ -88,20 +88,23 @@ def gate(
         raise typer.Exit(gate_scaling(trace, max_fixed_fraction, echo=typer.echo))
 
     from traceanalyze.gate import evaluate, measure, resolve_options
-    from traceanalyze.gate.ci import annotation_lines, render_junit
+    from traceanalyze.gate.ci import annotation_lines, bounded_summary, render_junit
     from traceanalyze.gate.config import load_gate_config
     from traceanalyze.gate.inputs import load_report
     from traceanalyze.gate.render_text import render_verdict_markdown
     from traceanalyze.output import append_output, write_output
+    from traceanalyze.sources import local_path, shown_source, source_argument
 
-    def build(path: Path):
+    def build(path: Path | str):
         return analyze(path, skip_steps=options.skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                        device_file=device_file, force_device_file=force_device_file,
                        limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
 
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    source = source_argument(trace)
     refuse_overwriting_inputs({"--output": output, "--junit": junit, "GITHUB_STEP_SUMMARY": step_summary or None},
-                              trace, baseline, config, device_file)
+                              local_path(source), local_path(source_argument(baseline)) if baseline else None,
+                              config, device_file)
     flags = {"max_idle_fraction": max_idle_fraction, "max_overhead": max_overhead, "min_compute": min_compute,
              "max_step_time_ms": max_step_time_ms, "max_launch_p99_us": max_launch_p99_us,
              "max_wait_fraction": max_wait_fraction, "max_exposed_comm": max_exposed_comm, "ranks": ranks,
@@ -109,9 +112,9 @@ def gate(
              "statistic": statistic, "min_steps": min_steps, "allow_unreliable": allow_unreliable or None}
     try:
         options = resolve_options(load_gate_config(config, cwd=Path.cwd()).values, flags)
-        measured = measure(load_report(trace, build, skip_steps=options.skip_steps), source=str(trace))
-        base_path = Path(options.baseline) if options.baseline is not None else None
-        base = (measure(load_report(base_path, build, skip_steps=options.skip_steps), source=str(base_path))
+        measured = measure(load_report(source, build, skip_steps=options.skip_steps), source=shown_source(source))
+        base_path = source_argument(str(options.baseline)) if options.baseline is not None else None
+        base = (measure(load_report(base_path, build, skip_steps=options.skip_steps), source=shown_source(base_path))
                 if base_path is not None else None)
         verdict = evaluate(measured, options, baseline=base)
     except TraceAnalyzeError as error:
@@ -121,7 +124,7 @@ def gate(
         if junit is not None:
             write_output(junit, render_junit(verdict))
         if step_summary:
-            append_output(step_summary, shown(render_verdict_markdown(verdict)))
+            append_output(step_summary, bounded_summary(shown(render_verdict_markdown(verdict))))
         if output is not None:
             write_output(output, text)
     except TraceAnalyzeError as error:

@@ -27,13 +27,26 @@ MaxInflation = Annotated[float, typer.Option(
 MaxOpDepth = Annotated[int, typer.Option(
     "--max-op-depth", metavar="N", min=1, show_default=True,
     help="Loader limit: how deep CPU ops may nest on one thread (analyses walk up the op tree).")]
+MaxDownloadMb = Annotated[int, typer.Option(
+    "--max-download-mb", metavar="MB", min=1, show_default=True,
+    help="Loader limit: MB copied from each rank file of a folder's URL.")]
 DEFAULT_EVENT_MB = DEFAULT_LIMITS.event_bytes // MIB
+DEFAULT_DOWNLOAD_MB = DEFAULT_LIMITS.download_bytes // MIB
 
 
-def limits(max_event_mb: int, max_events: int, max_inflation: float, max_op_depth: int) -> LoadLimits:
-    """The loader's limits from the four limit options."""
+def limits(max_event_mb: int, max_events: int, max_inflation: float, max_op_depth: int,
+           max_download_mb: int = DEFAULT_DOWNLOAD_MB) -> LoadLimits:
+    """The loader's limits from the limit options."""
     return LoadLimits(event_bytes=max_event_mb * MIB, events=max_events, inflation=max_inflation,
-                      op_depth=max_op_depth)
+                      op_depth=max_op_depth, download_bytes=max_download_mb * MIB)
+
+
+# what a folder that is not one clean job gets (report only)
+SkipBadRanks = Annotated[bool, typer.Option("--skip-bad-ranks", help=(
+    "A folder: report the rank files that can be read; those that cannot are named, with their error."))]
+ForceJob = Annotated[bool, typer.Option("--force-job", help=(
+    "Report a folder's files as one job even when they are not (other world sizes, devices, or times); "
+    "a note says why."))]
 
 
 NoCache = Annotated[bool, typer.Option("--no-cache", help=(

@@ -38,6 +38,7 @@ def report(
     max_events: o.MaxEvents = o.DEFAULT_LIMITS.events,
     max_inflation: o.MaxInflation = o.DEFAULT_LIMITS.inflation,
     max_op_depth: o.MaxOpDepth = o.DEFAULT_LIMITS.op_depth,
+    max_download_mb: o.MaxDownloadMb = o.DEFAULT_DOWNLOAD_MB,
     no_cache: o.NoCache = False,
     details: Annotated[bool, typer.Option("--details", help=(
         "Terminal format: every table, and every rank of a folder (default: the verdict, the findings and the "
@@ -45,6 +46,8 @@ def report(
     executor: o.Executor = "local",
     workers: o.Workers = None,
     executor_address: o.ExecutorAddress = None,
+    skip_bad_ranks: o.SkipBadRanks = False,
+    force_job: o.ForceJob = False,
 ) -> None:
     """Why the GPU is not going brrrr: overhead (idle gaps and their causes, launch latency, small
     kernels), then bandwidth vs compute (roofline, regime attribution, fusion opportunities); for a
@@ -56,8 +59,9 @@ def report(
     try:
         built = analyze(source, window=window, skip_steps=skip_steps, max_gaps=max_gaps, peak_flops=peak_flops,
                         peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
-                        limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth), executor=executor,
-                        workers=workers, executor_address=executor_address, cache=not no_cache)
+                        limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth, max_download_mb),
+                        executor=executor, workers=workers, executor_address=executor_address, cache=not no_cache,
+                        force_job=force_job, skip_bad_ranks=skip_bad_ranks)
     except TraceAnalyzeError as error:
         fail(error)
     if details:

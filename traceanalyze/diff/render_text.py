@@ -12,6 +12,47 @@ STATUS_MARK = {"added": "+ added", "removed": "− removed", "slower": "▲ slow
                "unchanged": "", "unlisted": "? unlisted"}
 
 
+def status_mark(k: KernelRow) -> str:
+    """The status cell: an `unlisted` kernel says on which side it is (listed in the new run only:
+    new there, or below the base list's cut), never a bare "?"."""
+    if k.status == "unlisted":
+        return "+ new (base list cut)" if k.base_count is None else "− gone (new list cut)"
+    return STATUS_MARK[k.status]
+
+
+def scaled_time(value: float | None) -> str:
+    """µs as people read them: `412.3 µs`, `621.7 ms`, `2.41 s`.
+
+    >>> [scaled_time(v) for v in (412.34, 621_729.0, 2_410_000.0, None)]
+    ['412.3 µs', '621.7 ms', '2.41 s', '–']
+    """
+    if value is None:
+        return "–"
+    size = abs(value)
+    if size < 1_000:
+        return f"{value:.1f} µs"
+    return f"{value / 1e3:.1f} ms" if size < 1_000_000 else f"{value / 1e6:.2f} s"
+
+
+def summary_line(diff: Diff) -> str:
+    """What changed, in one line: the step time and idle changes, and how many kernels moved.
+
+    E.g. "summary: step time +3.1% (12.0 ms → 12.4 ms), GPU idle +2.0 pts; kernels: 3 slower, 1 added"."""
+    parts = []
+    for metric in diff.metrics:
+        if metric.name in ("step_time_ms", "idle_fraction") and metric.change is not None:
+            parts.append(f"{metric.label} {_change(metric)} ({_value(metric.base, metric.unit)} → "
+                         f"{_value(metric.new, metric.unit)})")
+    counts: dict[str, int] = {}
+    for k in diff.kernels:
+        if k.status != "unchanged":
+            key = status_mark(k).split(" ", 1)[1] if k.status == "unlisted" else k.status
+            counts[key] = counts.get(key, 0) + 1
+    order = ("added", "removed", "new (base list cut)", "gone (new list cut)", "slower", "faster")
+    moved = ", ".join(f"{counts[status]} {status}" for status in order if status in counts) or "none changed"
+    return f"summary: {', '.join(parts) or 'no step time to compare'}; kernels: {moved}"
+
+
 def kernel_label(name: str, width: int) -> str:
     """A kernel name for a table cell: no `void `, no argument list, cut to `width`. Template
     arguments are kept as far as they fit: they tell apart the many `vectorized_elementwise_kernel`s."""
@@ -28,6 +69,8 @@ def kernel_label(name: str, width: int) -> str:
 
 
 def _value(value: float | None, unit: str) -> str:
+    if unit in ("us", "ms") and value is not None:  # times scaled to their size: 621.7 ms, not 621,729.0 µs
+        return scaled_time(value * (1000 if unit == "ms" else 1))
     return format_value(value, unit, percent_decimals=1)
 
 
@@ -44,7 +87,7 @@ def metric_cells(diff: Diff) -> list[list[str]]:
 
 
 def _us(value: float | None) -> str:
-    return _value(value, "us")
+    return scaled_time(value)
 
 
 def _kernel_change(k: KernelRow) -> str:
@@ -54,7 +97,7 @@ def _kernel_change(k: KernelRow) -> str:
 def kernel_cells(k: KernelRow, width: int) -> list[str]:
     counts = f"{k.base_count if k.base_count is not None else '–'} → {k.new_count if k.new_count is not None else '–'}"
     return [kernel_label(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
-            _us(k.base_total_us), _us(k.new_total_us), STATUS_MARK[k.status]]
+            _us(k.base_total_us), _us(k.new_total_us), status_mark(k)]
 
 
 KERNEL_HEADERS = ["kernel", "calls", "base / call", "new / call", "change", "base total", "new total", "status"]
@@ -82,7 +125,8 @@ def render_diff_terminal(diff: Diff, *, top: int = 10, width: int | None = None)
         names = Shrinkable(lambda room: [kernel_label(k.name, room) for k in listed])
         return text_table([kernel_cells(k, 56) for k in listed], KERNEL_HEADERS, width=width, shrink={0: names}).splitlines()
 
-    lines = [f"traceanalyze diff: {_title(diff)}", *(f"  WARNING: {warning}" for warning in diff.warnings), ""]
+    lines = [f"traceanalyze diff: {_title(diff)}", f"  {summary_line(diff)}",
+             *(f"  WARNING: {warning}" for warning in diff.warnings), ""]
     lines += table(metric_cells(diff), METRIC_HEADERS)
     changed = diff.changed_kernels
     unchanged = sum(1 for k in diff.kernels if k.status == "unchanged")
@@ -118,7 +162,7 @@ def _md_kernel_row(k: KernelRow) -> list[str]:
 
 def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
     lines = ["### traceanalyze diff", "", f"{md_code(diff.base_source)} ({steps_text(diff.base_steps)}) → "
-             f"{md_code(diff.new_source)} ({steps_text(diff.new_steps)})", ""]
+             f"{md_code(diff.new_source)} ({steps_text(diff.new_steps)})", "", _md(summary_line(diff)), ""]
     lines += [f"> ⚠️ **Warning:** {_md(warning)}" for warning in diff.warnings] + ([""] if diff.warnings else [])
     lines += _md_table(metric_cells(diff), METRIC_HEADERS) + [""]
     changed = diff.changed_kernels

@@ -32,7 +32,11 @@ def render_junit(verdict: Verdict) -> str:
         cases.append(element)
 
     for check in verdict.checks:
-        case("traceanalyze.gate.budget", check.name, check.status, check.message)
+        if check.other_failures:  # several ranks break it: one testcase per rank and budget
+            for alone in (check, *check.other_failures):
+                case("traceanalyze.gate.budget", f"{check.name}.rank{alone.rank}", alone.status, alone.message)
+        else:
+            case("traceanalyze.gate.budget", check.name, check.status, check.message)
     for regression in verdict.regressions:
         case("traceanalyze.gate.regression", f"regression.{regression.name}", regression.status, regression.message)
     if verdict.problems:
@@ -67,7 +71,7 @@ def annotation_lines(verdict: Verdict) -> list[str]:
     reliability problem when it stops the verdict, and `::warning` per warning (GitHub Actions
     workflow commands)."""
     lines = [f"::warning title={workflow_property('traceanalyze gate')}::{workflow_data(w)}" for w in verdict.warnings]
-    for item in (*verdict.checks, *verdict.regressions):
+    for item in (*verdict.checks, *(o for c in verdict.checks for o in c.other_failures), *verdict.regressions):
         if item.status in ("fail", "unmeasured"):
             prefix = "regression " if isinstance(item, Regression) else ""
             title = f"traceanalyze gate: {prefix}{item.name}"
@@ -76,3 +80,24 @@ def annotation_lines(verdict: Verdict) -> list[str]:
         for problem in verdict.problems:
             lines.append(f"::error title={workflow_property('traceanalyze gate: cannot judge')}::{workflow_data(problem)}")
     return lines
+
+
+STEP_SUMMARY_BYTES = 1 << 20  # GitHub drops a step summary over 1 MiB, whole
+_SUMMARY_ROOM = STEP_SUMMARY_BYTES - 4096  # what was appended before us, and the note, fit beside it
+
+
+def bounded_summary(markdown: str, room: int = _SUMMARY_ROOM) -> str:
+    """`markdown` (the verdict for `$GITHUB_STEP_SUMMARY`) cut at a line to at most `room` bytes
+    of UTF-8, with a line saying so: GitHub shows no summary at all over 1 MiB.
+
+    >>> bounded_summary("a\\nb\\n", room=100)
+    'a\\nb\\n'
+    >>> bounded_summary("x" * 50 + "\\n" + "y" * 50 + "\\n", room=60).splitlines()[-1]
+    '*(cut: the step summary is kept under 1 MiB; the whole verdict is in the job log)*'
+    """
+    data = markdown.encode("utf-8")
+    if len(data) <= room:
+        return markdown
+    cut = data[:room].decode("utf-8", errors="ignore")
+    cut = cut[: cut.rfind("\n") + 1] if "\n" in cut else ""
+    return cut + "\n*(cut: the step summary is kept under 1 MiB; the whole verdict is in the job log)*\n"

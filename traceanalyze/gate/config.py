@@ -1,6 +1,7 @@
 """Where gate budgets come from besides flags: `[tool.traceanalyze.gate]` in the nearest
 `pyproject.toml` that has one (searched from a folder upward), or a TOML file named with
-`--config`. The only module of `traceanalyze.gate` that reads files; the checks are in `budgets`."""
+`--config`. The only module of `traceanalyze.gate` that reads files (bounded in size and nesting:
+`traceanalyze.config_files`); the checks are in `budgets`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from traceanalyze import config_files
 from traceanalyze.errors import ConfigError
 from traceanalyze.gate.budgets import parse_table
 
@@ -30,20 +32,14 @@ class GateConfig:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder, not a TOML file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    text = config_files.read_text(path, "TOML file")
+    config_files.check_nesting(text, path, "TOML file", comments=True)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:
+        raise config_files.too_deep(path, "TOML file") from None
 
 
 def _gate_table(document: dict[str, Any]) -> Any:

@@ -12,6 +12,7 @@ from typing import Callable
 import msgspec
 
 from traceanalyze.errors import ConfigError, TraceFormatError
+from traceanalyze.gate.saved_ranges import check_ranges
 from traceanalyze.renderers.jsonout import report_v1
 from traceanalyze.report.model import Report
 from traceanalyze.report.schema import KNOWN_SCHEMA_VERSIONS, ReportV1, report_from_builtins
@@ -74,16 +75,20 @@ def read_saved_report(path: Path) -> ReportV1:
             f"{path}: report schema_version {version!r} is not one this traceanalyze reads "
             f"({', '.join(KNOWN_SCHEMA_VERSIONS)}); make the report again with this version"
         )
+    check_ranges(document, path)  # no negative or absurd time, no fraction outside [0, 1]
     try:
         return report_from_builtins(document)
     except msgspec.ValidationError as error:
         raise TraceFormatError(f"{path}: not a traceanalyze JSON report: {error}") from None
 
 
-def load_report(path: Path, build: Callable[[Path], Report], *, skip_steps: int = 0) -> ReportV1:
+def load_report(path: Path | str, build: Callable[[Path | str], Report], *, skip_steps: int = 0) -> ReportV1:
     """The JSON report of `path`: decoded when it is a saved report, else `build(path)` (load the
     trace and build its report) turned into `ReportV1`. A saved report cannot be analysed again:
-    with `skip_steps` > 0 it must have been saved with the same `--skip-steps` (else `ConfigError`)."""
+    with `skip_steps` > 0 it must have been saved with the same `--skip-steps` (else `ConfigError`).
+    A URL (a string: `s3://bucket/job/`) is a folder of rank traces, built as `report` builds it."""
+    if isinstance(path, str):
+        return report_v1(build(path))
     if is_saved_report(path):
         saved = read_saved_report(path)
         kept = saved.options.skip_steps or 0

@@ -185,6 +185,7 @@ def _measure_ranks(report: ReportV1, ranks: list[Rank], summary: SummaryFields, 
     window: dict[str, float | None] = {"idle_fraction": summary.idle_fraction}
     window.update({regime: attribution.get(regime) for regime in REGIMES})
     window["launch_p99_us"] = _launch_p99(summary)
+    window["model_coverage"] = summary.model_coverage  # the share of busy time the roofline model covers
     window.update(_job_values([row for rows in job_steps.values() for row in rows]))
     return Measured(
         source=source,
@@ -255,3 +256,32 @@ def unreliable_findings(findings: Iterable[Finding]) -> list[str]:
                           if name == "launches_without_gpu_work" and graphs else "")
             lines.append(f"{name} ({count}{where}): {detail}{graph_note}")
     return lines
+
+
+# how a report's notes about the folder as a whole begin (report/notes.missing_ranks_note,
+# jobs/identity.py, pipeline/mapreduce.py): the verdict repeats them
+_JOB_NOTE_START = ("not one job", "rank file skipped", "distributedInfo.rank collides")
+
+
+def is_job_note(note: str) -> bool:
+    """Whether `note` (of a report's `notes`) is about the folder as a whole."""
+    return note.startswith(_JOB_NOTE_START) or " ranks present (world size " in note
+
+
+# the regimes the roofline model splits busy time into: only comparable when both sides' model
+# covers about the same share of it (shapes recorded on one side only: "bandwidth 0.000 → 32.136 ms")
+MODELLED_REGIMES = ("bandwidth", "compute", "latency", "unmodeled")
+MAX_COVERAGE_GAP = 0.25
+
+
+def coverage_mismatch(base: Measured, new: Measured) -> str | None:
+    """Why the modelled regimes of `base` and `new` cannot be compared, or None when they can."""
+    before, after = base.window.get("model_coverage"), new.window.get("model_coverage")
+    if before is None and after is None:
+        return None
+    if before is not None and after is not None and abs(after - before) <= MAX_COVERAGE_GAP:
+        return None
+    shown = ["not known" if value is None else f"{100 * value:.0f}%" for value in (before, after)]
+    return (f"cannot compare {', '.join(MODELLED_REGIMES)} time: the roofline model covers {shown[0]} of the "
+            f"baseline's busy GPU time and {shown[1]} of this trace's (shapes recorded on one side only?); "
+            "shown, not judged")

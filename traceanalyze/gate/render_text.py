@@ -52,6 +52,17 @@ def _regression_row(r: Regression) -> list[str]:
     return [r.label, format_value(r.base, r.unit), format_value(r.new, r.unit), _change(r), share, STATUS[r.status]]
 
 
+def _rows(verdict: Verdict) -> list[Check]:
+    """A row per budget, and one more per other rank that breaks it (ranks judged one by one)."""
+    return [item for check in verdict.checks for item in (check, *check.other_failures)]
+
+
+def _failed(verdict: Verdict) -> list[Check | Regression]:
+    """Every failed or unmeasured budget and regression, each rank that breaks a budget included."""
+    items = [item for check in verdict.checks for item in (check, *check.other_failures)]
+    return [item for item in (*items, *verdict.regressions) if item.status in ("fail", "unmeasured")]
+
+
 def _limit(verdict: Verdict) -> str:
     value = verdict.max_regression or 0.0
     return f"{100 * value:g}%"
@@ -63,7 +74,7 @@ def render_verdict_terminal(verdict: Verdict, *, width: int | None = None) -> st
     lines = [f"traceanalyze gate: {HEADLINE[verdict.outcome]}  {verdict.source}", f"  {_basis_line(verdict)}"]
     lines += [f"  WARNING: {warning}" for warning in verdict.warnings]
     if verdict.checks:
-        table = text_table([_check_row(c) for c in verdict.checks],
+        table = text_table([_check_row(c) for c in _rows(verdict)],
                            ["budget", "threshold", "measured", "basis", "margin", "status"], width=width)
         lines += ["", *table.splitlines()]
     if verdict.baseline is not None:
@@ -74,7 +85,7 @@ def render_verdict_terminal(verdict: Verdict, *, width: int | None = None) -> st
         head = "numbers not trustworthy (judged anyway, --allow-unreliable):" if verdict.allow_unreliable else \
             "cannot judge (pass --allow-unreliable to judge anyway):"
         lines += ["", f"  {head}", *(f"    - {p}" for p in verdict.problems)]
-    failures = [item.message for item in (*verdict.checks, *verdict.regressions) if item.status in ("fail", "unmeasured")]
+    failures = [item.message for item in _failed(verdict)]
     if failures:
         lines += ["", *(f"  ✗ {message}" for message in failures)]
     if verdict.notes:
@@ -98,7 +109,7 @@ def render_verdict_markdown(verdict: Verdict) -> str:
     lines += [f"> ⚠️ **Warning:** {_md_escape(warning)}" for warning in verdict.warnings]
     lines += [""] if verdict.warnings else []
     if verdict.checks:
-        lines += _md_table([_check_row(c) for c in verdict.checks],
+        lines += _md_table([_check_row(c) for c in _rows(verdict)],
                            ["budget", "threshold", "measured", "basis", "margin", "status"]) + [""]
     if verdict.baseline is not None:
         lines += [f"Against the baseline {md_code(verdict.baseline)} ({steps_text(verdict.baseline_steps)}), "

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
-from traceanalyze.gate.metrics import REGIMES, Measured, device_mismatch, skipped_steps_notes, unreliable_findings
+from traceanalyze.gate.metrics import (MODELLED_REGIMES, REGIMES, Measured, coverage_mismatch, device_mismatch,
+                                      is_job_note, skipped_steps_notes, unreliable_findings)
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]
@@ -50,6 +51,9 @@ class Check:
     message: str
     rank: int | None = None  # several ranks judged one by one: the worst rank, the one named
     ranks_judged: int | None = None  # how many ranks were judged (None: pooled)
+    # several ranks judged one by one: every other rank that breaks the budget too, worst first
+    # (each a Check of that rank alone), so no rank over a budget goes unnamed
+    other_failures: tuple[Check, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,9 +181,14 @@ def _worst_rank_check(spec: BudgetSpec, threshold: float, measured: Measured, st
     if not measured_checks:
         rank, check = next(iter(judged.items()))
         return replace(check, rank=None, ranks_judged=len(judged))
-    rank, check = min(measured_checks.items(), key=lambda item: (item[1].margin, item[0]))
-    suffix = f" (the worst of {len(judged)} ranks)"
-    return replace(check, rank=rank, ranks_judged=len(judged), message=f"rank {rank}: {check.message}{suffix}")
+    ordered = sorted(measured_checks.items(), key=lambda item: (item[1].margin, item[0]))
+    rank, check = ordered[0]
+    others = tuple(replace(other, rank=r, ranks_judged=len(judged), message=f"rank {r}: {other.message}")
+                   for r, other in ordered[1:] if other.status == "fail")
+    failing = 1 + len(others) if check.status == "fail" else 0
+    suffix = (f" (the worst of {len(judged)} ranks" + (f"; {failing} ranks break it)" if failing > 1 else ")"))
+    return replace(check, rank=rank, ranks_judged=len(judged), message=f"rank {rank}: {check.message}{suffix}",
+                   other_failures=others)
 
 
 def _judge(change: float | None, threshold: float) -> Status:
@@ -217,6 +226,8 @@ def _regressions(new: Measured, base: Measured, threshold: float, statistic: Sta
                  basis: Basis) -> tuple[list[Regression], list[str]]:
     rows: list[Regression] = []
     notes: list[str] = []
+    mismatch = coverage_mismatch(base, new)
+    notes += [mismatch] if mismatch else []  # said once; those rows shown, not judged
     if basis == "steps":
         base_step, new_step = base.statistic("step_time_ms", statistic), new.statistic("step_time_ms", statistic)
         relative = new_step / base_step - 1.0 if base_step and new_step is not None else None
@@ -228,7 +239,8 @@ def _regressions(new: Measured, base: Measured, threshold: float, statistic: Sta
             base_ms, new_ms = base.statistic(f"{regime}_ms", statistic), new.statistic(f"{regime}_ms", statistic)
             share = (new_ms - base_ms) / base_step if base_ms is not None and new_ms is not None and base_step else None
             rows.append(_regression(f"{regime}_ms", REGIME_LABELS[regime], "ms", base_ms, new_ms, share, "share_of_base_step",
-                                    threshold, base_share=base.statistic(regime, statistic),
+                                    threshold, judged=not (mismatch and regime in MODELLED_REGIMES),
+                                    base_share=base.statistic(regime, statistic),
                                     new_share=new.statistic(regime, statistic)))
         return rows, notes
     side = "the baseline" if not base.steps else "this trace"
@@ -278,7 +290,8 @@ def evaluate(measured: Measured, options: GateOptions, *, baseline: Measured | N
         for spec in BUDGETS if spec.name in options.thresholds
     )
     problems = _problems(measured, options.min_steps)
-    notes = skipped_steps_notes(baseline if baseline is not None else measured, measured, ("baseline", "trace judged"))
+    notes = [note for note in measured.notes if is_job_note(note)]  # missing, skipped, colliding ranks: said first
+    notes += skipped_steps_notes(baseline if baseline is not None else measured, measured, ("baseline", "trace judged"))
     if basis == "window":
         notes.append("no ProfilerStep spans with GPU work: judged on the whole trace window" +
                      (" (--allow-unreliable)" if options.allow_unreliable else ""))

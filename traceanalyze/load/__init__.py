@@ -26,9 +26,10 @@ PROGRESS_MIN_BYTES = 64 << 20  # inputs smaller than this load too fast for a pr
 
 
 def trace_files(folder: Path) -> list[Path]:
-    """The trace files directly inside a folder, in name order."""
+    """The trace files directly inside a folder, in name order; a symbolic link among them that
+    leads nowhere (dangling, or a loop) too: the loader names it and says why, never skips it unsaid."""
     return sorted(
-        p for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES)
+        p for p in folder.iterdir() if (p.is_file() or p.is_symlink()) and p.name.lower().endswith(TRACE_SUFFIXES)
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from traceanalyze.load import classify
+from traceanalyze.load.long_names import bounded_frame
 from traceanalyze.load.events import TraceDocument
 from traceanalyze.load.chunk import CHUNK_SCHEMAS, SKIP_MALFORMED, ChunkTables, merge_skipped
 from traceanalyze.load.convert import fitting
@@ -104,17 +105,18 @@ class TraceTables:
             {"rank": [rank] * len(skipped), "reason": list(skipped), "count": list(skipped.values())},
             schema=SKIPPED_SCHEMA,
         )
+        # names bounded (load/long_names.py) before the analyses, the cache or any output see them
         return Trace(
-            gpu=constants_as_scalars(gpu_frame),
-            runtime=constants_as_scalars(runtime_frame),
-            cpu_ops=constants_as_scalars(cpu_frame),
-            steps=steps_frame,
+            gpu=constants_as_scalars(bounded_frame(gpu_frame)),
+            runtime=constants_as_scalars(bounded_frame(runtime_frame)),
+            cpu_ops=constants_as_scalars(bounded_frame(cpu_frame)),
+            steps=bounded_frame(steps_frame),
             flows=constants_as_scalars(flows_frame),
-            sync=constants_as_scalars(sync_frame),
-            devices=devices_frame,
+            sync=constants_as_scalars(bounded_frame(sync_frame)),
+            devices=bounded_frame(devices_frame),
             skipped=skipped_frame,
             meta=(meta,),
-            python=None if python_frame is None else constants_as_scalars(python_frame),
+            python=None if python_frame is None else constants_as_scalars(bounded_frame(python_frame)),
         )
 
 

@@ -107,9 +107,12 @@ def _load_file(path: Path, *, include_python: bool, include_flows: bool, rank: i
     return trace
 
 
-def _check_events(path: Path, events: int, limits: LoadLimits) -> None:
+def _check_events(path: Path, events: int, limits: LoadLimits, *, read: int = 0, size: int = 0) -> None:
+    """Refuse more than `limits.events` events. The flag suggested is the file's count: exact for a
+    document decoded whole, else estimated from the events met in the `read` bytes of `size`."""
     if events > limits.events:
-        raise exceeded(path, f"more than {limits.events} events", "events", str(4 * limits.events))
+        whole = events if not read or read >= size else -(-events * size // read)
+        raise exceeded(path, f"more than {limits.events} events", "events", str(whole))
 
 
 def _declared_rank(path: Path, value: object) -> int | None:
@@ -141,7 +144,7 @@ def _stream(path: Path, *, include_python: bool, include_flows: bool, progress: 
     tables = TraceTables(include_python=include_python, include_flows=include_flows)
     for chunk in chunks.decode_each(lambda text: decode_chunk(text, include_python=include_python)):
         tables.add(chunk)
-        _check_events(path, tables.events, limits)
+        _check_events(path, tables.events, limits, read=chunks.position, size=size)
         if progress is not None:
             progress(chunks.position, size)
     assert chunks.document is not None
@@ -164,7 +167,7 @@ def _stream_parallel(path: Path, *, include_python: bool, include_flows: bool, p
             decoded = pool.map(chunks.pieces())
         for chunk in decoded:
             tables.add(chunk)
-            _check_events(path, tables.events, limits)
+            _check_events(path, tables.events, limits, read=chunks.position, size=size)
             if progress is not None:
                 progress(chunks.position, size)
     assert chunks.document is not None

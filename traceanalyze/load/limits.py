@@ -43,19 +43,24 @@ class LoadLimits:
         How deep CPU ops (and annotations) may nest on one thread. Analyses walk up the op tree
         from each launch (its enclosing op, step, annotation), so their time grows with points ×
         depth: bounded, it stays linear in the trace. Real traces nest 1 to 10 deep.
+    download_bytes, download_seconds
+        A rank file named by URL (a folder's URL): the most bytes copied from it, and the longest
+        time taken, before the loader reads it (an endless HTTP body would fill the disk).
     """
 
     event_bytes: int = 256 * MIB
     events: int = 50_000_000
     inflation: float = 100.0
     op_depth: int = 1000
+    download_bytes: int = 16 << 30
+    download_seconds: float = 3600.0
 
 
 INFLATION_FLOOR = 64 * MIB  # below this much inflated, any ratio is fine (small files compress well)
 
 # the command-line flag that raises each limit (cli/options.py), and how its value is written there
 FLAGS = {"event_bytes": "--max-event-mb", "events": "--max-events", "inflation": "--max-inflation",
-         "op_depth": "--max-op-depth"}
+         "op_depth": "--max-op-depth", "download_bytes": "--max-download-mb"}
 
 
 def exceeded(path: Path, what: str, limit: str, value: str) -> LimitError:

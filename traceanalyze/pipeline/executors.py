@@ -5,7 +5,8 @@
 On a cluster the workers read the paths themselves: give paths every worker sees (a shared
 filesystem) or URLs (`s3://…`, `gs://…`: fsspec, with the matching filesystem package installed
 on the workers). `address` names the cluster: `ray://head:10001` (or `auto`) for Ray,
-`tcp://scheduler:8786` for Dask; none starts a local one on this machine.
+`tcp://scheduler:8786` for Dask; none starts a local one on this machine. An executor that fails
+(a worker killed, a cluster unreachable) is one error line naming it (`failures.guarded`).
 """
 
 from __future__ import annotations
@@ -20,35 +21,40 @@ from collections.abc import Callable
 from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
-from traceanalyze.pipeline.mapreduce import analyse_file, reduce_ranks
+from traceanalyze.pipeline.failures import USERINFO, guarded, without_credentials
+from traceanalyze.pipeline.mapreduce import analyse_file, analyse_file_or_skip, reduce_ranks
+from traceanalyze.pipeline.urls import SourceUrl
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 
-Executor = Callable[[list[str], ReportOptions, int | None, str | None, LoadLimits, CacheSetting], list[RankReport]]
+# (paths, options, workers, address, limits, cache, task=None): `task` maps one rank file (default
+# `mapreduce.analyse_file`; `mapreduce.analyse_file_or_skip` under --skip-bad-ranks)
+Executor = Callable[..., list[RankReport]]
 
 
 def run_local(paths: list[str], options: ReportOptions, workers: int | None = None,
               address: str | None = None, limits: LoadLimits = LoadLimits(),
-              cache: CacheSetting = False) -> list[RankReport]:
+              cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
     """One spawned process per core (or `workers`), one rank file at a time each; one worker:
     every rank in this process, one after another (the parent then holds one rank's tables at a
     time)."""
     if address is not None:
         raise ConfigError("--executor-address is for ray and dask; the local executor runs on this machine")
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
+    task = task or analyse_file
     if count == 1:
-        return [analyse_file(p, options, limits, cache) for p in paths]
+        return [task(p, options, limits, cache) for p in paths]
     from traceanalyze.load.chunk_workers import spawn_pool
 
     with spawn_pool(count) as pool:
-        futures = [pool.submit(analyse_file, p, options, limits, cache) for p in paths]
+        futures = [pool.submit(task, p, options, limits, cache) for p in paths]
         return [f.result() for f in futures]
 
 
 def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,
             address: str | None = None, limits: LoadLimits = LoadLimits(),
-            cache: CacheSetting = False) -> list[RankReport]:
+            cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
     """Ray tasks, one per rank file, on the cluster at `address` (or a local Ray started with
     `workers` CPUs). Ray stays up afterwards if it was already initialised by the caller."""
     try:
@@ -61,8 +67,8 @@ def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None
                  log_to_driver=False, configure_logging=False)
         started = True
     try:
-        task = ray.remote(analyse_file)
-        refs = [task.remote(p, options, limits, cache) for p in paths]
+        remote = ray.remote(task or analyse_file)
+        refs = [remote.remote(p, options, limits, cache) for p in paths]
         return [_unwrap_ray(ray, ref) for ref in refs]
     finally:
         if started:
@@ -81,7 +87,7 @@ def _unwrap_ray(ray, ref) -> RankReport:
 
 def run_dask(paths: list[str], options: ReportOptions, workers: int | None = None,
              address: str | None = None, limits: LoadLimits = LoadLimits(),
-             cache: CacheSetting = False) -> list[RankReport]:
+             cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
     """Dask futures, one per rank file, on the scheduler at `address` (or a `LocalCluster` of
     `workers` single-threaded worker processes)."""
     try:
@@ -89,36 +95,43 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
     except ImportError as exc:
         raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
     if address is not None:
-        with Client(address) as client:
-            return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+        with Client(address, timeout=DASK_CONNECT_SECONDS) as client:
+            return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     with _main_script_hidden():
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
-        return client.gather(client.map(analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+        return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
 
+
+DASK_CONNECT_SECONDS = 10  # how long a Dask scheduler at --executor-address may take to answer
 
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray, "dask": run_dask}
 
 
 def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str = "local",
                    workers: int | None = None, address: str | None = None,
-                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False) -> Report:
+                   limits: LoadLimits = LoadLimits(), cache: CacheSetting = False, force_job: bool = False,
+                   skip_bad_ranks: bool = False) -> Report:
     """A folder of rank traces → the `Report`: the map on `executor`, the reduce here. `folder`
     is a local path, or an fsspec URL of a folder (`s3://bucket/job42/`, `gs://…`,
     `file:///shared/job42`): listed here, each file read by the worker that analyses it. Each
     worker reads and writes the cache of loaded traces (`load.cache`, the folder `cache` names
-    where it runs; local paths only)."""
+    where it runs; local paths only). Files that are not one job are refused (`identity.NotOneJob`)
+    unless `force_job`. With `skip_bad_ranks`, a rank file that cannot be read is left out and
+    named, with its error, on every remaining rank (`mapreduce.analyse_file_or_skip`)."""
     if executor not in EXECUTORS:
         raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    task = analyse_file_or_skip if skip_bad_ranks else None
     if is_url(str(folder)):
         paths = url_files(str(folder))
         names = [p.rstrip("/").rsplit("/", 1)[-1] for p in paths]
         if executor == "local" and workers is None:
             workers = 1 if len(paths) < 2 else min(len(paths), os.cpu_count() or 1)
-        results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address,
-                                      limits, cache)
-        return reduce_ranks(results, names, options, Path(str(folder)))
+        chosen = per_worker(options, executor, workers, len(paths))
+        results = guarded(executor, address,
+                          lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache, task=task))
+        return reduce_ranks(results, names, options, SourceUrl(str(folder)), force_job=force_job)  # type: ignore[arg-type]
     from traceanalyze.load import trace_files
 
     folder = Path(folder)
@@ -128,9 +141,10 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
     paths = [str(f) for f in files]
     if executor == "local" and workers is None:
         workers = _local_workers(files)
-    results = EXECUTORS[executor](paths, per_worker(options, executor, workers, len(paths)), workers, address, limits,
-                                  cache)
-    return reduce_ranks(results, [f.name for f in files], options, folder)
+    chosen = per_worker(options, executor, workers, len(paths))
+    results = guarded(executor, address,
+                      lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache, task=task))
+    return reduce_ranks(results, [f.name for f in files], options, folder, force_job=force_job)
 
 
 def per_worker(options: ReportOptions, executor: str, workers: int | None, ranks: int) -> ReportOptions:
@@ -154,24 +168,37 @@ def url_files(url: str) -> list[str]:
     order; a URL naming one trace file is a folder of that one file (fsspec lists them)."""
     from traceanalyze.load import TRACE_SUFFIXES
 
+    shown = without_credentials(url)  # no error shows the URL's user:password@
     try:
         import fsspec
     except ImportError as exc:
-        raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]' or '[ray]')") from exc
+        raise ConfigError(f"{shown}: reading a URL needs fsspec (pip install 'traceanalyze[dask]' or '[ray]')") from exc
     try:
         fs, root = fsspec.core.url_to_fs(url)
         if url.lower().endswith(TRACE_SUFFIXES) and fs.isfile(root):
             return [url]
         listed = fs.ls(root, detail=True)
     except (ImportError, ValueError) as exc:  # no filesystem for the scheme (s3fs, gcsfs, … not installed)
-        raise ConfigError(f"{url}: {exc}") from exc
+        raise ConfigError(f"{shown}: {without_credentials(str(exc))}") from None
     except OSError as exc:
-        raise TraceFormatError(f"{url}: cannot list it: {exc}") from exc
+        raise TraceFormatError(f"{shown}: cannot list it: {without_credentials(str(exc))}") from None
     files = sorted(entry["name"] for entry in listed
                    if entry.get("type") == "file" and entry["name"].lower().endswith(TRACE_SUFFIXES))
     if not files:
-        raise TraceFormatError(f"{url}: folder holds no .json or .json.gz trace files")
-    return [fs.unstrip_protocol(name) for name in files]
+        raise TraceFormatError(f"{shown}: folder holds no .json or .json.gz trace files")
+    return [_url_of(url, fs.unstrip_protocol(name)) for name in files]
+
+
+def _url_of(folder_url: str, listed: str) -> str:
+    """A listed file's URL with the folder URL's credentials kept (the worker that reads it needs
+    them; they are removed from whatever is shown)."""
+    found = USERINFO.match(folder_url)
+    if found is None or "://" not in listed:
+        return listed
+    scheme, rest = listed.split("://", 1)
+    if "@" in rest.split("/", 1)[0]:
+        return listed
+    return f"{scheme}://{found.group('userinfo')}{rest}"
 
 
 def _local_workers(files: list[Path]) -> int:

@@ -30,7 +30,27 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
         return _analyse_remote(path, options, limits)
     local = path.removeprefix("file://")
     return _leaving(analysed_rank(Path(local), options, lambda: load_rank(local, limits=limits, cache=cache),
-                                  cache=cache, max_events=limits.events), options)
+                                  cache=cache, max_events=limits.events, max_op_depth=limits.op_depth), options)
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedRank:
+    """A rank file left out under --skip-bad-ranks: its path and the one-line error it gave."""
+
+    path: str
+    error: str
+
+
+def analyse_file_or_skip(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
+                         cache: CacheSetting = False) -> RankReport | SkippedRank:
+    """`analyse_file`, or the `SkippedRank` of a file that is bad input (a `TraceAnalyzeError`:
+    truncated, not JSON, over a limit, a link loop); any other failure still ends the job."""
+    from traceanalyze.errors import TraceAnalyzeError
+
+    try:
+        return analyse_file(path, options, limits, cache)
+    except TraceAnalyzeError as error:
+        return SkippedRank(path=path, error=" ".join(str(error).split()))
 
 
 def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
@@ -41,31 +61,62 @@ def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
 
 
 def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> RankReport:
-    """Copy the file from its URL to a local temporary file (fsspec), then analyse that."""
+    """Copy the file from its URL to a local temporary file (fsspec), within the download limits
+    (`limits.download_bytes`, `download_seconds`: `pipeline.urls.download`), then analyse that. Its
+    `source` is the URL without credentials (`pipeline.urls.SourceUrl`)."""
+    from traceanalyze.errors import ConfigError, TraceFormatError
+    from traceanalyze.pipeline.failures import without_credentials
+    from traceanalyze.pipeline.urls import SourceUrl, disk_free, download
+
     try:
         import fsspec
     except ImportError as exc:  # pragma: no cover - fsspec comes with the ray and dask extras
-        from traceanalyze.errors import ConfigError
-
-        raise ConfigError(f"{url}: reading a URL needs fsspec (pip install 'traceanalyze[dask]')") from exc
+        raise ConfigError(f"{without_credentials(url)}: reading a URL needs fsspec (pip install "
+                          "'traceanalyze[dask]')") from exc
     from traceanalyze.load import load_rank
     from traceanalyze.pipeline.rank import rank_report
 
     name = url.rstrip("/").rsplit("/", 1)[-1]
     with tempfile.TemporaryDirectory(prefix="traceanalyze-") as folder:
         local = Path(folder) / name
-        with fsspec.open(url, "rb") as source, open(local, "wb") as target:
-            while chunk := source.read(16 << 20):
-                target.write(chunk)
-        report = rank_report(load_rank(local, limits=limits), options)
-    return dataclasses.replace(_leaving(report, options), source=Path(url))
+        try:
+            with fsspec.open(url, "rb") as source, open(local, "wb") as target:
+                download(source, target, url, max_bytes=limits.download_bytes, max_seconds=limits.download_seconds,
+                         free_bytes=disk_free(Path(folder)))
+        except OSError as error:
+            raise TraceFormatError(f"{without_credentials(url)}: cannot read: "
+                                   f"{without_credentials(str(error.strerror or error))}") from None
+        try:
+            report = rank_report(load_rank(local, limits=limits), options)
+        except TraceFormatError as error:  # the loader names the local copy: name the URL instead
+            raise type(error)(str(error).replace(str(local), without_credentials(url))) from None
+    return dataclasses.replace(_leaving(report, options), source=SourceUrl(url))
 
 
-def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOptions, source: Path) -> Report:
+def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOptions, source: Path, *,
+                 force_job: bool = False) -> Report:
     """Every rank's `RankReport` (in the order of the files `names`) → the `Report`. Ranks come
     from `distributedInfo.rank`, else the file names, else the file order: the first source that
-    gives every file a distinct rank wins (as `load.load_trace` does for a folder)."""
+    gives every file a distinct rank wins (as `load.load_trace` does for a folder). Files that are
+    not one job are refused (`identity.check_one_job`), or with `force_job` reported as one with a
+    note on every rank."""
+    from traceanalyze.pipeline.identity import check_one_job
     from traceanalyze.load import declared_rank
+
+    skipped = [r for r in results if isinstance(r, SkippedRank)]
+    if skipped:
+        from traceanalyze.errors import TraceFormatError
+
+        kept = [(r, n) for r, n in zip(results, names) if not isinstance(r, SkippedRank)]
+        if not kept:
+            raise TraceFormatError(f"{source}: no rank file could be read (--skip-bad-ranks): {skipped[0].error}")
+        results, names = [r for r, _ in kept], [n for _, n in kept]
+    notes = [check_one_job(results, names, source, force=force_job)]
+    notes += [f"rank file skipped (--skip-bad-ranks): {s.error}" for s in skipped]
+    notes += _collision_notes(results, names)
+    said = tuple(note for note in notes if note)
+    if said:
+        results = [dataclasses.replace(r, notes=(*said, *r.notes)) for r in results]
 
     from_info = [r.rank if r.rank_source == "distributedInfo" else None for r in results]
     from_names = [declared_rank(Path(n)) for n in names]
@@ -77,6 +128,22 @@ def reduce_ranks(results: list[RankReport], names: list[str], options: ReportOpt
     relabelled = [r if (r.rank, r.rank_source) == (rank, origin) else relabel(r, rank, origin)
                   for r, rank in zip(results, ranks)]
     return combine_ranks(sorted(relabelled, key=lambda r: r.rank), options, source)
+
+
+def _collision_notes(results: list[RankReport], names: list[str]) -> list[str]:
+    """Files that claim the same `distributedInfo.rank`: then no rank comes from it (the ranks
+    are numbered by file name or order), said up front rather than found in each rank's health."""
+    claimed: dict[int, list[str]] = {}
+    for report, name in zip(results, names):
+        if report.rank_source == "distributedInfo":
+            claimed.setdefault(report.rank, []).append(name)
+    shared = {rank: files for rank, files in claimed.items() if len(files) > 1}
+    if not shared:
+        return []
+    listed = "; ".join(f"rank {rank}: {', '.join(files[:4])}{' …' if len(files) > 4 else ''}"
+                       for rank, files in sorted(shared.items())[:4])
+    return [f"distributedInfo.rank collides ({listed}): ranks numbered by file name or order "
+            "(distributed_rank_not_used)"]
 
 
 def relabel(report: RankReport, rank: int, origin: str) -> RankReport:

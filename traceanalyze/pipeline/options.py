@@ -1,6 +1,7 @@
 """How to run an analysis, apart from what it computes: where a folder's rank files are analysed
-(`executor`, `workers`, `executor_address`), the cache, the loader's limits, and how much of each
-rank a folder's reduce keeps (`rank_frames`). None of it changes a number of the report."""
+(`executor`, `workers`, `executor_address`), the cache, the loader's limits, how much of each
+rank a folder's reduce keeps (`rank_frames`), and what a folder that is not one clean job gets
+(`force_job`, `skip_bad_ranks`). None of it changes a number of a rank's report."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ class RunOptions:
         A folder's ranks: "full" keeps every per-op frame (`.roofline`, every gap, every launch);
         "bounded" keeps what the reports show, so the reduce's memory does not grow with the
         ranks' sizes (what `traceanalyze report` uses).
+    force_job : bool
+        Report a folder whose ranks do not look like one job (docs/limits.md) anyway, with a note,
+        instead of refusing it.
+    skip_bad_ranks : bool
+        Report the readable ranks of a folder, naming the unreadable ones, instead of failing.
     """
 
     executor: str = "local"
@@ -40,3 +46,5 @@ class RunOptions:
     cache: CacheSetting = True
     limits: LoadLimits = field(default_factory=LoadLimits)
     rank_frames: Literal["full", "bounded"] = "full"
+    force_job: bool = False
+    skip_bad_ranks: bool = False

@@ -39,7 +39,7 @@ from traceanalyze.report.summaries import SmallKernelSummary, Summary
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # the entry layout; bump it when the header's shape changes (the code is fingerprinted too)
+FORMAT = 2  # the entry layout; bump it when the header's shape changes (the code is fingerprinted too)
 MAGIC = b"traceanalyze-results\x00"
 SUFFIX = ".results"
 COMPRESSION = "zstd"  # as fast to read back as lz4 on these frames, about a third of the size (docs/cache.md)
@@ -102,6 +102,7 @@ class ResultsKey(msgspec.Struct, frozen=True):
 class ResultsHeader(msgspec.Struct, frozen=True):
     key: ResultsKey
     event_count: int  # the trace file's events (`RankMeta.event_count`): `LoadLimits.events` still applies
+    op_depth: int  # how deep its CPU ops nest (1: no op inside another; 0: none): `LoadLimits.op_depth` still applies
     scalars: RankScalars
     frames: list[FrameEntry]
 
@@ -132,7 +133,7 @@ def analysis_code() -> list[Path]:
     package = Path(model.__file__).parent
     report, renderers = package / "report", package / "renderers"
     found = [*(package / "analysis").rglob("*.py"), *(package / "whatif").rglob("*.py"),
-             package / "errors.py", package / "version.py",
+             package / "errors.py", package / "version.py", package / "config_files.py",
              package / "units.py", package / "figures.py", Path(__file__), Path(__file__).with_name("rank.py"),
              *(report / name for name in ("model.py", "summaries.py", "verdict.py", "chart_inputs.py", "schema.py")),
              *(renderers / name for name in ("escape.py", "blocks.py", "html_text.py", "plots.py", "svg.py"))]
@@ -200,15 +201,18 @@ def frame_schemas() -> dict[str, pl.Schema]:
     return {name: getattr(analysed, name).schema for name in frame_fields()}
 
 
-def read_results(directory: Path, key: ResultsKey, source: Path, *, max_events: int) -> RankReport | None:
+def read_results(directory: Path, key: ResultsKey, source: Path, *, max_events: int,
+                 max_op_depth: int) -> RankReport | None:
     """The `RankReport` the entry for `key` holds (its `source` set to `source`, the path as
     given now), or None when there is none, it is stale, truncated or corrupt, or the file has
-    more events than `max_events` (the loader then refuses it as it would without a cache)."""
+    more events than `max_events` or ops nested deeper than `max_op_depth` (the loader then
+    refuses it as it would without a cache)."""
     return cache_files.read_entry_file(directory, key.entry_name(),
-                                       lambda handle: _read(handle, key, source, max_events))
+                                       lambda handle: _read(handle, key, source, max_events, max_op_depth))
 
 
-def write_results(directory: Path, key: ResultsKey, report: RankReport, *, event_count: int) -> None:
+def write_results(directory: Path, key: ResultsKey, report: RankReport, *, event_count: int,
+                  op_depth: int) -> None:
     """Write the entry for `key` (whole or not at all; then the folder's bound), unless some
     field of `report` would not come back exactly (one debug line)."""
     scalars = rank_scalars(report)
@@ -220,27 +224,30 @@ def write_results(directory: Path, key: ResultsKey, report: RankReport, *, event
         directory, key.entry_name(),
         write=lambda handle: cache_files.write_frames(
             handle, MAGIC, frames,
-            lambda entries: ResultsHeader(key=key, event_count=event_count, scalars=scalars, frames=entries),
+            lambda entries: ResultsHeader(key=key, event_count=event_count, op_depth=op_depth,
+                                           scalars=scalars, frames=entries),
             COMPRESSION))
 
 
 def analysed_rank(path: Path, options: ReportOptions, load: Callable[[], Trace], *, cache: CacheSetting,
-                  max_events: int) -> RankReport:
+                  max_events: int, max_op_depth: int) -> RankReport:
     """`rank_report(load(), options)` for the rank file `path` (`load` reads it: through the
     cache of loaded tables, or parsing it), or the cached result when an entry matches; a new
     result is cached unless the file changed meanwhile. `cache` as `load.load_trace`'s."""
     directory = cache_files.cache_directory(cache)
     key = None if directory is None else results_key(path, options)
     if directory is not None and key is not None:
-        cached = read_results(directory, key, path, max_events=max_events)
+        cached = read_results(directory, key, path, max_events=max_events, max_op_depth=max_op_depth)
         if cached is not None:
             return cached
     trace = load()
     report = rank_report(trace, options)
     event_count = trace.meta[0].event_count
+    deepest = trace.cpu_ops["depth"].max() if trace.cpu_ops.height else None
+    op_depth = 0 if deepest is None else int(deepest) + 1  # type: ignore[arg-type]
     del trace  # the tables are freed before the frames are compressed and written, not held beside them
     if directory is not None and key is not None and results_key(path, options) == key:
-        write_results(directory, key, report, event_count=event_count)
+        write_results(directory, key, report, event_count=event_count, op_depth=op_depth)
     return report
 
 
@@ -286,9 +293,9 @@ def _fields(scalars: RankScalars) -> dict[str, Any]:
     return values
 
 
-def _read(handle: BinaryIO, key: ResultsKey, source: Path, max_events: int) -> RankReport | None:
+def _read(handle: BinaryIO, key: ResultsKey, source: Path, max_events: int, max_op_depth: int) -> RankReport | None:
     header = cache_files.read_header(handle, MAGIC, ResultsHeader)
-    if header is None or header.key != key or header.event_count > max_events:
+    if header is None or header.key != key or header.event_count > max_events or header.op_depth > max_op_depth:
         return None
     if sorted(frame.name for frame in header.frames) != sorted(frame_fields()):
         return None

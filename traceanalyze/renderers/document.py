@@ -14,6 +14,7 @@ import polars as pl
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.renderers.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, coverage_sentence, cpu_name, peak_figures, roof_footnotes, roof_fraction_cell
+from traceanalyze.report.notes import job_notes
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import Summary, listed_collectives, listed_steps
 from traceanalyze.report.verdict import findings_blocks
@@ -363,6 +364,9 @@ def document(report: Report) -> list[Block]:
         Heading(1, "traceanalyze report", "top"),
         Paragraph(("source: ", Code(str(report.source)), f" — window: {report.options.window} — traceanalyze {__version__}")),
     ]
+    said = job_notes([r.rank for r in report.ranks], [r.world_size for r in report.ranks],
+                     [r.notes for r in report.ranks])
+    blocks += [Paragraph(("note: ", note), note=True) for note in said]  # before any claim about the job
     blocks += _headline(report)
     if len(report.ranks) == 1:
         single = report.ranks[0]

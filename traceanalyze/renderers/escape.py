@@ -5,7 +5,7 @@ from files users did not write; every renderer passes them through one function 
   paragraph separators, bidirectional overrides, lone surrogates) become visible escapes
   (`\\x1b`, `\\n`, `\\u202e`), so no terminal escape sequence (OSC 52/0/8, CSI `\\x1b[2J`) reaches
   a terminal and a name stays on one line;
-* `markdown`: control characters but newline and tab made visible, then Markdown punctuation that could start markup backslash-escaped
+* `markdown`: control characters but tab made visible (a newline too: a name stays on its line), then Markdown punctuation that could start markup backslash-escaped
   (raw HTML `<img …>`, links and images `[x](…)`, code spans, table cells `|`); `markdown_plain`
   escapes only those that inject (used by the gate verdict, whose names hold `_`);
 * `html`: control characters but newline and tab made visible, then `& < > " '` escaped (text
@@ -13,10 +13,10 @@ from files users did not write; every renderer passes them through one function 
 * `xml_document`: a finished XML document with the characters XML 1.0 forbids made visible, so a
   JUnit file stays well-formed;
 * `workflow_data` / `workflow_property`: GitHub Actions workflow-command escaping (`%`, CR, LF;
-  and `:` `,` in properties);
+  and `:` `,` in properties), every other control character made visible, `##[` broken;
 * `output_text`: the last guard on every text written or printed (terminal, Markdown, HTML; not
-  JSON): control characters other than newline and tab made visible, and no line may start a
-  GitHub workflow command (`::`);
+  JSON): control characters other than newline and tab made visible, no line may start a
+  GitHub workflow command (`::`), and no legacy command (`##[`, `##vso[`) stands anywhere in a line;
 * `json_text`: an encoded JSON document with the characters its encoder leaves raw (DEL, C1 such
   as the 8-bit CSI U+009B, zero-width and bidirectional formatting, line/paragraph separators)
   written as `\\uXXXX` escapes: the same document once decoded, nothing a terminal acts on.
@@ -32,11 +32,16 @@ import re
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # C0, DEL, C1; zero-width and bidirectional formatting; line/paragraph separators; lone surrogates
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+# a name stays on one line in Markdown: a newline there would end a table row or a list item
+_CONTROL_BUT_TAB = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 _CONTROL_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 # what a JSON encoder leaves raw (it escapes C0 itself): DEL, C1, formatting, separators
 _JSON_RAW = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _WORKFLOW_COMMAND_LINE = re.compile(r"^([ \t]*)::", re.MULTILINE)
+# the legacy (v1) workflow commands: the runner finds `##[command]` anywhere in a line (and Azure
+# Pipelines `##vso[`); `#` followed by a space keeps every such sequence from matching
+_LEGACY_COMMAND = re.compile(r"##(?=\[|vso\[)", re.IGNORECASE)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
 _MARKDOWN_MARKUP = re.compile(r"([\\`\[\]<>|])")  # what can open HTML, a link or image, code, or a cell
 
@@ -59,14 +64,14 @@ def visible(text: object) -> str:
 
 
 def markdown(text: object) -> str:
-    """Plain text for Markdown (GitHub-flavoured): control characters other than newline and tab
-    shown as escapes, then markup punctuation escaped (a line break cannot start markup: `#`, `|`,
-    `<`, `::`… stay escaped or guarded by `output_text`).
+    """Plain text for Markdown (GitHub-flavoured): control characters other than tab shown as
+    escapes (a newline in a device name would split a table row or list item), then markup
+    punctuation escaped.
 
     >>> markdown("<img src=x> [a](javascript:b) `c` |d|")
     '\\\\<img src=x\\\\> \\\\[a\\\\](javascript:b) \\\\`c\\\\` \\\\|d\\\\|'
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _CONTROL_BUT_LINES.sub(_show, str(text)))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _CONTROL_BUT_TAB.sub(_show, str(text)))
 
 
 def markdown_plain(text: object) -> str:
@@ -77,7 +82,7 @@ def markdown_plain(text: object) -> str:
     >>> markdown_plain("max_idle_fraction <img src=x> ![a](b) |")
     'max_idle_fraction \\\\<img src=x\\\\> !\\\\[a\\\\](b) \\\\|'
     """
-    return _MARKDOWN_MARKUP.sub(r"\\\1", _CONTROL_BUT_LINES.sub(_show, str(text)))
+    return _MARKDOWN_MARKUP.sub(r"\\\1", _CONTROL_BUT_TAB.sub(_show, str(text)))
 
 
 def html(text: object) -> str:
@@ -98,8 +103,15 @@ def xml_document(document: str) -> str:
 
 def workflow_data(text: object) -> str:
     """The message of a GitHub Actions workflow command (`::error::MESSAGE`): `%`, CR, LF escaped
-    as the runner expects, so a message cannot end the line and start another command."""
-    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    as the runner expects, so a message cannot end the line and start another command; every other
+    control character made visible (an ESC or BEL in a device name reaches no terminal of a log
+    viewer), and a legacy `##[` command anywhere in it broken (`# #[`).
+
+    >>> workflow_data("A100\\x1b]52;c;eA==\\x07\\n##[add-mask]x")
+    'A100\\\\x1b]52;c;eA==\\\\x07%0A# #[add-mask]x'
+    """
+    escaped = str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return _LEGACY_COMMAND.sub("# #", _CONTROL.sub(_show, escaped))
 
 
 def workflow_property(text: object) -> str:
@@ -110,12 +122,15 @@ def workflow_property(text: object) -> str:
 def output_text(text: str) -> str:
     """The last guard before text is printed or written: control characters other than newline
     and tab made visible (no terminal escape sequence survives), and a line that would start a
-    GitHub workflow command (`::error`, `::add-mask::`) opened with `: :` instead.
+    GitHub workflow command (`::error`, `::add-mask::`) opened with `: :` instead, and a legacy
+    command (`##[error]`, `##[add-mask]`, `##vso[…]`), which the runner finds anywhere in a line,
+    broken as `# #[`.
 
-    >>> output_text("device: A100\\n::add-mask::x\\n\\x1b[2J")
-    'device: A100\\n: :add-mask::x\\n\\\\x1b[2J'
+    >>> output_text("device: A100\\n::add-mask::x\\n\\x1b[2J k ##[group]g")
+    'device: A100\\n: :add-mask::x\\n\\\\x1b[2J k # #[group]g'
     """
-    return _WORKFLOW_COMMAND_LINE.sub(r"\1: :", _CONTROL_BUT_LINES.sub(_show, text))
+    guarded = _WORKFLOW_COMMAND_LINE.sub(r"\1: :", _CONTROL_BUT_LINES.sub(_show, text))
+    return _LEGACY_COMMAND.sub("# #", guarded)
 
 
 def json_text(document: str) -> str:

@@ -14,8 +14,8 @@ from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.renderers.roofline_text import roofline_details, roofline_section
 from traceanalyze.renderers.text_table import Shrinkable, fit_lines, terminal_width, text_table
 from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, cpu_name
+from traceanalyze.report.notes import job_notes
 from traceanalyze.report.model import RankReport, Report, ReportOptions
-from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.summaries import listed_collectives, listed_steps
 from traceanalyze.report.verdict import verdict_lines
 from traceanalyze.units import distinct_short_names, format_duration_ns, format_percent, format_rate, format_si, plural, short_name
@@ -286,12 +286,12 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     limit = options.max_gaps
     shown = report.ranks if details or len(report.ranks) == 1 else tuple(
         r for r in report.ranks if r.rank in detail_ranks(report))
-    lines = [*verdict_lines(report.verdict(), width), *predicted_line(job_replay([r.replay for r in report.ranks])),
-             "", f"traceanalyze report — {report.source}", ""]
+    lines = [*verdict_lines(report.verdict(), width), *predicted_line(job_replay([r.replay for r in report.ranks])), ""]
+    said = job_notes([r.rank for r in report.ranks], [r.world_size for r in report.ranks],
+                     [r.notes for r in report.ranks])
+    lines += [*(f"note: {note}" for note in said), *([""] if said else [])]  # the first screen: before any claim
+    lines += [f"traceanalyze report — {report.source}", ""]
     lines += findings_section(report, width, tuple(r.rank for r in shown))
-    missing = missing_ranks_note([r.rank for r in report.ranks], [r.world_size for r in report.ranks])
-    if missing:
-        lines.extend([f"note: {missing}", ""])
     if len(report.ranks) > 1:
         lines.extend(job_section(report, width))
         lines.append("")

@@ -26,7 +26,8 @@ from tabulate import tabulate
 
 from traceanalyze.renderers.escape import output_text, visible
 
-FALLBACK_WIDTH = 80  # columns when the output is not a terminal and COLUMNS is not set
+FALLBACK_WIDTH = 80  # the usual terminal, where none is known but one is meant
+NOT_A_TERMINAL_WIDTH = 4000  # the output is not a terminal and COLUMNS is not set: lines kept whole
 MIN_WIDTH = 40  # the narrowest layout (`--width` refuses less; a narrower terminal gets this)
 MIN_NAME_WIDTH = 16  # a name column is never cut below this many characters
 READABLE_NAME_WIDTH = 28  # a name column's width when the columns are split into blocks
@@ -35,8 +36,9 @@ HEADER_PADDING = 2  # tabulate's "simple" style pads a header by 2 columns beyon
 
 def terminal_width() -> int:
     """The width of the text outputs when `--width` is not given: `COLUMNS` when set, else the
-    terminal's own width, else FALLBACK_WIDTH (output to a file or a pipe); at least MIN_WIDTH."""
-    return max(shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns, MIN_WIDTH)
+    terminal's own width, else NOT_A_TERMINAL_WIDTH (output to a file, a pipe, a CI log: lines are
+    kept whole, a verdict's gain and confidence never cut); at least MIN_WIDTH."""
+    return max(shutil.get_terminal_size((NOT_A_TERMINAL_WIDTH, 24)).columns, MIN_WIDTH)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 kernels); a 200 MB name fits under the loader's event limit, and every output repeats names
 (JSON, HTML, Markdown, the gate's step summary), so one such name made 6 GB of JSON.
 
-Applied once, to the loaded tables (`bounded_frame`, in `assemble.TraceTables.finish`), before anything else sees them: the
+Applied once, to the loaded tables (`bounded_frame`, in `assemble.TraceTables.finish`), before
+anything else sees them: the
 analyses, the cache and every output then hold the bounded names only.
 """
 

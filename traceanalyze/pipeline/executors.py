@@ -96,12 +96,14 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
         raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
     if address is not None:
         with Client(address, timeout=DASK_CONNECT_SECONDS) as client:
-            return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+            return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache,
+                                            pure=False))
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     with _main_script_hidden():
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
-        return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache, pure=False))
+        return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache,
+                                        pure=False))
 
 
 DASK_CONNECT_SECONDS = 10  # how long a Dask scheduler at --executor-address may take to answer
@@ -131,7 +133,8 @@ def analyse_folder(folder: str | Path, options: ReportOptions, *, executor: str 
         chosen = per_worker(options, executor, workers, len(paths))
         results = guarded(executor, address,
                           lambda: EXECUTORS[executor](paths, chosen, workers, address, limits, cache, task=task))
-        return reduce_ranks(results, names, options, SourceUrl(str(folder)), force_job=force_job)  # type: ignore[arg-type]
+        return reduce_ranks(results, names, options, SourceUrl(str(folder)),  # type: ignore[arg-type]
+                            force_job=force_job)
     from traceanalyze.load import trace_files
 
     folder = Path(folder)

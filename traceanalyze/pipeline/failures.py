@@ -53,4 +53,5 @@ def guarded(executor: str, address: str | None, run: Callable[[], Result]) -> Re
     except TraceAnalyzeError:
         raise
     except (Exception, SystemExit) as error:  # noqa: BLE001 - whatever the executor raised: one line, exit 2
-        raise ExecutorError(f"--executor {executor}: {_hint(executor, address, error)} ({_described(error, address)})") from None
+        raise ExecutorError(f"--executor {executor}: {_hint(executor, address, error)} "
+                            f"({_described(error, address)})") from None

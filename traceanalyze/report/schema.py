@@ -404,7 +404,8 @@ class ReportV1(Struct, kw_only=True):
     options: Options = msgspec.field(default_factory=Options)
     notes: list[str] = msgspec.field(default_factory=list)
     summary: Summary
-    findings: list[Finding] = msgspec.field(default_factory=list)  # every rank's, largest expected saving first (docs/findings.md)
+    # every rank's, largest expected saving first (docs/findings.md)
+    findings: list[Finding] = msgspec.field(default_factory=list)
     idle_gaps: list[Gap] = msgspec.field(default_factory=list)
     device: Optional[Peak] = None
     kernels: list[Kernel] = msgspec.field(default_factory=list)  # type: ignore[valid-type]

@@ -27,6 +27,17 @@ def test_markdown_opens_with_it_too(tmp_path):
     assert result.exit_code == 0 and result.output.startswith("**Scaling:** 4.0× the work")
 
 
+def test_json_and_html_carry_it_too(tmp_path):
+    import json
+
+    runs = (cpu_run(tmp_path, 8), cpu_run(tmp_path, 32))
+    document = json.loads(diff(*runs, "-f", "json").output)
+    assert document["schema_version"] == "1.1" and document["scaling"].startswith("4.0× the work took 1.2× the time")
+    page = diff(*runs, "-f", "html").output
+    assert "<strong>Scaling:</strong> 4.0× the work took" in page
+    assert json.loads(diff(runs[0], cpu_run(tmp_path, 8, name="again.json"), "-f", "json").output)["scaling"] is None
+
+
 def test_no_opening_for_the_same_size_or_another_program(tmp_path):
     same = diff(cpu_run(tmp_path, 8), cpu_run(tmp_path, 8, name="again.json"))
     other = diff(cpu_run(tmp_path, 8), cpu_run(tmp_path, 32, extra_op="aten::dropout"))

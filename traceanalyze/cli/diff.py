@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -67,10 +68,9 @@ def diff(
                                 min_change=threshold, sources=(shown_source(base_source), shown_source(new_source)))
     except TraceAnalyzeError as error:
         fail(error)
-    from traceanalyze.diff.scaling_opening import with_scaling_opening  # one program at two sizes: the verdict first
+    if isinstance(base_source, Path) and isinstance(new_source, Path):  # one program at two sizes: the verdict first
+        from traceanalyze.diff.scaling_opening import scaling_opening
 
-    text = render(diff_formats.RENDERERS, format.value, compared, RenderOptions(width=width, top=top))
-    if isinstance(base_source, Path) and isinstance(new_source, Path):
-        text = with_scaling_opening(text, format.value, base_source, new_source, skip_steps=skip_steps,
-                                    cache=not no_cache, width=width)
-    write_or_echo(text, output)
+        opening = scaling_opening(base_source, new_source, skip_steps=skip_steps, cache=not no_cache)
+        compared = dataclasses.replace(compared, scaling=opening)
+    write_or_echo(render(diff_formats.RENDERERS, format.value, compared, RenderOptions(width=width, top=top)), output)

@@ -60,6 +60,8 @@ class Diff:
     kernels: tuple[KernelRow, ...]  # every kernel seen, longest (max of both totals) first
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # shown first: e.g. the two runs used different devices
+    # one program at two sizes: the scaling verdict every format opens with (docs/scaling.md#in-diff)
+    scaling: str | None = None
 
     @property
     def changed_kernels(self) -> tuple[KernelRow, ...]:

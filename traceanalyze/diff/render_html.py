@@ -44,6 +44,8 @@ def render_diff_html(diff: Diff, *, top: int = 10) -> str:
     header = (f"<code>{esc(diff.base_source)}</code> ({steps_text(diff.base_steps)}) → "
               f"<code>{esc(diff.new_source)}</code> ({steps_text(diff.new_steps)})")
     header += "".join(f'<p class="warning" style="color:#a40000"><strong>Warning:</strong> {esc(warning)}</p>' for warning in diff.warnings)
+    if diff.scaling:
+        header = f"<p><strong>Scaling:</strong> {esc(diff.scaling)}</p>" + header
     changed = diff.changed_kernels
     unchanged = sum(1 for k in diff.kernels if k.status == "unchanged")
     body = ["<h2>What moved</h2>", _regime_bars(diff), _table(metric_cells(diff), METRIC_HEADERS)]

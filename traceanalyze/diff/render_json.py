@@ -10,7 +10,7 @@ import msgspec
 from traceanalyze.diff.compare import Diff
 from traceanalyze.renderers.escape import json_text
 
-DIFF_SCHEMA_VERSION = "1.0"
+DIFF_SCHEMA_VERSION = "1.1"  # 1.1: `scaling`
 
 
 def diff_to_dict(diff: Diff) -> dict[str, Any]:
@@ -26,6 +26,7 @@ def diff_to_dict(diff: Diff) -> dict[str, Any]:
         "changed_kernels": [k.name for k in diff.changed_kernels],
         "notes": list(diff.notes),
         "warnings": list(diff.warnings),
+        "scaling": diff.scaling,
     }
 
 

@@ -125,7 +125,8 @@ def render_diff_terminal(diff: Diff, *, top: int = 10, width: int | None = None)
         names = Shrinkable(lambda room: [kernel_label(k.name, room) for k in listed])
         return text_table([kernel_cells(k, 56) for k in listed], KERNEL_HEADERS, width=width, shrink={0: names}).splitlines()
 
-    lines = [f"traceanalyze diff: {_title(diff)}", f"  {summary_line(diff)}",
+    opening = ["SCALING (one program at different sizes)", f"  {diff.scaling}", ""] if diff.scaling else []
+    lines = [*opening, f"traceanalyze diff: {_title(diff)}", f"  {summary_line(diff)}",
              *(f"  WARNING: {warning}" for warning in diff.warnings), ""]
     lines += table(metric_cells(diff), METRIC_HEADERS)
     changed = diff.changed_kernels
@@ -161,7 +162,8 @@ def _md_kernel_row(k: KernelRow) -> list[str]:
 
 
 def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
-    lines = ["### traceanalyze diff", "", f"{md_code(diff.base_source)} ({steps_text(diff.base_steps)}) → "
+    lines = [f"**Scaling:** {_md(diff.scaling)}", ""] if diff.scaling else []
+    lines += ["### traceanalyze diff", "", f"{md_code(diff.base_source)} ({steps_text(diff.base_steps)}) → "
              f"{md_code(diff.new_source)} ({steps_text(diff.new_steps)})", "", _md(summary_line(diff)), ""]
     lines += [f"> ⚠️ **Warning:** {_md(warning)}" for warning in diff.warnings] + ([""] if diff.warnings else [])
     lines += _md_table(metric_cells(diff), METRIC_HEADERS) + [""]

@@ -23,6 +23,7 @@ from traceanalyze.whatif import job_replay
 
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
+UNCUT = 1_000_000  # a width no verdict line reaches
 
 
 def window_kind(report: RankReport, window: str) -> str:
@@ -232,10 +233,16 @@ def _ranks_overview(report: Report, width: int | None = None) -> list[str]:
     return ["RANKS", text_table(rows, ["rank", "GPU window", "idle", "launch overhead p50", "gaps"], width=width)]
 
 
-def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None = None) -> list[str]:
+def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None = None,
+                     whole: tuple[tuple[int, str], ...] = ()) -> list[str]:
     """Every finding in full, wrapped to `width` (when `ranks` is given: the job's and those of
-    `ranks`, the ranks whose sections are shown): the details behind the verdict."""
+    `ranks`, the ranks whose sections are shown): the details behind the verdict. `whole`: the
+    `(rank, id)` of findings the verdict above already shows uncut, not repeated."""
     found = report.all_findings()
+    if whole and found.height:
+        found = found.filter(~pl.struct("rank", "id").is_in(
+            pl.DataFrame(whole, schema={"rank": found.schema["rank"], "id": pl.String}, orient="row")
+            .to_struct().implode()))
     if not found.height:
         return []
     job = report.job.findings.select("rank", "id") if report.job.findings.height else None
@@ -245,8 +252,9 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
     others = found.filter(~listed).height
     found = found.filter(listed)
     scope = f": the job's and rank {', '.join(map(str, ranks or ()))}'s" if others else ""
-    lines = [f"FINDINGS (largest expected saving first; docs/findings.md){scope}"]
-    for number, row in enumerate(found.iter_rows(named=True), 1):
+    above = f", after the {len(whole)} in the verdict above" if whole else ""
+    lines = [f"FINDINGS (largest expected saving first{above}; docs/findings.md){scope}"]
+    for number, row in enumerate(found.iter_rows(named=True), len(whole) + 1):
         gain = "no time estimate" if row["gain_ns"] is None else f"gain ≤ {format_duration_ns(row['gain_ns'])}"
         if row.get("saving_ns") is not None:
             gain += f", predicted saving {format_duration_ns(row['saving_ns'])}"
@@ -286,12 +294,16 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     limit = options.max_gaps
     shown = report.ranks if details or len(report.ranks) == 1 else tuple(
         r for r in report.ranks if r.rank in detail_ranks(report))
-    lines = [*verdict_lines(report.verdict(), width), *predicted_line(job_replay([r.replay for r in report.ranks])), ""]
+    verdict = report.verdict()
+    opening = verdict_lines(verdict, width)
+    # findings the verdict shows uncut (output to a file or a log: lines kept whole) are not repeated below
+    whole = tuple((f.rank, f.id) for f in verdict.top) if opening == verdict_lines(verdict, UNCUT) else ()
+    lines = [*opening, *predicted_line(job_replay([r.replay for r in report.ranks])), ""]
     said = job_notes([r.rank for r in report.ranks], [r.world_size for r in report.ranks],
                      [r.notes for r in report.ranks])
     lines += [*(f"note: {note}" for note in said), *([""] if said else [])]  # the first screen: before any claim
     lines += [f"traceanalyze report — {report.source}", ""]
-    lines += findings_section(report, width, tuple(r.rank for r in shown))
+    lines += findings_section(report, width, tuple(r.rank for r in shown), whole)
     if len(report.ranks) > 1:
         lines.extend(job_section(report, width))
         lines.append("")

@@ -199,3 +199,31 @@ def test_kernels_without_launches_keep_their_stream_order(tmp_path):
     assert_replay_is_exact(trace)
     faster = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(1 * US,))
     assert gpu_times(trace, [faster]) == [(10, 11), (16, 21)]
+
+
+BACKWARD_TID = 2000
+
+
+def dataloader_then_backward(tmp_path):
+    """Step 1 [0, 200] on the main thread: L1 [0, 5] → K1 [8, 18]; the DataLoader [10, 110]; L2
+    [112, 117] → K2 [120, 130]. The autograd thread: L0 [2, 4] → K0 [10, 12] on stream 8, then,
+    woken by the main thread, L3 [125, 130] → K3 [133, 143] (every launch latency 8)."""
+    b = TraceBuilder()
+    b.step(1, 0, 200)
+    b.launch_kernel(launch_us=0, start_us=8, dur_us=10)
+    b.launch_kernel(launch_us=2, start_us=10, dur_us=2, launch_dur_us=2, stream=8, tid=BACKWARD_TID)
+    b.cpu_op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 10, 100)
+    b.launch_kernel(launch_us=112, start_us=120, dur_us=10)
+    b.launch_kernel(launch_us=125, start_us=133, dur_us=10, tid=BACKWARD_TID)
+    return loaded(b, tmp_path)
+
+
+def test_removed_cpu_time_moves_what_follows_on_its_thread_and_the_thread_it_wakes(tmp_path):
+    trace = dataloader_then_backward(tmp_path)
+    assert_replay_is_exact(trace)
+    assert window_after(trace) == 135 * US
+    no_loader = Remedy("remove_cpu", cpu_spans=((TID, _base(trace) + 10 * US, _base(trace) + 110 * US),))
+    # L2 at 5 + (107 − 100) = 12 → K2 [20, 30]; L3 8 µs after L2 ended (17 + 8 = 25) → K3 [33, 43]
+    assert gpu_times(trace, [no_loader]) == [(8, 18), (10, 12), (20, 30), (33, 43)]
+    # the GPU waited for the whole DataLoader: the window is shorter by all of it
+    assert window_after(trace) - window_after(trace, [no_loader]) == 100 * US

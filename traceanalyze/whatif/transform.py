@@ -54,6 +54,8 @@ class _Index:
         self.lane_edge = np.full(graph.size, -1, np.int64)  # the edge from the node's predecessor on its lane
         chain = np.flatnonzero(same_lane & ~graph.wait & graph.src_end)
         self.lane_edge[graph.dst[chain]] = chain
+        host = graph.kind != GPU
+        self.host_edge = host[graph.src] & host[graph.dst] & graph.src_end & ~graph.wait  # CPU work between calls
         self.launch_edge = np.full(graph.size, -1, np.int64)
         launches = np.flatnonzero(launch)
         self.launch_edge[graph.dst[launches]] = launches
@@ -151,21 +153,18 @@ def remove_cpu(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> 
         if not lanes:
             raise Unmodelled(f"remove_cpu: no thread {tid} in this rank's trace")
         nodes = np.flatnonzero(host & np.isin(graph.lane, lanes))
-        for node in nodes:
-            edge = index.lane_edge[node]
-            if edge >= 0:
-                gap_start = graph.end[graph.src[edge]]
-                overlap = _overlap(gap_start, graph.start[node], span_start, span_end)
-                if overlap > 0 and arrays.offset[edge] > 0:
-                    arrays.offset[edge] = max(int(arrays.offset[edge]) - overlap, 0)
-            overlap = _overlap(graph.start[node], graph.end[node], span_start, span_end)
-            if overlap > 0 and graph.kind[node] == CALL:
-                arrays.blocking[node] = False
-                arrays.dur[node] = max(int(graph.end[node] - graph.start[node]) - overlap, 0)
-
-
-def _overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
-    return max(0, min(int(a_end), int(b_end)) - max(int(a_start), int(b_start)))
+        # the CPU work before each node: on its thread's edge, or on the edge from the main thread's
+        # node that woke it (graph.py, `_wake_edges`)
+        into = np.flatnonzero(index.host_edge & np.isin(graph.dst, nodes))
+        overlap = (np.minimum(graph.start[graph.dst[into]], span_end) -
+                   np.maximum(graph.end[graph.src[into]], span_start))
+        shrink = (overlap > 0) & (arrays.offset[into] > 0)
+        arrays.offset[into[shrink]] = np.maximum(arrays.offset[into[shrink]] - overlap[shrink], 0)
+        calls = nodes[graph.kind[nodes] == CALL]
+        inside = np.minimum(graph.end[calls], span_end) - np.maximum(graph.start[calls], span_start)
+        calls, inside = calls[inside > 0], inside[inside > 0]
+        arrays.blocking[calls] = False
+        arrays.dur[calls] = np.maximum(graph.end[calls] - graph.start[calls] - inside, 0)
 
 
 def async_copy(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:

@@ -110,6 +110,10 @@ def test_removing_the_cpu_time_of_a_sync(tmp_path):
     # the sync takes no time: L2 at 20 + 8 = 28, K2 at 38 but after K: [50, 60]
     assert gpu_times(trace, [no_wait]) == [(10, 50), (50, 60)]
     assert window_after(trace, [no_wait]) == 50 * US
+    # only the idle gap's part of the sync [50, 52] removed (what sync-in-step names): the call no
+    # longer waits for K, so its 30 µs of waiting go too, its own 2 µs less the overlap: the same
+    gap_part = Remedy("remove_cpu", cpu_spans=((TID, base + 50 * US, base + 52 * US),))
+    assert gpu_times(trace, [gap_part]) == [(10, 50), (50, 60)]
 
 
 def test_cuda_graph_launches_replay_exactly(tmp_path):

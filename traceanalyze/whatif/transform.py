@@ -144,7 +144,8 @@ def graph_launch(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -
 
 def remove_cpu(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:
     """The CPU time of each span leaves its thread: the CPU work between calls shrinks by the
-    overlap, a call inside the span takes no time, and a blocking call in it waits no more."""
+    overlap, a call inside the span takes its time less the overlap, and a blocking call in it
+    waits no more (only its own cost, less the overlap, is left)."""
     if not remedy.cpu_spans:
         raise Unmodelled("remove_cpu: no CPU spans")
     host = graph.kind != GPU
@@ -163,8 +164,12 @@ def remove_cpu(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> 
         calls = nodes[graph.kind[nodes] == CALL]
         inside = np.minimum(graph.end[calls], span_end) - np.maximum(graph.start[calls], span_start)
         calls, inside = calls[inside > 0], inside[inside > 0]
+        # a blocking call no longer waits: only its own cost (after what it waited on) is left of it,
+        # less the span's overlap (a sync whose gap part is removed no longer waits for the copy before)
+        own = np.where(arrays.blocking[calls], np.minimum(arrays.fixed[calls], graph.end[calls] - graph.start[calls]),
+                       graph.end[calls] - graph.start[calls])
         arrays.blocking[calls] = False
-        arrays.dur[calls] = np.maximum(graph.end[calls] - graph.start[calls] - inside, 0)
+        arrays.dur[calls] = np.maximum(own - inside, 0)
 
 
 def async_copy(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:

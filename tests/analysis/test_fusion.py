@@ -130,3 +130,4 @@ def test_runs_without_shapes_are_not_opportunities(tmp_path):
     table, runs = runs_of(b, tmp_path)
     assert (table["regime"] == "bandwidth").all() and table["cost_model"].cast(str).to_list() == ["copy"] * 3
     assert runs.is_empty()
+

@@ -32,35 +32,38 @@ BIGGER_EVIDENCE = ("1 compute-bound BF16 kernel, 100 µs = 91% of GPU busy (top 
                    "NVIDIA B200 (HGX B200): 2250 TFLOP/s (7.21×)")  # 100 of 110 µs busy; 2250 / 312
 BIGGER_ACTION = ("a GPU with a higher BF16 roof (the highest in our table: NVIDIA B200 (HGX B200)), "
                  "or less work per step (a smaller model, fewer or smaller matmuls)")
-# The replay (docs/whatif.md) predicts each finding's saving: removing the sync takes out the 80 µs the CPU
-# was blocked after the GPU fell idle at 120 µs (the fill kernel launched at 120, starts at 135, ends at 145:
-# window 125 µs, 80 saved); the faster roof saves more of the window (86.1 µs, tests/whatif): the GEMM finding
-# ranks first, and the verdict (compute) and finding 1 agree: no line saying why they differ.
-SYNC_SAVING = "80 µs"
+# The replay (docs/whatif.md) predicts each finding's saving: removing the sync, the `.item()` no longer
+# waits for the GEMM, so the fill kernel (launched at 12 + its 15 µs latency) follows the GEMM at once:
+# window [20, 130], 95 µs saved (80 until a removed sync kept its wait before the gap as CPU work); the
+# faster roof saves 86.1 µs (tests/whatif): the sync ranks first, and the verdict (compute) and finding 1
+# differ: the line saying why comes first.
+SYNC_SAVING = "95 µs"
 BIGGER_SAVING = "86.1 µs"
 GOLDEN_TERMINAL = [
     "VERDICT  compute-bound: compute 49% of the GPU window",
     "[OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU] C compute 49% · O overhead 46% · U unmodeled 5%",
-    # the GEMM at 55% of the A100's bf16 roof, which has no FP8: the highest NVIDIA bf16 roof of the
-    # table (B200, 2250 TFLOP/s) would take max(17.18 GFLOP / 2250 TFLOP/s = 7.64 µs, 25.2 MB / 7.7
-    # TB/s = 3.3 µs): gain 100 − 7.64 = 92.4 µs = 45% of the 205 µs window
-    ("1. BF16 matmuls near this GPU's roof, with no faster format on it — gain ≤ 92.4 µs (45% of the window), "
-     f"predicted saving {BIGGER_SAVING} [low]")[:99] + "…",
-    ("   " + BIGGER_EVIDENCE)[:99] + "…",
-    ("   → " + BIGGER_ACTION)[:99] + "…",
-    ("2. The CPU waits for the GPU inside the step (sync) — gain ≤ 95 µs (46% of the window), "
+    ("the largest saving lies in overhead, not compute: 46% of the window from finding 1, more than any change "
+     "found for the compute time (49% of the window)")[:99] + "…",
+    ("1. The CPU waits for the GPU inside the step (sync) — gain ≤ 95 µs (46% of the window), "
      f"predicted saving {SYNC_SAVING} [high]")[:99] + "…",
     ("   " + EVIDENCE)[:99] + "…",  # cut to 100 columns; the FINDINGS section below has it whole
     ("   → " + ACTION)[:99] + "…",
-    # both together: the fill kernel still launches at 120 µs (the CPU, not the GEMM, holds it): 125 µs
-    "predicted: 205 µs → 125 µs window (−39%) with bigger-gpu-bf16, sync-in-step (docs/whatif.md)",
+    # the GEMM at 55% of the A100's bf16 roof, which has no FP8: the highest NVIDIA bf16 roof of the
+    # table (B200, 2250 TFLOP/s) would take max(17.18 GFLOP / 2250 TFLOP/s = 7.64 µs, 25.2 MB / 7.7
+    # TB/s = 3.3 µs): gain 100 − 7.64 = 92.4 µs = 45% of the 205 µs window
+    ("2. BF16 matmuls near this GPU's roof, with no faster format on it — gain ≤ 92.4 µs (45% of the window), "
+     f"predicted saving {BIGGER_SAVING} [low]")[:99] + "…",
+    ("   " + BIGGER_EVIDENCE)[:99] + "…",
+    ("   → " + BIGGER_ACTION)[:99] + "…",
+    # both together: the GEMM [20, 33.9] at the faster roof, the fill kernel right after it: 23.9 µs
+    "predicted: 205 µs → 23.9 µs window (−88%) with bigger-gpu-bf16, sync-in-step (docs/whatif.md)",
 ]
 
 
 def test_terminal_verdict_golden(tmp_path):
     report = golden_report(tmp_path)
     assert verdict_lines(report.verdict(), 100) == GOLDEN_TERMINAL[:-1]
-    assert report.ranks[0].findings["saving_ns"].to_list() == [pytest.approx(86_133, abs=1), 80_000]
+    assert report.ranks[0].findings["saving_ns"].to_list() == [95_000, pytest.approx(86_133, abs=1)]
     assert render_terminal(report, width=100).splitlines()[:len(GOLDEN_TERMINAL)] == GOLDEN_TERMINAL
 
 
@@ -70,10 +73,12 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
     assert verdict.split("\n\n")[2:] == [
         "## Verdict: compute-bound: compute 49% of the GPU window",  # md_escape leaves - ( ) . = alone
         "`OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU` C compute 49% · O overhead 46% · U unmodeled 5%",
-        "- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs (45% of the window), "
-        f"predicted saving {BIGGER_SAVING}, confidence low. Evidence: " + BIGGER_EVIDENCE + ". Fix: " + BIGGER_ACTION
-        + "\n- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
-        f"predicted saving {SYNC_SAVING}, confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION,
+        "> The largest saving lies in overhead, not compute: 46% of the window from finding 1, more than any change "
+        "found for the compute time (49% of the window).",
+        "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
+        f"predicted saving {SYNC_SAVING}, confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION
+        + "\n- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs (45% of the window), "
+        f"predicted saving {BIGGER_SAVING}, confidence low. Evidence: " + BIGGER_EVIDENCE + ". Fix: " + BIGGER_ACTION,
         "",
     ]
     assert details.rstrip().endswith("</details>")
@@ -83,8 +88,8 @@ def test_json_findings_array(tmp_path):
     doc = json.loads(render_json(golden_report(tmp_path)))
     assert doc["schema_version"] == "1.1"
     assert [(f["id"], round(f["gain_us"], 1), f["confidence"], f["regime"]) for f in doc["findings"]] == [
-        # by predicted saving: the faster roof saves 86.1 µs of the window, removing the sync 80 µs
-        ("bigger-gpu-bf16", 92.4, "low", "compute"), ("sync-in-step", 95.0, "high", "overhead")]
+        # by predicted saving: removing the sync saves 95 µs of the window, the faster roof 86.1 µs
+        ("sync-in-step", 95.0, "high", "overhead"), ("bigger-gpu-bf16", 92.4, "low", "compute")]
 
 
 @pytest.mark.parametrize("path", real_trace_params())
@@ -107,7 +112,7 @@ def test_render_version_and_reprs(tmp_path):
     assert report._repr_html_().startswith('<h2 id="verdict">Verdict: compute-bound')
     # one rank alone in Jupyter: its own verdict (this raised a TypeError before the verdict moved below the model)
     assert report.ranks[0]._repr_html_() == report._repr_html_()
-    assert repr(report.ranks[0]).endswith("findings=2, top finding bigger-gpu-bf16)")
+    assert repr(report.ranks[0]).endswith("findings=2, top finding sync-in-step)")
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout == f"traceanalyze {traceanalyze.__version__}\n"
     with pytest.raises(traceanalyze.TraceAnalyzeError):

@@ -110,6 +110,10 @@ def test_removing_the_cpu_time_of_a_sync(tmp_path):
     # the sync takes no time: L2 at 20 + 8 = 28, K2 at 38 but after K: [50, 60]
     assert gpu_times(trace, [no_wait]) == [(10, 50), (50, 60)]
     assert window_after(trace, [no_wait]) == 50 * US
+    # only the idle gap's part of the sync [50, 52] removed (what sync-in-step names): the call no
+    # longer waits for K, so its 30 µs of waiting go too, its own 2 µs less the overlap: the same
+    gap_part = Remedy("remove_cpu", cpu_spans=((TID, base + 50 * US, base + 52 * US),))
+    assert gpu_times(trace, [gap_part]) == [(10, 50), (50, 60)]
 
 
 def test_cuda_graph_launches_replay_exactly(tmp_path):
@@ -199,3 +203,31 @@ def test_kernels_without_launches_keep_their_stream_order(tmp_path):
     assert_replay_is_exact(trace)
     faster = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(1 * US,))
     assert gpu_times(trace, [faster]) == [(10, 11), (16, 21)]
+
+
+BACKWARD_TID = 2000
+
+
+def dataloader_then_backward(tmp_path):
+    """Step 1 [0, 200] on the main thread: L1 [0, 5] → K1 [8, 18]; the DataLoader [10, 110]; L2
+    [112, 117] → K2 [120, 130]. The autograd thread: L0 [2, 4] → K0 [10, 12] on stream 8, then,
+    woken by the main thread, L3 [125, 130] → K3 [133, 143] (every launch latency 8)."""
+    b = TraceBuilder()
+    b.step(1, 0, 200)
+    b.launch_kernel(launch_us=0, start_us=8, dur_us=10)
+    b.launch_kernel(launch_us=2, start_us=10, dur_us=2, launch_dur_us=2, stream=8, tid=BACKWARD_TID)
+    b.cpu_op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 10, 100)
+    b.launch_kernel(launch_us=112, start_us=120, dur_us=10)
+    b.launch_kernel(launch_us=125, start_us=133, dur_us=10, tid=BACKWARD_TID)
+    return loaded(b, tmp_path)
+
+
+def test_removed_cpu_time_moves_what_follows_on_its_thread_and_the_thread_it_wakes(tmp_path):
+    trace = dataloader_then_backward(tmp_path)
+    assert_replay_is_exact(trace)
+    assert window_after(trace) == 135 * US
+    no_loader = Remedy("remove_cpu", cpu_spans=((TID, _base(trace) + 10 * US, _base(trace) + 110 * US),))
+    # L2 at 5 + (107 − 100) = 12 → K2 [20, 30]; L3 8 µs after L2 ended (17 + 8 = 25) → K3 [33, 43]
+    assert gpu_times(trace, [no_loader]) == [(8, 18), (10, 12), (20, 30), (33, 43)]
+    # the GPU waited for the whole DataLoader: the window is shorter by all of it
+    assert window_after(trace) - window_after(trace, [no_loader]) == 100 * US

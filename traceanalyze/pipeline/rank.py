@@ -134,7 +134,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             rank=meta.rank, device_family=meta.device_family,
             peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
             roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"],
-            fusion=kernel["fusion"], attribution=attributed, health=timeline["health"], cpu_ops=trace.cpu_ops,
+            fusion=kernel["fusion"], fusion_runs=kernel.pop("fusion_runs"), attribution=attributed, health=timeline["health"], cpu_ops=trace.cpu_ops,
             cpu_steps=trace.steps, skipped_steps=options.skip_steps,
         )
         bucketed = bucketed_done.result() if bucketed_done is not None else None
@@ -175,7 +175,8 @@ def _kernel_parts(per_kernel: pl.DataFrame, trace: Trace) -> dict[str, pl.DataFr
     candidates, what has no cost model."""
     by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
     return {
-        "fusion": attribution.fusion_summary(attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),
+        "fusion_runs": (runs := attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),  # for the findings only
+        "fusion": attribution.fusion_summary(runs),
         "name_parts": by_name,
         "op_parts": by_op,
         "kernels": attribution.finish_parts(by_name, attribution.NAME_KEYS),

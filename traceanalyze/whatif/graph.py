@@ -116,7 +116,11 @@ def build_graph(trace: Trace) -> Graph:
     edges = _Edges()
     host_nodes = np.arange(n_call + n_mark)
     prev, nxt = _chain(lane, start, end, host_nodes)
-    edges.add(prev, nxt, True, start[nxt] - end[prev])
+    main_lane = _main_lane(host_lane, n_call, n_mark)
+    woken, waker = _wake_edges(prev, nxt, lane, start, end, host_nodes, main_lane)
+    edges.add(prev, nxt, True, np.where(woken >= 0, 0, start[nxt] - end[prev]))
+    chosen = woken >= 0
+    edges.add(waker[chosen], nxt[chosen], True, start[nxt[chosen]] - end[waker[chosen]])
     launch_time = np.where(launcher >= 0, start[np.maximum(launcher, 0)], start[gpu_ids])
     waits = _stream_waits(trace, runtime, start, end, gpu_ids, launch_time, stream_lane, streams)
     prev, nxt = _chain(lane, start, end, gpu_ids)
@@ -135,6 +139,37 @@ def build_graph(trace: Trace) -> Graph:
                  graph_call=graph_call, row=row,
                  lane=lane, lanes=lanes, src=src, dst=dst, src_end=src_end, offset=offset, wait=wait,
                  order=topological_order(len(kind), src, dst, src_end, wait, start, end), launch_latency_ns=latency)
+
+
+def _main_lane(host_lane: np.ndarray, n_call: int, n_mark: int) -> int:
+    """The thread that runs the steps: the step boundaries' thread, else the one with the most calls
+    (-1 without host nodes)."""
+    if n_mark:
+        return int(host_lane[n_call])
+    return int(np.bincount(host_lane).argmax()) if len(host_lane) else -1
+
+
+def _wake_edges(prev, nxt, lane, start, end, host_nodes, main_lane) -> tuple[np.ndarray, np.ndarray]:
+    """Where another thread (the autograd engine's, a worker's) is woken by the steps' thread: a
+    node of another thread whose previous node on its thread ended before the main thread's last
+    node that ended before it. Returns, per (prev, nxt) pair, 1 where that holds (else -1), and that
+    main-thread node: the pair's thread edge then carries no offset, the main node's edge the
+    recorded time after it (the waiting thread's own CPU work), so the woken thread follows the main
+    one when the main one moves."""
+    woken = np.full(len(nxt), -1, np.int64)
+    waker = np.full(len(nxt), -1, np.int64)
+    if main_lane < 0 or len(nxt) == 0:
+        return woken, waker
+    main = host_nodes[lane[host_nodes] == main_lane]
+    if len(main) == 0:
+        return woken, waker
+    main = main[np.argsort(end[main], kind="stable")]
+    at = np.searchsorted(end[main], start[nxt], side="right") - 1
+    candidate = main[np.maximum(at, 0)]
+    hit = (lane[nxt] != main_lane) & (at >= 0) & (end[candidate] > end[prev])
+    woken[hit] = 1
+    waker[hit] = candidate[hit]
+    return woken, waker
 
 
 class _Edges:

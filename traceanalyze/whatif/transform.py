@@ -54,6 +54,8 @@ class _Index:
         self.lane_edge = np.full(graph.size, -1, np.int64)  # the edge from the node's predecessor on its lane
         chain = np.flatnonzero(same_lane & ~graph.wait & graph.src_end)
         self.lane_edge[graph.dst[chain]] = chain
+        host = graph.kind != GPU
+        self.host_edge = host[graph.src] & host[graph.dst] & graph.src_end & ~graph.wait  # CPU work between calls
         self.launch_edge = np.full(graph.size, -1, np.int64)
         launches = np.flatnonzero(launch)
         self.launch_edge[graph.dst[launches]] = launches
@@ -141,31 +143,62 @@ def graph_launch(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -
 
 
 def remove_cpu(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:
-    """The CPU time of each span leaves its thread: the CPU work between calls shrinks by the
-    overlap, a call inside the span takes no time, and a blocking call in it waits no more."""
+    """The CPU time of the spans leaves their thread: the CPU work before each node (its thread
+    edge, or the wake edge from the steps' thread) shrinks by its overlap with the spans, a call
+    inside them takes its time less the overlap, and a blocking call in them waits no more (only
+    its own cost, less the overlap, is left). Spans of one thread are taken as their union, all at
+    once (a `cpu-bound-gaps` finding can name 100 k gaps)."""
     if not remedy.cpu_spans:
         raise Unmodelled("remove_cpu: no CPU spans")
     host = graph.kind != GPU
-    for tid, span_start, span_end in remedy.cpu_spans:
+    spans = np.array(remedy.cpu_spans, np.int64).reshape(-1, 3)
+    for tid in np.unique(spans[:, 0]):
         lanes = [i for i, (is_stream, _, lane_tid) in enumerate(graph.lanes) if not is_stream and lane_tid == tid]
         if not lanes:
             raise Unmodelled(f"remove_cpu: no thread {tid} in this rank's trace")
-        nodes = np.flatnonzero(host & np.isin(graph.lane, lanes))
-        for node in nodes:
-            edge = index.lane_edge[node]
-            if edge >= 0:
-                gap_start = graph.end[graph.src[edge]]
-                overlap = _overlap(gap_start, graph.start[node], span_start, span_end)
-                if overlap > 0 and arrays.offset[edge] > 0:
-                    arrays.offset[edge] = max(int(arrays.offset[edge]) - overlap, 0)
-            overlap = _overlap(graph.start[node], graph.end[node], span_start, span_end)
-            if overlap > 0 and graph.kind[node] == CALL:
-                arrays.blocking[node] = False
-                arrays.dur[node] = max(int(graph.end[node] - graph.start[node]) - overlap, 0)
+        covered = _Coverage(spans[spans[:, 0] == tid, 1:])
+        on_thread = host & np.isin(graph.lane, lanes)
+        into = np.flatnonzero(index.host_edge & on_thread[graph.dst])
+        overlap = covered.between(graph.end[graph.src[into]], graph.start[graph.dst[into]])
+        shrink = (overlap > 0) & (arrays.offset[into] > 0)
+        arrays.offset[into[shrink]] = np.maximum(arrays.offset[into[shrink]] - overlap[shrink], 0)
+        calls = np.flatnonzero(on_thread & (graph.kind == CALL))
+        inside = covered.between(graph.start[calls], graph.end[calls])
+        calls, inside = calls[inside > 0], inside[inside > 0]
+        # a blocking call no longer waits: only its own cost (after what it waited on) is left of it,
+        # less the spans' overlap (a sync whose gap part is removed no longer waits for the copy before)
+        own = np.where(arrays.blocking[calls], np.minimum(arrays.fixed[calls], graph.end[calls] - graph.start[calls]),
+                       graph.end[calls] - graph.start[calls])
+        arrays.blocking[calls] = False
+        arrays.dur[calls] = np.maximum(own - inside, 0)
 
 
-def _overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
-    return max(0, min(int(a_end), int(b_end)) - max(int(a_start), int(b_start)))
+class _Coverage:
+    """The union of intervals `(start, end)`: how much of it lies in `[a, b]`, vectorised."""
+
+    def __init__(self, intervals: np.ndarray) -> None:
+        intervals = intervals[intervals[:, 1] > intervals[:, 0]]
+        intervals = intervals[np.argsort(intervals[:, 0], kind="stable")]
+        starts, ends = intervals[:, 0], np.maximum.accumulate(intervals[:, 1]) if len(intervals) else intervals[:, 1]
+        # merge overlapping intervals: a new one begins where its start passes every earlier end
+        new = np.ones(len(starts), bool)
+        new[1:] = starts[1:] > ends[:-1]
+        group = np.cumsum(new) - 1
+        self.start = starts[new]
+        self.end = np.zeros(len(self.start), np.int64)
+        np.maximum.at(self.end, group, ends)
+        self.before = np.concatenate([[0], np.cumsum(self.end - self.start)])  # covered before interval i
+
+    def upto(self, t: np.ndarray) -> np.ndarray:
+        """How much of the union lies before each time of `t`."""
+        i = np.searchsorted(self.start, t, side="right") - 1
+        inside = np.clip(t - self.start[np.maximum(i, 0)], 0, (self.end - self.start)[np.maximum(i, 0)])
+        return np.where(i >= 0, self.before[np.maximum(i, 0)] + inside, 0)
+
+    def between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if len(self.start) == 0:
+            return np.zeros(len(a), np.int64)
+        return np.maximum(self.upto(b) - self.upto(a), 0)
 
 
 def async_copy(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:

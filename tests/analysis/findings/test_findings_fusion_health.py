@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from builder import TraceBuilder
-from findings_cases import A100, BF16, BF16_GEMM, findings_of, mm
+from findings_cases import A100, BF16, BF16_GEMM, findings_of, mm, report_of
 
 import traceanalyze
 from traceanalyze.analysis.findings import rules_kernels
@@ -17,6 +17,9 @@ from traceanalyze.analysis.findings.inputs import FindingInputs
 from traceanalyze.analysis.findings.rules_trace import apply_health
 from traceanalyze.pipeline.rank import build_report
 
+F32 = "float"
+COS = ("void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::"
+       "{lambda()#1}, at::detail::Array<char*, 2> >")
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "synthetic_training.json.gz"
 
 
@@ -28,8 +31,8 @@ def test_fusion_gain_is_the_time_the_fusion_table_saves():
     assert row["gain_ns"] == pytest.approx(chain["time_saved_ns"])
     assert row["evidence"] == ("1 chain; top aten::relu → aten::gelu → aten::add → aten::native_layer_norm → "
                                "aten::_softmax under `## forward ##`, 4× (20 kernels, 522 µs): 537 MB of intermediates, "
-                               "380 µs saved; the fusion table names chains, not their kernels: not modelled for the "
-                               "replay")  # the fusion table's row (tests/analysis/test_fusion.py checks its rule)
+                               "380 µs saved; 4 of 4 chain occurrences modelled, each as one kernel at the memory roof "
+                               "for its external bytes")  # the fusion table's row (tests/analysis/test_fusion.py checks its rule)
     assert "torch.compile" in row["action"]
 
 
@@ -91,3 +94,25 @@ def test_a_chain_of_inductor_kernels_gets_no_advice_to_compile():
     assert found.gain_ns == 38_900.0
     (eager,) = rules_kernels.fusion(fusion_inputs("aten::relu → triton_poi_fused_gelu_0"))  # a chain half eager
     assert "`model = torch.compile(model)`" in eager.action
+
+
+def test_a_chain_is_replayed_as_one_kernel_at_the_memory_roof_for_its_external_bytes(tmp_path):
+    """cos → cos on 2^24 floats, launched ahead (the GPU is the bottleneck): K1 [20, 120], K2
+    [121, 221], then an unlinked sin K3 [222, 232] (each queued 1 µs after the one before). The
+    merge: K1 takes external bytes / peak bandwidth = d, K2 and its launch take no time; K3 follows
+    1 µs after, no sooner than its launch (L3 at 9, L2 now instant) + the typical latency 19: the
+    window [20, 232] → [20, 31 + d]."""
+    n = 1 << 24
+    b = TraceBuilder()
+    for i, (name, start, dur) in enumerate((("aten::cos", 20, 100), ("aten::cos", 121, 100), ("aten::sin", 222, 10))):
+        op = b.cpu_op(name, 6 * i, 5, input_dims=[[n]], input_types=[F32], input_strides=[[1]], concrete_inputs=[""])
+        b.launch_kernel(launch_us=6 * i + 1, launch_dur_us=4, start_us=start, dur_us=dur, external_id=op,
+                        name=COS.replace("cos_kernel", "sin_kernel") if name == "aten::sin" else COS)
+    rank = report_of(b, tmp_path).ranks[0]
+    assert rank.fusion.height == 1 and rank.fusion["kernels"].to_list() == [2]
+    external = 2 * n * 4  # read once, written once: the intermediate stays on chip
+    d = round(external / rank.roofline["peak_bytes_per_s"][0] * 1e9)
+    row = findings_of(b, tmp_path)["fuse-bandwidth-chain"]
+    assert row["evidence"].endswith("1 of 1 chain occurrence modelled, each as one kernel at the memory roof for "
+                                    "its external bytes")
+    assert row["saving_ns"] == 201_000 - d

@@ -41,7 +41,10 @@ def test_without_a_dataloader_the_same_gap_is_cpu_bound(tmp_path):
     assert row["gain_ns"] == 250_000
     assert row["evidence"] == ("1 gap where the next launch came late, 250 µs; longest 250 µs in `## forward ##` before "
                                "`at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at…`; "
-                               "the CPU work is not named: not modelled for the replay")
+                               "the CPU work is not named (the replay moves it off the step: the upper bound)")
+    # the CPU work from the gap's start (70) to the late launch (310) leaves the thread: L2 at 70, its
+    # kernel its 10 µs latency later, [80, 90]; the window [20, 330] → [20, 90]: the gap less the latency
+    assert row["saving_ns"] == 240_000
 
 
 def test_a_step_that_replays_cuda_graphs_is_not_told_to_capture_one(tmp_path):

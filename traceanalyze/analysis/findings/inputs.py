@@ -27,6 +27,7 @@ class FindingInputs:
     cpu_ops: pl.DataFrame  # trace.cpu_ops of this rank (recorded input shapes)
     cpu_steps: pl.DataFrame | None = None  # trace.steps of this rank (ProfilerStep spans, after --skip-steps)
     skipped_steps: int = 0  # ProfilerSteps already left out by --skip-steps (analysis.skip_steps)
+    fusion_runs: pl.DataFrame | None = None  # attribution.fusion_opportunities: each chain occurrence (the remedies)
 
 
 def column(frame: pl.DataFrame, *names: str) -> str:

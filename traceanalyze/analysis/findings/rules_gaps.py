@@ -188,10 +188,26 @@ def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
         title=f"The {context.device} waits for the CPU to launch the next kernel",
         evidence=f"{gaps.height} gap{'s' if gaps.height != 1 else ''} where the next launch came late, "
                  f"{format_ns(total)}{_steps(gaps)}; longest {format_ns(top['duration_ns'])} in {where} before "
-                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`; the CPU work is not named: not modelled "
-                 "for the replay",
+                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`; the CPU work is not named (the replay "
+                 "moves it off the step: the upper bound)",
         action="find the CPU work in the gap (record with `with_stack=True`): move it off the step, or " + capture,
-        gain_ns=float(total), confidence="medium", spans=spans_of(gaps))]
+        gain_ns=float(total), confidence="medium", spans=spans_of(gaps), remedies=_late_launch_remedies(gaps))]
+
+
+def _late_launch_remedies(gaps: pl.DataFrame) -> tuple[Remedy, ...]:
+    """The CPU time on the launching thread from each gap's start to its late launch's start, taken
+    out of the thread (what moving that CPU work off the step could give at most)."""
+    if not {"cpu_tid", "next_launch_start_ns"} <= set(gaps.columns):
+        return ()
+    late = gaps.filter(pl.col("cpu_tid").is_not_null() & pl.col("next_launch_start_ns").is_not_null()
+                       & (pl.col("next_launch_start_ns") > pl.col("start_ns")))
+    spans = tuple((int(t), int(s), int(e))
+                  for t, s, e in late.select("cpu_tid", "start_ns", "next_launch_start_ns").iter_rows())
+    if not spans:
+        return ()
+    return (Remedy(kind="remove_cpu", cpu_spans=spans,
+                   assumption="the CPU work on the launching thread from the gap's start to the late launch moves off "
+                              "the step (to a worker, into a CUDA graph, or gone): the upper bound of doing so"),)
 
 
 def _replays_graphs(inputs: FindingInputs) -> bool:

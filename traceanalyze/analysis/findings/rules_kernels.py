@@ -8,7 +8,7 @@ import polars as pl
 
 from traceanalyze.analysis.findings.capabilities import capabilities
 from traceanalyze.analysis.findings.finding import Finding, Remedy, spans_of
-from traceanalyze.analysis.findings.remedies import op_keys
+from traceanalyze.analysis.findings.remedies import merge, op_keys
 from traceanalyze.analysis.findings.kernel_common import top_kernel
 from traceanalyze.analysis.findings.inputs import (
     FindingInputs,
@@ -126,13 +126,50 @@ def fusion(inputs: FindingInputs) -> list[Finding]:
     else:
         action = ("fuse them: `model = torch.compile(model)` (Inductor fuses pointwise/reduction chains), or a "
                   "hand-written Triton kernel")
+    remedies, occurrences = _fusion_remedies(inputs)
+    if remedies:
+        modelled = (f"{len(remedies)} of {occurrences} chain occurrence{'s' if occurrences != 1 else ''} modelled, "
+                    "each as one kernel at the memory roof for its external bytes")
+    else:
+        modelled = "the chains' kernels or the memory roof are not known: not modelled for the replay"
     return [Finding(
         id="fuse-bandwidth-chain", regime="bandwidth", title="Memory-bound op chains a fused kernel would merge",
         evidence=f"{chains.height} chain{'s' if chains.height != 1 else ''}; top {top['ops']}{where}, "
                  f"{top['occurrences']}× ({top['kernels']} kernels, {format_ns(top['duration_ns'])}): "
                  f"{top['bytes_saved'] / 1e6:.3g} MB of intermediates, {format_ns(top['time_saved_ns'])} saved; "
-                 "the fusion table names chains, not their kernels: not modelled for the replay",
-        action=action, gain_ns=gain, confidence="medium", spans=spans_of(bandwidth))]  # chains: no remedy per op
+                 + modelled,
+        action=action, gain_ns=gain, confidence="medium", spans=spans_of(bandwidth), remedies=remedies)]
+
+
+def _fusion_remedies(inputs: FindingInputs) -> tuple[tuple[Remedy, ...], int]:
+    """One `merge` per chain occurrence (`fusion_runs`: its stream, first kernel's start and kernel
+    count; a chain is consecutive kernels on its stream), of (bytes − bytes saved) / the kernels'
+    peak bandwidth: the fused kernel at the memory roof for its external bytes. Occurrences whose
+    kernels are not found one by one, or without a peak bandwidth, are left out. Returns the
+    remedies and the number of occurrences."""
+    runs = inputs.fusion_runs
+    if runs is None or runs.is_empty():
+        return (), 0
+    runs = runs.filter(pl.col("time_saved_ns") > 0)
+    kernels = (inputs.roofline.filter(pl.col("kind") == "kernel")
+               .select("device", "stream", "start_ns", "duration_ns", "peak_bytes_per_s").sort("device", "stream", "start_ns"))
+    by_stream = {key: frame for key, frame in kernels.group_by("device", "stream")}
+    remedies = []
+    for run in runs.sort("start_ns").iter_rows(named=True):
+        lane = by_stream.get((run["device"], run["stream"]))
+        if lane is None:
+            continue
+        first = lane["start_ns"].search_sorted(run["start_ns"], side="left")
+        rows = lane.slice(first, run["kernels"])
+        peak = rows["peak_bytes_per_s"].drop_nulls()
+        if rows.height != run["kernels"] or rows["start_ns"][0] != run["start_ns"] or peak.is_empty() or peak[0] <= 0:
+            continue
+        external = max(float(run["bytes"] - run["bytes_saved"]), 0.0)
+        at_roof = min(external / float(peak[0]) * 1e9, float(rows["duration_ns"].sum()))  # never longer than now
+        remedies.append(merge(rows, at_roof,
+                              "the chain becomes one kernel at the memory roof for its external bytes (its "
+                              "intermediates stay on chip)"))
+    return tuple(remedies), runs.height
 
 
 def pageable_copies(inputs: FindingInputs) -> list[Finding]:

@@ -235,8 +235,8 @@ def _meta(document: TraceDocument, *, path: Path, rank: int, rank_source: str, h
 
 
 def _distributed_info(info: dict[str, Any]) -> dict[str, Any]:
-    """What `distributedInfo` says of the job, and of `pg_config` its default process group: `default_pg` ("cuda:nccl, 8 ranks"), which every rank
-    of one job shares (pipeline/identity.py compares them)."""
+    """What `distributedInfo` says of the job, and of `pg_config` its default process group:
+    `default_pg` ("cuda:nccl, 8 ranks"), which every rank of one job shares (pipeline/identity.py compares them)."""
     kept = {k: v for k, v in info.items() if k in ("rank", "world_size", "backend", "pg_count", "nccl_version")}
     groups = info.get("pg_config")
     if isinstance(groups, list):

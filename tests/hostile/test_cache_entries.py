@@ -13,6 +13,7 @@ import pytest
 from hostile.cases import nested_ops
 from traceanalyze import cache_files
 from traceanalyze.api import analyze
+from traceanalyze.pipeline.options import RunOptions
 from traceanalyze.load import load_trace
 from traceanalyze.load.limits import LimitError, LoadLimits
 
@@ -37,14 +38,14 @@ def test_a_fifo_at_every_entry_path_does_not_block_a_report_or_a_load(tmp_path, 
     trace = tmp_path / "t.json"
     trace.write_text(json.dumps({"traceEvents": nested_ops(3)}))
     cache = tmp_path / "cache"
-    analyze(trace, cache=cache)  # writes the entries of both levels
+    analyze(trace, run=RunOptions(cache=cache))  # writes the entries of both levels
     entries = [p for p in cache.iterdir() if p.suffix in (".tables", ".results")]
     assert len(entries) == 2
     for entry in entries:
         entry.unlink()
         os.mkfifo(entry)
     done: list[object] = []
-    worker = threading.Thread(target=lambda: done.extend([analyze(trace, cache=cache), load_trace(trace, cache=cache)]),
+    worker = threading.Thread(target=lambda: done.extend([analyze(trace, run=RunOptions(cache=cache)), load_trace(trace, cache=cache)]),
                               daemon=True)
     worker.start()
     worker.join(30)
@@ -56,8 +57,8 @@ def test_the_analysed_rank_cache_keeps_the_op_depth_limit(tmp_path, cache_everyt
     trace = tmp_path / "deep.json"
     trace.write_text(json.dumps({"traceEvents": nested_ops(100)}))
     cache = tmp_path / "cache"
-    analyze(trace, cache=cache, limits=LoadLimits(op_depth=100))  # analysed and cached
-    analyze(trace, cache=cache, limits=LoadLimits(op_depth=100))  # from the cache of analysed ranks
+    analyze(trace, run=RunOptions(cache=cache, limits=LoadLimits(op_depth=100)))  # analysed and cached
+    analyze(trace, run=RunOptions(cache=cache, limits=LoadLimits(op_depth=100)))  # from the cache of analysed ranks
     assert len(analyses) == 1
     with pytest.raises(LimitError, match=r"CPU ops nested 100 deep.*--max-op-depth 100 "):
-        analyze(trace, cache=cache, limits=LoadLimits(op_depth=99))
+        analyze(trace, run=RunOptions(cache=cache, limits=LoadLimits(op_depth=99)))

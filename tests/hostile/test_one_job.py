@@ -16,6 +16,7 @@ from shared_traces import SHARED_TRACES_DIR
 from traceanalyze.api import analyze
 from traceanalyze.cli import app
 from traceanalyze.pipeline.identity import NotOneJob
+from traceanalyze.pipeline.options import RunOptions
 
 DAY_US = 86_400 * 10**6
 UNRELATED = ("hta_a100_alexnet", "hta_mi250_rocm", "kineto_v100_resnet50_2021", "tracelens_h100_bert_small")
@@ -34,7 +35,7 @@ def _shift(document: dict, by_us: float) -> None:
 
 
 def test_the_ranks_of_one_job_are_one_job(tmp_path):
-    report = analyze(write_job(tmp_path / "job"), workers=1, cache=False)
+    report = analyze(write_job(tmp_path / "job"), run=RunOptions(workers=1, cache=False))
     assert [rank.rank for rank in report.ranks] == [0, 1, 2, 3]
     assert not any("not one job" in note for rank in report.ranks for note in rank.notes)
 
@@ -44,14 +45,14 @@ def test_a_rank_from_another_day_is_refused_and_named(tmp_path):
     _edit(job / "rank3.json", lambda d: _shift(d, 240 * DAY_US))
     with pytest.raises(NotOneJob, match=r"job: not one job: ran at another time than rank\d.json \(up to 240 days "
                                         r"apart\): rank3.json; .*--force-job"):
-        analyze(job, workers=1, cache=False)
+        analyze(job, run=RunOptions(workers=1, cache=False))
 
 
 def test_a_rank_of_another_world_size_is_refused_and_named(tmp_path):
     job = write_job(tmp_path / "job")
     _edit(job / "rank1.json", lambda d: d["distributedInfo"].update(world_size=8))
     with pytest.raises(NotOneJob, match=r"not one job: world size 8 in rank1.json, 4 in the 3 others"):
-        analyze(job, workers=1, cache=False)
+        analyze(job, run=RunOptions(workers=1, cache=False))
 
 
 @pytest.mark.parametrize("form", ["terminal", "json", "markdown", "html"])
@@ -71,8 +72,8 @@ def test_unrelated_shared_traces_are_refused_and_the_real_job_is_not(tmp_path):
     for name in UNRELATED:
         (tmp_path / f"{name}.json.gz").symlink_to(SHARED_TRACES_DIR / f"{name}.json.gz")
     with pytest.raises(NotOneJob, match="not one job: device family ROCm in hta_mi250_rocm.json.gz"):
-        analyze(tmp_path, workers=1, cache=False)
-    assert len(analyze(SHARED_TRACES_DIR / "param_v100_dlrm_4ranks", workers=1, cache=False).ranks) == 4
+        analyze(tmp_path, run=RunOptions(workers=1, cache=False))
+    assert len(analyze(SHARED_TRACES_DIR / "param_v100_dlrm_4ranks", run=RunOptions(workers=1, cache=False)).ranks) == 4
 
 
 def test_skip_bad_ranks_reports_the_readable_ones_and_names_the_others(tmp_path):
@@ -80,8 +81,8 @@ def test_skip_bad_ranks_reports_the_readable_ones_and_names_the_others(tmp_path)
     (job / "rank2.json").write_text((job / "rank2.json").read_text()[:5000])  # truncated
     (job / "rank9.json").symlink_to(job / "rank9.json")  # a link loop: was skipped without a word
     with pytest.raises(Exception, match=r"rank2.json"):
-        analyze(job, workers=1, cache=False)
-    report = analyze(job, workers=1, cache=False, skip_bad_ranks=True)
+        analyze(job, run=RunOptions(workers=1, cache=False))
+    report = analyze(job, run=RunOptions(workers=1, cache=False, skip_bad_ranks=True))
     assert [rank.rank for rank in report.ranks] == [0, 1, 3]
     notes = report.ranks[0].notes
     assert any(n.startswith("rank file skipped (--skip-bad-ranks): ") and "rank2.json" in n for n in notes), notes
@@ -94,7 +95,7 @@ def test_skip_bad_ranks_reports_the_readable_ones_and_names_the_others(tmp_path)
 def test_colliding_ranks_are_said(tmp_path):
     job = write_job(tmp_path / "job")
     _edit(job / "rank3.json", lambda d: d["distributedInfo"].update(rank=1))
-    report = analyze(job, workers=1, cache=False)
+    report = analyze(job, run=RunOptions(workers=1, cache=False))
     assert [rank.rank for rank in report.ranks] == [0, 1, 2, 3]  # by file name
     assert any(n.startswith("distributedInfo.rank collides (rank 1: rank1.json, rank3.json)") for n in
                report.ranks[0].notes), report.ranks[0].notes

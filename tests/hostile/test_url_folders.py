@@ -2,9 +2,9 @@
 loader reads it (an endless body is refused, not written until the disk is full), the URL's
 `user:password@` reaches no output and no error, and the URL is shown intact (`s3://`, not `s3:/`).
 
-fsspec's HTTP filesystem needs aiohttp, which the test environment lacks: the URLs here are those
-of a small in-memory fsspec filesystem registered by the test (`secretfs://`), which, as s3fs or
-an HTTP server would, takes credentials in the URL and serves one endless file."""
+The URLs here are those of a small in-memory fsspec filesystem registered by the test (`secretfs://`),
+which, as s3fs or an HTTP server would, takes credentials in the URL and serves one endless file;
+test_url_http.py reads a real HTTP server on 127.0.0.1 through fsspec's HTTP filesystem (aiohttp)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from traceanalyze.api import analyze
 from traceanalyze.cli import app
 from traceanalyze.errors import TraceFormatError
+from traceanalyze.pipeline.options import RunOptions
 from traceanalyze.pipeline.urls import SourceUrl, download
 from traceanalyze.load.limits import LoadLimits
 
@@ -90,8 +91,8 @@ def test_download_stops_at_the_cap_and_the_deadline(tmp_path):
 def test_an_endless_rank_is_refused_in_bounded_time(bucket):
     started = time.perf_counter()
     with pytest.raises(TraceFormatError) as raised:
-        analyze(f"secretfs://alice:{SECRET}@bucket/bad/", limits=LoadLimits(download_bytes=16 << 20), workers=1,
-                cache=False)
+        analyze(f"secretfs://alice:{SECRET}@bucket/bad/",
+                run=RunOptions(limits=LoadLimits(download_bytes=16 << 20), workers=1, cache=False))
     assert time.perf_counter() - started < 60
     assert str(raised.value).startswith("secretfs:///bucket/bad/endless.json.gz: more than 16 MB to download")
     assert SECRET not in str(raised.value)

@@ -24,6 +24,7 @@ from typing import Literal
 from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statistic, Unit
 from traceanalyze.gate.metrics import (MODELLED_REGIMES, REGIMES, Measured, coverage_mismatch, device_mismatch,
                                       is_job_note, skipped_steps_notes, unreliable_findings)
+from traceanalyze.gate.comparable import device_reason, skip_steps_reason, window_reason
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]
@@ -223,23 +224,27 @@ def _regression(name: str, label: str, unit: str, base: float | None, new: float
 
 
 def _regressions(new: Measured, base: Measured, threshold: float, statistic: Statistic,
-                 basis: Basis) -> tuple[list[Regression], list[str]]:
+                 basis: Basis, *, judged: bool = True) -> tuple[list[Regression], list[str]]:
+    """The baseline rows and their notes; with `judged` False (`gate/comparable.py`: another device,
+    --skip-steps or window) every row is shown, not judged."""
     rows: list[Regression] = []
     notes: list[str] = []
     mismatch = coverage_mismatch(base, new)
-    notes += [mismatch] if mismatch else []  # said once; those rows shown, not judged
+    notes += [mismatch] if mismatch and judged else []  # said once; those rows shown, not judged
     if basis == "steps":
         base_step, new_step = base.statistic("step_time_ms", statistic), new.statistic("step_time_ms", statistic)
         relative = new_step / base_step - 1.0 if base_step and new_step is not None else None
-        rows.append(_regression("step_time_ms", "step time", "ms", base_step, new_step, relative, "relative", threshold))
+        rows.append(_regression("step_time_ms", "step time", "ms", base_step, new_step, relative, "relative", threshold,
+                                judged=judged))
         base_idle, new_idle = base.statistic("idle_fraction", statistic), new.statistic("idle_fraction", statistic)
         points = new_idle - base_idle if base_idle is not None and new_idle is not None else None
-        rows.append(_regression("idle_fraction", "GPU idle fraction", "fraction", base_idle, new_idle, points, "points", threshold))
+        rows.append(_regression("idle_fraction", "GPU idle fraction", "fraction", base_idle, new_idle, points, "points",
+                                threshold, judged=judged))
         for regime in REGIMES:
             base_ms, new_ms = base.statistic(f"{regime}_ms", statistic), new.statistic(f"{regime}_ms", statistic)
             share = (new_ms - base_ms) / base_step if base_ms is not None and new_ms is not None and base_step else None
             rows.append(_regression(f"{regime}_ms", REGIME_LABELS[regime], "ms", base_ms, new_ms, share, "share_of_base_step",
-                                    threshold, judged=not (mismatch and regime in MODELLED_REGIMES),
+                                    threshold, judged=judged and not (mismatch and regime in MODELLED_REGIMES),
                                     base_share=base.statistic(regime, statistic),
                                     new_share=new.statistic(regime, statistic)))
         return rows, notes
@@ -249,7 +254,8 @@ def _regressions(new: Measured, base: Measured, threshold: float, statistic: Sta
     rows.append(_regression("step_time_ms", "step time", "ms", None, None, None, "relative", threshold, judged=False))
     base_idle, new_idle = base.window.get("idle_fraction"), new.window.get("idle_fraction")
     points = new_idle - base_idle if base_idle is not None and new_idle is not None else None
-    rows.append(_regression("idle_fraction", "GPU idle fraction", "fraction", base_idle, new_idle, points, "points", threshold))
+    rows.append(_regression("idle_fraction", "GPU idle fraction", "fraction", base_idle, new_idle, points, "points",
+                            threshold, judged=judged))
     for regime in REGIMES:
         b, n = base.window.get(regime), new.window.get(regime)
         rows.append(_regression(f"{regime}_ms", f"{regime} share", "fraction", b, n,
@@ -291,20 +297,26 @@ def evaluate(measured: Measured, options: GateOptions, *, baseline: Measured | N
     )
     problems = _problems(measured, options.min_steps)
     notes = [note for note in measured.notes if is_job_note(note)]  # missing, skipped, colliding ranks: said first
-    notes += skipped_steps_notes(baseline if baseline is not None else measured, measured, ("baseline", "trace judged"))
+    compared = baseline is not None and options.max_regression is not None
+    skip_reason = skip_steps_reason(baseline, measured) if compared else None  # type: ignore[arg-type]
+    notes += [skip_reason] if skip_reason else skipped_steps_notes(baseline if baseline is not None else measured,
+                                                                   measured, ("baseline", "trace judged"))
     if basis == "window":
         notes.append("no ProfilerStep spans with GPU work: judged on the whole trace window" +
                      (" (--allow-unreliable)" if options.allow_unreliable else ""))
     regressions: list[Regression] = []
-    mismatch = device_mismatch(baseline, measured) if baseline is not None else None
+    mismatch = None
+    if baseline is not None:
+        mismatch = device_reason(baseline, measured) if compared else device_mismatch(baseline, measured)
     if baseline is not None and options.max_regression is not None:
         problems += _problems(baseline, options.min_steps, prefix="baseline: ")
         compare_basis: Basis = "steps" if measured.steps and baseline.steps else "window"
-        regressions, more = _regressions(measured, baseline, options.max_regression, options.statistic, compare_basis)
+        window_note = window_reason(baseline, measured, compare_basis)
+        judged = not (mismatch or skip_reason or (window_note or "").startswith("cannot compare"))
+        regressions, more = _regressions(measured, baseline, options.max_regression, options.statistic, compare_basis,
+                                         judged=judged)
         notes += more
-        if baseline.window_option and measured.window_option and baseline.window_option != measured.window_option:
-            notes.append(f"the baseline report used --window {baseline.window_option}, this one --window "
-                         f"{measured.window_option}: whole-window numbers differ in definition")
+        notes += [window_note] if window_note else []
     if problems and options.allow_unreliable:
         notes.append("unreliable numbers judged anyway (--allow-unreliable)")
     return Verdict(

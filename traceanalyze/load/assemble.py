@@ -230,5 +230,21 @@ def _meta(document: TraceDocument, *, path: Path, rank: int, rank_source: str, h
         event_count=event_count,
         flow_events=flow_events,
         device_family=device_family,
-        distributed_info={k: v for k, v in info.items() if k in ("rank", "world_size", "backend", "pg_count", "nccl_version")},
+        distributed_info=_distributed_info(info),
     )
+
+
+def _distributed_info(info: dict[str, Any]) -> dict[str, Any]:
+    """What `distributedInfo` says of the job, and of `pg_config` its default process group:
+    `default_pg` ("cuda:nccl, 8 ranks"), which every rank of one job shares (pipeline/identity.py compares them)."""
+    kept = {k: v for k, v in info.items() if k in ("rank", "world_size", "backend", "pg_count", "nccl_version")}
+    groups = info.get("pg_config")
+    if isinstance(groups, list):
+        default = next((g for g in groups if isinstance(g, dict) and g.get("pg_desc") == "default_pg"), None)
+        if default is None:
+            default = next((g for g in groups if isinstance(g, dict) and str(g.get("pg_name")) == "0"), None)
+        if default is not None:
+            size = default.get("pg_size")
+            kept["default_pg"] = (f"{str(default.get('backend_config', '?'))[:200]}, "
+                                  f"{size if isinstance(size, int) else '?'} ranks")
+    return kept

@@ -8,6 +8,10 @@ What the ranks of one job share (each check only among the ranks that record it)
 
 * the world size of `distributedInfo`;
 * the device family (CUDA, ROCm, …; ranks with no device work aside);
+* the process group and job as `distributedInfo` records them (`job_identity`): the backend, the NCCL
+  version, the number of process groups (`pg_count`), the default process group of `pg_config` (its
+  backend and size), and the trace's `schemaVersion` (the profiler that wrote it). Each worker
+  carries them in its `RankReport.job_identity`;
 * the time they ran: each rank's span (first to last GPU op, on its own clock) comes within
   `MAX_APART_NS` (an hour) of the span of the rank that starts at the median. Ranks of one job
   run together; the clocks of one cluster differ by far less than that.
@@ -21,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from traceanalyze.errors import TraceFormatError
+from traceanalyze.model import RankMeta
 from traceanalyze.report.model import RankReport
 
 MAX_APART_NS = 3600 * 10**9
@@ -67,6 +72,21 @@ def _odd_in_time(spans: dict[str, tuple[int, int]]) -> str | None:
     return (f"ran at another time than {reference_name} (up to {when} apart): {_files(odd)}")
 
 
+# (what a rank records, as the refusal names it): `RankMeta.distributed_info` keys, and the schema version
+IDENTITY = (("backend", "backend"), ("nccl_version", "NCCL version"), ("pg_count", "process group count"),
+            ("default_pg", "default process group"), ("schema_version", "trace schemaVersion"))
+SHOWN_CHARS = 80
+
+
+def job_identity(meta: RankMeta) -> tuple[tuple[str, str], ...]:
+    """What a rank's file records of its job (`IDENTITY`, those it records), as short texts."""
+    recorded = {**meta.distributed_info, "schema_version": meta.schema_version}
+    if meta.backend is not None:
+        recorded["backend"] = meta.backend
+    return tuple((what, str(value)[:SHOWN_CHARS]) for what, _ in IDENTITY
+                 if (value := recorded.get(what)) is not None and isinstance(value, (str, int, float)))
+
+
 def job_problems(ranks: Sequence[RankReport], names: Sequence[str]) -> list[str]:
     """What makes the ranks (`ranks[i]` read from the file `names[i]`) not one job; empty when
     they are."""
@@ -74,6 +94,8 @@ def job_problems(ranks: Sequence[RankReport], names: Sequence[str]) -> list[str]
         _odd_by_value({n: r.world_size for r, n in zip(ranks, names) if r.world_size}, "world size"),
         _odd_by_value({n: r.device_family for r, n in zip(ranks, names) if r.device_family != "none"},
                       "device family"),
+        *(_odd_by_value({n: dict(r.job_identity)[what] for r, n in zip(ranks, names) if what in dict(r.job_identity)},
+                        said) for what, said in IDENTITY),
         _odd_in_time({n: span for r, n in zip(ranks, names) if (span := _span(r)) is not None}),
     ]
     return [problem for problem in problems if problem]

@@ -82,7 +82,7 @@ def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> Ran
         try:
             with fsspec.open(url, "rb") as source, open(local, "wb") as target:
                 download(source, target, url, max_bytes=limits.download_bytes, max_seconds=limits.download_seconds,
-                         free_bytes=disk_free(Path(folder)))
+                         free_bytes=disk_free(Path(folder)), limits=limits)
         except OSError as error:
             raise TraceFormatError(f"{without_credentials(url)}: cannot read: "
                                    f"{without_credentials(str(error.strerror or error))}") from None

@@ -22,6 +22,7 @@ from traceanalyze.analysis.job import job_analysis
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.analysis.skip_steps import SkippedSteps, skip_steps, skipped_steps
 from traceanalyze.model import Trace
+from traceanalyze.pipeline.identity import job_identity
 from traceanalyze.report.model import RankReport, Report, ReportOptions, with_charts
 from traceanalyze.report.summaries import idle_causes, small_kernel_summary, summarise
 from traceanalyze.units import format_duration_ns
@@ -148,6 +149,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         world_size=meta.world_size,
         device_family=meta.device_family,
         rank_source=meta.rank_source,
+        job_identity=job_identity(meta),
         has_gpu=has_gpu,
         notes=tuple(notes),
         devices=_devices(trace),

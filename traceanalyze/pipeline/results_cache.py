@@ -83,6 +83,7 @@ class RankScalars(msgspec.Struct, frozen=True):
     small_kernel_summary: SmallKernelSummary
     device_family: str
     rank_source: str
+    job_identity: tuple[tuple[str, str], ...] = ()
 
 
 class ResultsKey(msgspec.Struct, frozen=True):
@@ -135,6 +136,7 @@ def analysis_code() -> list[Path]:
     found = [*(package / "analysis").rglob("*.py"), *(package / "whatif").rglob("*.py"),
              package / "errors.py", package / "version.py", package / "config_files.py",
              package / "units.py", package / "figures.py", Path(__file__), Path(__file__).with_name("rank.py"),
+             Path(__file__).with_name("identity.py"),
              *(report / name for name in ("model.py", "summaries.py", "verdict.py", "chart_inputs.py", "schema.py")),
              *(renderers / name for name in ("escape.py", "blocks.py", "html_text.py", "plots.py", "svg.py"))]
     return sorted(path for path in found if path.is_file())
@@ -265,7 +267,7 @@ def rank_scalars(report: RankReport) -> RankScalars | None:
                                          peaks=None if c.peaks is None else _peaks_record(c.peaks))
                         for c in report.peaks),
             summary=report.summary, small_kernel_summary=report.small_kernel_summary,
-            device_family=report.device_family, rank_source=report.rank_source)
+            device_family=report.device_family, rank_source=report.rank_source, job_identity=report.job_identity)
         encoded = msgspec.json.encode(scalars)
         back = msgspec.json.decode(encoded, type=RankScalars)
     except (TypeError, ValueError, msgspec.MsgspecError):

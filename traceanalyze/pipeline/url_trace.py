@@ -30,7 +30,7 @@ def load_url_trace(url: str, limits):
             try:
                 with fsspec.open(file_url, "rb") as source, open(path, "wb") as target:
                     download(source, target, file_url, max_bytes=limits.download_bytes,
-                             max_seconds=limits.download_seconds, free_bytes=disk_free(Path(folder)))
+                             max_seconds=limits.download_seconds, free_bytes=disk_free(Path(folder)), limits=limits)
             except OSError as error:
                 raise TraceFormatError(f"{without_credentials(file_url)}: cannot read: "
                                        f"{without_credentials(str(error.strerror or error))}") from None

@@ -123,6 +123,8 @@ class RankReport:
     charts: RankCharts | None = None
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
+    # what the ranks of one job share, as (what, value) pairs (pipeline/identity.job_identity): compared by the reduce
+    job_identity: tuple[tuple[str, str], ...] = ()
 
     @property
     def small_kernels(self) -> pl.DataFrame:

@@ -16,7 +16,7 @@ from traceanalyze.renderers.jsonout import render_json
 from traceanalyze.renderers.markdown import render_markdown
 from traceanalyze.pipeline.rank import build_report
 from traceanalyze.renderers.terminal import render_terminal
-from traceanalyze.report.verdict import VERDICT_MAX_LINES, verdict_lines
+from traceanalyze.renderers.verdict_text import VERDICT_MAX_LINES, verdict_lines
 
 def golden_report(tmp_path):
     """The report of tests/verdict_trace.py (its docstring derives the numbers below)."""

@@ -13,8 +13,6 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
@@ -25,9 +23,9 @@ from traceanalyze.renderers.document import KERNEL_LIMIT, document
 from traceanalyze.renderers.html_text import esc, inline_html, text_block_html
 from traceanalyze.renderers.svg import GRID, MUTED, WIDTH, contrast_ink, coord, svg_document, text_element, tooltip
 from traceanalyze.report.chart_inputs import RankCharts
-from traceanalyze.report.model import RankReport, Report, with_charts
+from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import listed_collectives
-from traceanalyze.report.verdict import verdict_blocks
+from traceanalyze.renderers.verdict_document import verdict_blocks
 from traceanalyze.units import format_duration_ns, format_percent, format_rate
 from traceanalyze.version import __version__
 
@@ -158,7 +156,6 @@ def render_html(report: Report) -> str:
     --------
     >>> html = render_html(report)  # doctest: +SKIP
     """
-    report = replace(report, ranks=tuple(with_charts(rank) for rank in report.ranks))
     blocks = document(report)
     # blocks[1] is the source line; the header shows it
     body = "\n".join(_block(b, report) for b in [*verdict_blocks(report.verdict()), *blocks[2:]])
@@ -226,7 +223,7 @@ def _chart(block: Chart, report: Report) -> str:
 
 def _charts(rank: RankReport) -> RankCharts:
     """What `rank`'s charts draw: sent by its worker (`model.bounded`), else from its frames."""
-    return with_charts(rank).charts  # type: ignore[return-value]
+    return rank.chart_inputs
 
 
 def _attribution_row(label: str, row: dict) -> plots.BarRow:

@@ -19,7 +19,6 @@ from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
 from traceanalyze.report.summaries import LatencyFigures, SMALL_KERNEL_RUNS_LISTED, SmallKernelSummary, Summary, listed_collectives
 from traceanalyze.units import json_us as _us
 from traceanalyze.version import __version__
-from traceanalyze.whatif import job_replay
 
 
 # JSON key of each launch-latency measure
@@ -301,7 +300,7 @@ def report_v1(report: Report) -> schema.ReportV1:
         options=schema.Options(window=report.options.window, max_gaps=limit, skip_steps=report.options.skip_steps),
         notes=sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
         summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks),
-                               replay=_replay(job_replay([r.replay for r in ranks]))),
+                               replay=_replay(report.replay)),
         findings=_findings(report),
         idle_gaps=_gaps(ranks, limit),
         device=next((p for r in ranks for p in _peaks(r)), None),

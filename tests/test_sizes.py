@@ -30,7 +30,7 @@ LONG_LINES_LEFT = {
     "load/columnar.py": 8, "load/fast.py": 2, "load/files.py": 1, "load/general.py": 2, "load/raw.py": 3,
     "load/shapes.py": 3, "model.py": 1, "output.py": 1, "pipeline/executors.py": 1,
     "renderers/document.py": 27, "renderers/escape.py": 1, "renderers/html.py": 25, "renderers/jsonout.py": 17,
-    "renderers/plots.py": 37, "renderers/svg.py": 7,
+    "renderers/svg.py": 7,
     "renderers/terminal.py": 13,
     "scalar_columns.py": 1,
 }

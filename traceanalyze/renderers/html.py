@@ -96,7 +96,8 @@ def _cell(cell: Cell, tag: str = "td") -> str:
     if cell.share is not None:
         colour = KEY_COLOURS.get(cell.key or "", plots.MUTED)
         width = max(0.0, min(1.0, cell.share)) * 100
-        inner = f'<span class="bar" title="{esc(format_percent(cell.share))}"><span style="width:{width:.1f}%;background:{colour}"></span></span>'
+        inner = (f'<span class="bar" '
+                 f'title="{esc(format_percent(cell.share))}"><span style="width:{width:.1f}%;background:{colour}"></span></span>')
     elif cell.code and cell.text not in ("", "–"):
         inner = f"<code>{esc(cell.text)}</code>"
     else:
@@ -134,7 +135,8 @@ def _block(block: Block, report: Report) -> str:
         return _chart(block, report)
     if isinstance(block, Group):
         inner = "\n".join(_block(b, report) for b in block.blocks)
-        return f'<details class="rank" id="{esc(block.anchor)}" open>\n<summary>{inline_html(block.summary)}</summary>\n{inner}\n</details>'
+        return (f'<details class="rank" id="{esc(block.anchor)}" '
+                f'open>\n<summary>{inline_html(block.summary)}</summary>\n{inner}\n</details>')
     return ""
 
 
@@ -377,14 +379,16 @@ def heatmap(report: Report) -> str:
             row = cells.get((rank, step))
             x = left + j * cell_w
             if row is None:
-                body.append(f'<rect x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" height="{cell_h}" fill="{GRID}"/>')
+                body.append(f'<rect x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" height="{cell_h}" '
+                            f'fill="{GRID}"/>')
                 continue
             share = row["wait_ns"] / row["step_ns"] if row["step_ns"] else 0.0
             colour = _shade(share)
             tip = (f"rank {rank}, step {step}: {format_duration_ns(row['step_ns'])}; waiting {format_duration_ns(row['wait_ns'])} "
                    f"({format_percent(share)}), compute {format_duration_ns(row['compute_ns'])}, "
                    f"comm {format_duration_ns(row['comm_ns'])}, idle {format_duration_ns(row['idle_ns'])}")
-            body.append(f'<rect class="mark" x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" height="{cell_h}" '
+            body.append(f'<rect class="mark" x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" '
+                        f'height="{cell_h}" '
                         f'fill="{colour}">{tooltip(tip)}</rect>')
             body.append(text_element(x + (cell_w - 2) / 2, y + cell_h / 2 + 4, format_duration_ns(row["step_ns"]),
                                      anchor="middle", size=10, fill=contrast_ink(colour), extra=' pointer-events="none"'))

@@ -131,7 +131,8 @@ def _bhsd_backward(op: Any, args: tuple) -> int:
     grad = (t(B, H, S, D), t(B, H, S, D), t(B, H, S, D))
     common = _sdpa_backward_common()
     return formula(aten._scaled_dot_product_efficient_attention_backward.default,
-                   (*common[:4], None, common[4], common[5], None, None, 0.0, [True, True, True, False], False, None), grad)
+                   (*common[:4], None, common[4], common[5], None, None, 0.0, [True, True, True, False], False,
+                    None), grad)
 
 
 def cases() -> dict[str, Case]:
@@ -160,7 +161,8 @@ def cases() -> dict[str, Case]:
         "_slow_conv2d_forward": (aten._slow_conv2d_forward.default, (t(*X), t(*W), [3, 3], None, [1, 1], [1, 1]),
                                  _as_convolution, 1),
         "convolution_backward": (aten.convolution_backward.default,
-                                 (*grads, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]), _same, 1),
+                                 (*grads, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False]),
+                                 _same, 1),
         "_scaled_dot_product_flash_attention": (aten._scaled_dot_product_flash_attention.default,
                                                 (q, k, v, 0.0, False, False, None), _same, 1),
         "_scaled_dot_product_efficient_attention": (aten._scaled_dot_product_efficient_attention.default,

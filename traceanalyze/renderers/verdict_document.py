@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from traceanalyze.renderers.blocks import Block, BulletList, Code, Heading, Inline, Paragraph, Strong
 from traceanalyze.renderers.html_text import text_block_html
-from traceanalyze.renderers.verdict_text import gain_text, headline, regime_bar, regime_legend
+from traceanalyze.renderers.verdict_text import elsewhere_text, gain_text, headline, regime_bar, regime_legend
 from traceanalyze.report.verdict import Verdict, VerdictFinding
 
 
@@ -20,7 +20,8 @@ def verdict_blocks(v: Verdict) -> list[Block]:
     if v.excluded:
         blocks.append(Paragraph(("Left out of the gains: ", *_with_code(v.excluded)), note=True))
     if v.elsewhere:
-        blocks.append(Paragraph((v.elsewhere[0].upper() + v.elsewhere[1:] + ".",), note=True))
+        sentence = elsewhere_text(v.elsewhere)
+        blocks.append(Paragraph((sentence[0].upper() + sentence[1:] + ".",), note=True))
     items = tuple(finding_item(f, with_rank=v.ranks > 1) for f in v.top)
     if items:
         blocks.append(BulletList(items))

@@ -6,7 +6,7 @@ nothing."""
 from __future__ import annotations
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
-from traceanalyze.report.verdict import REGIME_WORDS, Verdict, VerdictFinding
+from traceanalyze.report.verdict import REGIME_WORDS, Elsewhere, Verdict, VerdictFinding
 from traceanalyze.units import format_duration_ns
 
 VERDICT_MAX_LINES = 15
@@ -45,6 +45,13 @@ def gain_text(f: VerdictFinding) -> str:
     return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}{saving}"
 
 
+def elsewhere_text(e: Elsewhere) -> str:
+    """Why the verdict's first finding is not in its dominant regime, as one sentence."""
+    return (f"the largest saving lies in {e.regime}, not {e.dominant}: "
+            f"{e.gain_share:.0%} of the window from finding 1, more than any change found for the "
+            f"{e.dominant} time ({e.dominant_share:.0%} of the window)")
+
+
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
@@ -57,7 +64,7 @@ def verdict_lines(v: Verdict, width: int = DEFAULT_WIDTH) -> list[str]:
     if v.excluded:
         lines.append(f"left out of the gains: {v.excluded}")
     if v.elsewhere:
-        lines.append(v.elsewhere)
+        lines.append(elsewhere_text(v.elsewhere))
     if not v.top:
         lines.append("no finding: nothing in this trace points at a change worth making")
     for number, f in enumerate(v.top, 1):

@@ -39,6 +39,18 @@ class VerdictFinding:
 
 
 @dataclass(frozen=True)
+class Elsewhere:
+    """The first finding lies in `regime`, not in the `dominant` one: finding 1 would save
+    `gain_share` of the window, more than any change found for the dominant regime's time
+    (`dominant_share` of the window)."""
+
+    regime: str
+    dominant: str
+    gain_share: float
+    dominant_share: float
+
+
+@dataclass(frozen=True)
 class Verdict:
     shares: dict[str, float] | None  # regime → share of the window (None: no GPU work)
     dominant: str | None
@@ -46,7 +58,7 @@ class Verdict:
     more: int  # findings not in `top`
     ranks: int
     excluded: str | None = None  # the warm-up finding's evidence: time left out of every gain
-    elsewhere: str | None = None  # why the first finding's regime is not the dominant one
+    elsewhere: Elsewhere | None = None  # why the first finding's regime is not the dominant one
 
 
 def ranked_findings(per_rank: Sequence[pl.DataFrame]) -> pl.DataFrame:
@@ -72,18 +84,18 @@ def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FI
                    ranks=ranks, excluded=excluded, elsewhere=_elsewhere(shares, dominant, chosen))
 
 
-def _elsewhere(shares: dict[str, float] | None, dominant: str | None, chosen: list[VerdictFinding]) -> str | None:
-    """When the first finding belongs to another regime than the one that holds most of the window:
-    the sentence that says why (its fix saves more than any found for the dominant regime)."""
+def _elsewhere(shares: dict[str, float] | None, dominant: str | None,
+               chosen: list[VerdictFinding]) -> Elsewhere | None:
+    """When the first finding belongs to another regime than the one that holds most of the window
+    (its fix saves more than any found for the dominant regime): the figures that say why."""
     first = chosen[0] if chosen else None
     if (not shares or dominant is None or first is None or first.gain_share is None
             or first.regime in (None, dominant)):
         return None
     if first.regime not in shares and first.regime not in REGIME_WORDS:
         return None
-    return (f"the largest saving lies in {first.regime}, not {dominant}: "
-            f"{first.gain_share:.0%} of the window from finding 1, more than any change found for the "
-            f"{dominant} time ({shares[dominant]:.0%} of the window)")
+    return Elsewhere(regime=first.regime, dominant=dominant, gain_share=first.gain_share,
+                     dominant_share=shares[dominant])
 
 
 def verdict_findings(found: pl.DataFrame, window_ns: int | None) -> tuple[VerdictFinding, ...]:

@@ -29,7 +29,7 @@ LONG_LINES_LEFT = {
     "gate/verdict.py": 6, "load/assemble.py": 1, "load/cache.py": 1, "load/chrome.py": 1, "load/classify.py": 2,
     "load/columnar.py": 8, "load/fast.py": 2, "load/files.py": 1, "load/general.py": 2, "load/raw.py": 3,
     "load/shapes.py": 3, "model.py": 1, "output.py": 1, "pipeline/executors.py": 1,
-    "renderers/document.py": 25, "renderers/escape.py": 1, "renderers/html.py": 22, "renderers/jsonout.py": 17,
+    "renderers/document.py": 25, "renderers/escape.py": 1, "renderers/html.py": 22, "renderers/jsonout.py": 13,
     "renderers/svg.py": 2, "renderers/terminal.py": 12,
     "scalar_columns.py": 1,
 }

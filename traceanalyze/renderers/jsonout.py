@@ -16,7 +16,9 @@ from traceanalyze.report import schema
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
-from traceanalyze.report.summaries import LatencyFigures, SMALL_KERNEL_RUNS_LISTED, SmallKernelSummary, Summary, listed_collectives
+from traceanalyze.report.summaries import (
+    SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary, listed_collectives,
+)
 from traceanalyze.units import json_us as _us
 from traceanalyze.version import __version__
 
@@ -82,7 +84,8 @@ def _summary_fields(summary: Summary) -> dict[str, Any]:
 def _stats_row(row: dict[str, Any]) -> schema.LatencyStats:
     if row["count"] == 0:
         return schema.LatencyStats(count=0)
-    return schema.LatencyStats(count=int(row["count"]), **{k: _us(row[k]) for k in ("mean", "p50", "p90", "p99", "max")})
+    return schema.LatencyStats(count=int(row["count"]),
+                               **{k: _us(row[k]) for k in ("mean", "p50", "p90", "p99", "max")})
 
 
 def _latency_by_group(report: RankReport) -> dict[str, schema.LaunchLatency]:
@@ -94,7 +97,8 @@ def _latency_by_group(report: RankReport) -> dict[str, schema.LaunchLatency]:
 
 def _latency_by_kernel(report: RankReport, limit: int) -> list[schema.KernelLatency]:
     return [
-        schema.KernelLatency(name=r["name"], count=r["count"], **{k: _us(r[k]) for k in ("mean", "p50", "p90", "p99", "max")})
+        schema.KernelLatency(name=r["name"], count=r["count"],
+                             **{k: _us(r[k]) for k in ("mean", "p50", "p90", "p99", "max")})
         for r in report.latency_by_kernel.head(limit).iter_rows(named=True)
     ]
 
@@ -152,7 +156,8 @@ def _peaks(report: RankReport) -> list[schema.Peak]:
             matched=peaks.display_name if peaks else None,
             source=choice.source,
             memory_bandwidth_bytes_per_s=peaks.memory_bandwidth_bytes_per_s if peaks else None,
-            peak_flops_per_s={f"{dtype}:{unit}": value for (dtype, unit), value in peaks.flops_per_s.items()} if peaks else None,
+            peak_flops_per_s=({f"{dtype}:{unit}": value for (dtype, unit), value in peaks.flops_per_s.items()}
+                              if peaks else None),
         ))
     return entries
 

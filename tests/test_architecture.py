@@ -42,6 +42,8 @@ LAYERS = [
       "traceanalyze.renderers.plots", "traceanalyze.report.schema", "traceanalyze.report.notes"),),
     # the report model: its summary figures, verdict and chart inputs, then the model itself
     (("traceanalyze.report.summaries", "traceanalyze.report.verdict", "traceanalyze.report.chart_inputs"),),
+    # the verdict printed (terminal text, document blocks, Jupyter's HTML): the model's `_repr_html_` uses it
+    (("traceanalyze.renderers.verdict_text", "traceanalyze.renderers.verdict_document"),),
     ("traceanalyze.report",),
     # running the analyses into the model (a rank, its cache, the executors' map/reduce) and printing
     # the model (one renderer per format), independent of each other; then the format table

@@ -5,6 +5,7 @@ the C method table names), and `.to_pandas()`'s pyarrow is declared."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import pydoc
 import re
@@ -17,6 +18,7 @@ import pytest
 
 import traceanalyze
 from traceanalyze import api
+from traceanalyze.report.groups import GROUPS, IDENTITY
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "fixtures" / "synthetic_training.json.gz"
@@ -68,8 +70,20 @@ def test_run_options_change_how_not_what():
 
 def test_the_grouped_views_are_the_rank_fields():
     rank = traceanalyze.analyze(FIXTURE).ranks[0]
-    assert rank.overhead.gaps is rank.gaps and rank.overhead.latency_stats is rank.latency_stats
+    assert rank.overhead.gaps is rank.gaps and rank.launch.latency_stats is rank.latency_stats
     assert rank.roofline_tables.roofline is rank.roofline and rank.roofline_tables.peaks is rank.peaks
+    for name, group in GROUPS.items():
+        view = getattr(rank, name)
+        assert all(getattr(view, f.name) is getattr(rank, f.name) for f in dataclasses.fields(group)), name
+
+
+def test_every_rank_field_is_in_one_group_or_names_the_rank():
+    """A new RankReport field goes in a group of report.groups (or is one of its IDENTITY fields),
+    so `help(RankReport)` keeps reading as a handful of groups."""
+    grouped = [f.name for group in GROUPS.values() for f in dataclasses.fields(group)]
+    assert len(grouped) == len(set(grouped))
+    assert sorted([*grouped, *IDENTITY]) == sorted(f.name for f in dataclasses.fields(traceanalyze.RankReport))
+    assert all(f"`{name}`" in traceanalyze.RankReport.__doc__ for name in GROUPS)
 
 
 def test_the_package_is_typed_and_ships_its_stub():

@@ -19,7 +19,7 @@ Report
     `verdict()`.
 RankReport
     One rank's tables (`gaps`, `latency`, `roofline`, `attribution`, `findings`, ...), also grouped:
-    `overhead`, `roofline_tables`.
+    `overhead`, `launch`, `roofline_tables`, `host`, `diagnosis`, `job_inputs`.
 
 Errors
 ------

@@ -58,8 +58,10 @@ def analyze(
     Report
         `report.ranks[i]` holds each rank's tables (`.idle`, `.gaps`, `.latency`, `.roofline`,
         `.attribution`, `.kernels`, `.fusion`, `.findings`, ..., times in ns; grouped views:
-        `.overhead`, `.roofline_tables`), `report.summary` the summary figures, `report.job` the
-        cross-rank analyses of a folder, `report.all_findings()` every diagnosis ranked by gain.
+        `.overhead`, `.launch`, `.roofline_tables`, `.host`, `.diagnosis`, `.job_inputs`),
+        `report.summary` the summary figures, `report.notes` what it says first, `report.replay`
+        the replay's prediction, `report.job` the cross-rank analyses of a folder,
+        `report.all_findings()` every diagnosis ranked by gain.
 
     Raises
     ------

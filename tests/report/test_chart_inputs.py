@@ -39,7 +39,7 @@ def test_no_gaps_no_labels():
 
 
 def test_a_binned_lane_reads_each_bin_as_one_run_of_rows():
-    from traceanalyze.renderers.plots import _runs_of_equal
+    from traceanalyze.renderers.plots.timeline import _runs_of_equal
 
     assert list(_runs_of_equal([1, 1, 2, 3, 3, 3, 1])) == [(0, 2), (2, 3), (3, 6), (6, 7)]
     assert list(_runs_of_equal([])) == []

@@ -16,7 +16,7 @@ from traceanalyze.renderers.jsonout import render_json
 from traceanalyze.renderers.markdown import render_markdown
 from traceanalyze.pipeline.rank import build_report
 from traceanalyze.renderers.terminal import render_terminal
-from traceanalyze.report.verdict import VERDICT_MAX_LINES, verdict_lines
+from traceanalyze.renderers.verdict_text import VERDICT_MAX_LINES, verdict_lines
 
 def golden_report(tmp_path):
     """The report of tests/verdict_trace.py (its docstring derives the numbers below)."""
@@ -124,3 +124,14 @@ def test_headline_latency_is_launch_overhead(tmp_path):
     18 µs, all launch overhead; the fill kernel: launched at 205, starts at 215 (10 µs)."""
     text = render_markdown(golden_report(tmp_path))
     assert "- launch overhead p50: **" in text and "launch → start p50" not in text
+
+
+def test_the_elsewhere_line_is_figures_in_the_model_and_a_sentence_in_the_renderer():
+    """report.verdict holds why the first finding is not in the dominant regime as figures; the
+    renderers word them (renderers.verdict_text.elsewhere_text)."""
+    from traceanalyze.renderers.verdict_text import elsewhere_text
+    from traceanalyze.report.verdict import Elsewhere
+
+    why = Elsewhere(regime="overhead", dominant="compute", gain_share=0.4, dominant_share=0.55)
+    assert elsewhere_text(why) == ("the largest saving lies in overhead, not compute: 40% of the window from "
+                                   "finding 1, more than any change found for the compute time (55% of the window)")

@@ -23,7 +23,7 @@ from traceanalyze.info import render_info
 from traceanalyze.renderers.jsonout import report_v1
 from traceanalyze.renderers.terminal import render_terminal
 from traceanalyze.renderers.text_table import NOT_A_TERMINAL_WIDTH, Shrinkable, fit_lines, text_table
-from traceanalyze.report.verdict import VERDICT_MAX_LINES, verdict_lines
+from traceanalyze.renderers.verdict_text import VERDICT_MAX_LINES, verdict_lines
 
 WIDTHS = (80, 100, 160)
 KERNEL = "at::native::vectorized_elementwise_kernel"  # 41 characters

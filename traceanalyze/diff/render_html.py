@@ -58,4 +58,6 @@ def render_diff_html(diff: Diff, *, top: int = 10) -> str:
                 if diff.kernels else "<p>no kernels in either report</p>")
     if diff.notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(note)}</li>" for note in diff.notes) + "</ul>")
-    return page("traceanalyze diff", "What changed between two runs", f'<div class="meta">{header}</div>', "\n".join(body))
+    return page(
+        "traceanalyze diff", "What changed between two runs", f'<div class="meta">{header}</div>', "\n".join(body)
+    )

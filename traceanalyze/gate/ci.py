@@ -78,7 +78,9 @@ def annotation_lines(verdict: Verdict) -> list[str]:
             lines.append(f"::error title={workflow_property(title)}::{workflow_data(item.message)}")
     if verdict.problems and not verdict.allow_unreliable:
         for problem in verdict.problems:
-            lines.append(f"::error title={workflow_property('traceanalyze gate: cannot judge')}::{workflow_data(problem)}")
+            lines.append(
+                f"::error title={workflow_property('traceanalyze gate: cannot judge')}::{workflow_data(problem)}"
+            )
     return lines
 
 

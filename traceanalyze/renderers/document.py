@@ -14,10 +14,9 @@ import polars as pl
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.renderers.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
 from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, coverage_sentence, cpu_name, peak_figures, roof_footnotes, roof_fraction_cell
-from traceanalyze.report.notes import job_notes
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import Summary, listed_collectives, listed_steps
-from traceanalyze.report.verdict import findings_blocks
+from traceanalyze.renderers.verdict_document import findings_blocks
 from traceanalyze.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, format_si, plural, short_name
 from traceanalyze.version import __version__
 
@@ -319,7 +318,7 @@ def rank_blocks(report: RankReport, *, limit: int, level: int, anchor: str, min_
         blocks += _regimes(report, level, anchor)
         blocks += _kernels(report, level, anchor, omitted)
         blocks += _fusion(report, level, anchor)
-    blocks += findings_blocks(report.findings, report.summary.attribution.window_ns, level=level, anchor=anchor)
+    blocks += findings_blocks(report.verdict_findings, level=level, anchor=anchor)
     blocks += _cpu_ops(report, level, anchor)
     blocks += _health(report, level, anchor)
     return blocks
@@ -364,9 +363,7 @@ def document(report: Report) -> list[Block]:
         Heading(1, "traceanalyze report", "top"),
         Paragraph(("source: ", Code(str(report.source)), f" — window: {report.options.window} — traceanalyze {__version__}")),
     ]
-    said = job_notes([r.rank for r in report.ranks], [r.world_size for r in report.ranks],
-                     [r.notes for r in report.ranks])
-    blocks += [Paragraph(("note: ", note), note=True) for note in said]  # before any claim about the job
+    blocks += [Paragraph(("note: ", note), note=True) for note in report.notes]  # before any claim about the job
     blocks += _headline(report)
     if len(report.ranks) == 1:
         single = report.ranks[0]

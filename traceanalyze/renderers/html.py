@@ -13,8 +13,6 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import polars as pl
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
@@ -25,9 +23,9 @@ from traceanalyze.renderers.document import KERNEL_LIMIT, document
 from traceanalyze.renderers.html_text import esc, inline_html, text_block_html
 from traceanalyze.renderers.svg import GRID, MUTED, WIDTH, contrast_ink, coord, svg_document, text_element, tooltip
 from traceanalyze.report.chart_inputs import RankCharts
-from traceanalyze.report.model import RankReport, Report, with_charts
+from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import listed_collectives
-from traceanalyze.report.verdict import verdict_blocks
+from traceanalyze.renderers.verdict_document import verdict_blocks
 from traceanalyze.units import format_duration_ns, format_percent, format_rate
 from traceanalyze.version import __version__
 
@@ -98,7 +96,8 @@ def _cell(cell: Cell, tag: str = "td") -> str:
     if cell.share is not None:
         colour = KEY_COLOURS.get(cell.key or "", plots.MUTED)
         width = max(0.0, min(1.0, cell.share)) * 100
-        inner = f'<span class="bar" title="{esc(format_percent(cell.share))}"><span style="width:{width:.1f}%;background:{colour}"></span></span>'
+        inner = (f'<span class="bar" '
+                 f'title="{esc(format_percent(cell.share))}"><span style="width:{width:.1f}%;background:{colour}"></span></span>')
     elif cell.code and cell.text not in ("", "–"):
         inner = f"<code>{esc(cell.text)}</code>"
     else:
@@ -136,7 +135,8 @@ def _block(block: Block, report: Report) -> str:
         return _chart(block, report)
     if isinstance(block, Group):
         inner = "\n".join(_block(b, report) for b in block.blocks)
-        return f'<details class="rank" id="{esc(block.anchor)}" open>\n<summary>{inline_html(block.summary)}</summary>\n{inner}\n</details>'
+        return (f'<details class="rank" id="{esc(block.anchor)}" '
+                f'open>\n<summary>{inline_html(block.summary)}</summary>\n{inner}\n</details>')
     return ""
 
 
@@ -158,7 +158,6 @@ def render_html(report: Report) -> str:
     --------
     >>> html = render_html(report)  # doctest: +SKIP
     """
-    report = replace(report, ranks=tuple(with_charts(rank) for rank in report.ranks))
     blocks = document(report)
     # blocks[1] is the source line; the header shows it
     body = "\n".join(_block(b, report) for b in [*verdict_blocks(report.verdict()), *blocks[2:]])
@@ -226,7 +225,7 @@ def _chart(block: Chart, report: Report) -> str:
 
 def _charts(rank: RankReport) -> RankCharts:
     """What `rank`'s charts draw: sent by its worker (`model.bounded`), else from its frames."""
-    return with_charts(rank).charts  # type: ignore[return-value]
+    return rank.chart_inputs
 
 
 def _attribution_row(label: str, row: dict) -> plots.BarRow:
@@ -380,14 +379,16 @@ def heatmap(report: Report) -> str:
             row = cells.get((rank, step))
             x = left + j * cell_w
             if row is None:
-                body.append(f'<rect x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" height="{cell_h}" fill="{GRID}"/>')
+                body.append(f'<rect x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" height="{cell_h}" '
+                            f'fill="{GRID}"/>')
                 continue
             share = row["wait_ns"] / row["step_ns"] if row["step_ns"] else 0.0
             colour = _shade(share)
             tip = (f"rank {rank}, step {step}: {format_duration_ns(row['step_ns'])}; waiting {format_duration_ns(row['wait_ns'])} "
                    f"({format_percent(share)}), compute {format_duration_ns(row['compute_ns'])}, "
                    f"comm {format_duration_ns(row['comm_ns'])}, idle {format_duration_ns(row['idle_ns'])}")
-            body.append(f'<rect class="mark" x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" height="{cell_h}" '
+            body.append(f'<rect class="mark" x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" '
+                        f'height="{cell_h}" '
                         f'fill="{colour}">{tooltip(tip)}</rect>')
             body.append(text_element(x + (cell_w - 2) / 2, y + cell_h / 2 + 4, format_duration_ns(row["step_ns"]),
                                      anchor="middle", size=10, fill=contrast_ink(colour), extra=' pointer-events="none"'))

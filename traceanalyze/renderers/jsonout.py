@@ -16,10 +16,11 @@ from traceanalyze.report import schema
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
-from traceanalyze.report.summaries import LatencyFigures, SMALL_KERNEL_RUNS_LISTED, SmallKernelSummary, Summary, listed_collectives
+from traceanalyze.report.summaries import (
+    SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary, listed_collectives,
+)
 from traceanalyze.units import json_us as _us
 from traceanalyze.version import __version__
-from traceanalyze.whatif import job_replay
 
 
 # JSON key of each launch-latency measure
@@ -83,7 +84,8 @@ def _summary_fields(summary: Summary) -> dict[str, Any]:
 def _stats_row(row: dict[str, Any]) -> schema.LatencyStats:
     if row["count"] == 0:
         return schema.LatencyStats(count=0)
-    return schema.LatencyStats(count=int(row["count"]), **{k: _us(row[k]) for k in ("mean", "p50", "p90", "p99", "max")})
+    return schema.LatencyStats(count=int(row["count"]),
+                               **{k: _us(row[k]) for k in ("mean", "p50", "p90", "p99", "max")})
 
 
 def _latency_by_group(report: RankReport) -> dict[str, schema.LaunchLatency]:
@@ -95,7 +97,8 @@ def _latency_by_group(report: RankReport) -> dict[str, schema.LaunchLatency]:
 
 def _latency_by_kernel(report: RankReport, limit: int) -> list[schema.KernelLatency]:
     return [
-        schema.KernelLatency(name=r["name"], count=r["count"], **{k: _us(r[k]) for k in ("mean", "p50", "p90", "p99", "max")})
+        schema.KernelLatency(name=r["name"], count=r["count"],
+                             **{k: _us(r[k]) for k in ("mean", "p50", "p90", "p99", "max")})
         for r in report.latency_by_kernel.head(limit).iter_rows(named=True)
     ]
 
@@ -153,7 +156,8 @@ def _peaks(report: RankReport) -> list[schema.Peak]:
             matched=peaks.display_name if peaks else None,
             source=choice.source,
             memory_bandwidth_bytes_per_s=peaks.memory_bandwidth_bytes_per_s if peaks else None,
-            peak_flops_per_s={f"{dtype}:{unit}": value for (dtype, unit), value in peaks.flops_per_s.items()} if peaks else None,
+            peak_flops_per_s=({f"{dtype}:{unit}": value for (dtype, unit), value in peaks.flops_per_s.items()}
+                              if peaks else None),
         ))
     return entries
 
@@ -301,7 +305,7 @@ def report_v1(report: Report) -> schema.ReportV1:
         options=schema.Options(window=report.options.window, max_gaps=limit, skip_steps=report.options.skip_steps),
         notes=sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
         summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks),
-                               replay=_replay(job_replay([r.replay for r in ranks]))),
+                               replay=_replay(report.replay)),
         findings=_findings(report),
         idle_gaps=_gaps(ranks, limit),
         device=next((p for r in ranks for p in _peaks(r)), None),

@@ -17,7 +17,7 @@ from traceanalyze.renderers.html_text import inline_html
 from traceanalyze.renderers.md import md_code, md_escape, md_table
 from traceanalyze.report.model import Report
 from traceanalyze.units import bar
-from traceanalyze.report.verdict import verdict_blocks
+from traceanalyze.renderers.verdict_document import verdict_blocks
 
 
 def _md_inline(parts: tuple[Inline, ...]) -> str:

@@ -69,7 +69,8 @@ def legend(items: Sequence[tuple[str, str]], x: float, y: float, max_width: floa
         if cx + width > x + max_width and cx > x:
             cx, cy = x, cy + line
         if marker == "circle":
-            parts.append(f'<circle cx="{coord(cx + 5)}" cy="{coord(cy + 6)}" r="5" fill="{colour}" fill-opacity="0.8"/>')
+            parts.append(f'<circle cx="{coord(cx + 5)}" cy="{coord(cy + 6)}" r="5" fill="{colour}" '
+                         f'fill-opacity="0.8"/>')
         else:
             parts.append(f'<rect x="{coord(cx)}" y="{coord(cy + 1)}" width="11" height="11" rx="2" fill="{colour}"/>')
         parts.append(text_element(cx + 15, cy + 11, label))
@@ -140,7 +141,8 @@ def clip_label(text: str, width: float, size: float = 12) -> str:
 
 
 def log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom, *, x_format, y_format) -> list[str]:
-    parts = [f'<rect x="{left}" y="{top}" width="{coord(right - left)}" height="{coord(bottom - top)}" fill="none" stroke="{AXIS}"/>']
+    parts = [f'<rect x="{left}" y="{top}" width="{coord(right - left)}" height="{coord(bottom - top)}" fill="none" '
+             f'stroke="{AXIS}"/>']
     x_ticks = decades(x_low, x_high)
     skip_x = 1 if len(x_ticks) <= 12 else 2
     for i, tick in enumerate(x_ticks):
@@ -150,7 +152,8 @@ def log_axes(x, y, x_low, x_high, y_low, y_high, left, right, top, bottom, *, x_
     y_ticks = decades(y_low, y_high)
     skip_y = 1 if len(y_ticks) <= 10 else 2
     for i, tick in enumerate(y_ticks):
-        parts.append(f'<line x1="{left}" x2="{coord(right)}" y1="{coord(y(tick))}" y2="{coord(y(tick))}" stroke="{GRID}"/>')
+        parts.append(f'<line x1="{left}" x2="{coord(right)}" y1="{coord(y(tick))}" y2="{coord(y(tick))}" '
+                     f'stroke="{GRID}"/>')
         if i % skip_y == 0:
             parts.append(text_element(left - 6, y(tick) + 4, y_format(tick), anchor="end", size=11, fill=MUTED))
     return parts
@@ -213,11 +216,13 @@ def _panel(panel: Panel, left: float, top: float, x_low: float, x_high: float, x
         f'fill="none" stroke="#333"/>',
     ]
     for tick in _y_ticks(y_low, y_high):
-        out.append(f'<line x1="{coord(plot_left)}" y1="{coord(y(tick))}" x2="{coord(right)}" y2="{coord(y(tick))}" stroke="{GRID}"/>')
+        out.append(f'<line x1="{coord(plot_left)}" y1="{coord(y(tick))}" x2="{coord(right)}" y2="{coord(y(tick))}" '
+                   f'stroke="{GRID}"/>')
         out.append(text_element(plot_left - 5, y(tick) + 4, format_si(tick, panel.unit, digits=2, fractions=True),
                                 anchor="end", size=11))
     for tick in _power_of_two_ticks(x_low, x_high):
-        out.append(f'<line x1="{coord(x(tick))}" y1="{coord(plot_top)}" x2="{coord(x(tick))}" y2="{coord(bottom)}" stroke="{GRID}"/>')
+        out.append(f'<line x1="{coord(x(tick))}" y1="{coord(plot_top)}" x2="{coord(x(tick))}" y2="{coord(bottom)}" '
+                   f'stroke="{GRID}"/>')
         out.append(text_element(x(tick), bottom + 15, f"{tick:g}", anchor="middle", size=11))
     out.append(text_element(plot_left + plot_width / 2, bottom + 34, x_label, anchor="middle", size=11))
     for value, label in panel.hlines:

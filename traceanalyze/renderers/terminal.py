@@ -14,12 +14,10 @@ from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.renderers.roofline_text import roofline_details, roofline_section
 from traceanalyze.renderers.text_table import Shrinkable, fit_lines, terminal_width, text_table
 from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, cpu_name
-from traceanalyze.report.notes import job_notes
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.summaries import listed_collectives, listed_steps
-from traceanalyze.report.verdict import verdict_lines
+from traceanalyze.renderers.verdict_text import verdict_lines
 from traceanalyze.units import distinct_short_names, format_duration_ns, format_percent, format_rate, format_si, plural, short_name
-from traceanalyze.whatif import job_replay
 
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
@@ -298,9 +296,8 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     opening = verdict_lines(verdict, width)
     # findings the verdict shows uncut (output to a file or a log: lines kept whole) are not repeated below
     whole = tuple((f.rank, f.id) for f in verdict.top) if opening == verdict_lines(verdict, UNCUT) else ()
-    lines = [*opening, *predicted_line(job_replay([r.replay for r in report.ranks])), ""]
-    said = job_notes([r.rank for r in report.ranks], [r.world_size for r in report.ranks],
-                     [r.notes for r in report.ranks])
+    lines = [*opening, *predicted_line(report.replay), ""]
+    said = report.notes
     lines += [*(f"note: {note}" for note in said), *([""] if said else [])]  # the first screen: before any claim
     lines += [f"traceanalyze report — {report.source}", ""]
     lines += findings_section(report, width, tuple(r.rank for r in shown), whole)

@@ -5,18 +5,23 @@ format what is here; they never recompute."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
-from traceanalyze.analysis import launch
+from traceanalyze.analysis.launch import small_kernels_of
 from traceanalyze.analysis.job import JobAnalysis
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
+from traceanalyze.renderers.verdict_document import verdict_html
 from traceanalyze.report.chart_inputs import RankCharts, rank_charts
+from traceanalyze.report.groups import Diagnosis, HostTables, JobInputs, LaunchTables, OverheadTables, RooflineTables
+from traceanalyze.report.notes import job_notes
 from traceanalyze.report.summaries import SmallKernelSummary, Summary
-from traceanalyze.report.verdict import Verdict, ranked_findings, verdict, verdict_html
+from traceanalyze.report.verdict import Verdict, VerdictFinding, ranked_findings, verdict, verdict_findings
+from traceanalyze.whatif import job_replay
 
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
 
@@ -38,43 +43,18 @@ class ReportOptions:
 
 
 @dataclass(frozen=True)
-class OverheadTables:
-    """Where one rank's GPU waits (`RankReport.overhead`): the idle time of its window, each idle
-    gap and the time by gap cause, launch latency (pooled, by kernel, by op group), runs of small
-    kernels, the launch queue, per stream and per step. Times in ns (docs/metrics.md)."""
-
-    idle: pl.DataFrame
-    gaps: pl.DataFrame
-    idle_causes: pl.DataFrame
-    streams: pl.DataFrame
-    steps: pl.DataFrame
-    latency_stats: pl.DataFrame
-    latency_by_kernel: pl.DataFrame
-    latency_by_group: pl.DataFrame
-    small_kernel_runs: pl.DataFrame
-    queue: pl.DataFrame
-
-
-@dataclass(frozen=True)
-class RooflineTables:
-    """Bandwidth or compute (`RankReport.roofline_tables`): each kernel against its roof, the
-    peaks chosen, the regime attribution (whole window and per step), time by kernel name and by
-    op, fusion candidates, the recoverable time, and what has no cost model."""
-
-    roofline: pl.DataFrame
-    peaks: tuple[PeakChoice, ...]
-    attribution: pl.DataFrame
-    step_attribution: pl.DataFrame
-    kernels: pl.DataFrame
-    ops: pl.DataFrame
-    fusion: pl.DataFrame
-    recoverable: pl.DataFrame
-    unmodeled: pl.DataFrame
-
-
-@dataclass(frozen=True)
 class RankReport:
-    """One rank's analyses. Frames are the analysis outputs, in ns."""
+    """One rank's analyses. Frames are the analysis outputs, in ns, read by group:
+
+    - `overhead`: where the GPU waits (idle, gaps, idle causes, streams, steps);
+    - `launch`: how the CPU feeds it (launch latency, small-kernel runs, the queue);
+    - `roofline_tables`: bandwidth or compute (roofline, peaks, attribution, kernels, ops, fusion);
+    - `host`: the CPU side and the trace (devices, CPU ops, CPU steps, health);
+    - `diagnosis`: what to change (findings, the replay's prediction, replayed steps);
+    - `job_inputs`: what a job's reduce combines (collectives, step split, overlap, parts);
+
+    and `rank`, `source`, `world_size`, `has_gpu`, `notes`, `summary`, `device_family`,
+    `rank_source`. Each group holds the same frames as the fields of those names (report.groups)."""
 
     rank: int
     source: Path
@@ -119,7 +99,7 @@ class RankReport:
     replay: pl.DataFrame  # one row: the replay's window against the recorded one, the top findings together (whatif)
     replay_steps: pl.DataFrame  # per step: measured and replayed time (whatif.STEPS_SCHEMA, docs/whatif.md)
     # what the HTML charts draw (report.chart_inputs), small: filled by `bounded` (the per-op frames
-    # it cuts are gone) or on demand (`with_charts`)
+    # it cuts are gone) or when first read (`chart_inputs`)
     charts: RankCharts | None = None
     device_family: str = "none"  # CUDA, ROCm, MTIA, accelerator or none (RankMeta.device_family)
     rank_source: str = "default"  # where `rank` comes from (RankMeta.rank_source)
@@ -133,17 +113,51 @@ class RankReport:
         latency rows keep only what the statistics read."""
         if "duration_ns" not in self.latency.columns:
             return pl.DataFrame()
-        return launch.small_kernels_of(self.latency)
+        return small_kernels_of(self.latency)
 
     @property
     def overhead(self) -> OverheadTables:
-        """This rank's overhead tables, grouped (the same frames as the fields of those names)."""
+        """Where this rank's GPU waits: idle, gaps, idle causes, streams, steps."""
         return OverheadTables(**{f.name: getattr(self, f.name) for f in fields(OverheadTables)})
 
     @property
+    def launch(self) -> LaunchTables:
+        """How the CPU feeds this rank's GPU: launch latency, small-kernel runs, the launch queue."""
+        return LaunchTables(**{f.name: getattr(self, f.name) for f in fields(LaunchTables)})
+
+    @property
     def roofline_tables(self) -> RooflineTables:
-        """This rank's roofline and attribution tables, grouped (the same frames as the fields)."""
+        """Bandwidth or compute: the roofline, peaks, regime attribution, kernels, ops, fusion."""
         return RooflineTables(**{f.name: getattr(self, f.name) for f in fields(RooflineTables)})
+
+    @property
+    def host(self) -> HostTables:
+        """The CPU side and the trace: devices, top CPU ops, CPU steps, health checks."""
+        return HostTables(**{f.name: getattr(self, f.name) for f in fields(HostTables)})
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        """What to change: the findings, the replay's prediction, measured and replayed steps."""
+        return Diagnosis(**{f.name: getattr(self, f.name) for f in fields(Diagnosis)})
+
+    @property
+    def job_inputs(self) -> JobInputs:
+        """What a job's reduce combines: collectives, step split, overlap, name and op parts."""
+        return JobInputs(**{f.name: getattr(self, f.name) for f in fields(JobInputs)})
+
+    @cached_property
+    def chart_inputs(self) -> RankCharts:
+        """What the HTML charts draw: `charts` (a `bounded` rank's), else computed from the frames
+        when first read (report.chart_inputs)."""
+        if self.charts is not None:
+            return self.charts
+        return rank_charts(roofline=self.roofline, gaps=self.gaps, idle=self.idle, streams=self.streams,
+                           steps=self.steps, latency=self.latency)
+
+    @cached_property
+    def verdict_findings(self) -> tuple[VerdictFinding, ...]:
+        """Every finding of this rank, ranked, each with its gain as a share of the rank's window."""
+        return verdict_findings(self.findings, self.summary.attribution.window_ns)
 
     @property
     def gap_count(self) -> int:
@@ -178,6 +192,18 @@ class Report:
     def __repr__(self) -> str:
         return short_repr(self)
 
+    @cached_property
+    def notes(self) -> tuple[str, ...]:
+        """What the report says first, in every format (report.notes.job_notes): the missing ranks,
+        then the notes every rank of several carries."""
+        return tuple(job_notes([r.rank for r in self.ranks], [r.world_size for r in self.ranks],
+                               [r.notes for r in self.ranks]))
+
+    @cached_property
+    def replay(self) -> pl.DataFrame:
+        """One row: the ranks' replays together (whatif.job_replay, docs/whatif.md)."""
+        return job_replay([r.replay for r in self.ranks])
+
     def all_findings(self) -> pl.DataFrame:
         """Every rank's findings and the job's (the straggler, exposed communication: filed under
         the rank they name), ranked by gain (largest first, no estimate last), then rank and id."""
@@ -199,10 +225,5 @@ def short_repr(report: Report) -> str:
 
 
 def with_charts(rank: RankReport) -> RankReport:
-    """`rank` with its chart inputs (`RankReport.charts`), computed from its frames if it has
-    none yet (a rank from `bounded` always has them)."""
-    if rank.charts is not None:
-        return rank
-    return replace(rank, charts=rank_charts(roofline=rank.roofline, gaps=rank.gaps, idle=rank.idle,
-                                            streams=rank.streams,
-                                            steps=rank.steps, latency=rank.latency))
+    """`rank` with its chart inputs held (`RankReport.charts`: what `bounded` keeps)."""
+    return rank if rank.charts is not None else replace(rank, charts=rank.chart_inputs)

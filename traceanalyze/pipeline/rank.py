@@ -135,7 +135,8 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
             rank=meta.rank, device_family=meta.device_family,
             peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
             roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"],
-            fusion=kernel["fusion"], fusion_runs=kernel.pop("fusion_runs"), attribution=attributed, health=timeline["health"], cpu_ops=trace.cpu_ops,
+            fusion=kernel["fusion"], fusion_runs=kernel.pop("fusion_runs"), attribution=attributed,
+            health=timeline["health"], cpu_ops=trace.cpu_ops,
             cpu_steps=trace.steps, skipped_steps=options.skip_steps,
         )
         bucketed = bucketed_done.result() if bucketed_done is not None else None

@@ -13,7 +13,8 @@ from traceanalyze.analysis.roofline import PeakChoice
 from traceanalyze.report.summaries import SmallKernelSummary
 
 # the RankReport fields that are no table: which rank, from where, what it ran on, its summary
-IDENTITY = ("rank", "source", "world_size", "has_gpu", "notes", "summary", "charts", "device_family", "rank_source")
+IDENTITY = ("rank", "source", "world_size", "has_gpu", "notes", "summary", "charts", "device_family", "rank_source",
+            "job_identity")
 
 
 @dataclass(frozen=True)

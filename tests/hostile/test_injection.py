@@ -124,7 +124,8 @@ def test_gate_on_actions_writes_only_its_own_commands_and_well_formed_junit(host
     warning = [line for line in result.stdout.splitlines() if line.startswith("::warning")]
     assert warning == ["::warning title=traceanalyze gate::different devices: the baseline ran on NVIDIA A100-SXM4-80GB, "
                        "this run on A100%0A::error title=x::injected%0A::add-mask::y; its times and regime shares are "
-                       "not comparable (make the baseline on the same device)"]
+                       "not comparable (make the baseline on the same device); cannot compare: the baseline rows "
+                       "are shown, not judged"]
     text = summary.read_text()
     assert_nothing_injected(text)
     assert ("this run on A100 ::error title=x::injected ::add-mask::y; its times" in text)  # one line, as a quote

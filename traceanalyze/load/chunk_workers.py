@@ -28,7 +28,7 @@ def spawn_pool(workers: int, *, initializer: Callable[..., None] | None = None,
     """
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=initializer, initargs=initargs)
-    with _main_hidden():
+    with main_script_hidden():
         started = [pool.submit(_warm) for _ in range(workers)]
     for future in started:
         future.result()
@@ -36,7 +36,9 @@ def spawn_pool(workers: int, *, initializer: Callable[..., None] | None = None,
 
 
 @contextmanager
-def _main_hidden() -> Iterator[None]:
+def main_script_hidden() -> Iterator[None]:
+    """While inside, `__main__` does not name the user's script: processes spawned now (decoding
+    workers, a local Dask cluster) import only modules, never run the script again."""
     main = sys.modules.get("__main__")
     saved = getattr(main, "__file__", None) if main is not None else None
     if saved is not None and getattr(main, "__spec__", None) is None:

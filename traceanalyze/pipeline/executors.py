@@ -14,9 +14,6 @@ from __future__ import annotations
 import dataclasses
 
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from traceanalyze.pipeline.failures import USERINFO, guarded, without_credential
 from traceanalyze.pipeline.mapreduce import analyse_file, analyse_file_or_skip, reduce_ranks
 from traceanalyze.pipeline.urls import SourceUrl
 from traceanalyze.cache_files import CacheSetting
+from traceanalyze.load.chunk_workers import main_script_hidden
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 
@@ -121,7 +119,7 @@ def run_dask(paths: list[str], options: ReportOptions, workers: int | None = Non
             return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache,
                                             pure=False))
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
-    with _main_script_hidden():
+    with main_script_hidden():  # the Dask workers spawned now import only modules
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
         return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache,
@@ -244,17 +242,3 @@ def _local_workers(files: list[Path]) -> int:
     return 1 if size < PARALLEL_MIN_BYTES and len(files) < MANY_RANKS else min(len(files), os.cpu_count() or 1)
 
 
-@contextmanager
-def _main_script_hidden() -> Iterator[None]:
-    """While inside, `__main__` does not name the user's script: the Dask workers spawned now
-    import only modules, never run the script again."""
-    main = sys.modules.get("__main__")
-    saved = getattr(main, "__file__", None) if main is not None else None
-    if saved is not None and getattr(main, "__spec__", None) is None:
-        del main.__file__  # type: ignore[union-attr]
-        try:
-            yield
-        finally:
-            main.__file__ = saved  # type: ignore[union-attr]
-    else:
-        yield

@@ -208,3 +208,17 @@ def huge_saved_report(folder: Path) -> Path:
 
 # gate and diff read it as a saved report; report and info as a trace
 CASES.append(("huge_saved_report", huge_saved_report, ("too large for a saved traceanalyze JSON report", "not JSON"), ()))
+
+
+def renamed_fixture(fixture: Path, *, device: str, kernel: str, annotation: str) -> bytes:
+    """`fixture` (a gzipped trace) with its device, first kernel name and annotations renamed:
+    the hostile strings every output must escape."""
+    trace = json.loads(gzip.decompress(fixture.read_bytes()))
+    trace["deviceProperties"][0]["name"] = device
+    first = min(e["name"] for e in trace["traceEvents"] if e.get("cat") == "kernel")
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"] == first:
+            event["name"] = kernel
+        elif event.get("cat") == "user_annotation":
+            event["name"] = annotation
+    return gzip.compress(json.dumps(trace).encode())

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from hostile.cases import renamed_fixture
+
 from traceanalyze.renderers import escape
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,15 +65,8 @@ def test_output_text_guards_every_line():
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("hostile")
-    trace = json.loads(gzip.decompress(FIXTURE.read_bytes()))
-    trace["deviceProperties"][0]["name"] = DEVICE
-    first = min(e["name"] for e in trace["traceEvents"] if e.get("cat") == "kernel")
-    for event in trace["traceEvents"]:
-        if event.get("cat") == "kernel" and event["name"] == first:
-            event["name"] = KERNEL
-        elif event.get("cat") == "user_annotation":
-            event["name"] = ANNOTATION
-    (folder / "hostile.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    (folder / "hostile.json.gz").write_bytes(
+        renamed_fixture(FIXTURE, device=DEVICE, kernel=KERNEL, annotation=ANNOTATION))
     shutil.copyfile(FIXTURE, folder / "base.json.gz")
     return folder
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from hostile.cases import renamed_fixture
+
 from tests.hostile.test_injection import FIXTURE, run
 from traceanalyze.renderers import escape
 
@@ -32,15 +34,8 @@ def test_output_text_and_workflow_data_break_legacy_commands_anywhere():
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("legacy")
-    trace = json.loads(gzip.decompress(FIXTURE.read_bytes()))
-    trace["deviceProperties"][0]["name"] = DEVICE
-    first = min(e["name"] for e in trace["traceEvents"] if e.get("cat") == "kernel")
-    for event in trace["traceEvents"]:
-        if event.get("cat") == "kernel" and event["name"] == first:
-            event["name"] = KERNEL
-        elif event.get("cat") == "user_annotation":
-            event["name"] = ANNOTATION
-    (folder / "t ##[error]file.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    (folder / "t ##[error]file.json.gz").write_bytes(
+        renamed_fixture(FIXTURE, device=DEVICE, kernel=KERNEL, annotation=ANNOTATION))
     (folder / "base.json.gz").write_bytes(FIXTURE.read_bytes())
     return folder
 

@@ -54,9 +54,13 @@ def test_each_finding_gets_the_windows_reduction_and_the_top_ones_are_predicted_
     assert savings["retime"].saving_ns == 1 * US
     assert savings["unmodelled"].saving_ns is None and "not modelled" in savings["unmodelled"].why
     assert savings["missing-op"].saving_ns is None and "no GPU op" in savings["missing-op"].why
-    noted = {f.id: f.evidence for f in with_notes([graphed, shorter, unknown, missing], prediction)}
-    assert noted["missing-op"].startswith("; the replay cannot predict its saving (no GPU op on device 0 stream 7")
-    assert noted["graph"] == noted["unmodelled"] == ""
+    noted = {f.id: f for f in with_notes([graphed, shorter, unknown, missing], prediction)}
+    assert noted["missing-op"].evidence.startswith("; the replay cannot predict its saving (no GPU op on device 0 "
+                                                   "stream 7")
+    assert noted["unmodelled"].evidence == noted["retime"].evidence == ""
+    # the graph takes out more than its 50 µs bound (the nine launch calls and the CPU time between
+    # them, the kernels' launch latencies): its gain becomes that time, at most the 92 µs window
+    assert savings["graph"].removed_ns > 92 * US and noted["graph"].gain_ns == 92 * US
     # together the graph's kernels back to back, the last one 1 µs: 19 µs, not 92 − 72 − 1
     assert prediction.combined_ids == ("graph", "retime")
     assert prediction.combined.window_ns == 19 * US

@@ -4,13 +4,15 @@ rules of docs/whatif.md say, to the nanosecond. Times in the comments are µs af
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from builder import TraceBuilder
 
 import traceanalyze
-from traceanalyze.analysis.findings.finding import Remedy
-from traceanalyze.whatif import Unmodelled, apply, build_graph, replay
+from traceanalyze.analysis.findings.finding import Finding, Remedy
+from traceanalyze.whatif import Unmodelled, apply, build_graph, predict, replay, with_notes
 from traceanalyze.whatif.graph import GPU
 from traceanalyze.whatif.predict import span
 
@@ -114,6 +116,26 @@ def test_removing_the_cpu_time_of_a_sync(tmp_path):
     # longer waits for K, so its 30 µs of waiting go too, its own 2 µs less the overlap: the same
     gap_part = Remedy("remove_cpu", cpu_spans=((TID, base + 50 * US, base + 52 * US),))
     assert gpu_times(trace, [gap_part]) == [(10, 50), (50, 60)]
+
+
+def test_the_time_a_remedy_takes_out_bounds_its_saving_and_becomes_the_gain(tmp_path):
+    trace = sync_then_launch(tmp_path)
+    base = _base(trace)
+    gap_part = Remedy("remove_cpu", cpu_spans=((TID, base + 50 * US, base + 52 * US),))
+    # the rule's gain: the 2 µs sync gap; the remedy takes out the sync's whole 32 µs (it no longer
+    # blocks: its 30 µs of waiting and its own 2 µs, all in the span), nothing of the CPU time after
+    # it [52, 60]: 32 µs. The window 70 µs → 50 µs: a saving of 20 µs, within 32, above 2
+    sync = Finding(id="sync-in-step", regime="overhead", title="", evidence="2 gaps", action="", gain_ns=2 * US,
+                   confidence="high", remedies=(gap_part,))
+    prediction = predict(trace, [sync])
+    (saving,) = prediction.savings
+    assert (saving.saving_ns, saving.removed_ns) == (20 * US, 32 * US)
+    (bounded,) = with_notes([sync], prediction)
+    assert bounded.gain_ns == 32 * US
+    assert bounded.evidence == "2 gaps; gain 32 µs: the time its remedy takes out of the run, the CPU time it frees " \
+                               "included (it bounds the saving)"
+    # a remedy that takes out less than the rule's gain leaves the gain as it is
+    assert with_notes([replace(sync, gain_ns=40 * US)], prediction)[0].gain_ns == 40 * US
 
 
 def test_cuda_graph_launches_replay_exactly(tmp_path):

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from traceanalyze.analysis.findings.finding import Finding
+from traceanalyze.analysis.findings.inputs import format_ns
 from traceanalyze.model import Trace
 from traceanalyze.whatif.graph import GPU, MARK, Graph, build_graph
 from traceanalyze.whatif.replay import Timing, replay, reproduces_recording
@@ -43,13 +44,16 @@ class Span:
 
 @dataclass(frozen=True)
 class Saving:
-    """One finding's prediction: the window's reduction (`saving_ns`, None: not modelled, `why`)."""
+    """One finding's prediction: the window's reduction (`saving_ns`, None: not modelled, `why`),
+    and `removed_ns`, the time its remedies take out of the graph (`removed_ns`): the window cannot
+    shrink by more (docs/whatif.md, "Bounds")."""
 
     id: str
     saving_ns: float | None
     window_ns: int | None
     step_ns: float | None
     why: str = ""
+    removed_ns: float | None = None
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,7 @@ def predict(trace: Trace, found: Sequence[Finding] = ()) -> RankPrediction:
     if modelled:
         chosen = {s.id for s in modelled}
         remedies = [r for f in found if f.id in chosen for r in f.remedies]
-        combined = _timed(graph, owners, base, remedies)
+        combined, _ = _timed(graph, owners, base, remedies)
     return RankPrediction(rank=rank, measured=measured, replayed=replayed, steps=steps, savings=savings,
                           combined_ids=tuple(s.id for s in modelled), combined=combined)
 
@@ -170,20 +174,36 @@ def first_change(graph: Graph, changed: Graph) -> int:
     return int(position[2 * np.flatnonzero(nodes)].min())
 
 
-def _timed(graph: Graph, owners: np.ndarray, base: Timing, remedies) -> Span:
+def removed_ns(graph: Graph, changed: Graph, base: Timing) -> int:
+    """The time `changed` takes out of `graph` (timed `base`): Σ over nodes of how much shorter
+    each became (a call that no longer blocks: its whole base span less its new duration; a call
+    that still blocks: its own cost) plus Σ over edges of how much each offset shrank. Every node's
+    replayed time moves earlier by at most this much (each time is the length of a longest path
+    whose elements' shortening adds up to at most it), so the window shrinks by at most it."""
+    unblocked = graph.blocking & ~changed.blocking
+    before = np.where(unblocked, base.end - base.start, np.where(graph.blocking, graph.fixed, graph.dur))
+    after = np.where(changed.blocking, changed.fixed, changed.dur)
+    nodes = np.maximum(before - after, 0)
+    edges = np.maximum(graph.offset - changed.offset, 0)[~graph.wait]
+    return int(nodes.sum() + edges.sum())
+
+
+def _timed(graph: Graph, owners: np.ndarray, base: Timing, remedies) -> tuple[Span, int]:
+    """The span of the graph with `remedies` applied, and the time they take out of it."""
     changed = apply(graph, remedies)
     timing = replay(changed, base=base, since=first_change(graph, changed))
-    return span(graph, timing.start, timing.end, owners)
+    return span(graph, timing.start, timing.end, owners), removed_ns(graph, changed, base)
 
 
 def _saving(graph: Graph, owners: np.ndarray, base: Timing, replayed: Span, finding: Finding) -> Saving:
     if not finding.remedies:
         return Saving(finding.id, None, None, None, "the action is not modelled by the replay")
     try:
-        after = _timed(graph, owners, base, finding.remedies)
+        after, removed = _timed(graph, owners, base, finding.remedies)
     except Unmodelled as reason:
         return Saving(finding.id, None, None, None, str(reason))
-    return Saving(finding.id, float(replayed.window_ns - after.window_ns), after.window_ns, after.step_ns)
+    return Saving(finding.id, float(replayed.window_ns - after.window_ns), after.window_ns, after.step_ns,
+                  removed_ns=float(removed))
 
 
 REPLAY_SCHEMA = pl.Schema({
@@ -242,9 +262,21 @@ def job_replay(replays: Sequence[pl.DataFrame]) -> pl.DataFrame:
 
 
 def with_notes(found: Sequence[Finding], prediction: RankPrediction) -> list[Finding]:
-    """The findings, each whose remedies the replay could not apply (`Unmodelled`: an op this
-    rank's trace lacks) saying so in its evidence; a finding without remedies is left as it is
-    (its rule says why, when it says anything)."""
-    notes = {id(f): s.why for f, s in zip(found, prediction.savings, strict=True) if f.remedies and s.saving_ns is None}
-    return [replace(f, evidence=f"{f.evidence}; the replay cannot predict its saving ({notes[id(f)]})")
-            if id(f) in notes else f for f in found]
+    """The findings as the replay leaves them: each whose remedies the replay could not apply
+    (`Unmodelled`: an op this rank's trace lacks) saying so in its evidence; each whose remedies
+    take more time out of the run than its rule's gain (the CPU time a remedy frees also shortens
+    later gaps) with that time as its gain, at most the window, saying so: then every modelled
+    finding's saving lies within its gain (docs/whatif.md, "Bounds"). A finding without remedies
+    is left as it is (its rule says why, when it says anything)."""
+    out = []
+    for finding, saving in zip(found, prediction.savings, strict=True):
+        if finding.remedies and saving.saving_ns is None:
+            finding = replace(finding, evidence=f"{finding.evidence}; the replay cannot predict its saving "
+                                                f"({saving.why})")
+        elif saving.removed_ns is not None and saving.removed_ns > (finding.gain_ns or 0.0):
+            bound = min(saving.removed_ns, float(prediction.measured.window_ns))
+            finding = replace(finding, gain_ns=bound,
+                              evidence=f"{finding.evidence}; gain {format_ns(bound)}: the time its remedy takes "
+                                       "out of the run, the CPU time it frees included (it bounds the saving)")
+        out.append(finding)
+    return out

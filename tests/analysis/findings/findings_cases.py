@@ -11,6 +11,7 @@ import polars as pl
 from builder import TraceBuilder
 
 import traceanalyze
+from traceanalyze.pipeline import rank as rank_pipeline
 from traceanalyze.pipeline.rank import build_report
 
 A100 = dict(device_name="NVIDIA A100-SXM4-80GB", num_sms=108, total_memory=85899345920, compute_capability=(8, 0))
@@ -19,8 +20,10 @@ V100 = dict(device_name="Tesla V100-SXM2-32GB", num_sms=80, total_memory=3435973
 BF16, F32 = "c10::BFloat16", "float"
 SGEMM = "ampere_sgemm_128x64_nn"
 BF16_GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
-H100_GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
-ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"
+H100_GEMM = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_"
+             "kernel__5x_cublas")
+ADD = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, "
+       "3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)")
 
 
 def mm(b: TraceBuilder, start: float, m: int, k: int, n: int, dtype: str, kernel: str, dur: float,
@@ -51,3 +54,10 @@ def findings_of(b: TraceBuilder, tmp_path: Path, rename: dict[str, str] | None =
     """Findings of rank 0 by id."""
     frame: pl.DataFrame = report_of(b, tmp_path, rename).ranks[0].findings
     return {row["id"]: row for row in frame.iter_rows(named=True)}
+
+
+def rules_gains_kept(monkeypatch) -> None:
+    """Reports built after this keep each rule's own gain: the replay does not raise it to the time
+    the remedy takes out of the run (`whatif.with_notes`, docs/whatif.md "Bounds"), for the tests of
+    a rule's bound."""
+    monkeypatch.setattr(rank_pipeline, "with_notes", lambda found, prediction: list(found))

@@ -93,7 +93,8 @@ def busy_gpu() -> TraceBuilder:
 
 def test_a_busy_gpu_without_a_lever_says_so_and_keeps_small_findings_off_the_first_screen(tmp_path):
     """Until 2026-11-28 the verdict opened with the 5 µs copy (0.2% of the window) as finding 1."""
-    report = report_of(busy_gpu(), tmp_path, rename={"Memcpy HtoD (Pinned -> Device)": "Memcpy HtoD (Pageable -> Device)"})
+    report = report_of(busy_gpu(), tmp_path,
+                       rename={"Memcpy HtoD (Pinned -> Device)": "Memcpy HtoD (Pageable -> Device)"})
     found = {row["id"]: row for row in report.ranks[0].findings.iter_rows(named=True)}
     assert found["pageable-h2d"]["gain_ns"] == 5_000
     note = found["busy-no-lever"]

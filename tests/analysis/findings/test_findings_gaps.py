@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from builder import TraceBuilder
-from findings_cases import findings_of
+from findings_cases import findings_of, rules_gains_kept
 
 from traceanalyze.analysis.findings.gap_buckets import excluded_ns, gap_buckets, outlier_first_steps
 
@@ -39,8 +39,9 @@ def test_without_a_dataloader_the_same_gap_is_cpu_bound(tmp_path):
     assert "dataloader-wait" not in found
     row = found["cpu-bound-gaps"]
     assert row["gain_ns"] == 250_000
-    assert row["evidence"] == ("1 gap where the next launch came late, 250 µs; longest 250 µs in `## forward ##` before "
-                               "`at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at…`; "
+    assert row["evidence"] == ("1 gap where the next launch came late, 250 µs; longest 250 µs in `## forward ##` "
+                               "before `at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                               "at…`; "
                                "the CPU work is not named (the replay moves it off the step: the upper bound)")
     # the CPU work from the gap's start (70) to the late launch (310) leaves the thread: L2 at 70, its
     # kernel its 10 µs latency later, [80, 90]; the window [20, 330] → [20, 90]: the gap less the latency
@@ -84,9 +85,12 @@ def test_sync_gap_names_the_op_and_the_call(tmp_path):
     90 µs of the gap the sync's."""
     found = findings_of(sync_trace(True), tmp_path)
     row = found["sync-in-step"]
-    assert row["gain_ns"] == 90_000
+    # the rule counts the 90 µs gap; the remedy takes out the whole sync [12, 200] (it no longer
+    # waits, while kernel 1 ran too): 188 µs, the gain (docs/whatif.md, "Bounds")
+    assert row["gain_ns"] == 188_000
     assert row["evidence"] == ("1 sync gap, 90 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
-                               "`.item()` / `float(t)` / `bool(t)` / `if t:`, 90 µs")
+                               "`.item()` / `float(t)` / `bool(t)` / `if t:`, 90 µs; gain 188 µs: the time its remedy "
+                               "takes out of the run, the CPU time it frees included (it bounds the saving)")
     assert found["cpu-bound-gaps"]["gain_ns"] == 5_000
     assert "torch.cuda.set_sync_debug_mode" in row["action"]
 
@@ -153,7 +157,8 @@ def launch_run(kernel_us: float) -> TraceBuilder:
     return b
 
 
-def test_launch_bound_run_gains_the_idle_between_its_kernels(tmp_path):
+def test_launch_bound_run_gains_the_idle_between_its_kernels(tmp_path, monkeypatch):
+    rules_gains_kept(monkeypatch)  # the rule's gain: the idle time between the run's kernels
     found = findings_of(launch_run(2), tmp_path)
     row = found["launch-bound"]
     assert row["gain_ns"] == 27_000
@@ -170,8 +175,10 @@ def test_kernels_longer_than_their_launch_make_no_launch_bound_finding(tmp_path)
 
 
 def steps(idle_us: list[float]) -> pl.DataFrame:
-    return pl.DataFrame({"rank": [0] * len(idle_us), "device": [0] * len(idle_us), "step": list(range(1, len(idle_us) + 1)),
-                         "gpu_idle_ns": [int(v * 1000) for v in idle_us]}, schema_overrides={"rank": pl.Int32, "device": pl.Int32})
+    count = len(idle_us)
+    return pl.DataFrame({"rank": [0] * count, "device": [0] * count, "step": list(range(1, count + 1)),
+                         "gpu_idle_ns": [int(v * 1000) for v in idle_us]},
+                        schema_overrides={"rank": pl.Int32, "device": pl.Int32})
 
 
 @pytest.mark.parametrize("idle_us, outlier", [

@@ -68,8 +68,8 @@ def test_straggler_that_reaches_its_step_late(tmp_path):
     report = _job(tmp_path, delays={}, late_starts={(1, 3): 4_000})
     row = _finding(report, "straggler")
     assert row["rank"] == 1 and row["gain_ns"] == 3 * 4_000 * US
-    assert row["evidence"].endswith("; in step 3 it arrived 4 ms after the others' median; it began that step 4 ms after "
-                                    "the other ranks (their median): the delay arose before the step")
+    assert row["evidence"].endswith("; in step 3 it arrived 4 ms after the others' median; it began that step 4 ms "
+                                    "after the other ranks (their median): the delay arose before the step")
     assert row["action"].startswith("look at what rank 1 does between steps and in the step before")
 
 
@@ -86,7 +86,8 @@ def test_exposed_communication_is_the_transfer_not_the_wait(report):
     row = _finding(report, "exposed-communication")
     # per rank: its three 2 ms transfers; rank 0 hides 1 ms of step 1's behind compute. Exposed:
     # ranks 0, 1, 3 also sat 5 ms in step 2's all-reduce waiting for the straggler (not hideable)
-    hideable = {0: 3 * mr.TRANSFER_US - mr.OVERLAP_US, 1: 3 * mr.TRANSFER_US, 2: 3 * mr.TRANSFER_US, 3: 3 * mr.TRANSFER_US}
+    hideable = {0: 3 * mr.TRANSFER_US - mr.OVERLAP_US, 1: 3 * mr.TRANSFER_US, 2: 3 * mr.TRANSFER_US,
+                3: 3 * mr.TRANSFER_US}
     overlap = report.job.overlap.sort("rank")
     assert dict(overlap.select("rank", "hideable_ns").iter_rows()) == {r: v * US for r, v in hideable.items()}
     assert dict(overlap.select("rank", "wait_ns").iter_rows()) == {
@@ -132,7 +133,8 @@ def test_the_verdict_and_the_json_lead_with_the_job_findings(report, tmp_path):
     text = runner.invoke(app, ["report", str(folder), "--width", "200"]).output
     verdict = [line for line in text.splitlines() if line[:3] in ("1. ", "2. ")][:2]
     assert verdict[0].startswith("1. Collective transfers are not hidden behind compute (rank 1) — gain ≤ 23 ms")
-    assert verdict[1].startswith(f"2. The other ranks wait for this rank (straggler) (rank {mr.STRAGGLER}) — gain ≤ 15 ms")
+    assert verdict[1].startswith(f"2. The other ranks wait for this rank (straggler) (rank {mr.STRAGGLER}) — "
+                                 "gain ≤ 15 ms")
     doc = json.loads(runner.invoke(app, ["report", str(folder), "--format", "json"]).output)
     assert [(f["id"], f["rank"], f["gain_us"]) for f in doc["findings"][:2]] == [
         ("exposed-communication", 1, 23_000), ("straggler", mr.STRAGGLER, 15_000)]
@@ -155,12 +157,14 @@ def test_dlrm_names_rank_2_the_straggler_first():
              .group_by("rank").agg(pl.col("wait_ns").sum()).sort("wait_ns", descending=True))
     assert row["gain_ns"] == waits["wait_ns"].sum()
     victims = ", ".join(f"rank {r} {format_ns(w)}" for r, w in waits.iter_rows())
-    assert f"for rank 2 in 5 collectives it arrived last at (99% of the job's collective wait): {victims};" in row["evidence"]
+    assert (f"for rank 2 in 5 collectives it arrived last at (99% of the job's collective wait): {victims};"
+            in row["evidence"])
     # rank 2 began step 10 well after the others (aligned ProfilerStep starts): the delay is before the step
     starts = dict(report.job.steps.select("rank", "aligned_start_ns").iter_rows())
     late = starts[2] - sorted(starts[r] for r in (0, 1, 3))[1]
     assert late > 5_000_000
-    assert f"it began that step {format_ns(late)} after the other ranks (their median): the delay arose" in row["evidence"]
+    assert (f"it began that step {format_ns(late)} after the other ranks (their median): the delay arose"
+            in row["evidence"])
     exposed = _finding(report, "exposed-communication")
     overlap = report.job.overlap
     assert exposed["gain_ns"] == overlap["hideable_ns"].sum() < overlap["exposed_ns"].sum() / 2  # mostly waiting

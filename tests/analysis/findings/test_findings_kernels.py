@@ -50,8 +50,8 @@ def test_bf16_gemm_at_the_roof_on_hopper_is_told_fp8(tmp_path):
     assert "convert_to_float8_training" not in row["action"]
     assert fp8 == 1979e12  # H100 SXM dense FP8 (devices.md)
     assert len(H100_GEMM) > 80  # a kernel name in a sentence is cut to 80 characters
-    assert row["evidence"] == (f"1 compute-bound BF16 kernel, 1.2 ms = 100% of GPU busy (top `{H100_GEMM[:79]}…`) at 93% of "
-                               "the BF16 roof; FP8 roof 1979 TFLOP/s; an inference run (no backward recorded)")
+    assert row["evidence"] == (f"1 compute-bound BF16 kernel, 1.2 ms = 100% of GPU busy (top `{H100_GEMM[:79]}…`) at "
+                               "93% of the BF16 roof; FP8 roof 1979 TFLOP/s; an inference run (no backward recorded)")
     # 1.1 TFLOP / 1.2 ms = 916 of 989 TFLOP/s
 
 
@@ -84,8 +84,8 @@ def test_tf32_gemm_near_the_roof_is_told_bf16(tmp_path, dur, fires):
         row = found["lower-precision-tf32"]
         assert row["gain_ns"] == pytest.approx(150_000 - 2 * 2048 ** 3 / 312e12 * 1e9)
         assert row["title"] == "TF32 matmuls near the roof: BF16 raises it 2×"
-        assert row["evidence"] == (f"1 compute-bound TF32 kernel, 150 µs = 100% of GPU busy (top `{TF32_GEMM}`) at 73% of "
-                                   "the TF32 roof; BF16 roof 312 TFLOP/s")
+        assert row["evidence"] == (f"1 compute-bound TF32 kernel, 150 µs = 100% of GPU busy (top `{TF32_GEMM}`) at "
+                                   "73% of the TF32 roof; BF16 roof 312 TFLOP/s")
         assert row["action"] == "bf16 autocast: `with torch.autocast(\"cuda\", dtype=torch.bfloat16):` (check accuracy)"
         assert row["confidence"] == "medium"
 
@@ -207,8 +207,8 @@ def test_bf16_at_the_a100_roof_is_told_a_bigger_gpu(tmp_path, dur, fires):
         assert best == B200.peak_flops("bf16", True)
         at_best = max(flops / best, bytes_ / B200.memory_bandwidth_bytes_per_s) * 1e9
         assert row["gain_ns"] == pytest.approx(3_800_000 - at_best)
-        assert row["evidence"] == (f"1 compute-bound BF16 kernel, 3.8 ms = 100% of GPU busy (top `{BF16_GEMM}`) at 93% of "
-                                   f"the BF16 roof 312 TFLOP/s; {B200.display_name}: 2250 TFLOP/s (7.21×)")
+        assert row["evidence"] == (f"1 compute-bound BF16 kernel, 3.8 ms = 100% of GPU busy (top `{BF16_GEMM}`) at "
+                                   f"93% of the BF16 roof 312 TFLOP/s; {B200.display_name}: 2250 TFLOP/s (7.21×)")
         assert B200.display_name in row["action"] and row["confidence"] == "low"
 
 

@@ -47,7 +47,8 @@ def test_findings_fit_the_run(path, monkeypatch):
                 [{"start_ns": s, "end_ns": e} for s, e in spans])) if spans else rank.roofline.clear()
             if row["id"] == "fp32-simt-gemm":
                 assert set(ops["compute_dtype"].drop_nulls().to_list()) <= {"fp32"}, path.name
-            if ops.height and ops.filter(pl.col("kind") == "kernel")["name"].cast(pl.String).str.starts_with("triton_").all():
+            kernels = ops.filter(pl.col("kind") == "kernel")["name"].cast(pl.String)
+            if ops.height and kernels.str.starts_with("triton_").all():
                 assert "torch.compile(model)" not in row["action"], (path.name, row["id"])
             if family == "MTIA":
                 assert "torch.cuda" not in row["action"], (path.name, row["id"])

@@ -118,7 +118,8 @@ def _run_end_at_start(gaps: pl.DataFrame, runs: pl.DataFrame) -> pl.Series:
 
 def _in_context(gaps: pl.DataFrame, pattern: str) -> pl.Expr:
     """Whether the gap's CPU op or annotation matches `pattern` (tested once per distinct name)."""
-    return pl.lit(contains(gaps["cpu_op"], pattern).fill_null(False) | contains(gaps["annotation"], pattern).fill_null(False))
+    return pl.lit(contains(gaps["cpu_op"], pattern).fill_null(False)
+                  | contains(gaps["annotation"], pattern).fill_null(False))
 
 
 def excluded_ns(bucketed: pl.DataFrame | None) -> int:
@@ -134,7 +135,8 @@ def _run_spans(runs: pl.DataFrame) -> pl.DataFrame:
     schema = {"rank": pl.Int32, "device": pl.Int32, "run_start_ns": pl.Int64, "run_end_ns": pl.Int64}
     if runs.is_empty():
         return pl.DataFrame(schema=schema)
-    spans = runs.select("rank", "device", pl.col("first_start_ns").alias("start_ns"), pl.col("last_end_ns").alias("end_ns"))
+    spans = runs.select("rank", "device", pl.col("first_start_ns").alias("start_ns"),
+                        pl.col("last_end_ns").alias("end_ns"))
     merged = union_intervals(spans, ["rank", "device"])
     return merged.select("rank", "device", pl.col("start_ns").alias("run_start_ns"),
                          pl.col("end_ns").alias("run_end_ns")).cast(schema).sort("run_start_ns")

@@ -68,7 +68,8 @@ def dataloader(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
         return []
     total = int(gaps["duration_ns"].sum())
     context = gaps.sort("duration_ns", descending=True).row(0, named=True)
-    where = context["annotation"] if context["annotation"] and "ataLoader" in context["annotation"] else context["cpu_op"]
+    annotation = context["annotation"]
+    where = annotation if annotation and "ataLoader" in annotation else context["cpu_op"]
     return [Finding(
         id="dataloader-wait", regime="overhead", title=f"{run_context(inputs).device} waits for the DataLoader",
         evidence=f"{gaps.height} idle gap{'s' if gaps.height != 1 else ''}, {format_ns(total)}{_steps(gaps)}, "

@@ -57,7 +57,8 @@ def _per_rank_step(steps: pl.DataFrame) -> pl.DataFrame:
     compute = steps.select("rank", "step", pl.lit("compute").alias("cause"), pl.col("compute_ns").alias("ns"))
     idle = (
         steps.select("rank", "step", "idle_by_cause").explode("idle_by_cause").drop_nulls("idle_by_cause")
-        .select("rank", "step", pl.col("idle_by_cause").struct.field("cause"), pl.col("idle_by_cause").struct.field("ns"))
+        .select("rank", "step", pl.col("idle_by_cause").struct.field("cause"),
+                pl.col("idle_by_cause").struct.field("ns"))
         .filter(pl.col("cause") != "collective")
     )
     return pl.concat([compute, idle]).group_by("rank", "step", "cause").agg(pl.col("ns").sum())
@@ -89,7 +90,8 @@ def straggler_excess(job: JobAnalysis, rank: int) -> pl.DataFrame:
     starts = in_steps.group_by("rank", "step").agg(pl.col("aligned_start_ns").min())
     late = (
         starts.filter(pl.col("rank") == rank)
-        .join(starts.filter(pl.col("rank") != rank).group_by("step").agg(pl.col("aligned_start_ns").median().alias("others")),
+        .join(starts.filter(pl.col("rank") != rank).group_by("step")
+              .agg(pl.col("aligned_start_ns").median().alias("others")),
               on="step")
         .select(pl.lit("late_start").alias("cause"),
                 (pl.col("aligned_start_ns") - pl.col("others")).sum().round().cast(pl.Int64).alias("own_ns"),
@@ -132,7 +134,8 @@ def straggler(job: JobAnalysis) -> list[tuple[int, Finding]]:
                 f"collective wait): {_ranks_text(victims.select('rank', 'wait_ns').rows())}")
     steps = job.stragglers.filter(pl.col("slowest_rank") == rank).sort("step")
     if steps.height:
-        where = f"step {steps['step'][0]}" if steps.height == 1 else f"{steps.height} steps ({steps['step'][0]}–{steps['step'][-1]})"
+        first, last = steps["step"][0], steps["step"][-1]
+        where = f"step {first}" if steps.height == 1 else f"{steps.height} steps ({first}–{last})"
         evidence += f"; in {where} it arrived {format_ns(int(steps['behind_ns'].sum()))} after the others' median"
     excess = straggler_excess(job, rank).filter(pl.col("excess_ns") > 0)
     inside = excess.filter(pl.col("cause") != "late_start")
@@ -156,7 +159,8 @@ def straggler(job: JobAnalysis) -> list[tuple[int, Finding]]:
     # its clock: how far it was behind the first of the others, at each collective it arrived last at
     behind = (
         late.group_by("process_group", "seq")
-        .agg(pl.col("arrival_ns").filter(pl.col("rank") != rank).min().alias("start_ns"), pl.col("last_arrival_ns").first().alias("end_ns"))
+        .agg(pl.col("arrival_ns").filter(pl.col("rank") != rank).min().alias("start_ns"),
+             pl.col("last_arrival_ns").first().alias("end_ns"))
         .filter(pl.col("end_ns") > pl.col("start_ns"))
         .with_columns(pl.col("start_ns") + offset, pl.col("end_ns") + offset)
     )

@@ -49,7 +49,8 @@ def gemm_alignment(inputs: FindingInputs) -> list[Finding]:
     example = ordered.filter(pl.col("op_id") == ids[0]).row(0, named=True)
     dims = [shape for shape in (example["input_dims"] or []) if shape is not None and len(shape) >= 2]
     multiple = ALIGNMENT[example["compute_dtype"]]
-    bad = [size for size in sorted({size for shape in dims for size in shape[-2:] if size is not None}) if size % multiple]
+    sizes = sorted({size for shape in dims for size in shape[-2:] if size is not None})
+    bad = [size for size in sizes if size % multiple]
     shape_text = " × ".join(str(list(shape)) for shape in dims)
     context = run_context(inputs)
     library = "" if context.family == "CUDA" else f" ({context.blas} pads them too)"
@@ -69,7 +70,8 @@ def _misaligned(ops: pl.DataFrame) -> pl.Series:
     on the shapes, not per op in Python (a model repeats its GEMMs thousands of times)."""
     multiple = pl.col("compute_dtype").replace_strict(ALIGNMENT, return_dtype=pl.Int64)
     sizes = (
-        ops.select(pl.int_range(pl.len()).alias("_op"), multiple.alias("_multiple"), pl.col("input_dims").alias("_shape"))
+        ops.select(pl.int_range(pl.len()).alias("_op"), multiple.alias("_multiple"),
+                   pl.col("input_dims").alias("_shape"))
         .explode("_shape")
         .filter(pl.col("_shape").list.len() >= 2)
         .select("_op", "_multiple", pl.col("_shape").list.tail(2).alias("_size"))
@@ -152,7 +154,8 @@ def _fusion_remedies(inputs: FindingInputs) -> tuple[tuple[Remedy, ...], int]:
         return (), 0
     runs = runs.filter(pl.col("time_saved_ns") > 0)
     kernels = (inputs.roofline.filter(pl.col("kind") == "kernel")
-               .select("device", "stream", "start_ns", "duration_ns", "peak_bytes_per_s").sort("device", "stream", "start_ns"))
+               .select("device", "stream", "start_ns", "duration_ns", "peak_bytes_per_s")
+               .sort("device", "stream", "start_ns"))
     by_stream = {key: frame for key, frame in kernels.group_by("device", "stream")}
     remedies = []
     for run in runs.sort("start_ns").iter_rows(named=True):
@@ -175,8 +178,8 @@ def _fusion_remedies(inputs: FindingInputs) -> tuple[tuple[Remedy, ...], int]:
 def pageable_copies(inputs: FindingInputs) -> list[Finding]:
     """Host-to-device copies from pageable memory: they block the CPU and cannot overlap."""
     copies = inputs.roofline.select("device", "stream", "kind", "name", "op_name", "start_ns", "end_ns", "duration_ns")
-    rows = copies.filter((pl.col("kind") == "memcpy")
-                         & pl.lit(matching(copies["name"], lambda name: name.str.contains("(?i)HtoD") & name.str.contains("(?i)Pageable"))))
+    pageable = matching(copies["name"], lambda name: name.str.contains("(?i)HtoD") & name.str.contains("(?i)Pageable"))
+    rows = copies.filter((pl.col("kind") == "memcpy") & pl.lit(pageable))
     if rows.is_empty():
         return []
     total = int(rows["duration_ns"].sum())

@@ -31,8 +31,8 @@ HEALTH_EFFECTS = {
 
 def record_shapes(inputs: FindingInputs) -> list[Finding]:
     """GPU time with no cost model because the trace has no (or incomplete) input shapes."""
-    unrecorded = matching(inputs.roofline["unmodeled_reason"],
-                          lambda reason: pl.any_horizontal([reason.str.starts_with(prefix) for prefix in UNRECORDED_SHAPES]))
+    unrecorded = matching(inputs.roofline["unmodeled_reason"], lambda reason: pl.any_horizontal(
+        [reason.str.starts_with(prefix) for prefix in UNRECORDED_SHAPES]))
     rows = inputs.roofline.select("regime", "unmodeled_reason", "start_ns", "end_ns", "duration_ns").filter(
         (pl.col("regime") == "unmodeled") & pl.lit(unrecorded.fill_null(False)))
     busy = busy_ns(inputs)

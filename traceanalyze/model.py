@@ -115,6 +115,10 @@ SYNC_SCHEMA = pl.Schema(
         "end_ns": pl.Int64,
         "duration_ns": pl.Int64,
         "correlation": pl.Int64,
+        # an event synchronisation or stream wait: the correlation of the cudaEventRecord it waits on,
+        # and the stream that event was recorded on (null where Kineto does not say: -1 kept as it is)
+        "wait_on_record": pl.Int64,
+        "wait_on_stream": pl.Int64,
     }
 )
 

@@ -4,6 +4,7 @@ rules of docs/whatif.md say, to the nanosecond. Times in the comments are µs af
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -253,3 +254,37 @@ def test_removed_cpu_time_moves_what_follows_on_its_thread_and_the_thread_it_wak
     assert gpu_times(trace, [no_loader]) == [(8, 18), (10, 12), (20, 30), (33, 43)]
     # the GPU waited for the whole DataLoader: the window is shorter by all of it
     assert window_after(trace) - window_after(trace, [no_loader]) == 100 * US
+
+
+def event_sync(tmp_path, record: bool):
+    """K_a [10, 30] on stream 7 (launched at 0); cudaEventRecord at 6 on stream 7, after it; K_c
+    [30, 70] on stream 7 (launched at 8, queued behind K_a); cudaEventSynchronize [14, 32] waits
+    for the event (K_a, + 2 µs); then K_d [50, 60] on stream 8, launched at 40. Kineto's `cuda_sync`
+    event names the record's correlation (`wait_on_cuda_event_record_corr_id`) when `record`."""
+    b = TraceBuilder()
+    b.launch_kernel(launch_us=0, start_us=10, dur_us=20)
+    recorded = b.launch(6, 1, name="cudaEventRecord")
+    b.launch_kernel(launch_us=8, start_us=30, dur_us=40)
+    b.sync_call(14, 18, name="cudaEventSynchronize", stream=7)
+    b.launch_kernel(launch_us=40, start_us=50, dur_us=10, stream=8)
+    document = b.to_dict()
+    if record:
+        for event in document["traceEvents"]:
+            if event.get("cat") == "cuda_sync":
+                event["args"]["wait_on_cuda_event_record_corr_id"] = recorded
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(document))
+    return traceanalyze.load_trace(path)
+
+
+def test_an_event_synchronize_waits_on_the_op_before_its_event_record(tmp_path):
+    trace = event_sync(tmp_path, record=True)
+    assert trace.sync["wait_on_record"].drop_nulls().len() == 1 and trace.sync["wait_on_stream"].to_list() == [7]
+    assert_replay_is_exact(trace)
+    # K_a 40 µs instead of 20: K_c [50, 90] behind it; the sync waits for K_a's end (the op its
+    # event follows), returns at 52; the launch of K_d 8 µs later at 60, K_d [70, 80]
+    slower = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(40 * US,))
+    assert gpu_times(trace, [slower]) == [(10, 50), (30 + 20, 70 + 20), (70, 80)]
+    # without the record's correlation (older Kineto) the sync waits on the last op of the stream
+    # launched before it, K_c, which ended after the sync returned: no wait is kept, K_d does not move
+    assert gpu_times(event_sync(tmp_path, record=False), [slower]) == [(10, 50), (50, 90), (50, 60)]

@@ -266,11 +266,18 @@ def _per_stream(gpu_ids, launch_time, stream_lane, n_streams):
     return out
 
 
-def _sync_rows(trace: Trace) -> dict[int, tuple[str, int, int]]:
-    """Per correlation of a `cuda_sync` event: (its name, device, stream)."""
-    rows = trace.sync.select("correlation", "name", "device", "stream").drop_nulls("correlation")
-    return {int(c): (str(n), int(d if d is not None else -1), int(s if s is not None else -1))
-            for c, n, d, s in rows.iter_rows()}
+def _sync_rows(trace: Trace) -> dict[int, tuple[str, int, int, int, int]]:
+    """Per correlation of a `cuda_sync` event: (its name, device, stream, the correlation of the
+    `cudaEventRecord` it waits on and that event's stream; -1 where not recorded)."""
+    columns = [name if name in trace.sync.columns else pl.lit(None, pl.Int64).alias(name)
+               for name in ("wait_on_record", "wait_on_stream")]
+    rows = trace.sync.select("correlation", "name", "device", "stream", *columns).drop_nulls("correlation")
+    return {int(c): (str(n), _or_none(d), _or_none(s), _or_none(r), _or_none(w))
+            for c, n, d, s, r, w in rows.iter_rows()}
+
+
+def _or_none(value: int | None) -> int:
+    return int(value) if value is not None else -1
 
 
 def _stream_waits(trace, runtime, start, end, gpu_ids, launch_time, stream_lane,
@@ -329,12 +336,14 @@ def _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch
         return
     sync = _sync_rows(trace)
     corr = _i64(runtime["correlation"])
+    found = [sync.get(int(corr[c])) for c in sync_calls]
+    waited_at = _waited_at(found, trace.runtime, start, sync_calls)
     per_stream = _per_stream(gpu_ids, launch_time, stream_lane, len(streams))
     for s, (ops, times) in enumerate(per_stream):
         device, stream = streams[s]
-        wanted = np.array([_waits_on(sync.get(int(corr[c])), device, stream) for c in sync_calls], bool)
+        wanted = np.array([_waits_on(f, device, stream) for f in found], bool)
         calls = sync_calls[wanted]
-        last = _last_before(times, start[calls])
+        last = _last_before(times, waited_at[wanted])
         ok = last >= 0
         waited = ops[np.maximum(last, 0)]
         ok &= end[waited] <= end[calls] + WAIT_TOLERANCE_NS
@@ -342,15 +351,30 @@ def _blocking_edges(edges, trace, runtime, start, end, gpu_ids, launcher, launch
     blocking[sync_calls] = True
 
 
-def _waits_on(found: tuple[str, int, int] | None, device: int, stream: int) -> bool:
-    """Whether a synchronising call (its `cuda_sync` event, if recorded) waits on the stream."""
+def _waited_at(found: list, runtime: pl.DataFrame, start: np.ndarray, sync_calls: np.ndarray) -> np.ndarray:
+    """Per synchronising call, the time before which the work it waits on was launched: the start
+    of the `cudaEventRecord` (a call of `runtime`, the trace's, not the graph's) its `cuda_sync`
+    event names, for an event synchronisation; else its own start."""
+    records = {f[3] for f in found if f is not None and f[3] >= 0}
+    named = runtime.filter(pl.col("correlation").is_in(list(records))) if records else runtime.clear()
+    record_start = dict(zip(named["correlation"].to_list(), named["start_ns"].to_list()))
+    return np.array([record_start.get(f[3], int(start[c])) if f is not None else int(start[c])
+                     for f, c in zip(found, sync_calls)], np.int64)
+
+
+def _waits_on(found: tuple[str, int, int, int, int] | None, device: int, stream: int) -> bool:
+    """Whether a synchronising call (its `cuda_sync` event, if recorded) waits on the stream: a
+    stream synchronisation on its stream, an event synchronisation on the stream its event was
+    recorded on (where Kineto says it), anything else on every stream of its device."""
     if found is None:
         return True
-    name, sync_device, sync_stream = found
+    name, sync_device, sync_stream, _, event_stream = found
     if sync_device >= 0 and sync_device != device:
         return False
     if name == "Stream Sync" and sync_stream >= 0:
         return sync_stream == stream
+    if name == "Event Sync" and event_stream >= 0:
+        return event_stream == stream
     return True
 
 

@@ -288,3 +288,23 @@ def test_an_event_synchronize_waits_on_the_op_before_its_event_record(tmp_path):
     # without the record's correlation (older Kineto) the sync waits on the last op of the stream
     # launched before it, K_c, which ended after the sync returned: no wait is kept, K_d does not move
     assert gpu_times(event_sync(tmp_path, record=False), [slower]) == [(10, 50), (50, 90), (50, 60)]
+
+
+def test_a_pinned_copy_drops_the_stream_synchronize_after_it(tmp_path):
+    """PyTorch's `.to(device)` from pageable memory: cudaMemcpyAsync [0, 20] returns before its copy
+    [10, 30] ends, then cudaStreamSynchronize [21, 32] waits for it (+ 2 µs); a kernel launched at
+    40 runs [50, 60] (launch latency 10, as the copy's)."""
+    b = TraceBuilder()
+    corr = b.launch(0, 20, name="cudaMemcpyAsync")
+    b.memcpy(corr, 10, 20)
+    b.sync_call(21, 11)
+    b.launch_kernel(launch_us=40, start_us=50, dur_us=10)
+    trace = loaded(b, tmp_path)
+    assert_replay_is_exact(trace)
+    pinned = Remedy("async_copy", gpu_ops=(op(trace, 10),))
+    # the sync takes its own 2 µs: [21, 23]; the launch 8 µs later at 31, the kernel at 41: [41, 51]
+    assert gpu_times(trace, [pinned]) == [(10, 30), (41, 51)]
+    assert window_after(trace, [pinned]) == 41 * US
+    # a sync that is not the next call after the copy's (another call between them) stays
+    b.launch(20.5, 0.25, name="cudaLaunchKernel")
+    assert gpu_times(loaded(b, tmp_path), [pinned]) == [(10, 30), (50, 60)]

@@ -54,6 +54,8 @@ class _Index:
         self.lane_edge = np.full(graph.size, -1, np.int64)  # the edge from the node's predecessor on its lane
         chain = np.flatnonzero(same_lane & ~graph.wait & graph.src_end)
         self.lane_edge[graph.dst[chain]] = chain
+        self.lane_next = np.full(graph.size, -1, np.int64)  # the node after it on its lane
+        self.lane_next[graph.src[chain]] = graph.dst[chain]
         host = graph.kind != GPU
         self.host_edge = host[graph.src] & host[graph.dst] & graph.src_end & ~graph.wait  # CPU work between calls
         self.launch_edge = np.full(graph.size, -1, np.int64)
@@ -203,15 +205,24 @@ class _Coverage:
 
 def async_copy(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:
     """The copies no longer hold the CPU: each copy call takes only its own cost (the time it took
-    after its copy ended); with `durations_ns`, the copies take them (pinned bandwidth)."""
+    after its copy ended), and the blocking call right after it on its thread that waited on the
+    copy (the stream synchronisation a `.to(device)` from pageable memory makes, which
+    `non_blocking=True` leaves out) waits no more, taking its own cost; with `durations_ns`, the
+    copies take them (pinned bandwidth)."""
     ops = index.ops(remedy)
     if remedy.durations_ns:
         arrays.dur[ops] = np.rint(np.maximum(_durations(remedy, len(ops)), 0)).astype(np.int64)
+    waits = np.flatnonzero(graph.wait & np.isin(graph.src, ops))
+    waited_by = set(zip(graph.src[waits].tolist(), graph.dst[waits].tolist()))
     for op in ops:
         call = index.launcher(graph, int(op))
-        if call >= 0 and arrays.blocking[call]:
-            arrays.blocking[call] = False
-            arrays.dur[call] = min(int(arrays.fixed[call]), int(graph.dur[call]))
+        if call < 0:
+            continue
+        after = int(index.lane_next[call])
+        for node in (call, after):
+            if node >= 0 and arrays.blocking[node] and (node == call or (int(op), node) in waited_by):
+                arrays.blocking[node] = False
+                arrays.dur[node] = min(int(arrays.fixed[node]), int(graph.dur[node]))
 
 
 def rank_delay(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:

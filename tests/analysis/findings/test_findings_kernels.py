@@ -111,8 +111,28 @@ def test_gemm_dimension_not_a_multiple_of_8(tmp_path, m, fires):
         ideal_ns = max(flops / 312e12, bytes_ / A100_PEAKS.memory_bandwidth_bytes_per_s) * 1e9
         assert row["gain_ns"] == pytest.approx(400_000 - ideal_ns)
         assert row["evidence"] == (f"1 GEMM op, 400 µs (top `{BF16_GEMM}`); e.g. [1411, 4096] × [4096, 4096]: "
-                                   "1411 not a multiple of 8; the loss depends on the kernel: not modelled for the "
-                                   "replay")
+                                   "1411 not a multiple of 8; the loss depends on the kernel and no aligned GEMM of "
+                                   "its format ran: not modelled for the replay")
+        assert row["saving_ns"] is None
+
+
+def test_a_misaligned_gemm_is_replayed_at_the_aligned_gemms_fraction_of_the_roof(tmp_path):
+    """[1408, 4096] × [4096, 4096] bf16 in 400 µs (aligned), then [1411, 4096] × [4096, 4096] in 500 µs
+    (misaligned, the last kernel): padded, it reaches the aligned one's fraction of the roof."""
+    b = TraceBuilder(**A100)
+    mm(b, 0, 1408, 4096, 4096, BF16, BF16_GEMM, 400)
+    mm(b, 1000, 1411, 4096, 4096, BF16, BF16_GEMM, 500)
+    row = findings_of(b, tmp_path)["gemm-shape-alignment"]
+
+    def ideal(m: int) -> float:
+        flops, bytes_ = 2 * m * 4096 * 4096, (m * 4096 + 4096 * 4096 + m * 4096) * 2
+        return max(flops / 312e12, bytes_ / A100_PEAKS.memory_bandwidth_bytes_per_s) * 1e9
+
+    reach = ideal(1408) / 400_000
+    assert row["gain_ns"] == pytest.approx(500_000 - ideal(1411))
+    assert row["saving_ns"] == 500_000 - round(ideal(1411) / reach)  # the last kernel ends that much sooner
+    assert row["evidence"].endswith(f"1 of 1 kernels modelled: padded, each GEMM reaches the fraction of its roof "
+                                    f"that the rank's aligned GEMMs of its format reach (BF16 {reach:.0%})")
 
 
 def test_a_latency_bound_misaligned_gemm_counts_once(tmp_path):
@@ -133,8 +153,8 @@ def test_gemm_alignment_example_is_the_costliest_misaligned_op(tmp_path):
         mm(b, start * 5000, m, 4096, n, BF16, BF16_GEMM, dur)
     row = findings_of(b, tmp_path)["gemm-shape-alignment"]
     assert row["evidence"] == (f"3 GEMM ops, 3.7 ms (top `{BF16_GEMM}`); e.g. [1411, 4096] × [4096, 30522]: "
-                               "1411, 30522 not a multiple of 8; the loss depends on the kernel: not modelled for the "
-                               "replay")
+                               "1411, 30522 not a multiple of 8; the loss depends on the kernel and no aligned GEMM "
+                               "of its format ran: not modelled for the replay")
 
 
 @pytest.mark.parametrize("size, dur, fires", [(64, 5, True), (2048, 60, False)])

@@ -8,7 +8,7 @@ import polars as pl
 
 from traceanalyze.analysis.findings.capabilities import capabilities
 from traceanalyze.analysis.findings.finding import Finding, Remedy, spans_of
-from traceanalyze.analysis.findings.remedies import merge, op_keys
+from traceanalyze.analysis.findings.remedies import merge, op_keys, retime
 from traceanalyze.analysis.findings.kernel_common import top_kernel
 from traceanalyze.analysis.findings.inputs import (
     FindingInputs,
@@ -43,9 +43,11 @@ def gemm_alignment(inputs: FindingInputs) -> list[Finding]:
     ids = ordered.filter(_misaligned(ordered))["op_id"]
     if ids.is_empty():
         return []
-    hit = rows.filter(pl.col("op_id").is_in(ids.implode()))
+    misaligned = pl.col("op_id").is_in(ids.implode())
+    hit = rows.filter(misaligned)
     total = int(hit["duration_ns"].sum())
     gain = float(hit["recoverable_ns"].fill_null(0).sum())
+    remedies, modelled = _aligned_remedy(hit, rows.filter(~misaligned))
     example = ordered.filter(pl.col("op_id") == ids[0]).row(0, named=True)
     dims = [shape for shape in (example["input_dims"] or []) if shape is not None and len(shape) >= 2]
     multiple = ALIGNMENT[example["compute_dtype"]]
@@ -57,11 +59,27 @@ def gemm_alignment(inputs: FindingInputs) -> list[Finding]:
     return [Finding(
         id="gemm-shape-alignment", regime="compute", title=f"GEMM dimensions the {context.cores} must pad{library}",
         evidence=f"{len(ids)} GEMM op{'s' if len(ids) != 1 else ''}, {format_ns(total)} (top `{top_kernel(hit)}`); "
-                 f"e.g. {shape_text}: {', '.join(map(str, bad))} not a multiple of {multiple}; the loss depends on "
-                 "the kernel: not modelled for the replay",
+                 f"e.g. {shape_text}: {', '.join(map(str, bad))} not a multiple of {multiple}; {modelled}",
         action=f"pad the dimension to a multiple of {multiple} (vocabulary, hidden size, batch × sequence): e.g. "
                "`torch.nn.functional.pad` or choose sizes that are multiples of 64",
-        gain_ns=gain, confidence="low", spans=spans_of(hit))]
+        gain_ns=gain, confidence="low", spans=spans_of(hit), remedies=remedies)]
+
+
+def _aligned_remedy(hit: pl.DataFrame, aligned: pl.DataFrame) -> tuple[tuple[Remedy, ...], str]:
+    """The misaligned GEMMs (`hit`) retimed at the fraction of their roof that this rank's aligned
+    GEMMs of the same format reach (Σ time at the roof ÷ Σ time, over those kernels), never slower
+    than now; the sentence that says so. Formats without an aligned GEMM are not modelled."""
+    reached = (aligned.filter(pl.col("ideal_ns").is_not_null() & (pl.col("duration_ns") > 0))
+               .group_by("compute_dtype").agg((pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("_reach")))
+    rows = hit.join(reached, on="compute_dtype", how="inner").filter(pl.col("ideal_ns").is_not_null())
+    if rows.is_empty():
+        return (), "the loss depends on the kernel and no aligned GEMM of its format ran: not modelled for the replay"
+    shares = ", ".join(f"{dtype.upper()} {share:.0%}" for dtype, share in
+                       reached.sort("compute_dtype").select("compute_dtype", "_reach").iter_rows())
+    assumption = ("padded, each GEMM reaches the fraction of its roof that the rank's aligned GEMMs of its format "
+                  f"reach ({shares})")
+    return ((retime(rows, pl.col("ideal_ns") / pl.col("_reach"), assumption),),
+            f"{rows.height} of {hit.height} kernels modelled: {assumption}")
 
 
 def _misaligned(ops: pl.DataFrame) -> pl.Series:

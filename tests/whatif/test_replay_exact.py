@@ -308,3 +308,13 @@ def test_a_pinned_copy_drops_the_stream_synchronize_after_it(tmp_path):
     # a sync that is not the next call after the copy's (another call between them) stays
     b.launch(20.5, 0.25, name="cudaLaunchKernel")
     assert gpu_times(loaded(b, tmp_path), [pinned]) == [(10, 30), (50, 60)]
+
+
+def test_unqueued_work_starts_right_after_its_stream_and_no_later_than_the_typical_latency(tmp_path):
+    trace = one_stream(tmp_path)
+    unqueued = Remedy("unqueue", gpu_ops=(op(trace, 31),))
+    # K2 no longer 1 µs behind K1: [30, 40] (its launch at 8 + the typical 10 µs is sooner)
+    assert gpu_times(trace, [unqueued]) == [(10, 30), (30, 40)]
+    # K1 slower to 30 µs: K2 follows it at once, [40, 50]
+    slower = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(30 * US,))
+    assert gpu_times(trace, [slower, unqueued]) == [(10, 40), (40, 50)]

@@ -235,5 +235,17 @@ def rank_delay(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> 
     arrays.dur[ops] = np.maximum(arrays.dur[ops] - delay, 0)
 
 
+def unqueue(graph: Graph, index: _Index, arrays: _Arrays, remedy: Remedy) -> None:
+    """Each op, launched ahead of time, starts as soon as its stream's previous op ended (no gap
+    after it) and the rank's typical launch latency after its launch (no more than that)."""
+    ops = index.ops(remedy)
+    for op in ops:
+        lane, launch = index.lane_edge[op], index.launch_edge[op]
+        if lane >= 0:
+            arrays.offset[lane] = min(int(arrays.offset[lane]), 0)
+        if launch >= 0:
+            arrays.offset[launch] = min(int(arrays.offset[launch]), graph.launch_latency_ns)
+
+
 TRANSFORMS = {"retime": retime, "merge": merge, "remove_cpu": remove_cpu, "graph": graph_launch,
-              "async_copy": async_copy, "rank_delay": rank_delay}
+              "async_copy": async_copy, "rank_delay": rank_delay, "unqueue": unqueue}

@@ -120,8 +120,10 @@ def test_gaps_before_queued_kernels_are_neither_sync_nor_the_cpu(tmp_path):
     assert row["evidence"] == ("2 gaps before work launched ahead of time, 20 µs = 1.3% of the window; median "
                                "10 µs, longest 10 µs before "
                                "`at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at…`, "
-                               "launched 525 µs before it started; what delays it is not known: not modelled for "
-                               "the replay")
+                               "launched 525 µs before it started; what delays it is not known (the replay starts "
+                               "it as soon as its stream and launch allow: the upper bound)")
+    # K2 and K3 start right after the kernel before them: the window ends 2 × 10 µs sooner
+    assert row["saving_ns"] == 20_000
     assert row["action"] == ("fewer, larger kernels: fuse them with `torch.compile(model)`; a CUDA graph "
                              "(`torch.compile(model, mode=\"reduce-overhead\")`) starts queued kernels sooner")
 
@@ -136,7 +138,9 @@ def test_a_graph_queued_in_time_that_starts_milliseconds_late_waited_on_somethin
     assert row["gain_ns"] == 1_200_000
     assert row["evidence"] == ("1 gap before work launched ahead of time, 1.2 ms = 66.7% of the window; median 1.2 ms, "
                                "longest 1.2 ms before `graph_kernel`, launched 1.71 ms before it started; what "
-                               "delays it is not known: not modelled for the replay; 1 of them over 1 ms (1.2 ms)")
+                               "delays it is not known (the replay starts it as soon as its stream and launch allow: "
+                               "the upper bound); 1 of them over 1 ms (1.2 ms)")
+    assert row["saving_ns"] == 1_200_000  # the graph's kernel right after the first one: [520, 620]
     assert "reduce-overhead" not in row["action"]
     assert "waited on something the trace does not show" in row["action"]
 

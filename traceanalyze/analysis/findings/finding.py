@@ -19,8 +19,9 @@ CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
 # recording itself (what could not be measured, what was left out).
 FINDING_REGIMES = ("overhead", "bandwidth", "compute", "latency", "communication", "memcpy", "unmodeled", "trace")
 # What a finding's action does to the recorded run, as the replay (traceanalyze.whatif) applies it.
-RemedyKind = Literal["retime", "merge", "remove_cpu", "graph", "async_copy", "rank_delay"]
-REMEDY_KINDS: tuple[RemedyKind, ...] = ("retime", "merge", "remove_cpu", "graph", "async_copy", "rank_delay")
+RemedyKind = Literal["retime", "merge", "remove_cpu", "graph", "async_copy", "rank_delay", "unqueue"]
+REMEDY_KINDS: tuple[RemedyKind, ...] = ("retime", "merge", "remove_cpu", "graph", "async_copy", "rank_delay",
+                                        "unqueue")
 MAX_SPANS = 100  # evidence intervals kept per finding (the longest), for the annotated trace
 
 FINDINGS_SCHEMA = pl.Schema(
@@ -52,7 +53,8 @@ class Remedy:
       blocking call);
     - `graph`: the launches of `gpu_ops` become one graph launch, their kernels back to back;
     - `async_copy`: the copies of `gpu_ops` no longer block the CPU (pinned memory);
-    - `rank_delay`: a job's late rank no longer holds the others (`durations_ns[0]`: its delay).
+    - `rank_delay`: a job's late rank no longer holds the others (`durations_ns[0]`: its delay);
+    - `unqueue`: the ops of `gpu_ops`, queued in time, start as soon as their stream and launch allow.
 
     `assumption`: one sentence naming what the prediction assumes (an efficiency, a roof)."""
 

@@ -43,7 +43,7 @@ def _steps(gaps: pl.DataFrame) -> str:
 # bucket (most of 400 k gaps can be one bucket's); a rule that reads another fails its tests until
 # it is named here
 GAP_READ = ("start_ns", "end_ns", "duration_ns", "step", "cpu_op", "annotation", "sync_call", "next_gpu_op",
-            "next_launch_start_ns", "in_outlier_step", "cpu_tid")
+            "next_launch_start_ns", "in_outlier_step", "cpu_tid", "device")
 
 
 def _cpu_spans(gaps: pl.DataFrame) -> tuple[tuple[int, int, int], ...]:
@@ -233,7 +233,7 @@ def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
                 f"{format_ns(float(gaps['duration_ns'].median()))}, longest {format_ns(top['duration_ns'])} before "
                 f"`{short_kernel_name(top['next_gpu_op'] or 'the end')}`, launched "
                 f"{format_ns(top['end_ns'] - top['next_launch_start_ns'])} before it started; what delays it is not "
-                "known: not modelled for the replay")
+                "known (the replay starts it as soon as its stream and launch allow: the upper bound)")
     context = run_context(inputs)
     compiled = compiled_names(gaps["next_gpu_op"])
     if compiled:
@@ -252,7 +252,25 @@ def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
     return [Finding(
         id="queued-kernel-gaps", regime="overhead",
         title=f"Queued work starts late: the {context.device} idles before it",
-        evidence=evidence, action=action, gain_ns=float(total), confidence="low", spans=spans_of(gaps))]
+        evidence=evidence, action=action, gain_ns=float(total), confidence="low", spans=spans_of(gaps),
+        remedies=_unqueue_remedies(inputs, gaps))]
+
+
+def _unqueue_remedies(inputs: FindingInputs, gaps: pl.DataFrame) -> tuple[Remedy, ...]:
+    """The GPU op each gap preceded (the roofline's op that starts where the gap ends, on its
+    device), started as soon as its stream and launch allow."""
+    ops = inputs.roofline
+    if not {"device", "stream", "start_ns"} <= set(ops.columns) or "device" not in gaps.columns:
+        return ()
+    device = pl.col("device").cast(pl.Int64)
+    after = (gaps.select(device, pl.col("end_ns").alias("start_ns"))
+             .join(ops.select(device, "stream", "start_ns").unique(["device", "start_ns"], keep="first"),
+                   on=["device", "start_ns"], how="inner").sort("start_ns"))
+    if after.is_empty():
+        return ()
+    return (Remedy(kind="unqueue", gpu_ops=op_keys(after),
+                   assumption="what held the queued work is gone: it starts as soon as its stream and its launch "
+                              "(the rank's typical latency after it) allow"),)
 
 
 def warmup(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:

@@ -168,8 +168,22 @@ def test_latency_bound_kernels(tmp_path, size, dur, fires):
         row = found["latency-bound-kernels"]
         assert row["gain_ns"] == pytest.approx(5_000 - ideal_ns)
         assert row["evidence"] == (f"1 latency-bound kernel, 5 µs = 100% of GPU busy (top `{BF16_GEMM}`), each under "
-                                   "2 µs of work at the roof; the gain of more work per kernel is not modelled for the "
-                                   "replay")
+                                   "2 µs of work at the roof; no two of them of one kernel back to back: not modelled "
+                                   "for the replay")
+        assert row["saving_ns"] is None
+
+
+def test_a_run_of_small_kernels_is_replayed_as_one_batched_op(tmp_path):
+    """Three 64³ bf16 matmuls, kernels [20, 25], [30, 35], [40, 45] on one stream, each started by its
+    launch: batched, the run takes its longest kernel's 5 µs, each kernel 5/3 µs of it (its share);
+    the last one still starts at 40 (its launch): the window ends 5 − 5/3 µs sooner."""
+    b = TraceBuilder(**A100)
+    for start in (0, 10, 20):
+        mm(b, start, 64, 64, 64, BF16, BF16_GEMM, 5)
+    row = findings_of(b, tmp_path)["latency-bound-kernels"]
+    assert row["evidence"].endswith("; 3 of them in runs of one kernel back to back, modelled as one batched op per run")
+    assert row["saving_ns"] == 5_000 - round(5_000 / 3)
+    assert row["saving_ns"] <= row["gain_ns"]
 
 
 def copies(kind: str) -> tuple[TraceBuilder, dict[str, str]]:

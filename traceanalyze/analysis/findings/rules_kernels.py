@@ -113,13 +113,44 @@ def latency_bound(inputs: FindingInputs) -> list[Finding]:
                    "(`TORCH_LOGS=\"graph_breaks\"`)")
     else:
         action += ", or fuse them with `torch.compile(model)`"
+    remedies, batched = _batched_remedies(inputs.roofline)
+    modelled = (f"{batched} of them in runs of one kernel back to back, modelled as one batched op per run"
+                if remedies else "no two of them of one kernel back to back: not modelled for the replay")
     return [Finding(
         id="latency-bound-kernels", regime="latency", title=f"Kernels too small to fill the {context.device}",
         evidence=f"{rows.height} latency-bound kernel{'s' if rows.height != 1 else ''}, {format_ns(total)} = "
                  f"{format_share(total, busy_ns(inputs))} of {context.device} busy (top `{top_kernel(rows)}`), each "
-                 "under 2 µs of work at the roof; the gain of more work per kernel is not modelled for the replay",
+                 f"under 2 µs of work at the roof; {modelled}",
         action=action,
-        gain_ns=gain, confidence="medium", spans=spans_of(rows))]
+        gain_ns=gain, confidence="medium", spans=spans_of(rows), remedies=remedies)]
+
+
+BATCH_ASSUMPTION = ("a batched op does a run's work in the time of the run's longest kernel (each was too small to "
+                    "fill the GPU), no less than the run's work at the roof; its launches are not counted")
+
+
+def _batched_remedies(roofline: pl.DataFrame) -> tuple[tuple[Remedy, ...], int]:
+    """One `retime` per run of two or more latency-bound kernels of one name back to back on a
+    stream (no other kernel of the roofline between them): together they take max(the run's
+    longest, Σ its time at the roof), each its share of it (by its duration); and how many kernels
+    the runs hold. The GPU time taken out is Σ durations − that ≤ Σ (duration − time at the roof),
+    the rule's gain; the launch calls stay (the replay does not count fewer launches)."""
+    kernels = (roofline.filter(pl.col("kind") == "kernel")
+               .select("device", "stream", "start_ns", "duration_ns", "ideal_ns", "regime",
+                       pl.col("name").cast(pl.String))
+               .sort("device", "stream", "start_ns"))
+    latency = pl.col("regime") == "latency"
+    same = ((pl.col("device") == pl.col("device").shift()) & (pl.col("stream") == pl.col("stream").shift())
+            & (pl.col("name") == pl.col("name").shift()) & latency & latency.shift())
+    runs = (kernels.with_columns((~same.fill_null(False)).cum_sum().alias("_run")).filter(latency)
+            .filter(pl.len().over("_run") >= 2))
+    remedies = []
+    for _, run in runs.group_by("_run", maintain_order=True):
+        total = float(run["duration_ns"].sum())
+        batched = max(float(run["duration_ns"].max()), float(run["ideal_ns"].fill_null(0).sum()))
+        if 0 < batched < total:
+            remedies.append(retime(run, pl.col("duration_ns") * (batched / total), BATCH_ASSUMPTION))
+    return tuple(remedies), runs.height
 
 
 def fusion(inputs: FindingInputs) -> list[Finding]:

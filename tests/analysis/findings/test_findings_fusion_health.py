@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-import pytest
 
 from builder import TraceBuilder
 from findings_cases import A100, BF16, BF16_GEMM, findings_of, mm, report_of

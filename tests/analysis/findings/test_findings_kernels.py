@@ -181,7 +181,8 @@ def test_a_run_of_small_kernels_is_replayed_as_one_batched_op(tmp_path):
     for start in (0, 10, 20):
         mm(b, start, 64, 64, 64, BF16, BF16_GEMM, 5)
     row = findings_of(b, tmp_path)["latency-bound-kernels"]
-    assert row["evidence"].endswith("; 3 of them in runs of one kernel back to back, modelled as one batched op per run")
+    assert row["evidence"].endswith("; 3 of them in runs of one kernel back to back, modelled as one batched op per "
+                                    "run")
     assert row["saving_ns"] == 5_000 - round(5_000 / 3)
     assert row["saving_ns"] <= row["gain_ns"]
 

@@ -2,8 +2,9 @@
 time belongs to one kernel finding. The rules run in `KERNEL_RULES` order, the ones whose action
 is modelled first (attention as one SDPA kernel, a faster format, layout, the optimizer, a kernel
 far below its roof); each sees only the kernels the earlier ones did not claim (a finding claims
-the GPU ops its remedies change). The rules whose action is not modelled op by op (fusion chains,
-GEMM padding, latency-bound kernels) come last, on what is left. Σ of the kernel findings' gains
+the GPU ops its remedies change). The rules whose gain is not counted op by op (fusion chains) or
+whose remedies model only part of their kernels (GEMM padding: formats with an aligned GEMM;
+latency-bound kernels: runs of one kernel) come last, on what is left. Σ of the kernel findings' gains
 is then held to the rank's GPU busy time (kernels of several streams overlap), and every gain to
 the rank's window."""
 

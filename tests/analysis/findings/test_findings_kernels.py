@@ -112,7 +112,8 @@ def test_gemm_dimension_not_a_multiple_of_8(tmp_path, m, fires):
         assert row["gain_ns"] == pytest.approx(400_000 - ideal_ns)
         assert row["evidence"] == (f"1 GEMM op, 400 µs (top `{BF16_GEMM}`); e.g. [1411, 4096] × [4096, 4096]: "
                                    "1411 not a multiple of 8; the loss depends on the kernel and no aligned GEMM of "
-                                   "its format ran: not modelled for the replay")
+                                   "its format is left to compare (none ran, or rules before claimed them): not "
+                                   "modelled for the replay")
         assert row["saving_ns"] is None
 
 
@@ -154,7 +155,8 @@ def test_gemm_alignment_example_is_the_costliest_misaligned_op(tmp_path):
     row = findings_of(b, tmp_path)["gemm-shape-alignment"]
     assert row["evidence"] == (f"3 GEMM ops, 3.7 ms (top `{BF16_GEMM}`); e.g. [1411, 4096] × [4096, 30522]: "
                                "1411, 30522 not a multiple of 8; the loss depends on the kernel and no aligned GEMM "
-                               "of its format ran: not modelled for the replay")
+                               "of its format is left to compare (none ran, or rules before claimed them): not "
+                               "modelled for the replay")
 
 
 @pytest.mark.parametrize("size, dur, fires", [(64, 5, True), (2048, 60, False)])

@@ -68,12 +68,14 @@ def gemm_alignment(inputs: FindingInputs) -> list[Finding]:
 def _aligned_remedy(hit: pl.DataFrame, aligned: pl.DataFrame) -> tuple[tuple[Remedy, ...], str]:
     """The misaligned GEMMs (`hit`) retimed at the fraction of their roof that this rank's aligned
     GEMMs of the same format reach (Σ time at the roof ÷ Σ time, over those kernels), never slower
-    than now; the sentence that says so. Formats without an aligned GEMM are not modelled."""
+    than now; the sentence that says so. Formats without an aligned GEMM among the kernels the rules
+    before left are not modelled."""
     reached = (aligned.filter(pl.col("ideal_ns").is_not_null() & (pl.col("duration_ns") > 0))
                .group_by("compute_dtype").agg((pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("_reach")))
     rows = hit.join(reached, on="compute_dtype", how="inner").filter(pl.col("ideal_ns").is_not_null())
     if rows.is_empty():
-        return (), "the loss depends on the kernel and no aligned GEMM of its format ran: not modelled for the replay"
+        return (), ("the loss depends on the kernel and no aligned GEMM of its format is left to compare (none ran, or "
+                    "rules before claimed them): not modelled for the replay")
     shares = ", ".join(f"{dtype.upper()} {share:.0%}" for dtype, share in
                        reached.sort("compute_dtype").select("compute_dtype", "_reach").iter_rows())
     assumption = ("padded, each GEMM reaches the fraction of its roof that the rank's aligned GEMMs of its format "

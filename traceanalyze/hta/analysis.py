@@ -227,9 +227,10 @@ class TraceAnalysis:
             first = rules.first_event(self.trace.for_rank(rank), self.rules)
             unlinked = first[1] if first and first[2] not in (None, -1) else None
             table = launches.queue_length(self.events[rank], unlinked=unlinked,
-                                          zero_ns=rules.time_zero_ns(self.trace, self.rules))
+                                          zero_ns=rules.time_zero_ns(self.trace, self.rules),
+                                          rows=rules.linked_rows(self.trace.for_rank(rank), self.rules))
             if not table.is_empty():  # HTA leaves out a rank without launches
-                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self.hta_rounding else ())
+                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self.hta_rounding else (), index="index")
         return result
 
     def get_queue_length_summary(self, ranks: list[int] | None = None) -> Any:

@@ -32,6 +32,10 @@ import polars as pl
 from traceanalyze.load.times import float_ns
 from traceanalyze.model import Trace
 
+# the launch calls HTA's queue length counts (TraceSymbolTable.get_runtime_launch_events_query)
+QUEUE_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution",
+                  "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel", "hipLaunchKernel",
+                  "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream")
 # the cuda_sync events HTA's GPUKernelFilter treats as GPU work whatever their stream
 GPU_SYNC_NAMES = ("Event Sync", "Context Sync")
 EVENTS_SCHEMA = pl.Schema(
@@ -79,6 +83,8 @@ class _RawEvent(msgspec.Struct):
     dur: object = None
     cat: object = None
     name: object = None
+    pid: object = None
+    tid: object = None
     args: _Args | None = None
 
 
@@ -100,6 +106,9 @@ class RawFacts:
     min_ts_ns: int | None = None
     min_ts_rounded_ns: int | None = None  # the same, rounded up to whole µs as HTA does when it rounds
     gpu_annotations: tuple[tuple[str, int, int], ...] = ()  # gpu_user_annotation (name, start_ns, end_ns)
+    # HTA's row label (the position in `traceEvents`) of each event its queue length reads, and
+    # the GPU event's own `pid`, `tid` (`linked_rows`)
+    linked: tuple[tuple[int, int, bool, object, object], ...] = ()
 
 
 def raw_facts(path: Path) -> RawFacts:
@@ -139,7 +148,11 @@ def _scan(path: Path, size: int, mtime_ns: int) -> RawFacts:
     min_rounded = None if earliest is None else math.ceil(earliest) * 1000
     annotations = tuple((str(e.name), _ns(e.ts), _ns(e.ts) + (_ns(e.dur) or 0)) for e in events
                         if e.cat == "gpu_user_annotation" and _ns(e.ts) is not None)
-    return RawFacts(rounds, steps, tuple(cpu_ops), first, min_ns, min_rounded, annotations)
+    linked = tuple((index, e.args.correlation, _is_stream(e.args.stream) and e.args.stream != -1, e.pid, e.tid)
+                   for index, e in enumerate(events)
+                   if e.args is not None and _is_stream(e.args.correlation) and e.args.correlation != -1
+                   and (_is_stream(e.args.stream) and e.args.stream != -1 or e.name in QUEUE_LAUNCHES))
+    return RawFacts(rounds, steps, tuple(cpu_ops), first, min_ns, min_rounded, annotations, linked)
 
 
 def _ns(value_us: object) -> int | None:
@@ -262,6 +275,20 @@ def first_event(trace: Trace, rules: HtaRules) -> tuple[int, int | None, int | N
         return None
     start = math.ceil(first[0] / 1000) * 1000 if rules.rounding and hta_rounds(trace) else first[0]
     return (start, first[1], first[2])
+
+
+def linked_rows(trace: Trace, rules: HtaRules) -> pl.DataFrame | None:
+    """HTA's row label (`index`: the event's position in the file) of one rank's launch calls
+    (`gpu` false) and GPU events (`gpu` true) by `correlation`, with the GPU event's `pid` and
+    `tid` as written (HTA's queue length shows them); None when the rules are ours or the trace
+    was not read from one file."""
+    if not (rules.quirks and _one_file(trace)):
+        return None
+    rows = raw_facts(trace.source).linked
+    return pl.DataFrame({"index": [r[0] for r in rows], "correlation": [r[1] for r in rows],
+                         "gpu": [r[2] for r in rows], "pid": [r[3] for r in rows], "tid": [r[4] for r in rows]},
+                        schema={"index": pl.Int64, "correlation": pl.Int64, "gpu": pl.Boolean,
+                                "pid": pl.Object, "tid": pl.Object})
 
 
 def time_zero_ns(trace: Trace, rules: HtaRules) -> int:

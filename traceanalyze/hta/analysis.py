@@ -59,6 +59,7 @@ class TraceAnalysis:
                  cache: bool = True) -> None:
         self.trace = _load(trace_files, trace_dir, cache)
         self.trace_dir = str(trace_dir)
+        self.trace_files = trace_files
         self.hta_rounding = hta_rounding
         self.rules = rules.HtaRules(include_last_step=bool(include_last_profiler_step)) if hta_rounding else rules.OURS
         self._events: dict[int, pl.DataFrame] | None = None

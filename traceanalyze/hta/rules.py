@@ -199,12 +199,12 @@ def cutoff_ns(trace: Trace, rounds: bool) -> int | None:
     step: any non-GPU event of that name, so the GPU-side annotation too where the GPU runs behind
     the CPU. None when the rank has no step (HTA then drops all of its events)."""
     annotations = [math.ceil(value) * 1000 if rounds else round(value * 1000)
-                   for value in raw_facts(trace.source).step_annotation_ts] if _one_file(trace) else []
+                   for value in raw_facts(trace.source).step_annotation_ts] if one_file(trace) else []
     starts = [*hta_times(trace.steps, rounds)["start_ns"].to_list(), *annotations]
     return max(starts) if starts else None
 
 
-def _one_file(trace: Trace) -> bool:
+def one_file(trace: Trace) -> bool:
     return len(trace.meta) == 1 and trace.meta[0].source.is_file()
 
 
@@ -226,7 +226,7 @@ def rank_events(trace: Trace, rules: HtaRules, *, rounds: bool, several_steps: b
     parts = [_tagged(trace.gpu, "gpu"), _tagged(trace.runtime, "runtime", pl.lit(-1, pl.Int64))]
     if rules.non_gpu_busy:
         parts.append(_tagged(trace.sync, "sync"))
-        if _one_file(trace):
+        if one_file(trace):
             extras = raw_facts(trace.source).stream_cpu_ops
             parts.append(pl.DataFrame(
                 {"rank": [trace.ranks[0]] * len(extras), "source": ["cpu_op"] * len(extras),
@@ -262,13 +262,13 @@ def events(trace: Trace, rules: HtaRules) -> dict[int, pl.DataFrame]:
 
 def hta_rounds(trace: Trace) -> bool:
     """Whether HTA rounds this one-rank trace's times (a trace not read from a file: no)."""
-    return _one_file(trace) and raw_facts(trace.source).rounds
+    return one_file(trace) and raw_facts(trace.source).rounds
 
 
 def first_event(trace: Trace, rules: HtaRules) -> tuple[int, int | None, int | None] | None:
     """HTA's row 0 of a one-rank trace (see `RawFacts.first_event`), its start HTA-rounded; None
     when the rules are ours or HTA does not keep that event."""
-    if not (rules.quirks and _one_file(trace)):
+    if not (rules.quirks and one_file(trace)):
         return None
     first = raw_facts(trace.source).first_event
     if first is None:
@@ -282,7 +282,7 @@ def linked_rows(trace: Trace, rules: HtaRules) -> pl.DataFrame | None:
     (`gpu` false) and GPU events (`gpu` true) by `correlation`, with the GPU event's `pid` and
     `tid` as written (HTA's queue length shows them); None when the rules are ours or the trace
     was not read from one file."""
-    if not (rules.quirks and _one_file(trace)):
+    if not (rules.quirks and one_file(trace)):
         return None
     rows = raw_facts(trace.source).linked
     return pl.DataFrame({"index": [r[0] for r in rows], "correlation": [r[1] for r in rows],
@@ -294,7 +294,7 @@ def linked_rows(trace: Trace, rules: HtaRules) -> pl.DataFrame | None:
 def time_zero_ns(trace: Trace, rules: HtaRules) -> int:
     """HTA's time zero: the earliest start of all ranks (HTA shifts every rank by it); 0 when the
     rules are ours (ranks keep their recorded clock) or the traces were not read from files."""
-    if not rules.quirks or not all(_one_file(one) for one in trace.split_by_rank()):
+    if not rules.quirks or not all(one_file(one) for one in trace.split_by_rank()):
         return 0
     starts = []
     for one in trace.split_by_rank():
@@ -311,7 +311,7 @@ def annotations(trace: Trace, rules: HtaRules, *, on_gpu: bool) -> dict[int, pl.
     result, found = {}, False
     for one in trace.split_by_rank():
         if on_gpu:
-            rows = raw_facts(one.source).gpu_annotations if _one_file(one) else ()
+            rows = raw_facts(one.source).gpu_annotations if one_file(one) else ()
             frame = pl.DataFrame(rows, schema={"name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64},
                                  orient="row")
         else:

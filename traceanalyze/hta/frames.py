@@ -15,7 +15,8 @@ import polars as pl
 
 def to_pandas(frame: pl.DataFrame, *, whole_us: tuple[str, ...] = (), index: str | None = None) -> Any:
     """`frame` as a pandas DataFrame; the columns in `whole_us` become int64 when all values are
-    whole numbers (HTA's rounded µs); a column of Python objects is typed as pandas infers it; `index`: a column to make the index."""
+    whole numbers (HTA's rounded µs); a column of Python objects is typed as pandas infers it;
+    `index`: a column to make the index."""
     import pandas as pd
 
     columns = {}

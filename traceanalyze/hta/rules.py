@@ -36,6 +36,7 @@ from traceanalyze.model import Trace
 QUEUE_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution",
                   "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel", "hipLaunchKernel",
                   "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream")
+QUEUE_LAUNCH_SET = frozenset(QUEUE_LAUNCHES)
 # the cuda_sync events HTA's GPUKernelFilter treats as GPU work whatever their stream
 GPU_SYNC_NAMES = ("Event Sync", "Context Sync")
 EVENTS_SCHEMA = pl.Schema(
@@ -124,35 +125,42 @@ def _scan(path: Path, size: int, mtime_ns: int) -> RawFacts:
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     events = msgspec.json.decode(raw, type=_RawDocument).traceEvents
-    rounds = any(e.ts is None or isinstance(e.ts, float) for e in events)
-    steps = tuple(float(e.ts) for e in events if e.cat == "gpu_user_annotation" and isinstance(e.ts, (int, float))
-                  and str(e.name).startswith("ProfilerStep#"))
-    cpu_ops = []
-    for e in events:
-        if e.cat != "cpu_op" or e.args is None or not _is_stream(e.args.stream) or e.args.stream == -1:
+    rounds, earliest = False, None
+    steps: list[float] = []
+    cpu_ops: list[tuple[str, int, int, int]] = []
+    annotations: list[tuple[str, int, int]] = []
+    linked: list[tuple[int, int, bool, object, object]] = []
+    for index, event in enumerate(events):  # one pass: a 1 GB trace holds millions of events
+        ts, cat, args = event.ts, event.cat, event.args
+        numeric = type(ts) is int or type(ts) is float
+        rounds = rounds or ts is None or type(ts) is float
+        if numeric and event.dur is not None and cat is not None and cat != "Trace" \
+                and (earliest is None or ts < earliest):  # type: ignore[operator]
+            earliest = ts
+        if cat == "gpu_user_annotation" and numeric:
+            start = _ns(ts)
+            annotations.append((str(event.name), start, start + (_ns(event.dur) or 0)))  # type: ignore[operator]
+            if str(event.name).startswith("ProfilerStep#"):
+                steps.append(float(ts))  # type: ignore[arg-type]
+        if args is None:
             continue
-        start = _ns(e.ts)
-        duration = _ns(e.dur)
-        if start is not None:
-            cpu_ops.append((str(e.name), int(e.args.stream), start, start + (duration or 0)))
+        stream, correlation = args.stream, args.correlation
+        on_stream = type(stream) is int and stream != -1
+        if cat == "cpu_op" and on_stream and numeric:
+            start = _ns(ts)
+            cpu_ops.append((str(event.name), stream, start, start + (_ns(event.dur) or 0)))  # type: ignore[arg-type,operator]
+        if type(correlation) is int and correlation != -1 and (
+                on_stream or (type(event.name) is str and event.name in QUEUE_LAUNCH_SET)):
+            linked.append((index, correlation, on_stream, event.pid, event.tid))
     first = None
     if events and events[0].dur is not None and events[0].cat not in (None, "Trace") \
             and isinstance(events[0].ts, (int, float)):
-        head, args = events[0], events[0].args or _Args()
-        first = (_ns(head.ts), args.correlation if _is_stream(args.correlation) else None,
-                 args.stream if _is_stream(args.stream) else None)
-    starts = [e.ts for e in events
-              if e.dur is not None and e.cat not in (None, "Trace") and isinstance(e.ts, (int, float))]
-    earliest = min(starts, default=None)
-    min_ns = _ns(earliest)
+        head, head_args = events[0], events[0].args or _Args()
+        first = (_ns(head.ts), head_args.correlation if _is_stream(head_args.correlation) else None,
+                 head_args.stream if _is_stream(head_args.stream) else None)
     min_rounded = None if earliest is None else math.ceil(earliest) * 1000
-    annotations = tuple((str(e.name), _ns(e.ts), _ns(e.ts) + (_ns(e.dur) or 0)) for e in events
-                        if e.cat == "gpu_user_annotation" and _ns(e.ts) is not None)
-    linked = tuple((index, e.args.correlation, _is_stream(e.args.stream) and e.args.stream != -1, e.pid, e.tid)
-                   for index, e in enumerate(events)
-                   if e.args is not None and _is_stream(e.args.correlation) and e.args.correlation != -1
-                   and (_is_stream(e.args.stream) and e.args.stream != -1 or e.name in QUEUE_LAUNCHES))
-    return RawFacts(rounds, steps, tuple(cpu_ops), first, min_ns, min_rounded, annotations, linked)
+    return RawFacts(rounds, tuple(steps), tuple(cpu_ops), first, _ns(earliest), min_rounded, tuple(annotations),
+                    tuple(linked))
 
 
 def _ns(value_us: object) -> int | None:

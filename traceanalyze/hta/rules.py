@@ -74,12 +74,12 @@ OURS = HtaRules(rounding=False, non_gpu_busy=False, last_step=False, quirks=Fals
 
 # --- the raw scan -------------------------------------------------------------------------------
 
-class _Args(msgspec.Struct):
+class _Args(msgspec.Struct, gc=False):
     stream: object = None
     correlation: object = None
 
 
-class _RawEvent(msgspec.Struct):
+class _RawEvent(msgspec.Struct, gc=False):
     ts: object = None
     dur: object = None
     cat: object = None

@@ -148,7 +148,8 @@ def _scan(path: Path, size: int, mtime_ns: int) -> RawFacts:
         on_stream = type(stream) is int and stream != -1
         if cat == "cpu_op" and on_stream and numeric:
             start = _ns(ts)
-            cpu_ops.append((str(event.name), stream, start, start + (_ns(event.dur) or 0)))  # type: ignore[arg-type,operator]
+            end = start + (_ns(event.dur) or 0)  # type: ignore[operator]
+            cpu_ops.append((str(event.name), stream, start, end))  # type: ignore[arg-type]
         if type(correlation) is int and correlation != -1 and (
                 on_stream or (type(event.name) is str and event.name in QUEUE_LAUNCH_SET)):
             linked.append((index, correlation, on_stream, event.pid, event.tid))

@@ -38,12 +38,6 @@ CALLS = {
 }
 
 
-# HTA's ATen view loops over every launch and every ATen op (minutes on the 35 MB traces): run on
-# the trace sets up to this size only (gzipped bytes on disk)
-SLOW = {"get_aten_op_kernels_and_delay": 300_000}
-SKIPPED = "not run on HTA: too slow on this trace"
-
-
 @dataclass
 class Outputs:
     """Each method's result (or the exception it raised), by method name."""
@@ -53,12 +47,9 @@ class Outputs:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def call_all(analyzer: Any, ranks: list[int], size: int = 0) -> Outputs:
+def call_all(analyzer: Any, ranks: list[int]) -> Outputs:
     outputs = Outputs(ranks)
     for name, call in CALLS.items():
-        if size > SLOW.get(name, size):
-            outputs.errors[name] = SKIPPED
-            continue
         try:
             outputs.results[name] = call(analyzer, ranks)
         except Exception as error:  # noqa: BLE001 -- HTA's own failures are data here
@@ -77,8 +68,7 @@ def run_hta(folder: Path) -> Outputs:
         with pytest.MonkeyPatch.context() as env:
             env.delenv("HTA_DISABLE_NS_ROUNDING", raising=False)  # this switch changes HTA's numbers
             analyzer = TraceAnalysis(trace_dir=str(folder))
-            size = sum(path.stat().st_size for path in Path(folder).iterdir())
-            return call_all(analyzer, sorted(analyzer.t.traces), size)
+            return call_all(analyzer, sorted(analyzer.t.traces))
     finally:
         hta_logger.setLevel(level)
 

@@ -59,6 +59,7 @@ class TraceAnalysis:
                  cache: bool = True) -> None:
         self.trace = _load(trace_files, trace_dir, cache)
         self.trace_dir = str(trace_dir)
+        self.trace_files = trace_files
         self.hta_rounding = hta_rounding
         self.rules = rules.HtaRules(include_last_step=bool(include_last_profiler_step)) if hta_rounding else rules.OURS
         self._events: dict[int, pl.DataFrame] | None = None
@@ -227,9 +228,10 @@ class TraceAnalysis:
             first = rules.first_event(self.trace.for_rank(rank), self.rules)
             unlinked = first[1] if first and first[2] not in (None, -1) else None
             table = launches.queue_length(self.events[rank], unlinked=unlinked,
-                                          zero_ns=rules.time_zero_ns(self.trace, self.rules))
+                                          zero_ns=rules.time_zero_ns(self.trace, self.rules),
+                                          rows=rules.linked_rows(self.trace.for_rank(rank), self.rules))
             if not table.is_empty():  # HTA leaves out a rank without launches
-                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self.hta_rounding else ())
+                result[rank] = frames.to_pandas(table, whole_us=("ts",) if self.hta_rounding else (), index="index")
         return result
 
     def get_queue_length_summary(self, ranks: list[int] | None = None) -> Any:
@@ -287,15 +289,16 @@ class TraceAnalysis:
         analysis's slowest rank per step (the one whose late arrivals at collectives cost the
         others the most wait; any collective, `ncclDevKernel` included). With `hta_rounding`:
         HTA's late-start rule (`stragglers.hta_stragglers`), which raises ValueError where HTA's
-        fails (no `ncclKernel*`). `straggler_identification_impl` is not supported."""
-        if straggler_identification_impl is not None:
-            raise NotImplementedError("straggler_identification_impl takes HTA's own frames; not supported")
+        fails (no `ncclKernel*`). `straggler_identification_impl`: HTA's contract, a function of
+        (frame, symbol table, `num_candidates`, `visualize`) returning a Series of counts by rank;
+        it gets `stragglers.hta_frame`'s frame (our times: HTA's with `hta_rounding`), and the
+        ranks it counts most come first, as in HTA."""
         available = self.get_profiler_steps()
         chosen = available if profiler_steps is None else [s for s in profiler_steps if s in available]
         if not chosen:
             raise ValueError(f"invalid value for argument: profiler_steps={profiler_steps}; "
                              f"available profiler steps={available}")
-        if not self.hta_rounding:
+        if straggler_identification_impl is None and not self.hta_rounding:
             from traceanalyze.api import analyze
 
             job = analyze(self.trace, skip_steps=0).job
@@ -304,10 +307,15 @@ class TraceAnalysis:
         frames_with_steps = {}
         for one in self.trace.split_by_rank():
             rank = one.ranks[0]
-            steps = rules.hta_times(one.steps, rules.hta_rounds(one)).with_columns(
+            steps = rules.hta_times(one.steps, self.hta_rounding and rules.hta_rounds(one)).with_columns(
                 pl.col("name").str.extract(r"ProfilerStep\s*#\s*(\d+)").cast(pl.Int64).alias("number"))
             frames_with_steps[rank] = stragglers.with_iteration(self.events[rank], steps)
-        return stragglers.hta_stragglers(frames_with_steps, chosen, num_candidates)
+        if straggler_identification_impl is None:
+            return stragglers.hta_stragglers(frames_with_steps, chosen, num_candidates)
+        num_candidates = max(num_candidates, 1)
+        frame, symbols = stragglers.hta_frame(frames_with_steps, chosen, rules.time_zero_ns(self.trace, self.rules))
+        counts = straggler_identification_impl(frame, symbols, num_candidates, visualize)
+        return counts.sort_values(ascending=False)[:num_candidates].index.tolist()
 
     # --- beyond HTA -----------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ import polars as pl
 
 def to_pandas(frame: pl.DataFrame, *, whole_us: tuple[str, ...] = (), index: str | None = None) -> Any:
     """`frame` as a pandas DataFrame; the columns in `whole_us` become int64 when all values are
-    whole numbers (HTA's rounded µs); `index`: a column to make the index."""
+    whole numbers (HTA's rounded µs); a column of Python objects is typed as pandas infers it;
+    `index`: a column to make the index."""
     import pandas as pd
 
     columns = {}
@@ -24,6 +25,8 @@ def to_pandas(frame: pl.DataFrame, *, whole_us: tuple[str, ...] = (), index: str
         if name in whole_us and values.dtype.kind == "f" and values.size and np.isfinite(values).all() \
                 and (values == np.round(values)).all():
             values = values.astype(np.int64)
+        elif values.dtype == object:  # values as written (HTA's `pid`, `tid`): numeric when all are numbers
+            values = pd.Series(values.tolist(), dtype=None).to_numpy()
         columns[name] = values
     result = pd.DataFrame(columns, columns=frame.columns)
     return result.set_index(index) if index is not None else result

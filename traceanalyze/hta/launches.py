@@ -11,15 +11,11 @@ import numpy as np
 import polars as pl
 
 from traceanalyze.analysis.launch import launch_latency
-from traceanalyze.hta.rules import busy
+from traceanalyze.hta.rules import QUEUE_LAUNCHES, busy
 from traceanalyze.model import Trace
 
 KERNEL_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution")
 MEMORY_LAUNCHES = ("cudaMemcpyAsync", "cudaMemsetAsync")
-# the launch calls HTA's queue length counts (TraceSymbolTable.get_runtime_launch_events_query)
-QUEUE_LAUNCHES = KERNEL_LAUNCHES + MEMORY_LAUNCHES + (
-    "cuLaunchKernel", "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync",
-    "hipMemcpyWithStream")
 IDLE_CATEGORIES = {0: "host_wait", 1: "kernel_wait", 2: "other"}
 STEP_NUMBER = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 LAUNCH_SCHEMA = {"correlation": pl.Int64, "cpu_duration": pl.Float64, "gpu_duration": pl.Float64,
@@ -105,26 +101,48 @@ def idle_breakdown(intervals: pl.DataFrame, rank: int) -> pl.DataFrame:
     )
 
 
-def queue_length(frame: pl.DataFrame, *, unlinked: int | None = None, zero_ns: int = 0) -> pl.DataFrame:
+def queue_length(frame: pl.DataFrame, *, unlinked: int | None = None, zero_ns: int = 0,
+                 rows: pl.DataFrame | None = None) -> pl.DataFrame:
     """HTA's queue length time series of one rank: +1 at each launch call's start, −1 at each
-    launched GPU op's start, per stream (`ts` in µs from `zero_ns`, `pid` the device, `tid` and
-    `stream` the stream, `queue_length`). `unlinked`: a correlation HTA leaves out (the GPU op at
-    its row 0, whose link reads as "none")."""
+    launched GPU op's start, per stream (`index`, `ts` in µs from `zero_ns`, `pid`, `tid`,
+    `stream`, `queue_length`). `unlinked`: a correlation HTA leaves out (the GPU op at its row 0,
+    whose link reads as "none"). `rows` (`rules.linked_rows`): HTA's row labels and the GPU events'
+    own `pid`, `tid`; with them the changes come in HTA's order, ties included (`hta_order`).
+    Without them `index` is a row number, `pid` the device, `tid` the stream, and changes of equal
+    time keep launch calls before GPU ops, each by start."""
     gpu = busy(frame)
     calls = frame.filter((pl.col("source") == "runtime") & pl.col("name").is_in(QUEUE_LAUNCHES)
                          & (pl.col("correlation") != (-1 if unlinked is None else unlinked)))
     enqueued = calls.join(gpu.select("correlation", "device", "stream"), on="correlation", how="inner", suffix="_gpu")
-    points = pl.concat([
-        enqueued.select("start_ns", pl.col("device_gpu").alias("device"), pl.col("stream_gpu").alias("stream"),
-                        pl.lit(1).alias("queue")),
+    changes = pl.concat([
+        enqueued.select("correlation", pl.lit(False).alias("gpu"), "start_ns", pl.col("device_gpu").alias("device"),
+                        pl.col("stream_gpu").alias("stream"), pl.lit(1).alias("queue")),
         gpu.filter(pl.col("correlation").is_in(calls["correlation"].implode())).select(
-            "start_ns", "device", "stream", pl.lit(-1).alias("queue")),
-    ]).sort("start_ns", maintain_order=True)
-    return points.select(
-        ((pl.col("start_ns") - zero_ns) / 1000).alias("ts"), pl.col("device").alias("pid"),
-        pl.col("stream").alias("tid"),
-        "stream", pl.col("queue").cum_sum().over("stream").alias("queue_length"),
+            "correlation", pl.lit(True).alias("gpu"), "start_ns", "device", "stream", pl.lit(-1).alias("queue")),
+    ]).with_columns(((pl.col("start_ns") - zero_ns) / 1000).alias("ts"))
+    if rows is None:
+        changes = changes.sort("start_ns", maintain_order=True).with_row_index("index").with_columns(
+            pl.col("index").cast(pl.Int64), pl.col("device").cast(pl.Int64).alias("pid"), pl.col("stream").alias("tid"))
+    else:
+        changes = hta_order(changes, rows)
+    return changes.select(
+        "index", "ts", "pid", "tid", "stream", pl.col("queue").cum_sum().over("stream").alias("queue_length"),
     ).sort("stream", maintain_order=True)
+
+
+def hta_order(changes: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """The queue changes in HTA's order (trace_counters.py): its frame holds the launch calls, then
+    the GPU events, each in file order (`rows`' `index`), and pandas' `sort_values(by="ts")` sorts
+    it with numpy's quicksort, which is not stable but is deterministic: the same `ts` array in the
+    same order (int64 µs where every time is whole, as HTA's) gives the same permutation."""
+    labelled = changes.join(rows.select("correlation", "gpu", "index"), on=["correlation", "gpu"], how="left")
+    pid_tid = rows.filter(pl.col("gpu")).select("correlation", "pid", "tid").unique("correlation", keep="first",
+                                                                                    maintain_order=True)
+    labelled = labelled.join(pid_tid, on="correlation", how="left").sort("gpu", "index", maintain_order=True)
+    ts = labelled["ts"].to_numpy()
+    if ts.size and np.isfinite(ts).all() and (ts == np.round(ts)).all():
+        ts = ts.astype(np.int64)
+    return labelled[np.argsort(ts, kind="quicksort")]
 
 
 def describe(values: np.ndarray) -> dict[str, float]:

@@ -32,6 +32,11 @@ import polars as pl
 from traceanalyze.load.times import float_ns
 from traceanalyze.model import Trace
 
+# the launch calls HTA's queue length counts (TraceSymbolTable.get_runtime_launch_events_query)
+QUEUE_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution",
+                  "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel", "hipLaunchKernel",
+                  "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream")
+QUEUE_LAUNCH_SET = frozenset(QUEUE_LAUNCHES)
 # the cuda_sync events HTA's GPUKernelFilter treats as GPU work whatever their stream
 GPU_SYNC_NAMES = ("Event Sync", "Context Sync")
 EVENTS_SCHEMA = pl.Schema(
@@ -69,16 +74,18 @@ OURS = HtaRules(rounding=False, non_gpu_busy=False, last_step=False, quirks=Fals
 
 # --- the raw scan -------------------------------------------------------------------------------
 
-class _Args(msgspec.Struct):
+class _Args(msgspec.Struct, gc=False):
     stream: object = None
     correlation: object = None
 
 
-class _RawEvent(msgspec.Struct):
+class _RawEvent(msgspec.Struct, gc=False):
     ts: object = None
     dur: object = None
     cat: object = None
     name: object = None
+    pid: object = None
+    tid: object = None
     args: _Args | None = None
 
 
@@ -100,6 +107,9 @@ class RawFacts:
     min_ts_ns: int | None = None
     min_ts_rounded_ns: int | None = None  # the same, rounded up to whole µs as HTA does when it rounds
     gpu_annotations: tuple[tuple[str, int, int], ...] = ()  # gpu_user_annotation (name, start_ns, end_ns)
+    # HTA's row label (the position in `traceEvents`) of each event its queue length reads, and
+    # the GPU event's own `pid`, `tid` (`linked_rows`)
+    linked: tuple[tuple[int, int, bool, object, object], ...] = ()
 
 
 def raw_facts(path: Path) -> RawFacts:
@@ -115,31 +125,43 @@ def _scan(path: Path, size: int, mtime_ns: int) -> RawFacts:
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     events = msgspec.json.decode(raw, type=_RawDocument).traceEvents
-    rounds = any(e.ts is None or isinstance(e.ts, float) for e in events)
-    steps = tuple(float(e.ts) for e in events if e.cat == "gpu_user_annotation" and isinstance(e.ts, (int, float))
-                  and str(e.name).startswith("ProfilerStep#"))
-    cpu_ops = []
-    for e in events:
-        if e.cat != "cpu_op" or e.args is None or not _is_stream(e.args.stream) or e.args.stream == -1:
+    rounds, earliest = False, None
+    steps: list[float] = []
+    cpu_ops: list[tuple[str, int, int, int]] = []
+    annotations: list[tuple[str, int, int]] = []
+    linked: list[tuple[int, int, bool, object, object]] = []
+    for index, event in enumerate(events):  # one pass: a 1 GB trace holds millions of events
+        ts, cat, args = event.ts, event.cat, event.args
+        numeric = type(ts) is int or type(ts) is float
+        rounds = rounds or ts is None or type(ts) is float
+        if numeric and event.dur is not None and cat is not None and cat != "Trace" \
+                and (earliest is None or ts < earliest):  # type: ignore[operator]
+            earliest = ts
+        if cat == "gpu_user_annotation" and numeric:
+            start = _ns(ts)
+            annotations.append((str(event.name), start, start + (_ns(event.dur) or 0)))  # type: ignore[operator]
+            if str(event.name).startswith("ProfilerStep#"):
+                steps.append(float(ts))  # type: ignore[arg-type]
+        if args is None:
             continue
-        start = _ns(e.ts)
-        duration = _ns(e.dur)
-        if start is not None:
-            cpu_ops.append((str(e.name), int(e.args.stream), start, start + (duration or 0)))
+        stream, correlation = args.stream, args.correlation
+        on_stream = type(stream) is int and stream != -1
+        if cat == "cpu_op" and on_stream and numeric:
+            start = _ns(ts)
+            end = start + (_ns(event.dur) or 0)  # type: ignore[operator]
+            cpu_ops.append((str(event.name), stream, start, end))  # type: ignore[arg-type]
+        if type(correlation) is int and correlation != -1 and (
+                on_stream or (type(event.name) is str and event.name in QUEUE_LAUNCH_SET)):
+            linked.append((index, correlation, on_stream, event.pid, event.tid))
     first = None
     if events and events[0].dur is not None and events[0].cat not in (None, "Trace") \
             and isinstance(events[0].ts, (int, float)):
-        head, args = events[0], events[0].args or _Args()
-        first = (_ns(head.ts), args.correlation if _is_stream(args.correlation) else None,
-                 args.stream if _is_stream(args.stream) else None)
-    starts = [e.ts for e in events
-              if e.dur is not None and e.cat not in (None, "Trace") and isinstance(e.ts, (int, float))]
-    earliest = min(starts, default=None)
-    min_ns = _ns(earliest)
+        head, head_args = events[0], events[0].args or _Args()
+        first = (_ns(head.ts), head_args.correlation if _is_stream(head_args.correlation) else None,
+                 head_args.stream if _is_stream(head_args.stream) else None)
     min_rounded = None if earliest is None else math.ceil(earliest) * 1000
-    annotations = tuple((str(e.name), _ns(e.ts), _ns(e.ts) + (_ns(e.dur) or 0)) for e in events
-                        if e.cat == "gpu_user_annotation" and _ns(e.ts) is not None)
-    return RawFacts(rounds, steps, tuple(cpu_ops), first, min_ns, min_rounded, annotations)
+    return RawFacts(rounds, tuple(steps), tuple(cpu_ops), first, _ns(earliest), min_rounded, tuple(annotations),
+                    tuple(linked))
 
 
 def _ns(value_us: object) -> int | None:
@@ -186,12 +208,12 @@ def cutoff_ns(trace: Trace, rounds: bool) -> int | None:
     step: any non-GPU event of that name, so the GPU-side annotation too where the GPU runs behind
     the CPU. None when the rank has no step (HTA then drops all of its events)."""
     annotations = [math.ceil(value) * 1000 if rounds else round(value * 1000)
-                   for value in raw_facts(trace.source).step_annotation_ts] if _one_file(trace) else []
+                   for value in raw_facts(trace.source).step_annotation_ts] if one_file(trace) else []
     starts = [*hta_times(trace.steps, rounds)["start_ns"].to_list(), *annotations]
     return max(starts) if starts else None
 
 
-def _one_file(trace: Trace) -> bool:
+def one_file(trace: Trace) -> bool:
     return len(trace.meta) == 1 and trace.meta[0].source.is_file()
 
 
@@ -213,7 +235,7 @@ def rank_events(trace: Trace, rules: HtaRules, *, rounds: bool, several_steps: b
     parts = [_tagged(trace.gpu, "gpu"), _tagged(trace.runtime, "runtime", pl.lit(-1, pl.Int64))]
     if rules.non_gpu_busy:
         parts.append(_tagged(trace.sync, "sync"))
-        if _one_file(trace):
+        if one_file(trace):
             extras = raw_facts(trace.source).stream_cpu_ops
             parts.append(pl.DataFrame(
                 {"rank": [trace.ranks[0]] * len(extras), "source": ["cpu_op"] * len(extras),
@@ -249,13 +271,13 @@ def events(trace: Trace, rules: HtaRules) -> dict[int, pl.DataFrame]:
 
 def hta_rounds(trace: Trace) -> bool:
     """Whether HTA rounds this one-rank trace's times (a trace not read from a file: no)."""
-    return _one_file(trace) and raw_facts(trace.source).rounds
+    return one_file(trace) and raw_facts(trace.source).rounds
 
 
 def first_event(trace: Trace, rules: HtaRules) -> tuple[int, int | None, int | None] | None:
     """HTA's row 0 of a one-rank trace (see `RawFacts.first_event`), its start HTA-rounded; None
     when the rules are ours or HTA does not keep that event."""
-    if not (rules.quirks and _one_file(trace)):
+    if not (rules.quirks and one_file(trace)):
         return None
     first = raw_facts(trace.source).first_event
     if first is None:
@@ -264,10 +286,24 @@ def first_event(trace: Trace, rules: HtaRules) -> tuple[int, int | None, int | N
     return (start, first[1], first[2])
 
 
+def linked_rows(trace: Trace, rules: HtaRules) -> pl.DataFrame | None:
+    """HTA's row label (`index`: the event's position in the file) of one rank's launch calls
+    (`gpu` false) and GPU events (`gpu` true) by `correlation`, with the GPU event's `pid` and
+    `tid` as written (HTA's queue length shows them); None when the rules are ours or the trace
+    was not read from one file."""
+    if not (rules.quirks and one_file(trace)):
+        return None
+    rows = raw_facts(trace.source).linked
+    return pl.DataFrame({"index": [r[0] for r in rows], "correlation": [r[1] for r in rows],
+                         "gpu": [r[2] for r in rows], "pid": [r[3] for r in rows], "tid": [r[4] for r in rows]},
+                        schema={"index": pl.Int64, "correlation": pl.Int64, "gpu": pl.Boolean,
+                                "pid": pl.Object, "tid": pl.Object})
+
+
 def time_zero_ns(trace: Trace, rules: HtaRules) -> int:
     """HTA's time zero: the earliest start of all ranks (HTA shifts every rank by it); 0 when the
     rules are ours (ranks keep their recorded clock) or the traces were not read from files."""
-    if not rules.quirks or not all(_one_file(one) for one in trace.split_by_rank()):
+    if not rules.quirks or not all(one_file(one) for one in trace.split_by_rank()):
         return 0
     starts = []
     for one in trace.split_by_rank():
@@ -284,7 +320,7 @@ def annotations(trace: Trace, rules: HtaRules, *, on_gpu: bool) -> dict[int, pl.
     result, found = {}, False
     for one in trace.split_by_rank():
         if on_gpu:
-            rows = raw_facts(one.source).gpu_annotations if _one_file(one) else ()
+            rows = raw_facts(one.source).gpu_annotations if one_file(one) else ()
             frame = pl.DataFrame(rows, schema={"name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64},
                                  orient="row")
         else:

@@ -11,6 +11,7 @@ on any collective."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -83,3 +84,50 @@ def our_stragglers(stragglers: pl.DataFrame, num_candidates: int) -> list[int]:
         pl.len().alias("steps"), pl.col("others_wait_ns").sum()).sort(
         "steps", "others_wait_ns", "rank", descending=[True, True, False])
     return ranked["rank"].head(max(num_candidates, 1)).to_list()
+
+
+class SymbolTable:
+    """What HTA's `TraceSymbolTable` gives a straggler function: the names and categories the
+    frame's `name` and `cat` columns hold as integer ids (`get_sym_table()[id]` is the text,
+    `get_sym_id_map()[text]` the id)."""
+
+    def __init__(self, symbols: list[str]) -> None:
+        self.sym_table = list(symbols)
+        self.sym_index = {symbol: number for number, symbol in enumerate(self.sym_table)}
+
+    def get_sym_table(self) -> list[str]:
+        return self.sym_table
+
+    def get_sym_id_map(self) -> dict[str, int]:
+        return self.sym_index
+
+
+# HTA's `cat` of each event `rules.events` keeps (by `source`, and a GPU op's `kind`)
+HTA_CATEGORIES = {"runtime": "cuda_runtime", "sync": "cuda_sync", "cpu_op": "cpu_op", "kernel": "kernel",
+                  "communication": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
+
+
+def hta_frame(frames: dict[int, pl.DataFrame], steps: list[int], zero_ns: int) -> tuple[Any, SymbolTable]:
+    """The frame HTA hands a `straggler_identification_impl`: every rank's events (with
+    `iteration`) in the chosen steps, HTA's columns in HTA's order: `rank`, `idx`, `cat`, `name`
+    (symbol ids), `pid`, `tid`, `ts`, `dur` (µs from `zero_ns`), `stream`, `correlation`,
+    `iteration`, `end`;
+    and the symbol table of its ids. The events are those `rules.events` keeps (GPU ops, launch
+    calls, sync events), not every CPU op."""
+    import pandas as pd
+
+    parts = []
+    for rank, frame in frames.items():
+        category = pl.when(pl.col("source") == "gpu").then(pl.col("kind")).otherwise(pl.col("source"))
+        parts.append(frame.with_row_index("idx").select(
+            pl.lit(rank, pl.Int64).alias("rank"), pl.col("idx").cast(pl.Int64),
+            category.replace_strict(HTA_CATEGORIES, default="cpu_op").alias("cat"), "name",
+            pl.col("device").fill_null(-1).alias("pid"), pl.col("stream").alias("tid"),
+            ((pl.col("start_ns") - zero_ns) / 1000).alias("ts"),
+            ((pl.col("end_ns") - pl.col("start_ns")) / 1000).alias("dur"), "stream",
+            pl.col("correlation").fill_null(-1), "iteration", ((pl.col("end_ns") - zero_ns) / 1000).alias("end")))
+    table = pl.concat(parts).filter(pl.col("iteration").is_in(steps))
+    symbols = SymbolTable(sorted(set(table["cat"].unique().to_list()) | set(table["name"].unique().to_list())))
+    table = table.with_columns(pl.col("cat", "name").replace_strict(symbols.sym_index, return_dtype=pl.Int64))
+    columns = {name: table[name].to_numpy() for name in table.columns}
+    return pd.DataFrame(columns, columns=table.columns), symbols

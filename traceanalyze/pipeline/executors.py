@@ -67,9 +67,10 @@ def batch_size(ranks: int, workers: int) -> int:
 
 def analyse_batch(paths: list[str], options: ReportOptions, limits: LoadLimits, cache: CacheSetting,
                   task: Callable | None) -> list[RankReport]:
-    """`task` (default `mapreduce.analyse_file`) of each of `paths`, in order, in one worker task."""
+    """`task` (default `mapreduce.analyse_file`) of each of `paths`, in order, in one worker task
+    (whose results are pickled back to the parent)."""
     task = task or analyse_file
-    return [task(p, options, limits, cache) for p in paths]
+    return [task(p, options, limits, cache, pickled=True) for p in paths]
 
 
 def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,

@@ -23,7 +23,9 @@ def matching(names: pl.Series, test: NameTest) -> pl.Series:
     if categories is not None and len(categories) * CATEGORIES_PER_ROW < len(names):
         hits = categories.to_frame("name").with_row_index("code").filter(test(pl.col("name")).fill_null(False))["code"]
         return names.to_physical().is_in(hits.cast(names.to_physical().dtype).implode()).alias(names.name)
-    distinct = names.unique(maintain_order=True).cast(pl.String).to_frame("name")  # in order: twice as fast on a categorical
+    distinct = (
+        names.unique(maintain_order=True).cast(pl.String).to_frame("name")
+    )  # in order: twice as fast on a categorical
     hits = distinct.filter(test(pl.col("name")).fill_null(False))["name"]
     return names.is_in(hits.implode()).alias(names.name)
 

@@ -47,8 +47,9 @@ def run_local(paths: list[str], options: ReportOptions, workers: int | None = No
 
     size = batch_size(len(paths), count)
     # the processes fill the cores: each one's polars threads share what is left (one each when a
-    # process runs on every core: a small rank's hundreds of queries cost a fifth less CPU so)
-    with spawn_pool(count, polars_threads=max(1, (os.cpu_count() or 1) // count)) as pool:
+    # process runs on every core), unless the environment names a number
+    threads = None if "POLARS_MAX_THREADS" in os.environ else max(1, (os.cpu_count() or 1) // count)
+    with spawn_pool(count, polars_threads=threads) as pool:
         futures = [pool.submit(analyse_batch, paths[start:start + size], options, limits, cache, task)
                    for start in range(0, len(paths), size)]
         return [report for f in futures for report in f.result()]

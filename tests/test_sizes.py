@@ -15,18 +15,13 @@ MAX_LINE = 120
 MAX_BODY_LINES = 60
 
 LONG_LINES_LEFT = {
-    "analysis/attribution.py": 18, "analysis/clocks.py": 1, "analysis/collectives.py": 4,
     "analysis/costs/autograd_pairs.py": 4, "analysis/costs/conv.py": 1, "analysis/costs/embedding_tbe.py": 3,
     "analysis/costs/fbgemm.py": 2, "analysis/costs/table.py": 1, "analysis/costs/vllm.py": 2,
-    "analysis/cpu_context.py": 3, "analysis/device_match.py": 4, "analysis/health.py": 4,
-    "analysis/idle.py": 14, "analysis/intervals.py": 9, "analysis/launch.py": 5, "analysis/names.py": 1,
-    "analysis/overlap.py": 2, "analysis/roofline.py": 18, "analysis/skip_steps.py": 1,
-    "analysis/stragglers.py": 7, "cache_files.py": 1, "calibrate/bench.py": 3, "calibrate/render.py": 5,
+    "cache_files.py": 1, "calibrate/bench.py": 3, "calibrate/render.py": 5,
     "capture/session.py": 1, "diff/compare.py": 6, "diff/render_html.py": 5, "diff/render_text.py": 3,
     "fields.py": 1, "gate/budgets.py": 4, "gate/metrics.py": 2, "gate/render_text.py": 2,
-    "gate/verdict.py": 6, "load/assemble.py": 1, "load/cache.py": 1, "load/chrome.py": 1, "load/classify.py": 2,
-    "load/columnar.py": 8, "load/fast.py": 2, "load/files.py": 1, "load/general.py": 2, "load/raw.py": 3,
-    "load/shapes.py": 3, "model.py": 1, "output.py": 1, "pipeline/executors.py": 1,
+    "gate/verdict.py": 6,
+    "output.py": 1,
     "renderers/document.py": 25, "renderers/escape.py": 1, "renderers/html.py": 22, "renderers/jsonout.py": 13,
     "renderers/svg.py": 2, "renderers/terminal.py": 12,
     "scalar_columns.py": 1,

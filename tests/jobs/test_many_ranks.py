@@ -29,3 +29,30 @@ def test_batches_give_the_report_of_one_rank_at_a_time(tmp_path, monkeypatch):
     batched = traceanalyze.analyze(job, run=RunOptions(workers=2, cache=False))
     assert render_json(batched) == one_by_one
     assert [rank.rank for rank in batched.ranks] == list(range(6))
+
+
+def test_worker_path_gives_the_report_of_the_parent_path_on_mixed_ranks(tmp_path):
+    """The path a many-rank folder takes (batches in worker processes: each rank's analyses in order
+    in one thread, one polars thread per worker, its frames not copied before they are pickled back)
+    against every rank analysed here with the analysis threads: the same JSON and Markdown, byte
+    for byte, on ranks with collectives and steps, a rank without GPU events and a rank of one CPU op (no steps; a
+    rank without events is refused)."""
+    from builder import TraceBuilder
+
+    from traceanalyze.renderers.markdown import render_markdown
+
+    job = mr.write_job(tmp_path / "job", ranks=4)
+    cpu_only = TraceBuilder(rank=4, world_size=6)
+    for step in range(1, 3):
+        cpu_only.step(step, step * 1_000, 900)
+        cpu_only.cpu_op("aten::mm", step * 1_000 + 10, 300)
+    cpu_only.write(job / "rank4.json")
+    nearly_empty = TraceBuilder(rank=5, world_size=6)  # no events at all is refused: one op, no step
+    nearly_empty.cpu_op("aten::add", 500, 5)
+    nearly_empty.write(job / "rank5.json")
+    here = traceanalyze.analyze(job, run=RunOptions(workers=1, cache=False, force_job=True))
+    in_workers = traceanalyze.analyze(job, run=RunOptions(workers=2, cache=False, force_job=True))
+    assert [rank.has_gpu for rank in here.ranks] == [True] * 4 + [False, False]
+    assert here.ranks[0].collectives.height and here.ranks[0].step_split.height  # what the job analyses read
+    assert render_json(in_workers) == render_json(here)
+    assert render_markdown(in_workers) == render_markdown(here)

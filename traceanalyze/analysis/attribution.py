@@ -2,8 +2,8 @@
 
 Every instant of the window is counted once. At an instant where several GPU ops overlap (several
 streams), the instant goes to the first regime of `PRIORITY` that is running: compute, then
-bandwidth, then latency-bound kernels, then unmodeled kernels, then communication, then copies. An instant with no GPU op is
-`overhead`. So the fractions sum to 1 exactly. Definitions: docs/roofline.md.
+bandwidth, then latency-bound kernels, then unmodeled kernels, then communication, then copies. An
+instant with no GPU op is `overhead`. So the fractions sum to 1 exactly. Definitions: docs/roofline.md.
 """
 
 from __future__ import annotations
@@ -46,12 +46,16 @@ def attribution(roofline: pl.DataFrame, trace: Trace, *, window: Window = "activ
     `model_coverage`."""
     bounds = windows(trace, window=window)
     intervals = roofline.select(*DEVICE, "start_ns", "end_ns", "regime")
-    return _fractions(_regime_time_in(intervals, bounds)).join(model_coverage(roofline, bounds, DEVICE), on=DEVICE, how="left")
+    return _fractions(_regime_time_in(intervals, bounds)).join(
+        model_coverage(roofline, bounds, DEVICE), on=DEVICE, how="left"
+    )
 
 
 def _busy_ns(ops: pl.DataFrame, bounds: pl.DataFrame, by: list[str], name: str) -> pl.DataFrame:
     """|union of `ops` ∩ window| per group → `by + [name]` (0 where a window has no op)."""
-    return bounds.select(by).with_columns(covered_in_windows(ops.select(*by, "start_ns", "end_ns"), bounds, by).alias(name))
+    return bounds.select(by).with_columns(
+        covered_in_windows(ops.select(*by, "start_ns", "end_ns"), bounds, by).alias(name)
+    )
 
 
 def model_coverage(roofline: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -72,11 +76,15 @@ def model_coverage(roofline: pl.DataFrame, bounds: pl.DataFrame, by: list[str]) 
         _busy_ns(compute.filter(pl.col("modelled")), bounds, by, "modelled_busy_ns"),
         _busy_ns(compute, bounds, by, "modelable_busy_ns"),
         _busy_ns(roofline.filter(pl.col("kind") == "communication"), bounds, by, "communication_busy_ns"),
-        _busy_ns(compute.filter(pl.col("modelled") & (pl.col("regime") == "unmodeled")), bounds, by, "unroofed_busy_ns"),
+        _busy_ns(
+            compute.filter(pl.col("modelled") & (pl.col("regime") == "unmodeled")), bounds, by, "unroofed_busy_ns"
+        ),
     ]
     frame = parts[0].join(parts[1], on=by).join(parts[2], on=by).join(parts[3], on=by)
     return frame.with_columns(
-        pl.when(pl.col("modelable_busy_ns") > 0).then(pl.col("modelled_busy_ns") / pl.col("modelable_busy_ns")).alias("model_coverage")
+        pl.when(pl.col("modelable_busy_ns") > 0)
+        .then(pl.col("modelled_busy_ns") / pl.col("modelable_busy_ns"))
+        .alias("model_coverage")
     )
 
 
@@ -109,7 +117,9 @@ def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame, *, left_out_id
         roofline.select("regime", "recoverable_ns", "ideal_ns", "duration_ns")  # a filter copies what it keeps
         .filter(pl.col("regime").is_in(["bandwidth", "compute", "latency"]))
         .group_by("regime")
-        .agg(pl.col("recoverable_ns").sum(), (pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("roof_share"))
+        .agg(
+            pl.col("recoverable_ns").sum(), (pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("roof_share")
+        )
         .with_columns(pl.col("regime").cast(pl.String))
     )
     found = {r["regime"]: r for r in kernels.iter_rows(named=True)}
@@ -150,15 +160,24 @@ def _op_tensors(cpu_ops: pl.DataFrame, op_ids: pl.Series) -> pl.DataFrame:
     groups = ops.group_by("input_dims", "input_types", maintain_order=True).agg("op_id")
     rows = []
     for dims, types, members in groups.iter_rows():
-        tensors = [(shape, kind) for shape, kind in zip(dims or [], types or []) if element_size(kind or "") is not None]
+        tensors = [
+            (shape, kind) for shape, kind in zip(dims or [], types or []) if element_size(kind or "") is not None
+        ]
         if not tensors:
             continue
         largest = max(tensors, key=lambda t: math.prod(t[0]))
         rows.append({"op_id": members, "in_shapes": [f"{list(shape)}:{kind}" for shape, kind in tensors],
                      "out_shape": f"{list(largest[0])}:{largest[1]}",
                      "out_bytes": float(math.prod(largest[0]) * element_size(largest[1]))})
-    return pl.DataFrame(rows, schema={"op_id": pl.List(pl.Int64), "in_shapes": pl.List(pl.String), "out_shape": pl.String,
-                                      "out_bytes": pl.Float64}).explode("op_id")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "op_id": pl.List(pl.Int64),
+            "in_shapes": pl.List(pl.String),
+            "out_shape": pl.String,
+            "out_bytes": pl.Float64,
+        },
+    ).explode("op_id")
 
 
 def _in_optimizer_step(kernels: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Series:
@@ -167,7 +186,9 @@ def _in_optimizer_step(kernels: pl.DataFrame, cpu_ops: pl.DataFrame) -> pl.Serie
     steps = cpu_ops.filter(starts_with(cpu_ops["name"], "Optimizer.step")).select(
         pl.col("rank").alias("_rank"), pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e"))
     rows = kernels.select(pl.int_range(pl.len()).alias("_row"), "rank", "launch_start_ns")
-    inside = rows.join_where(steps, pl.col("launch_start_ns") >= pl.col("_s"), pl.col("launch_start_ns") <= pl.col("_e"))
+    inside = rows.join_where(
+        steps, pl.col("launch_start_ns") >= pl.col("_s"), pl.col("launch_start_ns") <= pl.col("_e")
+    )
     inside = inside.filter(pl.col("rank") == pl.col("_rank"))["_row"].unique()
     return rows["_row"].is_in(inside.implode())
 
@@ -191,7 +212,9 @@ def fusion_opportunities(roofline: pl.DataFrame, cpu_ops: pl.DataFrame, *, min_o
     read = (*stream, "kind", "start_ns", "duration_ns", "regime", "cost_model", "op_id", "bytes", "launch_start_ns")
     kernels = (roofline.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), *read)
                .filter(pl.col("kind") == "kernel").sort(*stream, "start_ns"))
-    candidate = ((pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)).fill_null(False)
+    candidate = (
+        (pl.col("regime") == "bandwidth") & pl.col("cost_model").cast(pl.String).is_in(FUSIBLE_MODELS)
+    ).fill_null(False)
     candidates = kernels.filter(candidate)
     fusible_rows = candidates.filter(~_in_optimizer_step(candidates, cpu_ops))["_row"]
     blocks = fusible_blocks(kernels, fusible_rows, stream)
@@ -262,12 +285,33 @@ def fusible_blocks(kernels: pl.DataFrame, fusible_rows: pl.Series, stream: list[
 
 
 # the roofline columns `op_parts` reads (a filter copies every column it keeps)
-_AGGREGATED = ("name", "op_name", "kind", "regime", "duration_ns", "flops", "bytes", "recoverable_ns", "peak_flops_per_s",
-               "peak_bytes_per_s", "ridge_flops_per_byte", "roof", "compute_dtype", "tensor_core", "no_roof_reason", "unmodeled_reason",
-               "tf32_peak_flops_per_s")
+_AGGREGATED = (
+    "name",
+    "op_name",
+    "kind",
+    "regime",
+    "duration_ns",
+    "flops",
+    "bytes",
+    "recoverable_ns",
+    "peak_flops_per_s",
+    "peak_bytes_per_s",
+    "ridge_flops_per_byte",
+    "roof",
+    "compute_dtype",
+    "tensor_core",
+    "no_roof_reason",
+    "unmodeled_reason",
+    "tf32_peak_flops_per_s",
+)
 
 
-SINGLE = ("peak_flops_per_s", "peak_bytes_per_s", "ridge_flops_per_byte", "tf32_peak_flops_per_s")  # kept when one value
+SINGLE = (
+    "peak_flops_per_s",
+    "peak_bytes_per_s",
+    "ridge_flops_per_byte",
+    "tf32_peak_flops_per_s",
+)  # kept when one value
 FIRST = ("compute_dtype", "tensor_core", "no_roof_reason")  # of the group's first kernel
 FIRST_PRESENT = ("op_name", "unmodeled_reason")  # the first one that is not null
 SUMS = ("total_ns", "flops", "bytes", "recoverable_ns")
@@ -282,7 +326,8 @@ def aggregate_parts(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     # value set is its distinct values in order
     rows = part_rows(roofline, by)
     return rows.group_by(by, maintain_order=True).agg(
-        *_SUMMED, *[pl.col(c).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")], *_first_values(rows, by))
+        *_SUMMED, *[pl.col(c).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")], *_first_values(rows, by)
+    )
 
 
 def part_rows(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -290,8 +335,13 @@ def part_rows(roofline: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     and the values whose sets and first ones a group keeps."""
     at_roof = (
         pl.when(pl.col("regime").is_in(["compute", "bandwidth", "latency"]))
-        .then(pl.max_horizontal(pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")))
-        .when(pl.col("regime") == "memcpy").then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
+        .then(
+            pl.max_horizontal(
+                pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")
+            )
+        )
+        .when(pl.col("regime") == "memcpy")
+        .then(pl.col("bytes") / pl.col("peak_bytes_per_s"))
     ) * 1e9
     return roofline.select(
         *by, pl.lit(1, dtype=pl.UInt32).alias("count"), pl.col("duration_ns").alias("total_ns"), "flops", "bytes",
@@ -305,12 +355,20 @@ def combine_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     group: sums summed, value sets united (in order), first values kept."""
     return parts.group_by(by, maintain_order=True).agg(
         *_SUMMED,
-        *[pl.col(c).list.explode(keep_nulls=True, empty_as_null=False).unique(maintain_order=True).alias(c) for c in (*SINGLE, "roof")],
+        *[
+            pl.col(c).list.explode(keep_nulls=True, empty_as_null=False).unique(maintain_order=True).alias(c)
+            for c in (*SINGLE, "roof")
+        ],
         *_first_values(parts, by),
     )
 
 
-_SUMMED = (pl.col("count").sum(), *[pl.col(c).sum() for c in SUMS], pl.col("_at_roof_ns").sum(), pl.col("_no_roof").any())
+_SUMMED = (
+    pl.col("count").sum(),
+    *[pl.col(c).sum() for c in SUMS],
+    pl.col("_at_roof_ns").sum(),
+    pl.col("_no_roof").any(),
+)
 
 
 def _first_values(parts: pl.DataFrame, by: list[str]) -> list[pl.Expr]:
@@ -327,7 +385,12 @@ def finish_parts(parts: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         .with_columns(
             pl.when(~pl.col("_no_roof")).then(pl.col("_at_roof_ns")).alias("_at_roof_ns"),
             *[pl.when(pl.col(c).list.len() == 1).then(pl.col(c).list.first()).alias(c) for c in SINGLE],
-            pl.col("roof").list.drop_nulls().list.eval(pl.element().cast(pl.String)).list.sort().list.join(" + ").alias("roof"),
+            pl.col("roof")
+            .list.drop_nulls()
+            .list.eval(pl.element().cast(pl.String))
+            .list.sort()
+            .list.join(" + ")
+            .alias("roof"),
             pl.col("count").cast(pl.UInt32),
         )
         .with_columns(

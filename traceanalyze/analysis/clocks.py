@@ -46,10 +46,14 @@ def clock_offsets(matched: pl.DataFrame) -> pl.DataFrame:
     aligned = ends.join(offsets.select("rank", "offset_ns"), on="rank").with_columns(
         (pl.col("end_ns") - pl.col("offset_ns")).alias("aligned_end_ns"))
     residuals = (
-        aligned.with_columns((pl.col("aligned_end_ns") - pl.col("aligned_end_ns").median().over(by)).abs().alias("residual"))
+        aligned.with_columns(
+            (pl.col("aligned_end_ns") - pl.col("aligned_end_ns").median().over(by)).abs().alias("residual")
+        )
         .group_by("rank")
-        .agg(pl.col("residual").median().round().cast(pl.Int64).alias("residual_median_abs_ns"),
-             pl.col("residual").max().round().cast(pl.Int64).alias("residual_max_abs_ns"))
+        .agg(
+            pl.col("residual").median().round().cast(pl.Int64).alias("residual_median_abs_ns"),
+            pl.col("residual").max().round().cast(pl.Int64).alias("residual_max_abs_ns"),
+        )
     )
     return (
         offsets.join(residuals, on="rank", how="left")

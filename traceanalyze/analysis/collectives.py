@@ -47,11 +47,24 @@ DTYPE_BYTES = {
     "ComplexFloat": 8, "ComplexDouble": 16, "UInt16": 2, "UInt32": 4, "UInt64": 8,
 }
 
-RANK_COLLECTIVE_SCHEMA = pl.Schema({
-    "rank": pl.Int32, "process_group": pl.String, "seq": pl.Int64, "collective": pl.String, "name": pl.String,
-    "algorithm": pl.String, "protocol": pl.String, "dtype": pl.String, "message_bytes": pl.Int64, "stream": pl.Int64, "start_ns": pl.Int64,
-    "end_ns": pl.Int64, "duration_ns": pl.Int64, "overlapped_ns": pl.Int64,
-})
+RANK_COLLECTIVE_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int32,
+        "process_group": pl.String,
+        "seq": pl.Int64,
+        "collective": pl.String,
+        "name": pl.String,
+        "algorithm": pl.String,
+        "protocol": pl.String,
+        "dtype": pl.String,
+        "message_bytes": pl.Int64,
+        "stream": pl.Int64,
+        "start_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "duration_ns": pl.Int64,
+        "overlapped_ns": pl.Int64,
+    }
+)
 
 
 def collective_kind(text: str | None) -> str:
@@ -108,8 +121,12 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
         )
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process_group").alias("seq"))
     )
-    compute = trace.gpu.select("rank", "device", "kind", "start_ns", "end_ns").filter(pl.col("kind") == "kernel").drop("kind")
-    kernels = frame.select("rank", "device", pl.col("start_ns").alias("window_start_ns"), pl.col("end_ns").alias("window_end_ns"))
+    compute = (
+        trace.gpu.select("rank", "device", "kind", "start_ns", "end_ns").filter(pl.col("kind") == "kernel").drop("kind")
+    )
+    kernels = frame.select(
+        "rank", "device", pl.col("start_ns").alias("window_start_ns"), pl.col("end_ns").alias("window_end_ns")
+    )
     frame = frame.with_columns(covered_in_windows(compute, kernels, ["rank", "device"]).alias("overlapped_ns"))
     return frame.select(list(RANK_COLLECTIVE_SCHEMA)).cast(RANK_COLLECTIVE_SCHEMA)  # type: ignore[arg-type]
 
@@ -175,7 +192,8 @@ def match_collectives(per_rank: pl.DataFrame, offsets: pl.DataFrame | None = Non
         .agg(pl.col("rank").first().alias("last_rank"))
     )
     matched = matched.join(last, on=by, how="left")
-    return matched.select(list(MATCHED_SCHEMA)).cast(MATCHED_SCHEMA).sort("process_group", "seq", "rank")  # type: ignore[arg-type]
+    ordered = matched.select(list(MATCHED_SCHEMA)).cast(MATCHED_SCHEMA)  # type: ignore[arg-type]
+    return ordered.sort("process_group", "seq", "rank")
 
 
 def collective_summary(matched: pl.DataFrame, link_bytes_per_s: float | None = None) -> pl.DataFrame:

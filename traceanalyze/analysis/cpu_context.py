@@ -52,9 +52,13 @@ def enclosing_ops(
             else lambda matches: _walk_vectorised(located, matches))
     found = []
     for category, exclude_name_pattern, *prefix in selections:
-        matches = ops.select("op_id", "end_ns", "parent_id", _accepts(ops, category, exclude_name_pattern, *prefix).alias("ok"))
+        matches = ops.select(
+            "op_id", "end_ns", "parent_id", _accepts(ops, category, exclude_name_pattern, *prefix).alias("ok")
+        )
         hits = walk(matches)
-        found.append(points.select("point_id").with_columns(in_place(points.height, hits["point_id"], hits["op_id"], "op_id")))
+        found.append(
+            points.select("point_id").with_columns(in_place(points.height, hits["point_id"], hits["op_id"], "op_id"))
+        )
     return found
 
 
@@ -145,7 +149,9 @@ def step_at(points: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         points.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "rank", "time_ns")
         .drop_nulls("time_ns")
         .sort("time_ns")
-        .join_asof(steps, left_on="time_ns", right_on="start_ns", by="rank", strategy="backward", check_sortedness=False)
+        .join_asof(
+            steps, left_on="time_ns", right_on="start_ns", by="rank", strategy="backward", check_sortedness=False
+        )
         .filter(pl.col("end_ns") > pl.col("time_ns"))
     )
     return points.select("point_id").with_columns(in_place(points.height, found["_row"], found["step"], "step"))

@@ -72,12 +72,19 @@ def device_id_findings(trace: Trace, rank: int) -> list[tuple[str, int, str]]:
     if listed.is_empty():
         return []  # `no_device_properties` says it
     mapping = device_id_mapping(trace).filter(pl.col("rank") == rank)
-    used = sorted(trace.gpu.select("rank", "device").filter(pl.col("rank") == rank)["device"].drop_nulls().unique().to_list())
-    listed_text = ", ".join(f"{d} ({name or 'no name'})" for d, name in listed.sort("device").select("device", "name").iter_rows())
+    used = sorted(
+        trace.gpu.select("rank", "device").filter(pl.col("rank") == rank)["device"].drop_nulls().unique().to_list()
+    )
+    listed_text = ", ".join(
+        f"{d} ({name or 'no name'})" for d, name in listed.sort("device").select("device", "name").iter_rows()
+    )
     findings = []
     remapped = mapping.filter(pl.col("remapped")).sort("device")
     if remapped.height:
-        pairs = ", ".join(f"device {d} → deviceProperties id {p}" for d, p in remapped.select("device", "properties_device").iter_rows())
+        pairs = ", ".join(
+            f"device {d} → deviceProperties id {p}"
+            for d, p in remapped.select("device", "properties_device").iter_rows()
+        )
         findings.append(("device_id_remapped", remapped.height,
                          f"GPU events use ids that deviceProperties does not list ({listed_text}): matched {pairs}"))
     unmatched = [d for d in used if d not in set(mapping["device"].to_list())]
@@ -103,7 +110,9 @@ def device_file_mismatches(trace: Trace, peaks: DevicePeaks) -> list[str]:
         name = row["name"] or ""
         described = row["name"] or row["num_sms"] or row["total_memory_bytes"]
         entry = device_peaks(name, row["num_sms"], row["total_memory_bytes"]) if described else None
-        shown = f"rank {row['rank']} device {row['device']} is {name or 'unnamed'!r}" + (f" ({entry.key})" if entry else "")
+        shown = f"rank {row['rank']} device {row['device']} is {name or 'unnamed'!r}" + (
+            f" ({entry.key})" if entry else ""
+        )
         if peaks.measured_on == "cpu":
             problems.append(f"{shown}, but the file was measured on a CPU ({peaks.display_name!r})")
         elif file_key and entry:

@@ -36,7 +36,9 @@ def trace_health(trace: Trace) -> pl.DataFrame:
                             & ~pl.col("correlation").is_in(gpu["correlation"].drop_nulls().unique().implode()))
         add(rank, "launches_without_gpu_work", unlaunched, "idle time and GPU busy time (GPU activity may be missing)",
             "kernel launch calls with no GPU op of the same correlation id")
-        launch_ids = pl.col("correlation").filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
+        launch_ids = pl.col("correlation").filter(
+            pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null()
+        )
         ids, distinct = runtime.select(launch_ids.len(), launch_ids.n_unique().alias("distinct")).row(0)
         add(rank, "repeated_correlation_ids", ids - distinct,
             "launch latency; kernel → op attribution (GPU ops of a repeated id link to its first launch call)",
@@ -53,11 +55,18 @@ def trace_health(trace: Trace) -> pl.DataFrame:
             "before each of them (`other`, never `host` or `launch`)",
             "GPU ops that start before their launch call began (CPU/GPU clock skew)")
         graphs = _count(runtime, pl.col("kind") == "graph_launch")
-        add(rank, "cuda_graph_launches", graphs, "launch latency (measured to the graph's first kernel); kernel → op attribution",
-            "cudaGraphLaunch/hipGraphLaunch calls: one launch replays many kernels")
+        add(
+            rank,
+            "cuda_graph_launches",
+            graphs,
+            "launch latency (measured to the graph's first kernel); kernel → op attribution",
+            "cudaGraphLaunch/hipGraphLaunch calls: one launch replays many kernels",
+        )
         steps = trace.steps.filter(pl.col("rank") == rank).height
         if steps == 0:
-            add(rank, "no_profiler_steps", 1, "per-step breakdown and step time", "no ProfilerStep#N spans in the trace")
+            add(
+                rank, "no_profiler_steps", 1, "per-step breakdown and step time", "no ProfilerStep#N spans in the trace"
+            )
         if gpu.is_empty():
             add(rank, "no_gpu_events", 1, "every GPU metric (a CPU-side report only)",
                 "no kernel, memcpy or memset events")
@@ -65,8 +74,11 @@ def trace_health(trace: Trace) -> pl.DataFrame:
             add(rank, "no_device_properties", 1, "roofline (device peaks are unknown unless supplied)",
                 "the trace has no deviceProperties")
         for finding, count, detail in device_id_findings(trace, rank):
-            affects = ("device name and roofline peaks (taken from the matched entry)" if finding == "device_id_remapped"
-                       else "roofline (device peaks unknown unless supplied)")
+            affects = (
+                "device name and roofline peaks (taken from the matched entry)"
+                if finding == "device_id_remapped"
+                else "roofline (device peaks unknown unless supplied)"
+            )
             add(rank, finding, count, affects, detail)
         declared = meta.distributed_info.get("rank") if isinstance(meta.distributed_info, dict) else None
         if declared is not None and meta.rank_source != "distributedInfo":

@@ -81,7 +81,9 @@ def idle_summary(trace: Trace, *, window: Window = "activity", gaps: pl.DataFram
     if gaps is not None:
         idle = gaps.group_by(DEVICE).agg(pl.col("duration_ns").sum().alias("gap_ns"))
         busy = bounds.join(idle, on=DEVICE, how="left").select(
-            *DEVICE, (pl.col("window_end_ns") - pl.col("window_start_ns") - pl.col("gap_ns").fill_null(0)).alias("busy_ns"))
+            *DEVICE,
+            (pl.col("window_end_ns") - pl.col("window_start_ns") - pl.col("gap_ns").fill_null(0)).alias("busy_ns"),
+        )
     else:
         busy = (
             clip_to_windows(gpu_activity(trace), bounds, DEVICE)
@@ -200,7 +202,9 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
 def _cause() -> pl.Expr:
     """Each gap's cause (the order of `idle_gaps`' docstring), from its neighbouring ops and the
     blocking call that overlapped it."""
-    unknown_launch = pl.col("next_launch_start_ns").is_null() | (pl.col("next_start_ns") < pl.col("next_launch_start_ns"))
+    unknown_launch = pl.col("next_launch_start_ns").is_null() | (
+        pl.col("next_start_ns") < pl.col("next_launch_start_ns")
+    )
     launched_after = ~unknown_launch & (pl.col("next_launch_start_ns") > pl.col("start_ns"))  # after the gap began
     return (
         pl.when(pl.col("sync_call").is_not_null() & (pl.col("sync_start_ns") <= pl.col("start_ns")) & launched_after)
@@ -291,14 +295,23 @@ def _with_neighbouring_ops(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     device = join_keys(gaps, linked, DEVICE)  # one device of one rank: by device alone
     gaps = gaps.sort("start_ns")
     keys = gaps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_gap"), *device, "start_ns", "end_ns")
-    ops = linked.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_op"), *device, "start_ns", "end_ns", "launch_start_ns")
+    ops = linked.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_op"), *device, "start_ns", "end_ns", "launch_start_ns"
+    )
     # the first op to start at or after the gap's end (of equal starts, one with a launch first)
     by_start = ops.select("_op", *device, pl.col("start_ns").alias("_next_ns"),
                           pl.col("launch_start_ns").is_null().alias("_orphan"))
     following = (
-        keys.select("_gap", *device, "end_ns").sort("end_ns")
-        .join_asof(by_start.sort("_next_ns", "_orphan").drop("_orphan"), left_on="end_ns", right_on="_next_ns", by=device,
-                   strategy="forward", check_sortedness=False)
+        keys.select("_gap", *device, "end_ns")
+        .sort("end_ns")
+        .join_asof(
+            by_start.sort("_next_ns", "_orphan").drop("_orphan"),
+            left_on="end_ns",
+            right_on="_next_ns",
+            by=device,
+            strategy="forward",
+            check_sortedness=False,
+        )
         .drop_nulls("_op")
     )
     # the last op to end at or before the gap's start
@@ -308,7 +321,9 @@ def _with_neighbouring_ops(gaps: pl.DataFrame, trace: Trace) -> pl.DataFrame:
                    left_on="start_ns", right_on="_previous_ns", by=device, strategy="backward", check_sortedness=False)
         .drop_nulls("_op")
     )
-    next_op, previous_op = (in_place(gaps.height, found["_gap"], found["_op"], "_op") for found in (following, preceding))
+    next_op, previous_op = (
+        in_place(gaps.height, found["_gap"], found["_op"], "_op") for found in (following, preceding)
+    )
     del keys, ops, by_start, following, preceding
     waited = after_stream_wait(linked, trace)
     return gaps.with_columns(
@@ -336,14 +351,16 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
       host thread: one launched after that thread's previous launch.
 
     False for orphans (no launch)."""
-    calls = trace.runtime.filter(contains(trace.runtime["name"], STREAM_WAIT)).select("rank", "pid", "tid", "correlation", "start_ns")
+    calls = (trace.runtime.filter(contains(trace.runtime["name"], STREAM_WAIT))
+             .select("rank", "pid", "tid", "correlation", "start_ns"))
     records = trace.sync.filter(pl.col("name") == STREAM_WAIT_SYNC).select(
         "rank", "device", "stream", "correlation", pl.col("start_ns").alias("record_ns"))
     if calls.is_empty() and records.is_empty():
         return pl.Series(values=[False] * linked.height, dtype=pl.Boolean)
     # a record's time is its call's start when the call is there (the first call of its id, as for
     # launches: a repeated correlation id must not multiply rows)
-    first_calls = calls.sort("start_ns").unique(["rank", "correlation"], keep="first").select("rank", "correlation", "start_ns")
+    first_calls = calls.sort("start_ns").unique(["rank", "correlation"], keep="first")
+    first_calls = first_calls.select("rank", "correlation", "start_ns")
     on_stream = (
         records.join(first_calls, on=["rank", "correlation"], how="left")
         .select("rank", "device", "stream", pl.coalesce("start_ns", "record_ns").alias("wait_ns"))
@@ -351,31 +368,37 @@ def after_stream_wait(linked: pl.DataFrame, trace: Trace) -> pl.Series:
     )
     on_thread = (
         calls.join(records.select("rank", "correlation"), on=["rank", "correlation"], how="anti")
-        .select("rank", pl.col("pid").alias("launch_pid"), pl.col("tid").alias("launch_tid"), pl.col("start_ns").alias("thread_wait_ns"))
+        .select("rank", pl.col("pid").alias("launch_pid"), pl.col("tid").alias("launch_tid"),
+                pl.col("start_ns").alias("thread_wait_ns"))
         .sort("thread_wait_ns")
     )
-    rows = linked.select(*DEVICE, "stream", "start_ns", "launch_start_ns", "launch_pid", "launch_tid").with_row_index("row")
+    rows = linked.select(*DEVICE, "stream", "start_ns", "launch_start_ns", "launch_pid", "launch_tid")
+    rows = rows.with_row_index("row")
     launched = rows.filter(pl.col("launch_start_ns").is_not_null())
     # keyed by what varies (one rank, one device, one launching process: not keyed; the same in
     # the waits, or they are keyed in full)
-    stream = join_keys(launched, on_stream, [*DEVICE, "stream"]) if on_stream.height else varying_keys(launched, [*DEVICE, "stream"])
+    stream = join_keys(launched, on_stream, [*DEVICE, "stream"]) if on_stream.height else \
+        varying_keys(launched, [*DEVICE, "stream"])
     thread = join_keys(launched, on_thread, ["rank", "launch_pid", "launch_tid"]) if on_thread.height else \
         varying_keys(launched, ["rank", "launch_pid", "launch_tid"])
     launched = launched.with_columns(
-        pl.col("launch_start_ns").shift(1).over(stream, order_by=["launch_start_ns", "start_ns"]).alias("previous_on_stream_ns"),
+        pl.col("launch_start_ns").shift(1).over(stream, order_by=["launch_start_ns", "start_ns"])
+        .alias("previous_on_stream_ns"),
         pl.col("launch_start_ns").shift(1).over(thread, order_by="launch_start_ns").alias("previous_on_thread_ns"),
     )
     launched = (
         launched.sort("launch_start_ns")
         .join_asof(on_stream.select(*stream, "wait_ns"), left_on="launch_start_ns", right_on="wait_ns", by=stream,
                    strategy="backward", check_sortedness=False)
-        .join_asof(on_thread.select(*thread, "thread_wait_ns"), left_on="launch_start_ns", right_on="thread_wait_ns", by=thread,
-                   strategy="backward", check_sortedness=False)
+        .join_asof(on_thread.select(*thread, "thread_wait_ns"), left_on="launch_start_ns",
+                   right_on="thread_wait_ns", by=thread, strategy="backward", check_sortedness=False)
     )
     waited = (
-        (pl.col("wait_ns").is_not_null() & (pl.col("previous_on_stream_ns").is_null() | (pl.col("wait_ns") >= pl.col("previous_on_stream_ns"))))
+        (pl.col("wait_ns").is_not_null()
+         & (pl.col("previous_on_stream_ns").is_null() | (pl.col("wait_ns") >= pl.col("previous_on_stream_ns"))))
         | (pl.col("thread_wait_ns").is_not_null()
-           & (pl.col("previous_on_thread_ns").is_null() | (pl.col("thread_wait_ns") >= pl.col("previous_on_thread_ns"))))
+           & (pl.col("previous_on_thread_ns").is_null()
+              | (pl.col("thread_wait_ns") >= pl.col("previous_on_thread_ns"))))
     )
     flags = launched.select("row", waited.alias("waited"))
     return in_place(rows.height, flags["row"], flags["waited"], "waited").fill_null(False)

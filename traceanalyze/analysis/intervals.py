@@ -56,17 +56,25 @@ def _union_native(native, ordered: pl.DataFrame, by: list[str], groups: list[str
     groups = by if groups is None else groups
     if groups:
         new_group = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(1)) for c in groups).fill_null(True)
-        group_start = int64_array(ordered.select(
-            pl.when(new_group | (pl.int_range(pl.len()) == 0)).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
-        ).to_series())
+        group_start = int64_array(
+            ordered.select(
+                pl.when(new_group | (pl.int_range(pl.len()) == 0))
+                .then(pl.int_range(pl.len(), dtype=pl.Int64))
+                .forward_fill()
+            ).to_series()
+        )
     else:  # one group: every interval's group starts at the first
         group_start = np.zeros(ordered.height, dtype=np.int64)
     first, start, end = native.merge(group_start, *map(int64_array, (ordered["start_ns"], ordered["end_ns"])))
-    merged = pl.DataFrame({"start_ns": np.frombuffer(start, dtype=np.int64), "end_ns": np.frombuffer(end, dtype=np.int64)})
+    merged = pl.DataFrame(
+        {"start_ns": np.frombuffer(start, dtype=np.int64), "end_ns": np.frombuffer(end, dtype=np.int64)}
+    )
     if not by:
         return merged
     if not groups:  # each of `by` holds one value: that value once, not gathered per interval
-        return merged.select(*(pl.lit(ordered[c][0], dtype=ordered.schema[c]).alias(c) for c in by), "start_ns", "end_ns")
+        return merged.select(
+            *(pl.lit(ordered[c][0], dtype=ordered.schema[c]).alias(c) for c in by), "start_ns", "end_ns"
+        )
     return ordered.select(by).gather(pl.Series(np.frombuffer(first, dtype=np.int64))).hstack(merged)
 
 
@@ -84,7 +92,9 @@ def clip_to_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[str
     )
 
 
-def covered_in_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[str], *, disjoint: bool = False) -> pl.Series:
+def covered_in_windows(
+    intervals: pl.DataFrame, windows: pl.DataFrame, by: list[str], *, disjoint: bool = False
+) -> pl.Series:
     """For each row of `windows` (`by + [window_start_ns, window_end_ns]`, in its order), how long
     the union of `intervals` (`by + [start_ns, end_ns]`) of its group lies inside the window.
     Linear in both sizes whatever they overlap: coverage up to a point is the covered length of the
@@ -101,16 +111,30 @@ def covered_in_windows(intervals: pl.DataFrame, windows: pl.DataFrame, by: list[
     if not merged["start_ns"].is_sorted():  # (one group's union is in start order already)
         merged = merged.sort("start_ns", maintain_order=True)
     merged = merged.with_columns((through_end.over(by) if by else through_end).alias("_through_end"))
-    points = pl.concat([
-        windows.select(*by, pl.col("window_start_ns").alias("_at")).with_row_index("_row").with_columns(pl.lit(-1).alias("_sign")),
-        windows.select(*by, pl.col("window_end_ns").alias("_at")).with_row_index("_row").with_columns(pl.lit(1).alias("_sign")),
-    ])
+    points = pl.concat(
+        [
+            windows.select(*by, pl.col("window_start_ns").alias("_at"))
+            .with_row_index("_row")
+            .with_columns(pl.lit(-1).alias("_sign")),
+            windows.select(*by, pl.col("window_end_ns").alias("_at"))
+            .with_row_index("_row")
+            .with_columns(pl.lit(1).alias("_sign")),
+        ]
+    )
     before = (
         points.sort("_at")
-        .join_asof(merged, left_on="_at", right_on="start_ns", by=by or None, strategy="backward", check_sortedness=False)
-        .select("_row", (pl.col("_sign") * (pl.col("_through_end") - (pl.col("end_ns") - pl.col("_at")).clip(lower_bound=0))
-                         .fill_null(0)).alias("ns"))
-        .group_by("_row").agg(pl.col("ns").sum().clip(lower_bound=0))
+        .join_asof(
+            merged, left_on="_at", right_on="start_ns", by=by or None, strategy="backward", check_sortedness=False
+        )
+        .select(
+            "_row",
+            (
+                pl.col("_sign")
+                * (pl.col("_through_end") - (pl.col("end_ns") - pl.col("_at")).clip(lower_bound=0)).fill_null(0)
+            ).alias("ns"),
+        )
+        .group_by("_row")
+        .agg(pl.col("ns").sum().clip(lower_bound=0))
         .sort("_row")
     )
     return before["ns"].cast(pl.Int64)
@@ -131,9 +155,10 @@ def complement_in_windows(union: pl.DataFrame, windows: pl.DataFrame, by: list[s
         )
         .select(*by, pl.col("gap_start_ns").alias("start_ns"), pl.col("start_ns").alias("end_ns"))
     )
-    trailing = (
-        covered.group_by(keys).agg(*(pl.col(key).first() for key in constant),
-                                   pl.col("end_ns").max().alias("start_ns"), pl.col("window_end_ns").first().alias("end_ns"))
+    trailing = covered.group_by(keys).agg(
+        *(pl.col(key).first() for key in constant),
+        pl.col("end_ns").max().alias("start_ns"),
+        pl.col("window_end_ns").first().alias("end_ns"),
     )
     empty_windows = bounds.join(covered.select(keys).unique(), on=keys, how="anti").select(
         *by, pl.col("window_start_ns").alias("start_ns"), pl.col("window_end_ns").alias("end_ns")

@@ -107,7 +107,9 @@ def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None,
     if kinds is not None:
         valid = valid.filter(pl.col("kind").is_in(kinds))  # on the Enum: no String per row
     # every metric's figures in one pass over the rows (one grouping), then a block of rows each
-    figures = [expr.alias(f"{metric}\x00{expr.meta.output_name()}") for metric in metrics for expr in distribution(metric)]
+    figures = [
+        expr.alias(f"{metric}\x00{expr.meta.output_name()}") for metric in metrics for expr in distribution(metric)
+    ]
     wide = valid.group_by(by, maintain_order=True).agg(figures) if by else valid.select(figures)
     names = [expr.meta.output_name() for expr in distribution(metrics[0])]
     return pl.concat([wide.select(*(by or []), pl.lit(metric).alias("metric"),
@@ -123,7 +125,9 @@ def latency_by_group(latency: pl.DataFrame) -> pl.DataFrame:
         pl.col("kind").replace_strict(LATENCY_GROUPS, default=None, return_dtype=pl.String).alias("group")
     ).drop_nulls("group")
     position = pl.col("group").replace_strict(order, list(range(len(order))))
-    return latency_stats(grouped, by=["group"], kinds=None).filter(pl.col("count") > 0).sort(position, maintain_order=True)
+    return (
+        latency_stats(grouped, by=["group"], kinds=None).filter(pl.col("count") > 0).sort(position, maintain_order=True)
+    )
 
 
 def latency_by_kernel(latency: pl.DataFrame, *, limit: int | None = None) -> pl.DataFrame:
@@ -165,7 +169,9 @@ def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | N
     previous_small = pl.col("small").shift(1).over(STREAM)
     idle_before = pl.col("start_ns") - pl.col("end_ns").shift(1).over(STREAM)
     continues = pl.col("small") & previous_small & (idle_before <= pl.col("launch_cpu_ns"))
-    runs = kernels.with_columns((~continues.fill_null(False)).cum_sum().over(STREAM).alias("_run")).filter(pl.col("small"))
+    runs = kernels.with_columns((~continues.fill_null(False)).cum_sum().over(STREAM).alias("_run")).filter(
+        pl.col("small")
+    )
     return (
         runs.group_by(*STREAM, "_run")
         .agg(
@@ -189,7 +195,10 @@ def queue_depth(trace: Trace) -> pl.DataFrame:
     of its ops at once) → `rank, device, stream, time_ns, depth` after each change, streams in
     order. Ops that start when they are launched never wait, and ops that start before it (clock
     skew) are left out, so the depth is never negative."""
-    timelines = [timeline.with_columns(stream).select(*STREAM, "time_ns", "depth") for stream, timeline in _stream_timelines(trace)]
+    timelines = [
+        timeline.with_columns(stream).select(*STREAM, "time_ns", "depth")
+        for stream, timeline in _stream_timelines(trace)
+    ]
     if timelines:
         return pl.concat(timelines, rechunk=True)
     return pl.DataFrame(schema={**trace.gpu.select(STREAM).schema, "time_ns": pl.Int64, "depth": pl.Int64})
@@ -225,7 +234,9 @@ def _stream_timelines(trace: Trace):
         return
     schema = ops.schema
     parts = ops.partition_by(STREAM, as_dict=True, maintain_order=False)
-    for values, part in sorted(parts.items(), key=lambda item: [(value is not None, value) for value in item[0]]):  # nulls first
+    for values, part in sorted(
+        parts.items(), key=lambda item: [(value is not None, value) for value in item[0]]
+    ):  # nulls first
         yield ([pl.lit(value, schema[name]).alias(name) for name, value in zip(STREAM, values)],
                _depth_timeline(part["launch_start_ns"], part["start_ns"]))
 

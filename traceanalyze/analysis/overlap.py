@@ -72,11 +72,12 @@ def hideable(overlap: pl.DataFrame, per_rank: pl.DataFrame, matched: pl.DataFram
     was matched (a lone rank: its waits cannot be told from its transfers)."""
     keys = ["rank", "process_group", "seq"]
     if matched.is_empty():
-        return overlap.with_columns(pl.lit(None, dtype=pl.Int64).alias("wait_ns"),
-                                    pl.lit(None, dtype=pl.Int64).alias("hideable_ns")).cast(JOB_OVERLAP_SCHEMA)  # type: ignore[arg-type]
+        return overlap.with_columns(
+            pl.lit(None, dtype=pl.Int64).alias("wait_ns"), pl.lit(None, dtype=pl.Int64).alias("hideable_ns")
+        ).cast(JOB_OVERLAP_SCHEMA)  # type: ignore[arg-type]
     exposed = pl.col("duration_ns") - pl.col("overlapped_ns")
-    in_matched = (
-        matched.select(*keys, "wait_ns", pl.min_horizontal(exposed, "transfer_ns").clip(lower_bound=0).alias("bound_ns"))
+    in_matched = matched.select(
+        *keys, "wait_ns", pl.min_horizontal(exposed, "transfer_ns").clip(lower_bound=0).alias("bound_ns")
     )
     unmatched = per_rank.join(matched.select(keys), on=keys, how="anti").select(
         *keys, pl.lit(0, dtype=pl.Int64).alias("wait_ns"), exposed.clip(lower_bound=0).alias("bound_ns"))

@@ -77,9 +77,11 @@ def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[P
     if overrides.device_file is not None and not overrides.force_device_file:
         mismatches = device_file_mismatches(trace, overrides.device_file)
         if mismatches:
-            raise ConfigError(f"{overrides.device_file_name or 'device file'}: describes another device: {mismatches[0]}"
-                              + (f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else "")
-                              + "; use a device file of this device, or --force-device-file to use it anyway")
+            raise ConfigError(
+                f"{overrides.device_file_name or 'device file'}: describes another device: {mismatches[0]}"
+                + (f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else "")
+                + "; use a device file of this device, or --force-device-file to use it anyway"
+            )
     choices = []
     for row in named.iter_rows(named=True):
         if overrides.device_file is not None:
@@ -93,14 +95,18 @@ def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[P
             if base is None and (overrides.peak_flops is None or overrides.peak_bandwidth is None):
                 peaks, source = None, "unknown"  # a single figure cannot make a roofline
             else:
-                peaks = peaks_from_overrides(peak_flops=overrides.peak_flops, peak_bandwidth=overrides.peak_bandwidth, base=base)
+                peaks = peaks_from_overrides(
+                    peak_flops=overrides.peak_flops, peak_bandwidth=overrides.peak_bandwidth, base=base
+                )
                 source = "command line" if base is None else f"command line over {source}"
         choices.append(PeakChoice(row["rank"], row["device"], peaks, source, row["name"]))
     return choices
 
 
 def _op_costs_for(trace: Trace, op_ids: pl.Series) -> pl.DataFrame:
-    inputs = trace.cpu_ops.select([name for name in OP_COST_INPUTS if name in trace.cpu_ops.columns])  # filtered: copied
+    inputs = trace.cpu_ops.select(
+        [name for name in OP_COST_INPUTS if name in trace.cpu_ops.columns]
+    )  # filtered: copied
     return op_costs(inputs.filter(pl.col("op_id").is_in(op_ids.drop_nulls().unique().implode())))
 
 
@@ -119,7 +125,9 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
     costs = recover_forward_costs(_op_costs_for(trace, ops["op_id"]), trace.cpu_ops)
     costs = recover_costs(costs, trace.cpu_ops)
     owners, costs = cost_owners(ops, trace.cpu_ops, costs, tree)
-    ops = ops.join(owners, on="op_id", how="left", maintain_order="left").with_columns(pl.coalesce("cost_op_id", "op_id").alias("cost_op_id"))
+    ops = ops.join(owners, on="op_id", how="left", maintain_order="left").with_columns(
+        pl.coalesce("cost_op_id", "op_id").alias("cost_op_id")
+    )
     costs = _labels_categorical(costs.rename({"op_id": "cost_op_id", "flops": "op_flops", "bytes": "op_bytes"}))
     kernels_per_op = (
         ops.select("cost_op_id", "kind", "duration_ns")
@@ -157,7 +165,15 @@ def kernel_roofline(trace: Trace, overrides: PeakOverrides | None = None, *,
 # the per-op text columns, of a few distinct values each, kept as categoricals from where they are
 # first per op: as strings made by `when … then(<literal>)` each row held its text, and the column
 # every branch's (1 GB a100-cudagraph: 51 of the roofline's 92 MB)
-LABEL_COLUMNS = ("op_source", "no_op_reason", "cost_note", "compute_dtype", "unmodeled_reason", "roof", "no_roof_reason")
+LABEL_COLUMNS = (
+    "op_source",
+    "no_op_reason",
+    "cost_note",
+    "compute_dtype",
+    "unmodeled_reason",
+    "roof",
+    "no_roof_reason",
+)
 
 
 def _labels_categorical(frame: pl.DataFrame) -> pl.DataFrame:
@@ -176,7 +192,9 @@ def _with_helper_kernels(frame: pl.DataFrame) -> pl.DataFrame:
     # not), are grouped
     with_helpers = frame.filter(pl.col("helper_kernel").fill_null(True)).select("cost_op_id").unique()
     if with_helpers.is_empty():
-        return frame.with_columns(pl.col("helper_kernel").and_(False), pl.col("share").alias("flops_share")).drop("_main")
+        return frame.with_columns(pl.col("helper_kernel").and_(False), pl.col("share").alias("flops_share")).drop(
+            "_main"
+        )
     return _helper_shares(frame, frame.join(with_helpers, on="cost_op_id", how="semi"))
 
 
@@ -200,7 +218,12 @@ def _helper_shares(frame: pl.DataFrame, grouped: pl.DataFrame) -> pl.DataFrame:
                   .otherwise(1 / pl.col("_mains")))
     return frame.with_columns(
         helper.fill_null(False).alias("helper_kernel"),
-        pl.when(helper).then(0.0).when(pl.col("_mains") > 0).then(main_share).otherwise(pl.col("share")).alias("flops_share"),
+        pl.when(helper)
+        .then(0.0)
+        .when(pl.col("_mains") > 0)
+        .then(main_share)
+        .otherwise(pl.col("share"))
+        .alias("flops_share"),
     ).drop("_main", "_main_ns", "_mains")
 
 
@@ -248,9 +271,16 @@ def cost_owners(ops: pl.DataFrame, cpu_ops: pl.DataFrame, costs: pl.DataFrame,
 def _with_tensor_core(frame: pl.DataFrame) -> pl.DataFrame:
     units = {name: math_unit_from_kernel_name(name) for name in frame["name"].unique(maintain_order=True).to_list()}
     unit = pl.col("name").replace_strict(units, default=None, return_dtype=pl.String)
-    guess = pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS) & pl.col("compute_dtype").is_in(LOW_PRECISION)
+    guess = pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS) & pl.col("compute_dtype").is_in(
+        LOW_PRECISION
+    )
     return frame.with_columns(
-        pl.when(unit == "tensor").then(True).when(unit == "simt").then(False).otherwise(guess.fill_null(False)).alias("tensor_core")
+        pl.when(unit == "tensor")
+        .then(True)
+        .when(unit == "simt")
+        .then(False)
+        .otherwise(guess.fill_null(False))
+        .alias("tensor_core")
     )
 
 
@@ -282,15 +312,31 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
             "host_link_bytes_per_s": peaks.host_link_bytes_per_s if peaks else None,
             "tf32_peak_flops_per_s": _tf32_roof(peaks, dtype, tensor_core),
         })
-    lookup = pl.DataFrame(rows, schema={"rank": pl.Int32, "device": pl.Int32, "compute_dtype": frame.schema["compute_dtype"],
-                                        "tensor_core": pl.Boolean, "peak_flops_per_s": pl.Float64,
-                                        "flops_roof": pl.Categorical(), "peak_bytes_per_s": pl.Float64,
-                                        "memory_roof": pl.Categorical(), "host_link": pl.Categorical(),
-                                        "host_link_bytes_per_s": pl.Float64, "tf32_peak_flops_per_s": pl.Float64})
+    lookup = pl.DataFrame(
+        rows,
+        schema={
+            "rank": pl.Int32,
+            "device": pl.Int32,
+            "compute_dtype": frame.schema["compute_dtype"],
+            "tensor_core": pl.Boolean,
+            "peak_flops_per_s": pl.Float64,
+            "flops_roof": pl.Categorical(),
+            "peak_bytes_per_s": pl.Float64,
+            "memory_roof": pl.Categorical(),
+            "host_link": pl.Categorical(),
+            "host_link_bytes_per_s": pl.Float64,
+            "tf32_peak_flops_per_s": pl.Float64,
+        },
+    )
     seconds = pl.col("duration_ns") / 1e9
     return (
-        frame.join(lookup.select(*keys, pl.exclude("rank", "device", "compute_dtype", "tensor_core")), on=keys, how="left",
-                   nulls_equal=True, maintain_order="left")
+        frame.join(
+            lookup.select(*keys, pl.exclude("rank", "device", "compute_dtype", "tensor_core")),
+            on=keys,
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
         .with_columns(
             pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).alias("intensity"),
             (pl.col("peak_flops_per_s") / pl.col("peak_bytes_per_s")).alias("ridge_flops_per_byte"),
@@ -298,8 +344,10 @@ def _with_peaks(frame: pl.DataFrame, choices: list[PeakChoice]) -> pl.DataFrame:
             pl.when(seconds > 0).then(pl.col("bytes") / seconds).alias("achieved_bytes_per_s"),
         )
         .with_columns(  # the TF32 roof only for matmul-like work that can take it
-            pl.when(pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS)).then(pl.col("tf32_peak_flops_per_s"))
-            .alias("tf32_peak_flops_per_s"))
+            pl.when(pl.col("cost_model").cast(pl.String).is_in(TENSOR_CORE_MODELS))
+            .then(pl.col("tf32_peak_flops_per_s"))
+            .alias("tf32_peak_flops_per_s")
+        )
         .with_columns((pl.col("achieved_flops_per_s") / pl.col("tf32_peak_flops_per_s")).alias("tf32_roof_fraction"))
     )
 
@@ -324,16 +372,25 @@ def _roof(frame: pl.DataFrame) -> pl.DataFrame:
     host = (pl.col("kind") == "memcpy") & pl.lit(contains(frame["name"], HOST_COPY))
     peer = (pl.col("kind") == "memcpy") & pl.lit(contains(frame["name"], PEER_COPY))
     return frame.with_columns(
-        pl.when(host).then(pl.col("host_link_bytes_per_s")).when(peer).then(None)
-        .otherwise(pl.col("peak_bytes_per_s")).alias("peak_bytes_per_s"),
-        pl.when((regime == "compute") | ((regime == "latency") & (pl.col("binding_roof") == "compute"))).then(pl.col("flops_roof"))
-        .when(host).then(pl.col("host_link"))
-        .when(peer).then(None)
-        .when(regime.is_in(["bandwidth", "latency", "memcpy"])).then(pl.col("memory_roof"))
+        pl.when(host)
+        .then(pl.col("host_link_bytes_per_s"))
+        .when(peer)
+        .then(None)
+        .otherwise(pl.col("peak_bytes_per_s"))
+        .alias("peak_bytes_per_s"),
+        pl.when((regime == "compute") | ((regime == "latency") & (pl.col("binding_roof") == "compute")))
+        .then(pl.col("flops_roof"))
+        .when(host)
+        .then(pl.col("host_link"))
+        .when(peer)
+        .then(None)
+        .when(regime.is_in(["bandwidth", "latency", "memcpy"]))
+        .then(pl.col("memory_roof"))
         .alias("roof"),
         pl.when(host & pl.col("host_link").is_null() & pl.col("memory_roof").is_not_null())
         .then(pl.lit("host↔device copy: this device's host-link bandwidth is not in the table"))
-        .when(peer).then(pl.lit("peer-to-peer copy: the peer link's bandwidth is not in the table"))
+        .when(peer)
+        .then(pl.lit("peer-to-peer copy: the peer link's bandwidth is not in the table"))
         .alias("no_roof_reason"),
     ).drop("flops_roof", "memory_roof", "host_link", "host_link_bytes_per_s")
 
@@ -345,7 +402,11 @@ def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
     ideal = pl.max_horizontal(
         pl.col("flops") / pl.col("peak_flops_per_s"), pl.col("bytes") / pl.col("peak_bytes_per_s")
     ) * 1e9
-    binding = pl.when(pl.col("intensity") >= pl.col("ridge_flops_per_byte")).then(pl.lit("compute")).otherwise(pl.lit("bandwidth"))
+    binding = (
+        pl.when(pl.col("intensity") >= pl.col("ridge_flops_per_byte"))
+        .then(pl.lit("compute"))
+        .otherwise(pl.lit("bandwidth"))
+    )
     latency = (ideal < LATENCY_WORK_NS) & (ideal < LATENCY_ROOF_SHARE * pl.col("duration_ns"))
     regime = (
         pl.when(kind == "communication").then(pl.lit("communication"))
@@ -356,22 +417,41 @@ def _with_regime(frame: pl.DataFrame) -> pl.DataFrame:
         .cast(Regime)
     )
     reason = (
-        pl.when(kind.is_in(["communication", "memcpy", "memset"])).then(None)
-        .when(pl.col("no_op_reason").is_not_null()).then(pl.col("no_op_reason"))
-        .when(pl.col("unmodeled_reason").is_not_null()).then(pl.col("unmodeled_reason"))
-        .when(~modelled).then(pl.lit("no FLOP/byte model for its op"))
-        .when(pl.col("peak_bytes_per_s").is_null()).then(pl.lit("device peaks unknown (give --peak-flops and --peak-bandwidth)"))
-        .when(~has_peaks).then(pl.format("no peak for dtype {} on this device", pl.col("compute_dtype")))
+        pl.when(kind.is_in(["communication", "memcpy", "memset"]))
+        .then(None)
+        .when(pl.col("no_op_reason").is_not_null())
+        .then(pl.col("no_op_reason"))
+        .when(pl.col("unmodeled_reason").is_not_null())
+        .then(pl.col("unmodeled_reason"))
+        .when(~modelled)
+        .then(pl.lit("no FLOP/byte model for its op"))
+        .when(pl.col("peak_bytes_per_s").is_null())
+        .then(pl.lit("device peaks unknown (give --peak-flops and --peak-bandwidth)"))
+        .when(~has_peaks)
+        .then(pl.format("no peak for dtype {} on this device", pl.col("compute_dtype")))
     )
     has_model = (kind.is_in(["memcpy", "memset"]) | ((kind == "kernel") & modelled)).fill_null(False)
     roofed = pl.col("regime").is_in(ON_ROOFLINE)
-    return frame.with_columns(
-        regime.alias("regime"), binding.alias("binding_roof"), reason.alias("unmodeled_reason"), has_model.alias("modelled"),
-    ).pipe(_roof).with_columns(
-        pl.when(roofed & (pl.col("binding_roof") == "compute")).then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
-        .when(roofed | (pl.col("regime") == "memcpy")).then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
-        .alias("pct_of_roof"),
-        pl.when(roofed).then(ideal).alias("ideal_ns"),
-    ).with_columns(
-        pl.when(pl.col("ideal_ns").is_not_null()).then(pl.max_horizontal(pl.col("duration_ns") - pl.col("ideal_ns"), pl.lit(0.0))).alias("recoverable_ns")
-    ).drop("binding_roof")
+    return (
+        frame.with_columns(
+            regime.alias("regime"),
+            binding.alias("binding_roof"),
+            reason.alias("unmodeled_reason"),
+            has_model.alias("modelled"),
+        )
+        .pipe(_roof)
+        .with_columns(
+            pl.when(roofed & (pl.col("binding_roof") == "compute"))
+            .then(pl.col("achieved_flops_per_s") / pl.col("peak_flops_per_s"))
+            .when(roofed | (pl.col("regime") == "memcpy"))
+            .then(pl.col("achieved_bytes_per_s") / pl.col("peak_bytes_per_s"))
+            .alias("pct_of_roof"),
+            pl.when(roofed).then(ideal).alias("ideal_ns"),
+        )
+        .with_columns(
+            pl.when(pl.col("ideal_ns").is_not_null())
+            .then(pl.max_horizontal(pl.col("duration_ns") - pl.col("ideal_ns"), pl.lit(0.0)))
+            .alias("recoverable_ns")
+        )
+        .drop("binding_roof")
+    )

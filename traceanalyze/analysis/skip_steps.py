@@ -72,7 +72,9 @@ def skip_steps(trace: Trace, count: int) -> Trace:
         """Rows still open at the cut (or starting after it), their start moved to the cut."""
         kept = with_cut(frame).filter((pl.col("end_ns") > pl.col("cut_ns")) | (pl.col("start_ns") >= pl.col("cut_ns")))
         start = pl.max_horizontal("start_ns", "cut_ns")
-        return kept.with_columns(start.alias("start_ns"), (pl.col("end_ns") - start).alias("duration_ns")).drop("cut_ns")
+        return kept.with_columns(start.alias("start_ns"), (pl.col("end_ns") - start).alias("duration_ns")).drop(
+            "cut_ns"
+        )
 
     launched_at = linked_gpu(trace, ("start_ns",), launch=("launch_start_ns",))["launch_start_ns"]
     gpu = (with_cut(trace.gpu.with_columns(launched_at.alias("_launched_ns")))

@@ -50,9 +50,14 @@ def rank_steps(trace: Trace, gaps: pl.DataFrame) -> pl.DataFrame:
     )
     gaps = gaps.select(*DEVICE, "start_ns", "end_ns", "cause")
     per_cause = [
-        windows.select("_window", pl.lit(cause).alias("cause"),
-                       covered_in_windows(gaps.filter(pl.col("cause") == cause), windows, DEVICE, disjoint=True).alias("ns"))
-        for cause in sorted(gaps["cause"].drop_nulls().unique().cast(pl.String).to_list())  # the causes, not each gap's, as text
+        windows.select(
+            "_window",
+            pl.lit(cause).alias("cause"),
+            covered_in_windows(gaps.filter(pl.col("cause") == cause), windows, DEVICE, disjoint=True).alias("ns"),
+        )
+        for cause in sorted(
+            gaps["cause"].drop_nulls().unique().cast(pl.String).to_list()
+        )  # the causes, not each gap's, as text
     ]
     by_cause = (
         pl.concat(per_cause).filter(pl.col("ns") > 0)
@@ -75,12 +80,16 @@ def rank_steps(trace: Trace, gaps: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def step_waits(per_rank_steps: pl.DataFrame, matched: pl.DataFrame, offsets: pl.DataFrame | None = None) -> pl.DataFrame:
+def step_waits(
+    per_rank_steps: pl.DataFrame, matched: pl.DataFrame, offsets: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """`per_rank_steps` of every rank with `wait_ns` (the rank's collective waits whose aligned
     arrival falls in the step's aligned window) and `work_ns` = step_ns − wait_ns."""
     frame = per_rank_steps
     if frame.is_empty():
-        return frame.with_columns(pl.lit(0, dtype=pl.Int64).alias("wait_ns"), pl.lit(0, dtype=pl.Int64).alias("work_ns"))
+        return frame.with_columns(
+            pl.lit(0, dtype=pl.Int64).alias("wait_ns"), pl.lit(0, dtype=pl.Int64).alias("work_ns")
+        )
     if offsets is not None and not offsets.is_empty():
         frame = frame.join(offsets.select("rank", "offset_ns"), on="rank", how="left").with_columns(
             (pl.col("window_start_ns") - pl.col("offset_ns").fill_null(0)).alias("aligned_start_ns"),
@@ -131,29 +140,42 @@ def stragglers(with_waits: pl.DataFrame, matched: pl.DataFrame) -> pl.DataFrame:
     by = ["process_group", "seq"]
     in_step = _collectives_in_steps(with_waits, matched)
     per_collective = (
-        in_step.group_by(by).agg(
+        in_step.group_by(by)
+        .agg(
             pl.col("step").filter(pl.col("rank") == pl.col("last_rank")).first(),
-            pl.col("last_rank").first(), pl.col("last_arrival_ns").first(),
+            pl.col("last_rank").first(),
+            pl.col("last_arrival_ns").first(),
             pl.col("wait_ns").filter(pl.col("rank") != pl.col("last_rank")).sum().alias("others_wait_ns"),
             pl.col("arrival_ns").filter(pl.col("rank") != pl.col("last_rank")).median().alias("others_arrival_ns"),
             pl.col("rank").n_unique().cast(pl.Int64).alias("ranks"),
         )
         .filter(pl.col("step").is_not_null() & (pl.col("others_wait_ns") > 0))
-        .with_columns((pl.col("last_arrival_ns") - pl.col("others_arrival_ns")).round().cast(pl.Int64).alias("behind_ns"))
+        .with_columns(
+            (pl.col("last_arrival_ns") - pl.col("others_arrival_ns")).round().cast(pl.Int64).alias("behind_ns")
+        )
     )
     if per_collective.is_empty():
         return pl.DataFrame(schema=STRAGGLER_SCHEMA)
     slowest = (
         per_collective.group_by("step", "last_rank")
-        .agg(pl.col("others_wait_ns").sum(), pl.col("behind_ns").sum(), pl.len().cast(pl.Int64).alias("collectives_last"),
-             pl.col("ranks").max())
+        .agg(
+            pl.col("others_wait_ns").sum(),
+            pl.col("behind_ns").sum(),
+            pl.len().cast(pl.Int64).alias("collectives_last"),
+            pl.col("ranks").max(),
+        )
         .sort("others_wait_ns", "last_rank", descending=[True, False])
-        .group_by("step", maintain_order=True).first()
+        .group_by("step", maintain_order=True)
+        .first()
         .rename({"last_rank": "slowest_rank"})
     )
     causes = with_waits.group_by("rank", "step").agg(pl.col("idle_by_cause").first()).rename({"rank": "slowest_rank"})
     # its own cause: waiting on its peers (`collective` gaps) is not why it is late
-    top = pl.col("idle_by_cause").list.eval(pl.element().filter(pl.element().struct.field("cause") != "collective")).list.first()
+    top = (
+        pl.col("idle_by_cause")
+        .list.eval(pl.element().filter(pl.element().struct.field("cause") != "collective"))
+        .list.first()
+    )
     return (
         slowest.join(causes, on=["slowest_rank", "step"], how="left")
         .with_columns(top.struct.field("cause").alias("cause"), top.struct.field("ns").alias("cause_ns"))

@@ -75,9 +75,11 @@ def _loader_code() -> list[Path]:
     """The files whose content decides what a trace's tables hold: the loader, the model and the
     compiled scanner (its sources and its built module), and the entry file's layout."""
     package = Path(model.__file__).parent
-    found = [*(package / "load").glob("*.py"),
-             *(package / name for name in ("model.py", "fields.py", "native.py", "cache_files.py", "scalar_columns.py")),
-             *package.glob("_native*")]
+    found = [
+        *(package / "load").glob("*.py"),
+        *(package / name for name in ("model.py", "fields.py", "native.py", "cache_files.py", "scalar_columns.py")),
+        *package.glob("_native*"),
+    ]
     return sorted(path for path in found if path.is_file())
 
 

@@ -321,7 +321,9 @@ class EventChunks:
         result, after = head
         return result, data[after:], after
 
-    def _decode_head(self, prefix: bytes, data: bytes, decode: Callable[[bytes], T], offset: int) -> tuple[T, int] | None:
+    def _decode_head(
+        self, prefix: bytes, data: bytes, decode: Callable[[bytes], T], offset: int
+    ) -> tuple[T, int] | None:
         """`prefix` and the longest run of whole events at the start of `data`, decoded → (result,
         where the rest of `data` starts); None when no cut decodes. A cut inside a string fails
         to decode at the very end of the text: the next earlier cut is tried."""

@@ -10,6 +10,7 @@ Workers are spawned, not forked: polars' thread pool does not survive a fork (`s
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -19,8 +20,9 @@ from typing import Any
 
 
 def spawn_pool(workers: int, *, initializer: Callable[..., None] | None = None,
-               initargs: tuple[Any, ...] = ()) -> ProcessPoolExecutor:
-    """A pool of `workers` spawned processes, all started now.
+               initargs: tuple[Any, ...] = (), polars_threads: int | None = None) -> ProcessPoolExecutor:
+    """A pool of `workers` spawned processes, all started now; with `polars_threads`, each
+    worker's polars runs that many threads (`POLARS_MAX_THREADS`; default one per core).
 
     A spawned process runs the parent's main script again unless it sits under
     `if __name__ == "__main__":`; a user's script that calls `load_trace` at top level does not, so
@@ -28,11 +30,27 @@ def spawn_pool(workers: int, *, initializer: Callable[..., None] | None = None,
     """
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=initializer, initargs=initargs)
-    with main_script_hidden():
+    with main_script_hidden(), _environment(POLARS_MAX_THREADS=polars_threads):
         started = [pool.submit(_warm) for _ in range(workers)]
     for future in started:
         future.result()
     return pool
+
+
+@contextmanager
+def _environment(**values: int | None) -> Iterator[None]:
+    """While inside, the environment holds `values` (those not None), which processes spawned now
+    inherit; this process's own is put back after."""
+    saved = {name: os.environ.get(name) for name, value in values.items() if value is not None}
+    os.environ.update({name: str(value) for name, value in values.items() if value is not None})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager

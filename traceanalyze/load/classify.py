@@ -7,8 +7,14 @@ import re
 
 # Device work ("GPU ops": kernels, copies, sets) by category; `gpu_category_kind` also takes any
 # category an accelerator's profiler plugin declares in the same style (`xpu_kernel`, `*_memcpy`).
-GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy", "gpu_memset": "memset", "memset": "memset",
-                  "mtia_ccp_events": "kernel"}  # MTIA: its command processor's work (HTA's loader reads it so)
+GPU_CATEGORIES = {
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "memset": "memset",
+    "mtia_ccp_events": "kernel",
+}  # MTIA: its command processor's work (HTA's loader reads it so)
 RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "runtime", "cuda_driver", "hip_runtime", "mtia_runtime"})
 _ACCELERATOR_WORK = re.compile(r"^(?!cpu)[a-z0-9]+_(kernel|memcpy|memset)$")
 _ACCELERATOR_RUNTIME = re.compile(r"^(?!cpu|python)[a-z0-9]+_(runtime|driver)$")
@@ -23,7 +29,9 @@ MAX_DURATION_US = 86_400_000_000  # one day: anything longer is a recording erro
 
 # Collective kernels: NCCL/RCCL, and the all-reduce kernels of PyTorch symmetric memory
 # (`multimem_all_reduce_kernel`), vLLM/TensorRT custom all-reduce, and the like.
-COLLECTIVE_KERNEL = re.compile(r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce", re.IGNORECASE)
+COLLECTIVE_KERNEL = re.compile(
+    r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce", re.IGNORECASE
+)
 
 
 def gpu_category_kind(category: str) -> str | None:

@@ -129,7 +129,8 @@ def _passed_over(include_python: bool) -> tuple[tuple[Any, ...], ...]:
     before it could."""
     if not getattr(_native, "PASSES_CATEGORIES", 0):
         return ()
-    passed = tuple(c.encode() for c in sorted(classify.PYTHON_CATEGORIES) if chunk.route(c, include_python) == chunk.DROP)
+    passed = tuple(c.encode() for c in sorted(classify.PYTHON_CATEGORIES)
+                   if chunk.route(c, include_python) == chunk.DROP)
     if not getattr(_native, "DROPS_PASSED", 0):
         return (passed,)
     every_tag = (1 << _TAGS) - 1
@@ -176,7 +177,8 @@ def _events_frame(scanned: dict[str, Any], needed: set[str], seq: Any) -> pl.Dat
         else:
             arrays_of[f"{name}_offset"] = (arrays[1], np.int64)
             arrays_of[f"{name}_length"] = (arrays[2], np.int64)
-    return pl.DataFrame({**{column: pl.Series(np.frombuffer(array, dtype=dtype)) for column, (array, dtype) in arrays_of.items()
+    return pl.DataFrame({**{column: pl.Series(np.frombuffer(array, dtype=dtype))
+                            for column, (array, dtype) in arrays_of.items()
                             if column in needed}, "seq": pl.Series(seq)})
 
 
@@ -301,13 +303,15 @@ def _check(scanned: dict[str, Any], codes: Any) -> None:
     fields = scanned["fields"]
     by_table = codes * _TAGS  # each event's (table, tag) as one bit of 64: or-ed, not looked up per event
     for field, refused in _type_rules().items():
-        if np.bitwise_or.reduce(np.left_shift(np.uint64(1), by_table + np.frombuffer(fields[field][0], dtype=np.uint8))) & refused:
+        tagged = by_table + np.frombuffer(fields[field][0], dtype=np.uint8)
+        if np.bitwise_or.reduce(np.left_shift(np.uint64(1), tagged)) & refused:
             raise _NotVouched
     routed = codes != chunk.DROP
     largest = {}
     for field, rows in (("ts", routed), ("dur", routed & (codes != chunk.FLOW))):
         tags = np.frombuffer(fields[field][0], dtype=np.uint8)
-        ints, floats = np.frombuffer(fields[field][1], dtype=np.int64), np.frombuffer(fields[field][-1], dtype=np.float64)
+        ints = np.frombuffer(fields[field][1], dtype=np.int64)
+        floats = np.frombuffer(fields[field][-1], dtype=np.float64)
         written_int, written_float = ints[rows & (tags == INT)], np.abs(floats[rows & (tags == FLOAT)])
         int_max = max(int(written_int.max()), -int(written_int.min())) if written_int.size else 0
         float_max = float(written_float.max()) if written_float.size else 0.0
@@ -352,7 +356,8 @@ _CONVERSIONS = (conversions.as_int, conversions.thread_id, conversions.stream_fr
 _TAGS = OBJECT + 1  # the scanner's tags: 9, so 7 tables × 9 tags fit in 64 bits
 
 
-def _table_codes(scanned: dict[str, Any], strings: list[str], include_python: bool) -> tuple[Any, tuple[int, int] | None]:
+def _table_codes(scanned: dict[str, Any], strings: list[str],
+                 include_python: bool) -> tuple[Any, tuple[int, int] | None]:
     """The table of each event (`chunk.DROP`, `GPU`, …): its category's route where its phase is
     right (`X`; `s`/`f`/`t` for flows), as `fast.fast_chunk` routes them; and (count, first
     event) of the events of a routed category without `ph` (None when there are none)."""
@@ -439,7 +444,8 @@ class _Lookups:
         # lower case is read for categories only (`lower("cat")`): a handful, where names may be
         # as many as events
         lowered: list[str | None] = [None] * len(strings)
-        category_codes, name_codes = _string_codes(fields["cat"], len(strings)), _string_codes(fields["name"], len(strings))
+        category_codes = _string_codes(fields["cat"], len(strings))
+        name_codes = _string_codes(fields["name"], len(strings))
         for code in _strings_used(category_codes, strings):
             lowered[code] = strings[code].lower()
         return cls(strings, lowered, integers, name_codes, category_codes)
@@ -491,10 +497,12 @@ def _raw_columns(code: int, times: tuple[str, ...], lookups: _Lookups) -> list[p
     timed = list(_time_columns(times))
     if code != chunk.FLOW:
         timed = [_SEQ, lookups.category("name").alias("name"), *timed]
-    thread = [lookups.integer("pid", conversions.thread_id).alias("pid"), lookups.integer("tid", conversions.thread_id).alias("tid")]
+    thread = [lookups.integer("pid", conversions.thread_id).alias("pid"),
+              lookups.integer("tid", conversions.thread_id).alias("tid")]
     args = [_arg_column(f, lookups) for f in _TABLE_ARGS.get(code, ()) if f.kind != fields.TEXT]
     if code == chunk.GPU:
-        return [*timed, lookups.lower_category().alias("category"), lookups.integer("pid", conversions.as_int).alias("pid_int"),
+        return [*timed, lookups.lower_category().alias("category"),
+                lookups.integer("pid", conversions.as_int).alias("pid_int"),
                 lookups.integer("tid", conversions.stream_from_tid).alias("stream_tid"), *args]
     if code == chunk.RUNTIME:
         return [*timed, *thread, *args]

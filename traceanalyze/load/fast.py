@@ -190,7 +190,9 @@ def raw_times(values: list[Any], prefix: str) -> tuple[dict[str, pl.Series], flo
     float_max = max(abs(floats.min() or 0.0), abs(floats.max() or 0.0))
     if float_max >= EXACT_FLOAT_US:
         raise Fallback  # the float has lost nanoseconds that the general path reads from the text
-    return {f"{prefix}_i": ints, f"{prefix}_f": floats, f"{prefix}_x": _nulls(n, pl.Int64)}, max(float(int_max), float_max)
+    return {f"{prefix}_i": ints, f"{prefix}_f": floats, f"{prefix}_x": _nulls(n, pl.Int64)}, max(
+        float(int_max), float_max
+    )
 
 
 def _raw_timed(events: list[FastEvent], index: pl.Series) -> dict[str, pl.Series]:
@@ -253,7 +255,9 @@ def _raw_runtime(events: list[FastEvent], index: pl.Series, category: pl.Series)
     )
 
 
-def _raw_cpu_ops(events: list[FastEvent], index: pl.Series, category: pl.Series) -> tuple[pl.DataFrame, tuple[pl.Series, ...]]:
+def _raw_cpu_ops(
+    events: list[FastEvent], index: pl.Series, category: pl.Series
+) -> tuple[pl.DataFrame, tuple[pl.Series, ...]]:
     args = _event_args(events, _cpu_args_decoder)
     frame = pl.DataFrame(
         {

@@ -45,8 +45,8 @@ def load_file(path: Path, *, include_python: bool = False, include_flows: bool =
               workers: int | None = None, block_size: int | None = None,
               limits: LoadLimits = LoadLimits()) -> Trace:
     """One trace file → a single-rank `Trace`. The rank comes from `distributedInfo.rank`, else
-    from the file name (`rank3.json`), unless given. A large file is decoded by `workers` processes (default: one per core), in
-    chunks of about `block_size` bytes (default: `BLOCK_SIZE`).
+    from the file name (`rank3.json`), unless given. A large file is decoded by `workers` processes
+    (default: one per core), in chunks of about `block_size` bytes (default: `BLOCK_SIZE`).
 
     Whatever the file holds, the result is a `Trace` or a one-line `TraceFormatError`: JSON nested
     deeper than the decoder goes and invalid UTF-8 are refused too (`limits` bounds the rest)."""

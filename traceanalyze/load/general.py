@@ -77,8 +77,12 @@ def general_tables(events: list[Event], *, include_python: bool, malformed: int 
         count, first = skipped.get(reason, (0, index))
         skipped[reason] = (count + 1, first)
 
-    tables = {name: _Columns(CPU_TEXT_SCHEMA if name == "cpu_ops" else schema) for name, schema in CHUNK_SCHEMAS.items()}
-    gpu, runtime, ops, flows, sync, python = (tables[name] for name in ("gpu", "runtime", "cpu_ops", "flows", "sync", "python"))
+    tables = {
+        name: _Columns(CPU_TEXT_SCHEMA if name == "cpu_ops" else schema) for name, schema in CHUNK_SCHEMAS.items()
+    }
+    gpu, runtime, ops, flows, sync, python = (
+        tables[name] for name in ("gpu", "runtime", "cpu_ops", "flows", "sync", "python")
+    )
 
     gpu_categories = _Memo(classify.gpu_category_kind)
     routes = _Memo(lambda category: route(category, include_python))

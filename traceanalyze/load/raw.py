@@ -26,9 +26,13 @@ from traceanalyze.load.shapes import TEXT_COLUMNS, InternedText, decode_chunk_ar
 from traceanalyze.model import CPU_OPS_SCHEMA, GPU_SCHEMA, RUNTIME_SCHEMA
 
 
-def finish_chunk(frames: dict[str, pl.DataFrame | pl.LazyFrame], texts: tuple[pl.Series, ...] | tuple[InternedText, ...],
-                 events: int, no_phase: tuple[int, int] | None,
-                 names: dict[str, list[str]] | None = None) -> ChunkTables:
+def finish_chunk(
+    frames: dict[str, pl.DataFrame | pl.LazyFrame],
+    texts: tuple[pl.Series, ...] | tuple[InternedText, ...],
+    events: int,
+    no_phase: tuple[int, int] | None,
+    names: dict[str, list[str]] | None = None,
+) -> ChunkTables:
     """A chunk's raw frames (one per table, eager or lazy; `texts`: the cpu_ops shape arguments,
     NUL-joined, or numbered by the compiled scanner: `shapes.InternedText`) → its `ChunkTables`;
     `no_phase`: (count, first event) of the events without `ph` that a table would read; `names`:
@@ -110,7 +114,9 @@ def _finish_plan(name: str, raw: pl.LazyFrame, texts: tuple[pl.Series, ...] | tu
     `_skip` (why a row is to be skipped, 0 when kept) and `seq` (`_without_skipped` reads them)."""
     if name == "flows":
         flows = raw.with_columns(ns_expr("ts").alias("ts_ns"))
-        return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(CHUNK_SCHEMAS[name].names())
+        return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(
+            CHUNK_SCHEMAS[name].names()
+        )
     frame = raw.with_columns(ns_expr("ts").alias("start_ns"), ns_expr("dur").alias("duration_ns"))
     frame = frame.with_columns(_skip_reason())
     if name == "cpu_ops" and texts and isinstance(texts[0], InternedText):  # numbers, decoded after the filter
@@ -174,9 +180,17 @@ def _final_columns(name: str, names: list[str]) -> list[pl.Expr | str]:
         ]
     if name == "cpu_ops":
         return [
-            "pid", "tid",
-            pl.col("category").replace_strict(classify.CPU_OP_CATEGORIES).cast(CPU_OPS_SCHEMA["category"]).alias("category"),
-            event_name, *times, external_id, *_plain("cpu_ops"), *TEXT_COLUMNS,
+            "pid",
+            "tid",
+            pl.col("category")
+            .replace_strict(classify.CPU_OP_CATEGORIES)
+            .cast(CPU_OPS_SCHEMA["category"])
+            .alias("category"),
+            event_name,
+            *times,
+            external_id,
+            *_plain("cpu_ops"),
+            *TEXT_COLUMNS,
         ]
     if name == "sync":
         return [

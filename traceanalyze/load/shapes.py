@@ -168,7 +168,9 @@ def interned_together(pieces: list[tuple[InternedText, ...]]) -> tuple[InternedT
     return tuple(together)
 
 
-def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series]) -> tuple[pl.DataFrame, ArgumentTexts]:
+def decode_interned_arguments(
+    frame: pl.DataFrame, distinct: dict[str, pl.Series]
+) -> tuple[pl.DataFrame, ArgumentTexts]:
     """`decode_chunk_arguments` for a chunk whose shape columns hold the numbers of their texts
     (`InternedText.ids`, null where absent) and `distinct` the texts by number, per column: each
     distinct text is decoded once, and each row takes its text's value (all rows in one query). The
@@ -180,7 +182,9 @@ def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series
     # column fail or count as impure
     distinct = {column: _used_only(distinct[column], frame[column]) for column in keys}
     if not any(len(distinct[column]) for column in keys):
-        nulls = {column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists")}
+        nulls = {
+            column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists")
+        }
         return (frame.select(nulls.get(column, column) for column in _CHUNK_CPU_COLUMNS),
                 ArgumentTexts(failed={column: False for column in keys}, texts={column: None for column in keys},
                               height=frame.height))
@@ -194,8 +198,11 @@ def decode_interned_arguments(frame: pl.DataFrame, distinct: dict[str, pl.Series
             for column in keys}
     by_row = {column: pl.lit(decoded[column]).gather(pl.col(column)).alias(column) for column in keys}
     tensor_lists = decoded["input_tensor_lists"]
-    by_row["input_tensor_lists"] = (pl.lit(None, dtype=TENSOR_LISTS).alias("input_tensor_lists") if not tensor_lists.count()
-                                    else pl.lit(tensor_lists).gather(pl.col("input_dims")).alias("input_tensor_lists"))
+    by_row["input_tensor_lists"] = (
+        pl.lit(None, dtype=TENSOR_LISTS).alias("input_tensor_lists")
+        if not tensor_lists.count()
+        else pl.lit(tensor_lists).gather(pl.col("input_dims")).alias("input_tensor_lists")
+    )
     result = frame.select(by_row.get(column, column) for column in _CHUNK_CPU_COLUMNS)  # one query
     return result, ArgumentTexts(failed=failed, texts=kept, height=frame.height)
 

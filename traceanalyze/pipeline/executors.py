@@ -46,7 +46,10 @@ def run_local(paths: list[str], options: ReportOptions, workers: int | None = No
     from traceanalyze.load.chunk_workers import spawn_pool
 
     size = batch_size(len(paths), count)
-    with spawn_pool(count) as pool:
+    # the processes fill the cores: each one's polars threads share what is left (one each when a
+    # process runs on every core), unless the environment names a number
+    threads = None if "POLARS_MAX_THREADS" in os.environ else max(1, (os.cpu_count() or 1) // count)
+    with spawn_pool(count, polars_threads=threads) as pool:
         futures = [pool.submit(analyse_batch, paths[start:start + size], options, limits, cache, task)
                    for start in range(0, len(paths), size)]
         return [report for f in futures for report in f.result()]
@@ -67,9 +70,10 @@ def batch_size(ranks: int, workers: int) -> int:
 
 def analyse_batch(paths: list[str], options: ReportOptions, limits: LoadLimits, cache: CacheSetting,
                   task: Callable | None) -> list[RankReport]:
-    """`task` (default `mapreduce.analyse_file`) of each of `paths`, in order, in one worker task."""
+    """`task` (default `mapreduce.analyse_file`) of each of `paths`, in order, in one worker task
+    (whose results are pickled back to the parent)."""
     task = task or analyse_file
-    return [task(p, options, limits, cache) for p in paths]
+    return [task(p, options, limits, cache, pickled=True) for p in paths]
 
 
 def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,

@@ -17,7 +17,7 @@ from traceanalyze.pipeline.rank import combine_ranks
 
 
 def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
-                 cache: CacheSetting = False) -> RankReport:
+                 cache: CacheSetting = False, *, pickled: bool = False) -> RankReport:
     """One rank's trace file (a local path, or an fsspec URL such as `s3://bucket/rank3.json.gz`,
     read where this runs) → its `RankReport`. The rank comes from `distributedInfo.rank`, else
     the file name, else 0 (the reduce settles it for the whole folder). A local file's tables
@@ -29,8 +29,9 @@ def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLim
     if "://" in path and not path.startswith("file://"):
         return _analyse_remote(path, options, limits)
     local = path.removeprefix("file://")
-    return _leaving(analysed_rank(Path(local), options, lambda: load_rank(local, limits=limits, cache=cache),
-                                  cache=cache, max_events=limits.events, max_op_depth=limits.op_depth), options)
+    analysed = analysed_rank(Path(local), options, lambda: load_rank(local, limits=limits, cache=cache),
+                             cache=cache, max_events=limits.events, max_op_depth=limits.op_depth)
+    return _leaving(analysed, options, copy=not pickled)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,22 +43,23 @@ class SkippedRank:
 
 
 def analyse_file_or_skip(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
-                         cache: CacheSetting = False) -> RankReport | SkippedRank:
+                         cache: CacheSetting = False, *, pickled: bool = False) -> RankReport | SkippedRank:
     """`analyse_file`, or the `SkippedRank` of a file that is bad input (a `TraceAnalyzeError`:
     truncated, not JSON, over a limit, a link loop); any other failure still ends the job."""
     from traceanalyze.errors import TraceAnalyzeError
 
     try:
-        return analyse_file(path, options, limits, cache)
+        return analyse_file(path, options, limits, cache, pickled=pickled)
     except TraceAnalyzeError as error:
         return SkippedRank(path=path, error=" ".join(str(error).split()))
 
 
-def _leaving(report: RankReport, options: ReportOptions) -> RankReport:
-    """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`)."""
+def _leaving(report: RankReport, options: ReportOptions, *, copy: bool = True) -> RankReport:
+    """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`; its
+    frames copied into buffers of their own when `copy`)."""
     from traceanalyze.pipeline.rank import bounded
 
-    return bounded(report, options.max_gaps) if options.rank_frames == "bounded" else report
+    return bounded(report, options.max_gaps, copy=copy) if options.rank_frames == "bounded" else report
 
 
 def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> RankReport:

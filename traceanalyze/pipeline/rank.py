@@ -6,7 +6,7 @@ reduce: the ranks' results → the `Report`, pooled tables and the job-level ana
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -115,7 +115,7 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     # the gaps' walks up it read (let go once both are done: 13 MB for 1.6 M ops)
     trace.launch_rows  # noqa: B018
     tree = OpTree.of(trace.cpu_ops)
-    with ThreadPoolExecutor(max_workers=_workers(options), thread_name_prefix="traceanalyze-analysis") as pool:
+    with _analysis_pool(_workers(options)) as pool:
         roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks, choices=peaks, tree=tree)
         time_done = pool.submit(_time_parts, trace, window, tree)
         launch_done = pool.submit(_launch_parts, trace, options)
@@ -173,6 +173,28 @@ def _workers(options: ReportOptions) -> int:
     return max(1, min(3, options.analysis_threads or os.cpu_count() or 1))
 
 
+class _InOrder(Executor):
+    """One analysis thread: each submitted call runs at once in the calling thread (its result
+    ready), rather than in a thread the caller then waits on (a handoff per call, and no overlap
+    to gain from it)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        done: Future = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as error:  # raised again by `result()`, as a thread's would be
+            done.set_exception(error)
+        return done
+
+
+def _analysis_pool(workers: int) -> Executor:
+    """Where the analyses of a rank run: side by side in `workers` threads, or in order in this
+    thread when there is one."""
+    if workers == 1:
+        return _InOrder()
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-analysis")
+
+
 def _kernel_parts(per_kernel: pl.DataFrame, trace: Trace) -> dict[str, pl.DataFrame]:
     """What is read from the roofline besides the attribution: time by kernel and op, fusion
     candidates, what has no cost model."""
@@ -228,7 +250,7 @@ def skipped_note(skipped: SkippedSteps) -> str:
             "(what ran or was launched before it is not counted)")
 
 
-def bounded(rank: RankReport, max_gaps: int) -> RankReport:
+def bounded(rank: RankReport, max_gaps: int, *, copy: bool = True) -> RankReport:
     """`rank` with its per-op frames cut to what the reports (terminal, Markdown, JSON, gate, HTML)
     read, so that a job's reduce holds small results per rank: the `max_gaps` longest gaps (the
     count stays: `gap_count`), the launch latencies the pooled statistics read (non-skewed
@@ -236,7 +258,9 @@ def bounded(rank: RankReport, max_gaps: int) -> RankReport:
     aggregates are kept: kernels, ops, name/op parts, unmodeled, small-kernel summary). What the
     HTML charts draw is computed first from the full frames (`charts`: the timeline binned past
     `plots.EXACT_TIMELINE_MARKS` intervals, histogram counts, idle by cause, the roofs).
-    `annotate` needs the full frames."""
+    `annotate` needs the full frames. `copy`: every frame copied into buffers of its own (not
+    needed for a result pickled to another process: pickling copies; 31 Arrow round trips, about
+    a tenth of a small rank's time)."""
     latency = rank.latency.filter(~pl.col("skewed") & pl.col("kind").cast(pl.String).is_in(launch.SUMMARY_KINDS))
     kept = replace(
         with_charts(rank),
@@ -246,6 +270,8 @@ def bounded(rank: RankReport, max_gaps: int) -> RankReport:
     )
     # every frame in buffers of its own: a slice or a result built from a larger frame can keep
     # the larger one's buffers alive (in this process; a result sent to another one is copied)
+    if not copy:
+        return kept
     return replace(kept, **{f.name: _copied(getattr(kept, f.name)) for f in fields(kept)
                             if isinstance(getattr(kept, f.name), pl.DataFrame)})
 

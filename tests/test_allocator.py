@@ -15,7 +15,8 @@ SHOW = "import os, traceanalyze.cli; print(os.environ.get('_RJEM_MALLOC_CONF'))"
 
 
 def run(env: dict[str, str]) -> str:
-    return subprocess.run([sys.executable, "-c", SHOW], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run([sys.executable, "-c", SHOW], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def test_jemalloc_decay_set_when_the_command_line_loads_polars():
@@ -55,7 +56,8 @@ def test_a_setting_in_the_environment_wins():
 def test_nothing_set_once_polars_is_loaded():
     code = "import os, polars, traceanalyze.cli; print(os.environ.get('_RJEM_MALLOC_CONF'))"
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
     assert allocator.JEMALLOC_CONF not in out  # too late to matter: polars' allocator has read its settings
 
 
@@ -70,7 +72,8 @@ def test_importing_the_library_sets_nothing():
     code = ("import os, traceanalyze; from traceanalyze import load_trace, Trace; "
             "print(os.environ.get('_RJEM_MALLOC_CONF'))")
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
     assert allocator.JEMALLOC_CONF not in out  # (polars writes its own defaults there when it loads)
 
 

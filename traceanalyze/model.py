@@ -319,7 +319,8 @@ def latest_on_thread(left: pl.DataFrame, right: pl.DataFrame, *, left_on: str, r
             same = (pl.col("rank") == rank) & (pl.col("pid") == pid) & (pl.col("tid") == tid)
             # only the columns joined are filtered, and sorted unless in order already (a thread's
             # ops, most of `cpu_ops`, usually are)
-            on_thread = _in_order(right.lazy().filter(same).select(pl.exclude(THREAD)).collect(engine="in-memory"), right_on)
+            on_thread = _in_order(right.lazy().filter(same).select(pl.exclude(THREAD)).collect(engine="in-memory"),
+                                  right_on)
             parts.append(_in_order(left.filter(same), left_on).join_asof(
                 on_thread, left_on=left_on, right_on=right_on, strategy="backward", check_sortedness=False))
         joined = pl.concat(parts)

@@ -37,7 +37,8 @@ def dlrm():
 def _tips(page: str, chart: str) -> list[list[str]]:
     """The tooltips of the marks of every `<svg data-chart=chart>` of the page, chart by chart."""
     svgs = re.findall(rf'<svg[^>]*data-chart="{chart}"[^>]*>(.*?)</svg>', page, flags=re.S)
-    return [[unescape(t) for t in re.findall(r'class="mark"[^>]*><title>(.*?)</title>', svg, flags=re.S)] for svg in svgs]
+    return [[unescape(t) for t in re.findall(r'class="mark"[^>]*><title>(.*?)</title>', svg, flags=re.S)]
+            for svg in svgs]
 
 
 def test_dlrm_html_is_the_same_from_bounded_ranks(dlrm):

@@ -217,7 +217,8 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(damage, tmp_path, cache_everythi
 
 
 def test_the_entry_of_another_file_is_not_taken(tmp_path, cache_everything, parses):
-    one, other, folder = write_trace(tmp_path / "one.json", 3), write_trace(tmp_path / "other.json", 5), tmp_path / "cache"
+    one, other, folder = write_trace(tmp_path / "one.json",
+                                     3), write_trace(tmp_path / "other.json", 5), tmp_path / "cache"
     load_trace(one, cache=folder)
     load_trace(other, cache=folder)
     key = cache.entry_key(one, include_python=False, include_flows=False)
@@ -373,18 +374,21 @@ def test_the_bound_is_applied_after_each_write(tmp_path, cache_everything, monke
 HOME = Path("/home/someone")
 
 
-@pytest.mark.parametrize(("environ", "platform", "expected"), [
-    ({"TRACEANALYZE_CACHE_DIR": "/fast/cache", "XDG_CACHE_HOME": "/xdg"}, "linux", Path("/fast/cache")),
-    ({"TRACEANALYZE_CACHE_DIR": "/fast/cache"}, "darwin", Path("/fast/cache")),
-    ({"TRACEANALYZE_CACHE_DIR": ""}, "linux", HOME / ".cache" / "traceanalyze"),
-    ({}, "linux", HOME / ".cache" / "traceanalyze"),
-    ({"XDG_CACHE_HOME": "/xdg"}, "linux", Path("/xdg/traceanalyze")),
-    ({"XDG_CACHE_HOME": "relative/xdg"}, "linux", HOME / ".cache" / "traceanalyze"),  # the XDG spec ignores it
-    ({"XDG_CACHE_HOME": "/xdg"}, "darwin", HOME / "Library" / "Caches" / "traceanalyze"),
-    ({"LOCALAPPDATA": "/appdata/local"}, "win32", Path("/appdata/local/traceanalyze/Cache")),
-    ({}, "win32", HOME / "AppData" / "Local" / "traceanalyze" / "Cache"),
-    ({}, "freebsd14", HOME / ".cache" / "traceanalyze"),
-])
+@pytest.mark.parametrize(
+    ("environ", "platform", "expected"),
+    [
+        ({"TRACEANALYZE_CACHE_DIR": "/fast/cache", "XDG_CACHE_HOME": "/xdg"}, "linux", Path("/fast/cache")),
+        ({"TRACEANALYZE_CACHE_DIR": "/fast/cache"}, "darwin", Path("/fast/cache")),
+        ({"TRACEANALYZE_CACHE_DIR": ""}, "linux", HOME / ".cache" / "traceanalyze"),
+        ({}, "linux", HOME / ".cache" / "traceanalyze"),
+        ({"XDG_CACHE_HOME": "/xdg"}, "linux", Path("/xdg/traceanalyze")),
+        ({"XDG_CACHE_HOME": "relative/xdg"}, "linux", HOME / ".cache" / "traceanalyze"),  # the XDG spec ignores it
+        ({"XDG_CACHE_HOME": "/xdg"}, "darwin", HOME / "Library" / "Caches" / "traceanalyze"),
+        ({"LOCALAPPDATA": "/appdata/local"}, "win32", Path("/appdata/local/traceanalyze/Cache")),
+        ({}, "win32", HOME / "AppData" / "Local" / "traceanalyze" / "Cache"),
+        ({}, "freebsd14", HOME / ".cache" / "traceanalyze"),
+    ],
+)
 def test_the_cache_folder_follows_the_platform(environ, platform, expected):
     assert cache_files.default_directory(environ, platform, HOME) == expected
 

@@ -10,13 +10,24 @@ from traceanalyze.units import format_duration_ns, kernel_function_name, short_n
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int, at::native::CUDAFunctor_add<float>)",
-         "at::native::vectorized_elementwise_kernel"),
-        ("std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long)",
-         "vllm::rms_norm_kernel"),
-        ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, false>(float*, int)", "softmax_warp_forward"),
-        ("cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4::Params)",
-         "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int, "
+            "at::native::CUDAFunctor_add<float>)",
+            "at::native::vectorized_elementwise_kernel",
+        ),
+        (
+            "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type "
+            "vllm::rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long)",
+            "vllm::rms_norm_kernel",
+        ),
+        (
+            "void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, false>(float*, int)",
+            "softmax_warp_forward",
+        ),
+        (
+            "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4::Params)",
+            "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4",
+        ),
         ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_AllGather_RING_LL"),
         ("Memcpy DtoD (Device -> Device)", "Memcpy DtoD (Device -> Device)"),
         ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),

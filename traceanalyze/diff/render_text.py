@@ -123,7 +123,8 @@ def render_diff_terminal(diff: Diff, *, top: int = 10, width: int | None = None)
 
     def kernels(listed: list[KernelRow]) -> list[str]:
         names = Shrinkable(lambda room: [kernel_label(k.name, room) for k in listed])
-        return text_table([kernel_cells(k, 56) for k in listed], KERNEL_HEADERS, width=width, shrink={0: names}).splitlines()
+        return text_table([kernel_cells(k, 56) for k in listed], KERNEL_HEADERS, width=width,
+                          shrink={0: names}).splitlines()
 
     opening = ["SCALING (one program at different sizes)", f"  {diff.scaling}", ""] if diff.scaling else []
     lines = [*opening, f"traceanalyze diff: {_title(diff)}", f"  {summary_line(diff)}",

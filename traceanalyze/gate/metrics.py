@@ -252,7 +252,8 @@ def unreliable_findings(findings: Iterable[Finding]) -> list[str]:
             count, ranks, detail = grouped[name]
             where = f" on {len(ranks)} ranks" if len(ranks) > 1 else ""
             graph_note = (f"; the trace has {graphs} CUDA-graph launch{'es' if graphs != 1 else ''}, and a replay "
-                          "whose kernels were not recorded is one of these: its GPU time is missing from idle and busy time"
+                          "whose kernels were not recorded is one of these: its GPU time is missing from idle and busy "
+                          "time"
                           if name == "launches_without_gpu_work" and graphs else "")
             lines.append(f"{name} ({count}{where}): {detail}{graph_note}")
     return lines

@@ -162,7 +162,8 @@ def _check(spec: BudgetSpec, threshold: float, measured: Measured, basis: Basis,
     margin = threshold - value if spec.kind == "max" else value - threshold
     passed = margin >= -_tolerance(threshold)
     if passed:
-        message = (f"{spec.label} {format_value(value, spec.unit)} ({where}) {bound} {format_value(threshold, spec.unit)}: "
+        message = (f"{spec.label} {format_value(value, spec.unit)} ({where}) {bound} "
+                   f"{format_value(threshold, spec.unit)}: "
                    f"passes by {format_margin(max(margin, 0.0), spec.unit)}")
     else:
         over = "over" if spec.kind == "max" else "under"
@@ -243,7 +244,8 @@ def _regressions(new: Measured, base: Measured, threshold: float, statistic: Sta
         for regime in REGIMES:
             base_ms, new_ms = base.statistic(f"{regime}_ms", statistic), new.statistic(f"{regime}_ms", statistic)
             share = (new_ms - base_ms) / base_step if base_ms is not None and new_ms is not None and base_step else None
-            rows.append(_regression(f"{regime}_ms", REGIME_LABELS[regime], "ms", base_ms, new_ms, share, "share_of_base_step",
+            rows.append(_regression(f"{regime}_ms", REGIME_LABELS[regime], "ms", base_ms, new_ms, share,
+                                    "share_of_base_step",
                                     threshold, judged=judged and not (mismatch and regime in MODELLED_REGIMES),
                                     base_share=base.statistic(regime, statistic),
                                     new_share=new.statistic(regime, statistic)))

@@ -13,8 +13,8 @@ included) while a sampler follows its memory:
 
 Memory is the peak, over the run, of the summed proportional set size (PSS: shared pages split
 between the processes sharing them) of the process and all its children, sampled every 50 ms
-from /proc/PID/smaps_rollup (RSS where that cannot be read). It prints a table of absolute figures and the ratios the targets
-are stated in; `--json FILE` also writes every measurement.
+from /proc/PID/smaps_rollup (RSS where that cannot be read). It prints a table of absolute figures
+and the ratios the targets are stated in; `--json FILE` also writes every measurement.
 
     python scripts/bench.py                              # real traces + 100M and 1G generated
     python scripts/bench.py --sizes 100M --hta-max 200M  # quicker
@@ -604,7 +604,8 @@ def main(argv: list[str] | None = None) -> int:
         if progress:
             progress.stop()
 
-    machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    processor = platform.processor() or platform.machine()
+    machine = f"{platform.node()}: {os.cpu_count()} cores, {processor}, Python {platform.python_version()}"
     print(f"# traceanalyze bench, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine}")
     try:
         print(f"# load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

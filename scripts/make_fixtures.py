@@ -57,14 +57,17 @@ GEMM_MM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_nn"
 _CLAMP = ("at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, "
           "c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#14}::"
           "operator()() const::{lambda(c10::BFloat16)#1}")
-RELU = f"void at::native::vectorized_elementwise_kernel<4, {_CLAMP}, at::detail::Array<char*, 2> >(int, {_CLAMP}, at::detail::Array<char*, 2>)"
+RELU = (f"void at::native::vectorized_elementwise_kernel<4, {_CLAMP}, at::detail::Array<char*, 2> >"
+        f"(int, {_CLAMP}, at::detail::Array<char*, 2>)")
 _GELU = (
     "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
     "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}"
 )
-GELU = f"void at::native::vectorized_elementwise_kernel<4, {_GELU}, at::detail::Array<char*, 2> >(int, {_GELU}, at::detail::Array<char*, 2>)"
+GELU = (f"void at::native::vectorized_elementwise_kernel<4, {_GELU}, at::detail::Array<char*, 2> >"
+        f"(int, {_GELU}, at::detail::Array<char*, 2>)")
 _ADD = "at::native::CUDAFunctor_add<c10::BFloat16>"
-ADD = f"void at::native::vectorized_elementwise_kernel<4, {_ADD}, at::detail::Array<char*, 3> >(int, {_ADD}, at::detail::Array<char*, 3>)"
+ADD = (f"void at::native::vectorized_elementwise_kernel<4, {_ADD}, at::detail::Array<char*, 3> >"
+       f"(int, {_ADD}, at::detail::Array<char*, 3>)")
 LAYER_NORM = (
     "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, "
     "float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
@@ -550,9 +553,8 @@ def render_readme(truth: dict[str, Any], counts: dict[str, Any]) -> str:
         "| step | GPU ops | start | end | window | busy | idle |",
         "|---|---|---|---|---|---|---|",
         *[
-            f"| {s['step']} | {s['gpu_ops']} | {_us(s['start'])} | {_us(s['end'])} | {_us(s['dur'])} | {_us(s['busy'])} "
-            "| "
-            f"{_us(s['idle'])} |"
+            f"| {s['step']} | {s['gpu_ops']} | {_us(s['start'])} | {_us(s['end'])} | {_us(s['dur'])} "
+            f"| {_us(s['busy'])} | {_us(s['idle'])} |"
             for s in truth["steps"]
         ],
         "",

@@ -147,7 +147,8 @@ def test_one_arena_only_where_the_compiled_scanner_decodes(monkeypatch):
 def test_the_c_library_opens_by_its_name_without_asking_ldconfig():
     """`ctypes.util.find_library` runs `ldconfig` (8 ms of every start): glibc is opened as
     `libc.so.6`, and the handle serves every later call."""
-    show = "import sys, traceanalyze.cli; from traceanalyze import allocator; print('ctypes.util' in sys.modules, allocator._libc() is allocator._libc())"
+    show = ("import sys, traceanalyze.cli; from traceanalyze import allocator; "
+            "print('ctypes.util' in sys.modules, allocator._libc() is allocator._libc())")
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     done = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]

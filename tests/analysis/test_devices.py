@@ -177,26 +177,29 @@ def test_peak_flops_fallbacks():
     "kernel, unit",
     [
         (
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_"
+            "execute_segment_k_off_kernel__5x_cublas",
             "tensor",
         ),
         ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1", "tensor"),
         (
-            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>(cutlass_80_tensorop_s1688gemm_128x64_"
-            "16x6_tn_align4::Params)",
+            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>"
+            "(cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4::Params)",
             "tensor",
         ),
         ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>", "tensor"),
         ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4", "tensor"),
         (
-            "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_128x128_16x4_nhwc_unity_stride_align4>",
+            "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_128x128_16x4_"
+            "nhwc_unity_stride_align4>",
             "tensor",
         ),
         ("nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN", "tensor"),
         ("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN", "tensor"),
         ("fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext", "tensor"),
         (
-            "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false>",
+            "void pytorch_flash::flash_fwd_kernel<pytorch_flash::"
+            "Flash_fwd_kernel_traits<64, 128, 128, 4, false, false>",
             "tensor",
         ),
         ("Cijk_Ailk_Bjlk_SB_Bias_AS_SAV_UserArgs_MT64x16x16_MI16x16x1_SN_LDSB0_AFC1", "tensor"),
@@ -218,13 +221,13 @@ def test_peak_flops_fallbacks():
         ("ampere_gcgemm_64x64_nt", "simt"),
         # cuBLAS on an H100 with TF32 off (fp32 matmuls): xmma kernels running FFMA on CUDA cores
         (
-            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_"
-            "cublas",
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_"
+            "ffma_aligna4_alignc4_execute_kernel__5x_cublas",
             "simt",
         ),
         (
-            "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_"
-            "cublas",
+            "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_"
+            "ffma_aligna4_alignc4_execute_kernel__5x_cublas",
             "simt",
         ),
         ("sm80_xmma_gemm_f16f16_f16f16_f16_nn_n_tilesize64x64x8_stage3_warpsize2x2x1_hfma2_aligna2", "simt"),

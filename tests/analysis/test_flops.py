@@ -732,7 +732,8 @@ def test_optimizer_and_cat_ops_are_modelled_through_the_loader():
 
     trace = load_trace(path)
     joined = op_costs(trace.cpu_ops).join(trace.cpu_ops.select("op_id", "name"), on="op_id")
-    lists = joined.filter(pl.col("name").cast(pl.String).str.starts_with("aten::_foreach_") | (pl.col("name") == "aten::cat"))
+    name = pl.col("name").cast(pl.String)
+    lists = joined.filter(name.str.starts_with("aten::_foreach_") | (name == "aten::cat"))
     assert lists.height > 0
     assert lists["unmodeled_reason"].null_count() == lists.height, lists.filter(
         pl.col("unmodeled_reason").is_not_null()

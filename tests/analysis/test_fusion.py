@@ -10,7 +10,8 @@ import traceanalyze
 from traceanalyze.analysis import attribution, roofline
 
 F32 = "float"
-COS = "void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#1}, at::detail::Array<char*, 2> >"
+COS = ("void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)"
+       "::{lambda()#1}, at::detail::Array<char*, 2> >")
 
 
 def unary(b: TraceBuilder, name: str, start: float, shape: list[int], *, dur: float, stream: int = 7) -> int:

@@ -3,6 +3,8 @@ answers of the synthetic job in tests/multirank.py, and the 4-rank DLRM folder e
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 

@@ -179,7 +179,8 @@ def test_quick_calibration_on_this_cpu(tmp_path):
                       tmp_path / "device.json",
                       "--format", "json", cwd=tmp_path)
     assert refused.returncode == 2
-    assert "describes another device: rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file was measured on a CPU" in refused.stderr
+    assert ("describes another device: rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), "
+            "but the file was measured on a CPU") in refused.stderr
     report = run_cli(
         "report",
         REPO / "fixtures" / "synthetic_training.json.gz",

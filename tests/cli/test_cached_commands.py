@@ -105,7 +105,8 @@ def test_each_command_reads_the_analysed_ranks_and_no_cache_skips_them(command, 
 
     printed = invoke(arguments)
     expected = output()
-    assert analyses == [trace] and len(list(cache_folder.glob("*" + results_cache.SUFFIX))) == 1  # diff: the 2nd side a hit
+    # diff: the 2nd side a hit
+    assert analyses == [trace] and len(list(cache_folder.glob("*" + results_cache.SUFFIX))) == 1
     printed = invoke(arguments)
     assert analyses == [trace] and output() == expected  # neither parsed nor analysed
     printed = invoke([*arguments, "--no-cache"])

@@ -57,7 +57,7 @@ def test_cli_formats(pair, tmp_path):
     base, new = pair
     terminal = runner.invoke(app, ["diff", str(base), str(new)])
     assert terminal.exit_code == 0, terminal.output
-    assert "kernels that changed" in terminal.stdout and "▲ slower" in terminal.stdout and "+ added" in terminal.stdout
+    assert all(part in terminal.stdout for part in ("kernels that changed", "▲ slower", "+ added"))
     markdown = runner.invoke(app, ["diff", str(base), str(new), "--format", "markdown"])
     assert markdown.exit_code == 0 and markdown.stdout.startswith("### traceanalyze diff")
     rows = [

@@ -1,8 +1,8 @@
 """Hostile inputs, each built small: bombs are streamed into gzip, never stored inflated.
 
 Each case is `(name, build, expected, extra)`: `build(folder)` writes the input and returns its
-path; `expected` is a fragment the one-line error must hold (or a tuple of alternatives); `extra` are command-line options
-(a lowered limit, so that a small file can cross it)."""
+path; `expected` is a fragment the one-line error must hold (or a tuple of alternatives); `extra`
+are command-line options (a lowered limit, so that a small file can cross it)."""
 
 from __future__ import annotations
 

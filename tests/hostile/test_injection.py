@@ -130,7 +130,8 @@ def test_gate_on_actions_writes_only_its_own_commands_and_well_formed_junit(host
     assert ("this run on A100 ::error title=x::injected ::add-mask::y; its times" in text)  # one line, as a quote
     root = ElementTree.parse(tmp_path / "junit.xml").getroot()
     values = [p.get("value") for p in root.iter("property") if p.get("name") == "warning"]
-    assert values[0].startswith(f"different devices: the baseline ran on NVIDIA A100-SXM4-80GB, this run on {DEVICE};")  # as &#10;
+    # as &#10;
+    assert values[0].startswith(f"different devices: the baseline ran on NVIDIA A100-SXM4-80GB, this run on {DEVICE};")
 
 
 def test_a_control_character_in_the_device_name_keeps_junit_well_formed(hostile, tmp_path):

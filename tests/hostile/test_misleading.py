@@ -126,7 +126,8 @@ def test_repeated_ids_stay_linear_and_are_counted(tmp_path):
     assert seconds < 30, f"{seconds:.1f} s"
     health = trace_health(trace)
     assert health.filter(pl.col("finding") == "repeated_correlation_ids")["count"].to_list() == [n - 1]
-    assert health.filter(pl.col("finding") == "repeated_external_ids")["count"].to_list() == [n - 1]  # the n ops of id 5
+    # the n ops of id 5
+    assert health.filter(pl.col("finding") == "repeated_external_ids")["count"].to_list() == [n - 1]
     assert linked_gpu(trace)["launch_start_ns"].unique().to_list() == [1000]  # the first launch, for every kernel
     assert report.ranks[0].devices.height == 1
 

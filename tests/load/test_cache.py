@@ -353,7 +353,8 @@ def test_a_hit_counts_as_a_recent_use(tmp_path, cache_everything):
 
 
 def test_temporary_files_of_dead_writers_are_removed(tmp_path):
-    stale, fresh = tmp_path / f"{cache_files.TEMPORARY_PREFIX}a.part", tmp_path / f"{cache_files.TEMPORARY_PREFIX}b.part"
+    stale = tmp_path / f"{cache_files.TEMPORARY_PREFIX}a.part"
+    fresh = tmp_path / f"{cache_files.TEMPORARY_PREFIX}b.part"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"being written")
     old = time.time() - cache_files.STALE_TEMPORARY_SECONDS - 60

@@ -434,7 +434,8 @@ def python_event(**overrides) -> dict:
         json.dumps(
             [python_event(name=None), python_event(args=None), python_event(args={"a": [1, {"b": [2.5e3, None]}]})]
         ),
-        '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Python id":1,"Python id":2}}]',  # repeated key
+        # a repeated key
+        '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Python id":1,"Python id":2}}]',
         # the category after the name and args: those were read in full
         '[{"name":"g","args":{"External id":"not an int"},"ph":"X","cat":"python_function","ts":1,"dur":1}]',
         # a category written with an escape is not compared (its events are read in full)

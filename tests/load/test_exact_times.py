@@ -98,7 +98,8 @@ def test_tolerant_path_keeps_the_digits():
 def test_whole_document_path(extra):
     """The whole-document decoder, typed, and (an event with a wrongly typed arg) untyped then
     converted event by event (`events_tolerant`)."""
-    document, malformed = decode_document(b'{"traceEvents": %s}' % chunk_text(extra), path=None)  # type: ignore[arg-type]
+    text = b'{"traceEvents": %s}' % chunk_text(extra)
+    document, malformed = decode_document(text, path=None)  # type: ignore[arg-type]
     expected = {**EXPECTED, "k99": (1712345678901234567, 1000)} if extra else EXPECTED
     assert times_of(general_tables(document.traceEvents, include_python=False, malformed=malformed)) == expected
 

@@ -399,5 +399,5 @@ def test_make_big_trace_replicates_with_offsets(tmp_path):
     assert big.steps["step"].n_unique() == big.steps.height
     # every copy links only to itself: one launch per correlation, as in the base
     assert big.runtime["correlation"].drop_nulls().n_unique() == big.runtime["correlation"].drop_nulls().len()
-    assert big.gpu.join(big.runtime, on=["rank",
-                                         "correlation"]).height >= copies * one.gpu.join(one.runtime, on=["rank", "correlation"]).height - one.gpu.height
+    linked = big.gpu.join(big.runtime, on=["rank", "correlation"]).height
+    assert linked >= copies * one.gpu.join(one.runtime, on=["rank", "correlation"]).height - one.gpu.height

@@ -6,7 +6,8 @@ import polars as pl
 
 from traceanalyze.report.chart_inputs import _gap_labels
 
-LONG_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1>>(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+LONG_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+               "at::detail::Array<char*, 1>>(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)")
 
 
 def gaps(rows: list[dict]) -> pl.DataFrame:

@@ -164,7 +164,8 @@ def test_markdown_numbers_are_the_model_numbers(synthetic):
     rank = synthetic.ranks[0]
     text = render_markdown(synthetic)
     idle = rank.idle.row(0, named=True)
-    assert f"GPU idle **{format_percent(idle['idle_fraction'])}** of a {format_duration_ns(idle['window_ns'])} window" in text
+    idle_text = format_percent(idle["idle_fraction"])
+    assert f"GPU idle **{idle_text}** of a {format_duration_ns(idle['window_ns'])} window" in text
     for key in ("overhead", "bandwidth", "compute"):
         share = rank.attribution[key][0]
         assert re.search(rf"^\| {key} +\| `[█·]+` +\| {re.escape(format_percent(share))} ", text, re.M), key

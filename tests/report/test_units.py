@@ -25,7 +25,8 @@ from traceanalyze.units import format_duration_ns, kernel_function_name, short_n
             "softmax_warp_forward",
         ),
         (
-            "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4::Params)",
+            "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>"
+            "(cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4::Params)",
             "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4",
         ),
         ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_AllGather_RING_LL"),

@@ -1,5 +1,5 @@
-"""The torch half of `traceanalyze calibrate`: `measure`, and the timed micro-benchmarks behind it (torch is passed in, never imported here
-at module level).
+"""The torch half of `traceanalyze calibrate`: `measure`, and the timed micro-benchmarks behind it
+(torch is passed in, never imported here at module level).
 
 - the essay's sweep: `out = x * c` repeated r times in ONE kernel, so memory traffic stays 2·N
   elements (read x, write a preallocated out) while the FLOPs grow with r (r per element, spread

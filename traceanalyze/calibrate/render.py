@@ -61,15 +61,15 @@ def render_table(calibration: Calibration) -> str:
         lines.append(f"matmul n={calibration.matmul_size}: {matmuls}")
     lines.append("")
     lines.append(f"bandwidth roof: {format_si(roofs.bandwidth_bytes_per_s, 'B/s')} (the best of the copies and the "
-                 "sweep's "
-                 f"flat part, {format_si(roofs.sweep_bandwidth_bytes_per_s, 'B/s')})")
+                 f"sweep's flat part, {format_si(roofs.sweep_bandwidth_bytes_per_s, 'B/s')})")
     if calibration.sweep:
         if roofs.flat_until_repeat is None:
             shape = "runtime grows from the first r: compute-bound at every r measured"
         elif roofs.flat_until_repeat == max(p.repeat for p in calibration.sweep):
             shape = "runtime flat at every r measured: bandwidth-bound throughout (the compute roof is a lower bound)"
         else:
-            shape = f"runtime flat (bandwidth-bound) for r <= {roofs.flat_until_repeat}, then growing with r (compute-bound)"
+            shape = (f"runtime flat (bandwidth-bound) for r <= {roofs.flat_until_repeat}, "
+                     "then growing with r (compute-bound)")
         lines.append(f"pointwise compute roof: {format_si(roofs.compute_flops_per_s, 'FLOP/s')}; {shape}")
         lines.append(
             f"ridge point: compute roof / bandwidth roof = {roofs.ridge_flop_per_byte:.3g} FLOP/byte "

@@ -40,7 +40,8 @@ def _regime_bars(diff: Diff) -> str:
         rows.append(plots.BarRow(label, values, sum(values.values())))
     svg = plots.stacked_bars(rows, plots.REGIME_COLOURS, kind="diff-regimes",
                              title="Where the GPU time goes: base and new")
-    return f'<figure class="chart">{svg}<figcaption>Shares of each run\'s window (overhead = GPU idle).</figcaption></figure>'
+    caption = "Shares of each run's window (overhead = GPU idle)."
+    return f'<figure class="chart">{svg}<figcaption>{caption}</figcaption></figure>'
 
 
 def render_diff_html(diff: Diff, *, top: int = 10) -> str:

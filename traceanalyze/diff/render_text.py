@@ -95,7 +95,8 @@ def _kernel_change(k: KernelRow) -> str:
 
 
 def kernel_cells(k: KernelRow, width: int) -> list[str]:
-    counts = f"{k.base_count if k.base_count is not None else '–'} → {k.new_count if k.new_count is not None else '–'}"
+    base_count = k.base_count if k.base_count is not None else "–"
+    counts = f"{base_count} → {k.new_count if k.new_count is not None else '–'}"
     return [kernel_label(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
             _us(k.base_total_us), _us(k.new_total_us), status_mark(k)]
 
@@ -169,7 +170,8 @@ def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
     lines += [f"> ⚠️ **Warning:** {_md(warning)}" for warning in diff.warnings] + ([""] if diff.warnings else [])
     lines += _md_table(metric_cells(diff), METRIC_HEADERS) + [""]
     changed = diff.changed_kernels
-    lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}", ""]
+    lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}",
+              ""]
     if changed:
         lines += _md_table([_md_kernel_row(k) for k in changed], KERNEL_HEADERS, code_first=True) + [""]
     lines += [f"**Top {top_kernels(diff, top)} by total time**", ""]

@@ -221,8 +221,8 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
     baseline = merged.get("baseline")
     max_regression = merged.get("max_regression")
     if baseline is not None and max_regression is None:
-        raise ConfigError("a baseline needs --max-regression (e.g. 5% or 0.05): how much worse than the baseline may "
-                          "it get?")
+        raise ConfigError("a baseline needs --max-regression (e.g. 5% or 0.05): how much worse than the "
+                          "baseline may it get?")
     if max_regression is not None and baseline is None:
         raise ConfigError("--max-regression needs a baseline (--baseline BASE.json or a trace)")
     if not thresholds and baseline is None:

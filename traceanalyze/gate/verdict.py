@@ -213,7 +213,8 @@ def _regression_message(label: str, unit: str, base: float | None, new: float | 
         return f"{label}: not compared (baseline {format_value(base, unit)}, now {format_value(new, unit)})"
     limit = _change_text(threshold, kind).lstrip("+")
     verb = {"pass": "within", "fail": "beyond", "info": "not judged; limit"}[status]
-    return f"{label} {format_value(base, unit)} → {format_value(new, unit)} ({_change_text(change, kind)}, {verb} {limit})"
+    change_text = _change_text(change, kind)
+    return f"{label} {format_value(base, unit)} → {format_value(new, unit)} ({change_text}, {verb} {limit})"
 
 
 def _regression(name: str, label: str, unit: str, base: float | None, new: float | None, change: float | None,

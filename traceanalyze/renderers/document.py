@@ -12,12 +12,15 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
-from traceanalyze.renderers.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
-from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, coverage_sentence, cpu_name, peak_figures, roof_footnotes, roof_fraction_cell
+from traceanalyze.renderers.blocks import (Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline,
+                                           Paragraph, Strong, Table)
+from traceanalyze.renderers.wording import (CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, coverage_sentence, cpu_name,
+                                            peak_figures, roof_footnotes, roof_fraction_cell)
 from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.summaries import Summary, listed_collectives, listed_steps
 from traceanalyze.renderers.verdict_document import findings_blocks
-from traceanalyze.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, format_si, plural, short_name
+from traceanalyze.units import (distinct_short_names, format_count, format_duration_ns, format_percent, format_rate,
+                                format_si, plural, short_name)
 from traceanalyze.version import __version__
 
 
@@ -166,8 +169,8 @@ def _small_kernels(report: RankReport, min_run: int) -> list[Block]:
     ))]
     runs = report.small_kernel_runs
     if runs.height:
-        blocks.append(Paragraph((f"{runs.height} run(s) of ≥{min_run} back-to-back small kernels — candidates for CUDA "
-                                 "graphs or torch.compile:",)))
+        blocks.append(Paragraph((f"{runs.height} run(s) of ≥{min_run} back-to-back small kernels — "
+                                 "candidates for CUDA graphs or torch.compile:",)))
         blocks.append(Table(
             ("kernels", "span", "GPU busy", "stream", "first kernel"),
             tuple((_num(str(r["kernels"])), _num(format_duration_ns(r["span_ns"])),
@@ -182,7 +185,8 @@ def _queue(report: RankReport) -> list[Block]:
     if not queue.height:
         return []
     deepest = queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)  # ties: the first stream
-    full = f", full (≥1024) for {format_duration_ns(deepest['time_at_full_ns'])}" if deepest["time_at_full_ns"] else ""
+    at_full = deepest["time_at_full_ns"]
+    full = f", full (≥1024) for {format_duration_ns(at_full)}" if at_full else ""
     return [Paragraph((f"launch queue: deepest on stream {deepest['stream']} at "
                        f"{plural(deepest['max_depth'], 'op')}{full}",))]
 
@@ -454,7 +458,8 @@ def _collectives_table(report: Report) -> Table:
     listed = listed_collectives(job, COLLECTIVES_LISTED).sort("wait_ns", "seq", descending=[True, False])
     rows = tuple(
         (Cell(r["process_group"]), _num(str(r["seq"])), Cell(r["collective"]), _num(str(r["ranks"])),
-         _num(format_si(r["message_bytes"], "B") if r["message_bytes"] is not None else "–"), _num(str(r["last_rank"])),
+         _num(format_si(r["message_bytes"], "B") if r["message_bytes"] is not None else "–"),
+         _num(str(r["last_rank"])),
          _num(format_duration_ns(r["max_wait_ns"])), _num(format_duration_ns(r["wait_ns"])),
          _num(format_duration_ns(r["transfer_ns"])), _num(format_rate(r["busbw_bytes_per_s"], "B/s")),
          _num(format_percent(r["link_fraction"])))

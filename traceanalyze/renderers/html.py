@@ -60,19 +60,23 @@ nav.toc a { white-space: nowrap; }
 .figure .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .figure .value { font-size: 24px; font-weight: 650; margin: 2px 0; }
 .figure .detail { color: var(--muted); font-size: 12.5px; }
-.note { border-left: 4px solid #ddcc77; background: #fbf8ec; padding: 8px 12px; border-radius: 0 6px 6px 0; font-size: 14px; }
+.note { border-left: 4px solid #ddcc77; background: #fbf8ec; padding: 8px 12px; \
+border-radius: 0 6px 6px 0; font-size: 14px; }
 .table-wrap { overflow-x: auto; margin: 8px 0 14px; }
 table { border-collapse: collapse; font-size: 13px; width: 100%; }
-th, td { padding: 5px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; white-space: nowrap; }
+th, td { padding: 5px 8px; border-bottom: 1px solid var(--line); text-align: left; \
+vertical-align: top; white-space: nowrap; }
 td.wrap { white-space: normal; min-width: 220px; }
 th { font-weight: 600; color: var(--muted); background: var(--soft); white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:hover { background: #fafbfd; }
 td code { background: none; padding: 0; }
 .chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
-.bar { display: inline-block; width: 160px; height: 10px; background: #eee; border-radius: 2px; vertical-align: middle; }
+.bar { display: inline-block; width: 160px; height: 10px; background: #eee; \
+border-radius: 2px; vertical-align: middle; }
 .bar > span { display: block; height: 100%; border-radius: 2px; }
-figure.chart { margin: 14px 0 18px; padding: 12px 14px 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
+figure.chart { margin: 14px 0 18px; padding: 12px 14px 8px; border: 1px solid var(--line); \
+border-radius: 8px; background: #fff; }
 figure.chart svg { display: block; max-width: 100%; height: auto; }
 figure.chart figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
 details.rank { margin: 26px 0; border: 1px solid var(--line); border-radius: 8px; padding: 4px 18px 12px; }
@@ -285,8 +289,8 @@ def _timeline_charts(rank: RankReport) -> str:
     for timeline in charts.timelines:
         start, end = timeline.window
         svg = plots.timeline_chart(timeline.rows, timeline.window,
-                                   title=f"GPU timeline — device {timeline.device}, {format_duration_ns(end - start)} "
-                                   "window",
+                                   title=f"GPU timeline — device {timeline.device}, "
+                                   f"{format_duration_ns(end - start)} window",
                                    legends=timeline.legends, markers=timeline.markers, note=timeline.note)
         caption = ("Each lane is a stream; the last lane is the device's idle time (no stream busy). "
                    + ("Long traces are drawn at one bin per pixel: a bin takes the colour of what covers most of it, "

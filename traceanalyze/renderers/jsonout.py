@@ -372,7 +372,8 @@ def collectives(job: JobAnalysis) -> list[schema.Collective]:
     ranks: dict[tuple[str, int], list[schema.CollectiveRank]] = {}
     for r in per_rank.sort("rank").iter_rows(named=True):
         ranks.setdefault((r["process_group"], r["seq"]), []).append(schema.CollectiveRank(
-            rank=r["rank"], arrival_us=_us(r["arrival_ns"] - r["first_arrival_ns"]), wait_us=_us(r["wait_ns"]),  # type: ignore[arg-type]
+            rank=r["rank"], arrival_us=_us(r["arrival_ns"] - r["first_arrival_ns"]),  # type: ignore[arg-type]
+            wait_us=_us(r["wait_ns"]),  # type: ignore[arg-type]
             transfer_us=_us(r["transfer_ns"]), duration_us=_us(r["duration_ns"])))  # type: ignore[arg-type]
     return [
         schema.Collective(

@@ -17,7 +17,8 @@ from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES
 from traceanalyze.report.model import RankReport, Report, ReportOptions
 from traceanalyze.report.summaries import listed_collectives, listed_steps
 from traceanalyze.renderers.verdict_text import verdict_lines
-from traceanalyze.units import distinct_short_names, format_duration_ns, format_percent, format_rate, format_si, plural, short_name
+from traceanalyze.units import (distinct_short_names, format_duration_ns, format_percent, format_rate, format_si,
+                                plural, short_name)
 
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
@@ -124,15 +125,13 @@ def _small_kernel_lines(report: RankReport, min_run: int, width: int | None = No
     if summary.kernels_with_launch == 0:
         return []
     lines = [f"  {summary.count} of {plural(summary.kernels_with_launch, 'launched kernel')} run shorter than their "
-             "launch "
-             f"call takes on the CPU ({format_percent(summary.share_of_kernel_time)} of kernel time): the CPU cannot "
-             "keep the "
-             "GPU fed with these."]
+             f"launch call takes on the CPU ({format_percent(summary.share_of_kernel_time)} of kernel time): "
+             "the CPU cannot keep the GPU fed with these."]
     runs = report.small_kernel_runs
     if runs.height:
         lines.append(f"  {plural(runs.height, 'run')} of ≥{min_run} back-to-back small kernels (each starting within "
-                     "its "
-                     "launch call's CPU time of the previous one's end) — candidates for CUDA graphs or torch.compile:")
+                     "its launch call's CPU time of the previous one's end) — candidates for CUDA graphs or "
+                     "torch.compile:")
         listed = runs.head(5)
         rows = [[r["kernels"], format_duration_ns(r["span_ns"]), format_duration_ns(r["busy_ns"]), r["stream"],
                  short_name(r["first_kernel"], 44)] for r in listed.iter_rows(named=True)]
@@ -154,7 +153,8 @@ def _launch_headline(report: RankReport) -> list[str]:
     if not overhead.count:
         return []
     return [f"  launch overhead p50 {format_duration_ns(overhead.p50)}, p99 {format_duration_ns(overhead.p99)} over "
-            f"{plural(overhead.count, 'launch', 'launches')} (launch → start less the queue wait behind earlier work; "
+            f"{plural(overhead.count, 'launch', 'launches')} "
+            "(launch → start less the queue wait behind earlier work; "
             f"queue wait p50 {format_duration_ns(queue.p50)}, healthy when the GPU is busy)"]
 
 
@@ -262,7 +262,8 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
         if row.get("saving_ns") is not None:
             gain += f", predicted saving {format_duration_ns(row['saving_ns'])}"
         where = f" rank {row['rank']}" if len(report.ranks) > 1 else ""
-        head = f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, confidence {row['confidence']}"
+        head = (f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, "
+                f"confidence {row['confidence']}")
         lines += textwrap.wrap(head, width, subsequent_indent="   ")
         lines += textwrap.wrap(f"evidence: {row['evidence']}", width, initial_indent="   ", subsequent_indent="     ")
         lines += textwrap.wrap(f"action: {row['action']}", width, initial_indent="   ", subsequent_indent="     ")
@@ -283,7 +284,8 @@ def predicted_line(replay: pl.DataFrame) -> list[str]:
         before, after, what = row["measured_ns"], row["predicted_window_ns"], "window"
     change = (after - before) / before if before else 0.0
     applied = ", ".join(row["predicted_ids"])
-    return [f"predicted: {format_duration_ns(before)} → {format_duration_ns(after)} {what} ({change:+.0%}".replace("-", "−")
+    predicted = f"predicted: {format_duration_ns(before)} → {format_duration_ns(after)} {what} ({change:+.0%}"
+    return [predicted.replace("-", "−")
             + f") with {applied} (docs/whatif.md)"]
 
 

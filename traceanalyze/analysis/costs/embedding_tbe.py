@@ -26,7 +26,8 @@ from traceanalyze.analysis.costs.embedding import EMBEDDING
 from traceanalyze.analysis.costs.family import OpCost
 from traceanalyze.analysis.costs.tensors import Args, Tensor, Unmodelled, total_bytes
 
-FORWARD_NAME = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)|dense_embedding_codegen_lookup)_function$")
+FORWARD_NAME = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)|dense_embedding_codegen_lookup)"
+                          r"_function$")
 BACKWARD_NAME = re.compile(r"^torch::autograd::CppNode<SplitLookupFunction_(\w+?)_Op>$")
 
 # FLOPs per updated weight element of the optimizer fused into the backward (after the gradient

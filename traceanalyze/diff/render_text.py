@@ -86,10 +86,6 @@ def metric_cells(diff: Diff) -> list[list[str]]:
     return [[m.label, _value(m.base, m.unit), _value(m.new, m.unit), _change(m)] for m in diff.metrics]
 
 
-def _us(value: float | None) -> str:
-    return scaled_time(value)
-
-
 def _kernel_change(k: KernelRow) -> str:
     return "–" if k.change is None else f"{100 * k.change:+.1f}%"
 
@@ -97,8 +93,8 @@ def _kernel_change(k: KernelRow) -> str:
 def kernel_cells(k: KernelRow, width: int) -> list[str]:
     base_count = k.base_count if k.base_count is not None else "–"
     counts = f"{base_count} → {k.new_count if k.new_count is not None else '–'}"
-    return [kernel_label(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
-            _us(k.base_total_us), _us(k.new_total_us), status_mark(k)]
+    return [kernel_label(k.name, width), counts, scaled_time(k.base_mean_us), scaled_time(k.new_mean_us),
+            _kernel_change(k), scaled_time(k.base_total_us), scaled_time(k.new_total_us), status_mark(k)]
 
 
 KERNEL_HEADERS = ["kernel", "calls", "base / call", "new / call", "change", "base total", "new total", "status"]

@@ -25,6 +25,7 @@ from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statisti
 from traceanalyze.gate.metrics import (MODELLED_REGIMES, REGIMES, Measured, coverage_mismatch, device_mismatch,
                                       is_job_note, skipped_steps_notes, unreliable_findings)
 from traceanalyze.gate.comparable import device_reason, skip_steps_reason, window_reason
+from traceanalyze.units import plural
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]
@@ -130,7 +131,7 @@ def format_value(value: float | None, unit: str, *, percent_decimals: int = 2) -
 
 def steps_text(count: int | None) -> str:
     """3 → "3 steps", 1 → "1 step"."""
-    return f"{count} step{'' if count == 1 else 's'}"
+    return plural(count, "step")  # type: ignore[arg-type]
 
 
 def format_margin(value: float, unit: str) -> str:

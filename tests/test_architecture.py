@@ -184,7 +184,7 @@ def test_report_path_imports_neither_torch_nor_hta(tmp_path):
         "from traceanalyze.analysis import idle, launch, job\n"
         "import traceanalyze.pipeline, traceanalyze.api\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'hta', 'pandas', 'ray', 'dask', "
-            "'distributed')]\n"
+        "'distributed')]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

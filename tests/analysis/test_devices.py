@@ -71,7 +71,7 @@ def test_every_device_in_the_real_traces_resolves():
 
 @pytest.mark.parametrize("name, key", [
     ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"), ("A100-PCIE-40GB", "a100-pcie-40gb"),
-                                       ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA H100 PCIe", "h100-pcie"),
     ("NVIDIA H100 NVL", "h100-nvl"), ("NVIDIA H200", "h200-sxm"), ("NVIDIA H200 NVL", "h200-nvl"), ("Tesla T4", "t4"),
     ("NVIDIA A10", "a10"), ("NVIDIA A10G", "a10g"), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"),
     ("Tesla V100-PCIE-16GB", "v100-pcie"), ("Tesla V100S-PCIE-32GB", "v100s-pcie"), ("AMD Instinct MI300X", "mi300x"),

@@ -12,7 +12,7 @@ TRAIN = SCRIPTS / "endless_training.py"
 def test_repeat_writes_one_trace_per_window(tmp_path):
     result = capture_in_process(
         "--wait", "0", "--warmup", "1", "--active", "2", "--repeat", "2", "-o", tmp_path, TRAIN, "--steps", "8",
-                                cwd=tmp_path
+        cwd=tmp_path
     )
     assert result.exit_code == 0, result.stderr
     assert step_names(read_trace(tmp_path / "trace.json.gz")) == ["ProfilerStep#1", "ProfilerStep#2"]

@@ -68,7 +68,7 @@ def test_a_json_report_imports_no_other_renderer(tmp_path):
         "import sys\n"
         "from traceanalyze.cli import main\n"
         f"sys.argv = ['traceanalyze', 'report', '--format', 'json', '--no-cache', '-o', {str(tmp_path / 'r.json')!r}, "
-            f"{str(FIXTURE)!r}]\n"
+        f"{str(FIXTURE)!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
         f"print(sorted(name for name in {watched!r} if name in sys.modules))\n"
     )

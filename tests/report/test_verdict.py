@@ -79,7 +79,7 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
         "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
         f"predicted saving {SYNC_SAVING}, confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION
         + "\n- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs (45% of the "
-                                         "window), "
+        "window), "
         f"predicted saving {BIGGER_SAVING}, confidence low. Evidence: " + BIGGER_EVIDENCE + ". Fix: " + BIGGER_ACTION,
         "",
     ]

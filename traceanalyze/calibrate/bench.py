@@ -63,7 +63,7 @@ def plan_for(torch: Any, device: str, *, size: int | None, quick: bool) -> Bench
     threads = 1 if quick else torch.get_num_threads()
     return BenchPlan(
         "cpu", sweep, 256 if quick else 1024, samples=5 if quick else 7, min_sample_s=0.005 if quick else 0.05,
-                     threads=threads,
+        threads=threads,
         compile_on_cpu=True,
     )
 

@@ -48,7 +48,7 @@ def render_table(calibration: Calibration) -> str:
         for point in calibration.sweep:
             lines.append(
                 f"{point.repeat:>5}  {point.flop_per_byte:>9.3g}  "
-                         f"{format_si(point.runtime_s, 's', fractions=True):>11}  "
+                f"{format_si(point.runtime_s, 's', fractions=True):>11}  "
                 f"{format_si(point.flops_per_s, 'FLOP/s'):>16}  {format_si(point.bytes_per_s, 'B/s'):>12}"
             )
         lines.append("")
@@ -111,5 +111,5 @@ def render_svg(calibration: Calibration) -> str:
         title=f"x = x * c repeated r times: {calibration.device_name}",
         x_label=f"r (compute intensity = r/{2 * element_bytes} FLOP/byte)",
         footer=f"traceanalyze calibrate, {calibration.date}, torch {calibration.torch_version}: "
-                      f"{calibration.sweep_method}",
+        f"{calibration.sweep_method}",
     )

@@ -108,7 +108,7 @@ def _device_lines(report: RankReport) -> list[Block]:
     return [
         Paragraph((
             f"device {row['device']} ({row['name'] or 'unnamed'}): GPU idle ",
-                   Strong(format_percent(row["idle_fraction"])),
+            Strong(format_percent(row["idle_fraction"])),
             f" of a {format_duration_ns(row['window_ns'])} window (busy {format_duration_ns(row['gpu_busy_ns'])}, "
             f"idle {format_duration_ns(row['gpu_idle_ns'])}, {row['gpu_ops']} GPU ops)",
         ))
@@ -270,13 +270,13 @@ def _kernels(report: RankReport, level: int, anchor: str, omitted: str = "") -> 
         modelled = r["bound"] in ON_ROOFLINE
         rows.append((
             _num(str(i)), Cell(short, full=r["name"] if r["name"] != short else None, code=True), _name(r["op"], 24),
-                     _num(str(r["count"])),
+            _num(str(r["count"])),
             _num(format_duration_ns(r["total_ns"])), _num(format_percent(r["total_ns"] / total)),
             _num(f"{r['intensity']:.3g}" if modelled and r["intensity"] is not None else "–"),
             _num(format_rate(r["achieved_flops_per_s"], "FLOP/s") if modelled else "–"),
             _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["bound"] == "memcpy" else "–"),
             _num(roof_fraction_cell(r["pct_of_roof"], str(r["bound"]))), Cell(r["roof"] or "–"),
-                     Cell(str(r["bound"]), key=str(r["bound"])),
+            Cell(str(r["bound"]), key=str(r["bound"])),
         ))
     blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"),
                            Chart("roofline", report, omitted=omitted)]
@@ -402,7 +402,7 @@ def document(report: Report) -> list[Block]:
         anchor = f"rank-{rank.rank}"
         omitted = "" if rank.rank in charted else (
             f"Timeline and roofline not drawn: they are for {len(charted)} of the {len(report.ranks)} ranks (see "
-                                                   "Ranks); "
+            "Ranks); "
             f"this rank's alone: traceanalyze report {rank.source} --format html")
         inner = rank_blocks(rank, limit=min(limit, 5), level=3, anchor=anchor, min_run=min_run, omitted=omitted)
         blocks.append(Group(anchor, _rank_summary(rank), tuple(inner)))

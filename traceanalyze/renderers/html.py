@@ -431,7 +431,7 @@ def collective_timeline(report: Report) -> str:
             .alias("label"))
         transfers = mine.select(
             (pl.col("arrival_ns") + pl.col("wait_ns")).alias("start_ns"), pl.col("end_ns"),
-                                pl.lit("transfer").alias("category"),
+            pl.lit("transfer").alias("category"),
             pl.concat_str(label, pl.lit("transfer "), (pl.col("transfer_ns") / 1000).round(1).cast(pl.String),
                           pl.lit(" µs"))
             .alias("label"))

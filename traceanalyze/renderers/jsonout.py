@@ -382,11 +382,11 @@ def collectives(job: JobAnalysis) -> list[schema.Collective]:
             first_arrival_ts_us=_us(r["first_arrival_ns"]),  # type: ignore[arg-type]
             last_arrival_us=_us(r["last_arrival_ns"] - r["first_arrival_ns"]),  # type: ignore[arg-type]
             last_rank=r["last_rank"], wait_us=_us(r["wait_ns"]),
-                          max_wait_us=_us(r["max_wait_ns"]),  # type: ignore[arg-type]
+            max_wait_us=_us(r["max_wait_ns"]),  # type: ignore[arg-type]
             transfer_us=_us(r["transfer_ns"]),
-                          algbw_bytes_per_s=_number(r["algbw_bytes_per_s"]),  # type: ignore[arg-type]
+            algbw_bytes_per_s=_number(r["algbw_bytes_per_s"]),  # type: ignore[arg-type]
             busbw_bytes_per_s=_number(r["busbw_bytes_per_s"]),
-                          link_peak_bytes_per_s=_number(r["link_peak_bytes_per_s"]),
+            link_peak_bytes_per_s=_number(r["link_peak_bytes_per_s"]),
             link_fraction=_number(r["link_fraction"]), consistent=r["consistent"],
             per_rank=ranks.get((r["process_group"], r["seq"]), []),
         )

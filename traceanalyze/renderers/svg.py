@@ -131,7 +131,7 @@ class Log:
 def empty_chart(kind: str, message: str, *, width: float = WIDTH, height: float = 60) -> str:
     return svg_document(kind, width, height, message, [
         f'<rect x="0.5" y="0.5" width="{coord(width - 1)}" height="{coord(height - 1)}" fill="#fafafa" '
-                                                       f'stroke="{GRID}"/>',
+        f'stroke="{GRID}"/>',
         text_element(width / 2, height / 2 + 4, message, anchor="middle", fill=MUTED),
     ])
 

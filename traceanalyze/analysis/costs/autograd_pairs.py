@@ -71,7 +71,7 @@ def paired_nodes(cpu_ops: pl.DataFrame, forward: pl.DataFrame) -> pl.DataFrame:
         pl.col("name").is_in(forward["node_name"].unique().to_list()) & pl.col("sequence_number").is_not_null()
     ).select(  # each filter after its select: a filter copies every column it keeps
         "rank", "sequence_number", pl.col("name").cast(pl.String).alias("node_name"),
-             pl.col("op_id").alias("node_op_id"),
+        pl.col("op_id").alias("node_op_id"),
         pl.col("input_dims").list.first().alias("grad_dims"),
         pl.col("input_types").list.first().cast(pl.String).alias("grad_type"))
     keys = ["rank", "sequence_number", "node_name"]

@@ -14,10 +14,10 @@ import polars as pl
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.renderers.blocks import (Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline,
                                            Paragraph, Strong, Table)
-from traceanalyze.renderers.wording import (CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, coverage_sentence, cpu_name,
+from traceanalyze.renderers.wording import (CAUSE_HINTS, CAUSE_WORDS, coverage_sentence, cpu_name,
                                             peak_figures, roof_footnotes, roof_fraction_cell)
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.summaries import Summary, listed_collectives, listed_steps
+from traceanalyze.report.summaries import Summary
 from traceanalyze.renderers.verdict_document import findings_blocks
 from traceanalyze.units import (distinct_short_names, format_count, format_duration_ns, format_percent, format_rate,
                                 format_si, plural, short_name)
@@ -218,7 +218,7 @@ def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: 
     blocks += _small_kernels(report, min_run)
     blocks += _queue(report)
     if report.steps.height:
-        listed, title = listed_steps(report.steps)
+        listed, title = report.listed_steps
         blocks.append(Heading(level + 1, title, f"{anchor}-steps"))
         blocks.append(Chart("steps", report))
         blocks.append(_step_table(listed))
@@ -455,7 +455,7 @@ def job_blocks(report: Report) -> list[Block]:
 
 def _collectives_table(report: Report) -> Table:
     job = report.job
-    listed = listed_collectives(job, COLLECTIVES_LISTED).sort("wait_ns", "seq", descending=[True, False])
+    listed = report.listed_collectives.most_waited
     rows = tuple(
         (Cell(r["process_group"]), _num(str(r["seq"])), Cell(r["collective"]), _num(str(r["ranks"])),
          _num(format_si(r["message_bytes"], "B") if r["message_bytes"] is not None else "–"),

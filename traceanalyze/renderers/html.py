@@ -24,7 +24,6 @@ from traceanalyze.renderers.html_text import esc, inline_html, text_block_html
 from traceanalyze.renderers.svg import GRID, MUTED, WIDTH, contrast_ink, coord, svg_document, text_element, tooltip
 from traceanalyze.report.chart_inputs import RankCharts
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.summaries import listed_collectives
 from traceanalyze.renderers.verdict_document import verdict_blocks
 from traceanalyze.units import format_duration_ns, format_percent, format_rate
 from traceanalyze.version import __version__
@@ -366,7 +365,6 @@ def _roofline_chart(rank: RankReport) -> str:
 # collectives on one aligned clock (each rank's wait, then the transfer), and per-collective wait
 # and transfer bars. Inputs come from `Report.job`; drawing from report.plots and report.svg.
 JOB_COLOURS = {"wait": "#CC3311", "transfer": "#009988"}
-COLLECTIVE_BARS = 20
 
 
 def _shade(fraction: float) -> str:
@@ -444,7 +442,7 @@ def collective_timeline(report: Report) -> str:
 
 def collective_bars(report: Report) -> str:
     """Per collective (the most waited on), the longest wait of a rank and the transfer."""
-    listed = listed_collectives(report.job, COLLECTIVE_BARS)
+    listed = report.listed_collectives.bars
     rows = [plots.BarRow(f"{r['collective']} #{r['seq']} ({r['process_group']})",
                          {"wait": r["max_wait_ns"], "transfer": r["transfer_ns"]},
                          float(r["max_wait_ns"] + r["transfer_ns"]))

@@ -17,7 +17,7 @@ from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
 from traceanalyze.report.summaries import (
-    SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary, listed_collectives,
+    SMALL_KERNEL_RUNS_LISTED, LatencyFigures, ListedCollectives, SmallKernelSummary, Summary,
 )
 from traceanalyze.units import json_us as _us
 from traceanalyze.version import __version__
@@ -316,7 +316,7 @@ def report_v1(report: Report) -> schema.ReportV1:
         ops=_ops(report.ops),
         ops_total=report.ops.height,
         ranks=[_with_job_health(_rank_entry(r, limit), report.job.health) for r in ranks],
-        **job_sections(report.job),
+        **job_sections(report.job, report.listed_collectives),
     )
 
 
@@ -343,10 +343,10 @@ def render_json(report: Report) -> str:
 # -- the job's sections (a folder of ranks) ------------------------------------------------------------------
 # The JSON report's job-level sections (`collectives`, `stragglers`, `overlap`,
 # `clock_offsets`, docs/report-json.md) from `analysis.job.JobAnalysis`. Times in µs.
-def job_sections(job: JobAnalysis) -> dict[str, Any]:
+def job_sections(job: JobAnalysis, listed: ListedCollectives) -> dict[str, Any]:
     """The keyword arguments of `schema.ReportV1` for the job-level sections."""
     return {
-        "collectives": collectives(job),
+        "collectives": collectives(listed),
         "collectives_total": job.collectives.height,
         "stragglers": stragglers(job),
         "overlap": [
@@ -366,11 +366,10 @@ def job_sections(job: JobAnalysis) -> dict[str, Any]:
     }
 
 
-def collectives(job: JobAnalysis) -> list[schema.Collective]:
-    listed = listed_collectives(job)
-    per_rank = job.matched.join(listed.select("process_group", "seq", "first_arrival_ns"), on=["process_group", "seq"])
+def collectives(chosen: ListedCollectives) -> list[schema.Collective]:
+    listed = chosen.in_order
     ranks: dict[tuple[str, int], list[schema.CollectiveRank]] = {}
-    for r in per_rank.sort("rank").iter_rows(named=True):
+    for r in chosen.per_rank.iter_rows(named=True):
         ranks.setdefault((r["process_group"], r["seq"]), []).append(schema.CollectiveRank(
             rank=r["rank"], arrival_us=_us(r["arrival_ns"] - r["first_arrival_ns"]),  # type: ignore[arg-type]
             wait_us=_us(r["wait_ns"]),  # type: ignore[arg-type]

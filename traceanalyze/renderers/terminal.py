@@ -13,9 +13,8 @@ from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
 from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.renderers.roofline_text import roofline_details, roofline_section
 from traceanalyze.renderers.text_table import Shrinkable, fit_lines, terminal_width, text_table
-from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, cpu_name
+from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, cpu_name
 from traceanalyze.report.model import RankReport, Report, ReportOptions
-from traceanalyze.report.summaries import listed_collectives, listed_steps
 from traceanalyze.renderers.verdict_text import verdict_lines
 from traceanalyze.units import (distinct_short_names, format_duration_ns, format_percent, format_rate, format_si,
                                 plural, short_name)
@@ -171,7 +170,7 @@ def _overhead_details(report: RankReport, options: ReportOptions, width: int | N
                      + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
                         if deepest["time_at_full_ns"] else ""))
     if report.steps.height:
-        listed, title = listed_steps(report.steps)
+        listed, title = report.listed_steps
         lines.append(f"  {title[0].lower() + title[1:]}:")
         lines.append(_step_table(listed, width))
     return lines
@@ -397,7 +396,7 @@ def _collectives_table(report: Report, width: int | None) -> list[str]:
     job = report.job
     if job.collectives.is_empty():
         return []
-    listed = listed_collectives(job, COLLECTIVES_LISTED).sort("wait_ns", "seq", descending=[True, False])
+    listed = report.listed_collectives.most_waited
     rows = [[r["process_group"], r["seq"], r["collective"], r["ranks"],
              format_si(r["message_bytes"], "B") if r["message_bytes"] is not None else "–", r["last_rank"],
              format_duration_ns(r["max_wait_ns"]), format_duration_ns(r["wait_ns"]),

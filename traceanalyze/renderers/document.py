@@ -454,7 +454,6 @@ def job_blocks(report: Report) -> list[Block]:
 
 
 def _collectives_table(report: Report) -> Table:
-    job = report.job
     listed = report.listed_collectives.most_waited
     rows = tuple(
         (Cell(r["process_group"]), _num(str(r["seq"])), Cell(r["collective"]), _num(str(r["ranks"])),

@@ -57,8 +57,8 @@ FAMILIES = {
     "a100-nccl": SHARED_TRACES / "hta_a100_nccl_rank0.json.gz",  # multi-stream training, NCCL kernels, idle gaps
     "b200-vllm-decode": SHARED_TRACES / "tracelens_b200_vllm_decode_tp8_rank0.json.gz",  # inference, many small kernels
     # three more shapes, beyond the three the targets name
-    "v100-resnet50": SHARED_TRACES
-    / "kineto_v100_resnet50_2021.json.gz",  # 2021 trace: no Concrete Inputs, convolutions
+    # a 2021 trace: no Concrete Inputs, convolutions
+    "v100-resnet50": SHARED_TRACES / "kineto_v100_resnet50_2021.json.gz",
     "v100-dlrm": SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",  # embeddings, autograd pairs, NCCL
     "a100-training": SHARED_TRACES / "hta_a100_large_training.json.gz",  # long training steps, recorded shapes
 }
@@ -119,6 +119,7 @@ class Run:
     peak_bytes: int
     ok: bool
     note: str = ""
+    # user + system time of the process tree (steadier than wall time on a shared machine)
     cpu_seconds: float | None = None
 
 
@@ -197,15 +198,13 @@ def measure(command: list[str], env: dict[str, str], timeout: float) -> Run:
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
-    used = resource.getrusage(
-        resource.RUSAGE_CHILDREN
-    )  # the children waited for so far: this one's tree since `before`
+    # the children waited for so far: this one's tree since `before`
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (used.ru_utime - used_before.ru_utime) + (used.ru_stime - used_before.ru_stime)
     text = out.decode(errors="replace").strip()
     if process.returncode != 0:
-        return Run(
-            seconds, peak, False, (err.decode(errors="replace").strip().splitlines() or ["failed"])[-1][:200], cpu
-        )
+        return Run(seconds, peak, False, (err.decode(errors="replace").strip().splitlines() or ["failed"])[-1][:200],
+                   cpu)
     note = text if text.startswith("FAILED") else ""
     return Run(seconds, peak, True, note, cpu)
 
@@ -235,18 +234,8 @@ def contender_commands(trace: Path) -> dict[str, list[str]]:
     python = sys.executable
     return {
         # --no-cache: every run parses (a second run would read the cache of loaded traces, docs/cache.md)
-        "traceanalyze": [
-            python,
-            "-m",
-            "traceanalyze",
-            "report",
-            "--format",
-            "json",
-            "--no-cache",
-            "-o",
-            os.devnull,
-            str(trace),
-        ],
+        "traceanalyze": [python, "-m", "traceanalyze", "report", "--format", "json", "--no-cache", "-o", os.devnull,
+                         str(trace)],
         "hta": [python, "-c", HTA_SCRIPT, str(trace)],
         "floor": [python, "-c", FLOOR_SCRIPT, str(trace)],
     }
@@ -280,42 +269,16 @@ def fmt_size(n: int) -> str:
 
 
 def table(results: list[Result]) -> str:
-    header = (
-        "trace",
-        "size",
-        "ours",
-        "HTA",
-        "floor",
-        "HTA/ours",
-        "ours/floor",
-        "ours cpu",
-        "floor cpu",
-        "ours mem",
-        "HTA mem",
-        "mem/size",
-    )
+    header = ("trace", "size", "ours", "HTA", "floor", "HTA/ours", "ours/floor", "ours cpu", "floor cpu", "ours mem",
+              "HTA mem", "mem/size")
     rows = [header]
     for r in results:
         ours, hta, floor = r.best("traceanalyze"), r.best("hta"), r.best("floor")
         speedup = f"{hta.seconds / ours.seconds:.1f}×" if ours and hta else "—"
         vs_floor = f"{ours.seconds / floor.seconds:.2f}×" if ours and floor else "—"
         mem_ratio = f"{ours.peak_bytes / r.size_bytes:.2f}" if ours and r.size_bytes else "—"
-        rows.append(
-            (
-                r.trace,
-                fmt_size(r.size_bytes),
-                fmt_time(ours),
-                fmt_time(hta),
-                fmt_time(floor),
-                speedup,
-                vs_floor,
-                fmt_cpu(ours),
-                fmt_cpu(floor),
-                fmt_mem(ours),
-                fmt_mem(hta),
-                mem_ratio,
-            )
-        )
+        rows.append((r.trace, fmt_size(r.size_bytes), fmt_time(ours), fmt_time(hta), fmt_time(floor), speedup,
+                     vs_floor, fmt_cpu(ours), fmt_cpu(floor), fmt_mem(ours), fmt_mem(hta), mem_ratio))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
@@ -333,9 +296,8 @@ COMMANDS = {
 }
 
 
-def command_runs(
-    generated: list[tuple[str, Path]], names: list[str], work: Path, env: dict[str, str], timeout: float
-) -> str:
+def command_runs(generated: list[tuple[str, Path]], names: list[str], work: Path, env: dict[str, str],
+                 timeout: float) -> str:
     """Each command of `names` (`COMMANDS`) on each generated trace, without the cache: wall time
     and peak PSS (and its ratio to the trace's size), as a table."""
     lines = ["| trace | command | time | peak PSS | mem/size |", "|---|---|---|---|---|"]
@@ -365,20 +327,16 @@ def stage_breakdown(trace: Path, env: dict[str, str], timeout: float) -> dict | 
 def stages_table(breakdowns: dict[str, dict | None]) -> str:
     """Per generated trace: load, analyses (and their ratio to the load: target ≤ 0.5), render,
     the analyses in one thread and those of them that took longest."""
-    lines = [
-        "| trace | load | analyses | analyses/load | render | in one thread | slowest analyses (one thread) |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    lines = ["| trace | load | analyses | analyses/load | render | in one thread | slowest analyses (one thread) |",
+             "|---|---|---|---|---|---|---|"]
     for label, figures in breakdowns.items():
         if figures is None:
             lines.append(f"| {label} | failed | | | | | |")
             continue
         slowest = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in list(figures["each_s"].items())[:4])
-        lines.append(
-            f"| {label} | {figures['load_s']:.2f} s | {figures['analyses_s']:.2f} s | "
-            f"{figures['analyses_s'] / figures['load_s']:.2f}× | {figures['render_s']:.2f} s | "
-            f"{figures['analyses_one_thread_s']:.2f} s | {slowest} |"
-        )
+        lines.append(f"| {label} | {figures['load_s']:.2f} s | {figures['analyses_s']:.2f} s | "
+                     f"{figures['analyses_s'] / figures['load_s']:.2f}× | {figures['render_s']:.2f} s | "
+                     f"{figures['analyses_one_thread_s']:.2f} s | {slowest} |")
     return "\n".join(lines)
 
 
@@ -410,9 +368,8 @@ def rank_folder(rank_file: Path, count: int, work: Path) -> Path:
     return folder
 
 
-def rank_memory(
-    counts: list[int], rank_size: int, base: Path, work: Path, env: dict[str, str], timeout: float, fmt: str = "json"
-) -> str:
+def rank_memory(counts: list[int], rank_size: int, base: Path, work: Path, env: dict[str, str],
+                timeout: float, fmt: str = "json") -> str:
     """Peak memory (PSS of the process tree) and time of a folder report (`fmt`: json or html) as
     the number of ranks grows: the map/reduce with one worker (every rank in the parent, one at a
     time) and with two processes, against loading every rank into one `Trace` first (what a folder
@@ -421,44 +378,17 @@ def rank_memory(
     rank_file = generate(rank_size, work, base, f"rank_{rank_size}")
     python = sys.executable
     commands = {
-        "map/reduce, 1 worker": lambda f: [
-            python,
-            "-m",
-            "traceanalyze",
-            "report",
-            "--format",
-            fmt,
-            "-o",
-            os.devnull,
-            "--workers",
-            "1",
-            "--no-cache",
-            str(f),
-        ],
-        "map/reduce, 2 workers": lambda f: [
-            python,
-            "-m",
-            "traceanalyze",
-            "report",
-            "--format",
-            fmt,
-            "-o",
-            os.devnull,
-            "--workers",
-            "2",
-            "--no-cache",
-            str(f),
-        ],
+        "map/reduce, 1 worker": lambda f: [python, "-m", "traceanalyze", "report", "--format", fmt, "-o", os.devnull,
+                                           "--workers", "1", "--no-cache", str(f)],
+        "map/reduce, 2 workers": lambda f: [python, "-m", "traceanalyze", "report", "--format", fmt, "-o", os.devnull,
+                                            "--workers", "2", "--no-cache", str(f)],
         "all ranks at once": lambda f: [python, "-c", ALL_AT_ONCE_SCRIPT, str(f), fmt],
     }
     if fmt == "html":
         commands["full ranks, 1 worker"] = lambda f: [python, "-c", FULL_RANKS_HTML_SCRIPT, str(f)]
     size = uncompressed_size(rank_file)
-    lines = [
-        f"rank file: {fmt_size(size)} uncompressed ({base.name} replicated); peak PSS of the process tree, time",
-        "| ranks | " + " | ".join(commands) + " |",
-        "|---|" + "---|" * len(commands),
-    ]
+    lines = [f"rank file: {fmt_size(size)} uncompressed ({base.name} replicated); peak PSS of the process tree, time",
+             "| ranks | " + " | ".join(commands) + " |", "|---|" + "---|" * len(commands)]
     for count in counts:
         folder = rank_folder(rank_file, count, work)
         cells = []
@@ -471,65 +401,37 @@ def rank_memory(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--ranks",
-        help="instead: peak memory of a folder of N ranks for each N (e.g. 4,8,16), map/reduce "
-        "against all ranks at once (see --rank-size, --rank-base)",
-    )
-    parser.add_argument(
-        "--rank-format", choices=["json", "html"], default="json", help="the report --ranks measures (default json)"
-    )
-    parser.add_argument(
-        "--rank-size", type=parse_size, default=parse_size("20M"), help="uncompressed size of each rank (default 20M)"
-    )
-    parser.add_argument(
-        "--rank-base",
-        type=Path,
-        default=SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",
-        help="real rank trace each rank replicates",
-    )
-    parser.add_argument(
-        "--sizes", default="100M,1G", help="generated trace sizes, comma-separated ('' for none; default 100M,1G)"
-    )
-    parser.add_argument(
-        "--families",
-        default=",".join(FAMILIES),
-        help=f"families of generated traces, comma-separated (default: all: {', '.join(FAMILIES)})",
-    )
+    parser.add_argument("--ranks",
+                        help="instead: peak memory of a folder of N ranks for each N (e.g. 4,8,16), map/reduce "
+                        "against all ranks at once (see --rank-size, --rank-base)")
+    parser.add_argument("--rank-format", choices=["json", "html"], default="json",
+                        help="the report --ranks measures (default json)")
+    parser.add_argument("--rank-size", type=parse_size, default=parse_size("20M"),
+                        help="uncompressed size of each rank (default 20M)")
+    parser.add_argument("--rank-base", type=Path, default=SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",
+                        help="real rank trace each rank replicates")
+    parser.add_argument("--sizes", default="100M,1G",
+                        help="generated trace sizes, comma-separated ('' for none; default 100M,1G)")
+    parser.add_argument("--families", default=",".join(FAMILIES),
+                        help=f"families of generated traces, comma-separated (default: all: {', '.join(FAMILIES)})")
     parser.add_argument("--base", type=Path, help="instead of --families: one real trace the generated ones replicate")
     parser.add_argument("--no-stages", action="store_true", help="skip the per-stage breakdown of generated traces")
     parser.add_argument("--no-real", action="store_true", help="skip the real traces of ../shared/traces")
-    parser.add_argument(
-        "--hta-max",
-        type=parse_size,
-        default=parse_size("600M"),
-        help="skip HTA above this uncompressed size (default 600M)",
-    )
+    parser.add_argument("--hta-max", type=parse_size, default=parse_size("600M"),
+                        help="skip HTA above this uncompressed size (default 600M)")
     parser.add_argument("--no-hta", action="store_true", help="never run HTA")
-    parser.add_argument(
-        "--repeat", type=int, default=1, help="runs per contender and input (the best counts; default 1)"
-    )
-    parser.add_argument(
-        "--repeat-ours",
-        type=int,
-        help="runs of traceanalyze and the floor per input (default: --repeat); "
-        "HTA's minutes on a gigabyte need not be repeated to compare with the best of ours",
-    )
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per contender and input (the best counts; default 1)")
+    parser.add_argument("--repeat-ours", type=int,
+                        help="runs of traceanalyze and the floor per input (default: --repeat); "
+                        "HTA's minutes on a gigabyte need not be repeated to compare with the best of ours")
     parser.add_argument("--small-repeat", type=int, default=10, help="runs of the 1 MB start-up check (default 10)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is abandoned")
-    parser.add_argument(
-        "--work",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "traceanalyze-bench",
-        help="where generated traces go",
-    )
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "traceanalyze-bench",
+                        help="where generated traces go")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
-    parser.add_argument(
-        "--commands",
-        default="",
-        help=f"also time these commands once on each generated trace, "
-        f"comma-separated, among {', '.join(COMMANDS)} (default: none)",
-    )
+    parser.add_argument("--commands", default="", help=f"also time these commands once on each generated trace, "
+                        f"comma-separated, among {', '.join(COMMANDS)} (default: none)")
     args = parser.parse_args(argv)
     unknown_commands = [name for name in args.commands.split(",") if name.strip() and name.strip() not in COMMANDS]
     if unknown_commands:
@@ -544,11 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     env = child_env(args.work)
     if args.ranks:
         counts = [int(n) for n in args.ranks.split(",") if n.strip()]
-        print(
-            f"# traceanalyze bench --ranks --rank-format {args.rank_format}, "
-            f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-            f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}"
-        )
+        print(f"# traceanalyze bench --ranks --rank-format {args.rank_format}, "
+              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+              f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
         print(rank_memory(counts, args.rank_size, args.rank_base, args.work, env, args.timeout, args.rank_format))
         return 0
 
@@ -575,9 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     if interactive:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
-        )
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            transient=True)
         progress.start()
     results: list[Result] = []
     try:
@@ -616,13 +515,10 @@ def main(argv: list[str] | None = None) -> int:
     if startup and startup.runs.get("traceanalyze"):
         times = sorted(r.seconds for r in startup.runs["traceanalyze"] if r.ok)
         if times:
-            print(
-                f"\nstart-up check, report on a 1 MB trace ({len(times)} runs): best {times[0]:.2f} s, "
-                f"median {statistics.median(times):.2f} s (target < 0.5 s)"
-            )
-    breakdowns = (
-        {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout) for label, path in generated}
-    )
+            print(f"\nstart-up check, report on a 1 MB trace ({len(times)} runs): best {times[0]:.2f} s, "
+                  f"median {statistics.median(times):.2f} s (target < 0.5 s)")
+    breakdowns = {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout) for label,
+                                            path in generated}
     if breakdowns:
         print("\n" + stages_table(breakdowns))
     commands = [name.strip() for name in args.commands.split(",") if name.strip()]
@@ -632,9 +528,8 @@ def main(argv: list[str] | None = None) -> int:
     for trace, who, note in notes:
         print(f"note: {who} on {trace}: {note}")
     if args.json:
-        args.json.write_text(
-            json.dumps({"machine": machine, "results": [asdict(r) for r in results], "stages": breakdowns}, indent=1)
-        )
+        args.json.write_text(json.dumps({"machine": machine, "results": [asdict(r) for r in results],
+                                         "stages": breakdowns}, indent=1))
     return 0
 
 

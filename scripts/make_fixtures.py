@@ -59,31 +59,24 @@ _CLAMP = ("at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIter
           "operator()() const::{lambda(c10::BFloat16)#1}")
 RELU = (f"void at::native::vectorized_elementwise_kernel<4, {_CLAMP}, at::detail::Array<char*, 2> >"
         f"(int, {_CLAMP}, at::detail::Array<char*, 2>)")
-_GELU = (
-    "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
-    "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}"
-)
+_GELU = ("at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
+         "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}")
 GELU = (f"void at::native::vectorized_elementwise_kernel<4, {_GELU}, at::detail::Array<char*, 2> >"
         f"(int, {_GELU}, at::detail::Array<char*, 2>)")
 _ADD = "at::native::CUDAFunctor_add<c10::BFloat16>"
 ADD = (f"void at::native::vectorized_elementwise_kernel<4, {_ADD}, at::detail::Array<char*, 3> >"
        f"(int, {_ADD}, at::detail::Array<char*, 3>)")
-LAYER_NORM = (
-    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, "
-    "float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
-    "c10::BFloat16*)"
-)
-SOFTMAX = (
-    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, "
-    "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)"
-)
+LAYER_NORM = ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, "
+              "float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
+              "c10::BFloat16*)")
+SOFTMAX = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, "
+           "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)")
 GRAPH_ID = 1  # the same captured graph is replayed every step
 ELEMENTWISE_GRID = (TOKENS * 512 // (4 * 128), 1, 1)
 ROW_GRID = (TOKENS, 1, 1)
 
 
 # ------------------------------------------------------------------------------------ the model
-
 
 @dataclass
 class Item:
@@ -144,132 +137,53 @@ def training_step(n: int) -> Op:
     """``ProfilerStep#n``: input copy, forward, graphed optimizer step, ``loss.item()``."""
     scalar = shapes([[]], ["float"], [[]], [""])
     forward = [
-        kernel_op(
-            "aten::mm",
-            11_200,
-            Item(GEMM_MM, 48_064, grid=(4, 128, 1)),
-            shapes([[TOKENS, 512], [512, 512]], [BF16, BF16], [[512, 1], [1, 512]], ["", ""]),
-            stream=SIDE,
-        ),
-        Op(
-            "aten::linear",
-            shapes=shapes([X_DIMS, [512, 512], [512]], [BF16] * 3, [X_STRIDES, [512, 1], [1]], ["", "", ""]),
-            children=[
-                Op("aten::t", self_ns=3_200, shapes=shapes([[512, 512]], [BF16], [[512, 1]], [""])),
-                kernel_op(
-                    "aten::addmm",
-                    14_000,
-                    Item(GEMM_ADDMM, 46_208, grid=(8, 128, 1)),
-                    shapes(
-                        [[512], [TOKENS, 512], [512, 512], [], []],
-                        [BF16, BF16, BF16, "Scalar", "Scalar"],
-                        [[1], [512, 1], [1, 512], [], []],
-                        ["", "", "", "1", "1"],
-                    ),
-                ),
-            ],
-        ),
+        kernel_op("aten::mm", 11_200, Item(GEMM_MM, 48_064, grid=(4, 128, 1)),
+                  shapes([[TOKENS, 512], [512, 512]], [BF16, BF16], [[512, 1], [1, 512]], ["", ""]), stream=SIDE),
+        Op("aten::linear", shapes=shapes([X_DIMS, [512, 512], [512]], [BF16] * 3,
+                                         [X_STRIDES, [512, 1], [1]], ["", "", ""]), children=[
+            Op("aten::t", self_ns=3_200, shapes=shapes([[512, 512]], [BF16], [[512, 1]], [""])),
+            kernel_op("aten::addmm", 14_000, Item(GEMM_ADDMM, 46_208, grid=(8, 128, 1)),
+                      shapes([[512], [TOKENS, 512], [512, 512], [], []], [BF16, BF16, BF16, "Scalar", "Scalar"],
+                             [[1], [512, 1], [1, 512], [], []], ["", "", "", "1", "1"])),
+        ]),
         kernel_op("aten::relu", 9_000, Item(RELU, 22_592), shapes([X_DIMS], [BF16], [X_STRIDES], [""])),
         kernel_op("aten::gelu", 9_400, Item(GELU, 23_744), shapes([X_DIMS, []], [BF16, ""], [X_STRIDES, []], ["", ""])),
         *([Op(STALL_NAME, kind="python_function", self_ns=STALL_NS)] if n == 2 else []),
-        kernel_op(
-            "aten::add",
-            10_100,
-            Item(ADD, 33_856),
-            shapes([X_DIMS, X_DIMS, []], [BF16, BF16, "Scalar"], [X_STRIDES, X_STRIDES, []], ["", "", "1"]),
-        ),
-        Op(
-            "aten::layer_norm",
-            shapes=shapes(
-                [X_DIMS, [], [512], [512], [], []],
-                [BF16, "ScalarList", BF16, BF16, "Scalar", "Scalar"],
-                [X_STRIDES, [], [1], [1], [], []],
-                ["", "[512]", "", "", "1.0000000000000001e-05", "True"],
-            ),
-            children=[
-                kernel_op(
-                    "aten::native_layer_norm",
-                    10_300,
-                    Item(LAYER_NORM, 24_832, grid=ROW_GRID),
-                    shapes(
-                        [X_DIMS, [], [512], [512], []],
-                        [BF16, "ScalarList", BF16, BF16, "Scalar"],
-                        [X_STRIDES, [], [1], [1], []],
-                        ["", "[512]", "", "", "1.0000000000000001e-05"],
-                    ),
-                ),
-            ],
-        ),
-        Op(
-            "aten::softmax",
-            shapes=shapes([X_DIMS, [], []], [BF16, "Scalar", ""], [X_STRIDES, [], []], ["", "-1", ""]),
-            children=[
-                kernel_op(
-                    "aten::_softmax",
-                    8_800,
-                    Item(SOFTMAX, 25_536, grid=ROW_GRID),
-                    shapes([X_DIMS, [], []], [BF16, "Scalar", "Scalar"], [X_STRIDES, [], []], ["", "-1", "False"]),
-                ),
-            ],
-        ),
+        kernel_op("aten::add", 10_100, Item(ADD, 33_856),
+                  shapes([X_DIMS, X_DIMS, []], [BF16, BF16, "Scalar"], [X_STRIDES, X_STRIDES, []], ["", "", "1"])),
+        Op("aten::layer_norm", shapes=shapes(
+            [X_DIMS, [], [512], [512], [], []], [BF16, "ScalarList", BF16, BF16, "Scalar", "Scalar"],
+            [X_STRIDES, [], [1], [1], [], []], ["", "[512]", "", "", "1.0000000000000001e-05", "True"]), children=[
+            kernel_op("aten::native_layer_norm", 10_300, Item(LAYER_NORM, 24_832, grid=ROW_GRID), shapes(
+                [X_DIMS, [], [512], [512], []], [BF16, "ScalarList", BF16, BF16, "Scalar"],
+                [X_STRIDES, [], [1], [1], []], ["", "[512]", "", "", "1.0000000000000001e-05"])),
+        ]),
+        Op("aten::softmax", shapes=shapes([X_DIMS, [], []], [BF16, "Scalar", ""], [X_STRIDES, [], []],
+                                          ["", "-1", ""]), children=[
+            kernel_op("aten::_softmax", 8_800, Item(SOFTMAX, 25_536, grid=ROW_GRID),
+                      shapes([X_DIMS, [], []], [BF16, "Scalar", "Scalar"], [X_STRIDES, [], []], ["", "-1", "False"])),
+        ]),
     ]
-    graph = [
-        Item("triton_red_fused__foreach_norm_0", 8_224),
-        Item("triton_poi_fused__foreach_mul_1", 5_152),
-        Item("triton_poi_fused__foreach_addcdiv_sqrt_2", 9_568),
-    ]
-    return Op(
-        f"ProfilerStep#{n}",
-        kind="step",
-        children=[
-            Op(
-                "aten::to",
-                shapes=shapes(
-                    [[64, 256], [], [], [], [], []],
-                    ["long int", "", "", "", "Scalar", "Scalar"],
-                    [[256, 1], [], [], [], [], []],
-                    ["", "", "", "", "True", "False"],
-                ),
-                children=[
-                    Op(
-                        "aten::copy_",
-                        self_ns=9_000,
-                        shapes=shapes(
-                            [[64, 256], [64, 256], []],
-                            ["long int", "long int", "Scalar"],
-                            [[256, 1], [256, 1], []],
-                            ["", "", "True"],
-                        ),
-                        calls=[
-                            Call("cudaMemcpyAsync", MEMCPY_CALL_NS, [Item("", 3_104, copy="HtoD", nbytes=TOKENS * 8)])
-                        ],
-                    ),
-                ],
-            ),
-            Op("## forward ##", kind="user_annotation", children=forward),
-            Op(
-                "Optimizer.step#AdamW.step",
-                kind="user_annotation",
-                self_ns=16_000,
-                calls=[Call("cudaGraphLaunch", GRAPH_CALL_NS, graph)],
-            ),
-            Op(
-                "aten::item",
-                shapes=scalar,
-                children=[
-                    Op(
-                        "aten::_local_scalar_dense",
-                        self_ns=4_000,
-                        shapes=scalar,
-                        calls=[
-                            Call("cudaMemcpyAsync", MEMCPY_CALL_NS, [Item("", 1_920, copy="DtoH", nbytes=4)]),
-                            Call("cudaStreamSynchronize", 2_000),
-                        ],
-                    ),
-                ],
-            ),
-        ],
-    )
+    graph = [Item("triton_red_fused__foreach_norm_0", 8_224), Item("triton_poi_fused__foreach_mul_1", 5_152),
+             Item("triton_poi_fused__foreach_addcdiv_sqrt_2", 9_568)]
+    return Op(f"ProfilerStep#{n}", kind="step", children=[
+        Op("aten::to", shapes=shapes([[64, 256], [], [], [], [], []], ["long int", "", "", "", "Scalar", "Scalar"],
+                                     [[256, 1], [], [], [], [], []], ["", "", "", "", "True", "False"]), children=[
+            Op("aten::copy_", self_ns=9_000, shapes=shapes([[64, 256], [64, 256], []],
+                                                           ["long int", "long int", "Scalar"],
+                                                           [[256, 1], [256, 1], []], ["", "", "True"]),
+               calls=[Call("cudaMemcpyAsync", MEMCPY_CALL_NS, [Item("", 3_104, copy="HtoD", nbytes=TOKENS * 8)])]),
+        ]),
+        Op("## forward ##", kind="user_annotation", children=forward),
+        Op("Optimizer.step#AdamW.step", kind="user_annotation", self_ns=16_000,
+           calls=[Call("cudaGraphLaunch", GRAPH_CALL_NS, graph)]),
+        Op("aten::item", shapes=scalar, children=[
+            Op("aten::_local_scalar_dense", self_ns=4_000, shapes=scalar, calls=[
+                Call("cudaMemcpyAsync", MEMCPY_CALL_NS, [Item("", 1_920, copy="DtoH", nbytes=4)]),
+                Call("cudaStreamSynchronize", 2_000),
+            ]),
+        ]),
+    ])
 
 
 def training_program(steps: int = 4) -> list[Op]:
@@ -282,7 +196,6 @@ def training_program(steps: int = 4) -> list[Op]:
 
 
 # --------------------------------------------------------------------------- layout and writing
-
 
 def layout(ops: list[Op], start: int, stream_free: dict[int, int]) -> int:
     """Place ``ops`` one after another from ``start`` (ns); returns the end of the last one."""
@@ -333,25 +246,17 @@ def write(ops: list[Op], b: TraceBuilder, parent_external: int | None = None) ->
             if not call.items:
                 b.sync_call(call_start, call_dur, name=call.api, stream=call.stream, external_id=external)
             elif call.api == "cudaGraphLaunch":
-                b.graph_launch(
-                    call_start,
-                    call_dur,
-                    [(us(i.start), us(i.dur_ns), i.name) for i in call.items],
-                    stream=call.stream,
-                    external_id=external,
-                    graph_id=GRAPH_ID,
-                )
+                b.graph_launch(call_start, call_dur, [(us(i.start), us(i.dur_ns), i.name) for i in call.items],
+                               stream=call.stream, external_id=external, graph_id=GRAPH_ID)
             else:
                 corr = b.launch(call_start, call_dur, name=call.api, external_id=external)
                 for item in call.items:
                     if item.copy:
-                        b.memcpy(
-                            corr, us(item.start), us(item.dur_ns), kind=item.copy, bytes=item.nbytes, stream=call.stream
-                        )
+                        b.memcpy(corr, us(item.start), us(item.dur_ns), kind=item.copy, bytes=item.nbytes,
+                                 stream=call.stream)
                     else:
-                        b.kernel(
-                            corr, us(item.start), us(item.dur_ns), name=item.name, stream=call.stream, grid=item.grid
-                        )
+                        b.kernel(corr, us(item.start), us(item.dur_ns), name=item.name, stream=call.stream,
+                                 grid=item.grid)
         write(op.children, b, external)
 
 
@@ -405,25 +310,18 @@ def ground_truth(trace: dict[str, Any], base_us: float = DEFAULT_BASE_US) -> dic
     busy = _union([iv for iv, _ in gpu])
     window = (busy[0][0], busy[-1][1])
     runtime = [e for e in xs if e["cat"] in ("cuda_runtime", "cuda_driver")]
-    launch_start = {
-        e["args"]["correlation"]: span(e)[0]
-        for e in runtime
-        if any(k in e["name"] for k in ("LaunchKernel", "GraphLaunch", "Memcpy", "Memset"))
-    }
-    blocking = [
-        span(e)
-        for e in runtime
-        if e["name"] in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
-    ]
+    launch_start = {e["args"]["correlation"]: span(e)[0] for e in runtime
+                    if any(k in e["name"] for k in ("LaunchKernel", "GraphLaunch", "Memcpy", "Memset"))}
+    blocking = [span(e) for e in runtime if e["name"] in ("cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                                          "cudaEventSynchronize", "cudaMemcpy")]
     steps = [(span(e), e["name"]) for e in xs if e["name"].startswith("ProfilerStep#")]
 
     def cause(lo: int, hi: int) -> str:
         if any(s < hi and e > lo for s, e in blocking):
             return "sync"
         starting = [e for e in gpu_events if span(e)[0] == hi]
-        launches = [
-            launch_start[e["args"]["correlation"]] for e in starting if e["args"]["correlation"] in launch_start
-        ]
+        launches = [launch_start[e["args"]["correlation"]] for e in starting
+                    if e["args"]["correlation"] in launch_start]
         if not launches:
             return "other"
         return "host" if min(launches) > lo else "launch"
@@ -431,10 +329,9 @@ def ground_truth(trace: dict[str, Any], base_us: float = DEFAULT_BASE_US) -> dic
     def step_of(t: int) -> str:
         return next((name for (s, e), name in steps if s <= t < e), "between steps")
 
-    gaps = [
-        {"start": a_end, "end": b_start, "dur": b_start - a_end, "step": step_of(a_end), "cause": cause(a_end, b_start)}
-        for (_, a_end), (b_start, _) in zip(busy, busy[1:])
-    ]
+    gaps = [{"start": a_end, "end": b_start, "dur": b_start - a_end, "step": step_of(a_end),
+             "cause": cause(a_end, b_start)}
+            for (_, a_end), (b_start, _) in zip(busy, busy[1:])]
     launched_in = {}
     for e in gpu_events:
         launched = launch_start.get(e["args"]["correlation"])
@@ -445,22 +342,12 @@ def ground_truth(trace: dict[str, Any], base_us: float = DEFAULT_BASE_US) -> dic
     names = [name for _, name in steps if name in launched_in]
     for i, name in enumerate(names):
         first = min(s for s, _ in launched_in[name])
-        end = (
-            min(s for s, _ in launched_in[names[i + 1]]) if i + 1 < len(names) else max(e for _, e in launched_in[name])
-        )
+        end = min(s for s,
+                  _ in launched_in[names[i + 1]]) if i + 1 < len(names) else max(e for _, e in launched_in[name])
         inside = _clip(busy, first, end)
         step_busy = sum(b - a for a, b in inside)
-        per_step.append(
-            {
-                "step": name,
-                "start": first,
-                "end": end,
-                "dur": end - first,
-                "busy": step_busy,
-                "idle": (end - first) - step_busy,
-                "gpu_ops": len(launched_in[name]),
-            }
-        )
+        per_step.append({"step": name, "start": first, "end": end, "dur": end - first, "busy": step_busy,
+                         "idle": (end - first) - step_busy, "gpu_ops": len(launched_in[name])})
     streams = sorted({stream for _, stream in gpu})
     busy_ns = sum(e - s for s, e in busy)
     trace_span = next(span(e) for e in xs if e["cat"] == "Trace")
@@ -479,7 +366,6 @@ def ground_truth(trace: dict[str, Any], base_us: float = DEFAULT_BASE_US) -> dic
 
 
 # ------------------------------------------------------------------------------------ the README
-
 
 def _us(ns: int) -> str:
     return f"{Decimal(ns) / 1000:.3f}"
@@ -552,11 +438,8 @@ def render_readme(truth: dict[str, Any], counts: dict[str, Any]) -> str:
         "",
         "| step | GPU ops | start | end | window | busy | idle |",
         "|---|---|---|---|---|---|---|",
-        *[
-            f"| {s['step']} | {s['gpu_ops']} | {_us(s['start'])} | {_us(s['end'])} | {_us(s['dur'])} "
-            f"| {_us(s['busy'])} | {_us(s['idle'])} |"
-            for s in truth["steps"]
-        ],
+        *[f"| {s['step']} | {s['gpu_ops']} | {_us(s['start'])} | {_us(s['end'])} | {_us(s['dur'])} "
+          f"| {_us(s['busy'])} | {_us(s['idle'])} |" for s in truth["steps"]],
         "",
     ]
     return "\n".join(lines)

@@ -66,21 +66,8 @@ def raw_counts(path: str | Path) -> dict[str, Any]:
     """
     events = _read_events(Path(path))
     counts: dict[str, Any] = dict.fromkeys(
-        (
-            "events",
-            "gpu",
-            "runtime",
-            "cpu_ops",
-            "steps",
-            "sync",
-            "python",
-            "flows",
-            "malformed",
-            "launches",
-            "graph_launches",
-        ),
-        0,
-    )
+        ("events", "gpu", "runtime", "cpu_ops", "steps", "sync", "python", "flows", "malformed",
+         "launches", "graph_launches"), 0)
     by_kind = dict.fromkeys(("kernel", "memcpy", "memset", "communication"), 0)
     counts["events"] = len(events)
     for event in events:

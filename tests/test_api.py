@@ -37,11 +37,8 @@ NOT_COLUMNS = {
     "devices": {"name": "joined from ranks[i].devices"},
     "steps": {"attribution": "ranks[i].step_attribution"},
     "idle_gaps": {"start_us": "start_ns − the device window's start", "trace_ts_us": "start_ns"},
-    "collectives": {
-        "first_arrival_ts_us": "first_arrival_ns",
-        "last_arrival_us": "last_arrival_ns − first_arrival_ns",
-        "per_rank": "job.matched",
-    },
+    "collectives": {"first_arrival_ts_us": "first_arrival_ns", "last_arrival_us": "last_arrival_ns − first_arrival_ns",
+                    "per_rank": "job.matched"},
 }
 
 
@@ -65,33 +62,24 @@ def test_the_tables_use_the_json_reports_names(tmp_path):
     job = traceanalyze.analyze(multirank.write_job(tmp_path / "job"))
     rank = job.ranks[0]
     tables = {  # JSON list → (its struct, the API's table)
-        "kernels": (schema.Kernel, rank.kernels),
-        "ops": (schema.Op, rank.ops),
-        "devices": (schema.Device, rank.idle),
-        "streams": (schema.Stream, rank.streams),
-        "steps": (schema.Step, rank.steps),
-        "cpu_steps": (schema.CpuStep, rank.cpu_steps),
+        "kernels": (schema.Kernel, rank.kernels), "ops": (schema.Op, rank.ops),
+        "devices": (schema.Device, rank.idle), "streams": (schema.Stream, rank.streams),
+        "steps": (schema.Step, rank.steps), "cpu_steps": (schema.CpuStep, rank.cpu_steps),
         "idle_gaps": (schema.Gap, rank.gaps),
         "launch_latency_by_kernel": (schema.KernelLatency, rank.latency_by_kernel),
-        "fusion_opportunities": (schema.Fusion, rank.fusion),
-        "queue": (schema.Queue, rank.queue),
-        "health": (schema.Health, rank.health),
-        "findings": (schema.Finding, rank.findings),
+        "fusion_opportunities": (schema.Fusion, rank.fusion), "queue": (schema.Queue, rank.queue),
+        "health": (schema.Health, rank.health), "findings": (schema.Finding, rank.findings),
         "small_kernels.runs": (schema.SmallKernelRun, rank.small_kernel_runs),
         "collectives": (schema.Collective, job.job.collectives),
         "stragglers.steps": (schema.StragglerStep, job.job.stragglers),
         "stragglers.waits_caused": (schema.WaitCaused, job.job.waits_caused),
-        "stragglers.rank_steps": (schema.RankStep, job.job.steps),
-        "overlap": (schema.Overlap, job.job.overlap),
+        "stragglers.rank_steps": (schema.RankStep, job.job.steps), "overlap": (schema.Overlap, job.job.overlap),
         "clock_offsets": (schema.ClockOffset, job.job.clock_offsets),
     }
     exempt = {**NOT_COLUMNS, "ops": NOT_COLUMNS["kernels"]}
-    missing = {
-        listed: sorted(
-            name for name in _json_names(struct) - set(exempt.get(listed, ())) if _as_column(name) not in table.columns
-        )
-        for listed, (struct, table) in tables.items()
-    }
+    missing = {listed: sorted(name for name in _json_names(struct) - set(exempt.get(listed, ()))
+                              if _as_column(name) not in table.columns)
+               for listed, (struct, table) in tables.items()}
     assert {listed: names for listed, names in missing.items() if names} == {}
     assert all(set(names) <= _json_names(tables[listed][0]) for listed, names in exempt.items())  # none stale
     # the names that differed before (issue 14): the roofline tables now read as the JSON does
@@ -114,26 +102,13 @@ def test_the_api_defaults_are_the_report_commands():
 
     command = typer.main.get_command(app).commands["report"]  # type: ignore[attr-defined]
     cli = {param.name: param.default for param in command.params}
-    api = {
-        name: param.default
-        for name, param in inspect.signature(analyze).parameters.items()
-        if param.default is not inspect.Parameter.empty and name != "run"
-    }
+    api = {name: param.default for name, param in inspect.signature(analyze).parameters.items()
+           if param.default is not inspect.Parameter.empty and name != "run"}
     run = inspect.signature(analyze).parameters["run"].default  # how to run: RunOptions' defaults
     api |= {field.name: getattr(run, field.name) for field in dataclasses.fields(run)}
     shared = sorted(set(cli) & set(api))
-    assert {
-        "window",
-        "skip_steps",
-        "max_gaps",
-        "peak_flops",
-        "peak_bandwidth",
-        "device_file",
-        "force_device_file",
-        "executor",
-        "workers",
-        "executor_address",
-    } <= set(shared)
+    assert {"window", "skip_steps", "max_gaps", "peak_flops", "peak_bandwidth", "device_file", "force_device_file",
+            "executor", "workers", "executor_address"} <= set(shared)
     assert {name: cli[name] for name in shared} == {name: api[name] for name in shared}
     assert cli["no_cache"] is False and api["cache"] is True
     limits = LoadLimits(event_bytes=cli["max_event_mb"] * MIB, events=cli["max_events"], inflation=cli["max_inflation"])

@@ -51,24 +51,18 @@ def test_a_small_gemm_far_below_both_roofs_is_latency_bound(tmp_path):
     window = attribution.attribution(table, trace).row(0, named=True)
     assert (window["latency_ns"], window["bandwidth_ns"], window["compute_ns"]) == (5_000, 0, 0)
     assert window["latency"] == 1.0
-    recoverable = dict(
-        attribution.recoverable(table, attribution.attribution(table, trace))
-        .select("regime", "recoverable_ns")
-        .iter_rows()
-    )
+    recovered = attribution.recoverable(table, attribution.attribution(table, trace))
+    recoverable = dict(recovered.select("regime", "recoverable_ns").iter_rows())
     assert recoverable["latency"] == pytest.approx(5_000 - row["ideal_ns"])
     assert recoverable["bandwidth"] is None
 
 
-@pytest.mark.parametrize(
-    "numel, dur, bound",
-    [
-        (1 << 24, 100, "bandwidth"),  # 134 MB: 65.8 µs at the roof in 100 µs — a real bandwidth-bound kernel
-        (1 << 16, 0.3, "bandwidth"),  # 0.26 µs of work at 86% of the roof: small, but at the roof
-        (1 << 16, 3, "latency"),  # the same work in 3 µs: under a quarter of the roof
-        (1 << 21, 100, "bandwidth"),  # 16.8 MB, 8.2 µs at the roof: too much work to be latency-bound
-    ],
-)
+@pytest.mark.parametrize("numel, dur, bound", [
+    (1 << 24, 100, "bandwidth"),  # 134 MB: 65.8 µs at the roof in 100 µs — a real bandwidth-bound kernel
+    (1 << 16, 0.3, "bandwidth"),  # 0.26 µs of work at 86% of the roof: small, but at the roof
+    (1 << 16, 3, "latency"),      # the same work in 3 µs: under a quarter of the roof
+    (1 << 21, 100, "bandwidth"),  # 16.8 MB, 8.2 µs at the roof: too much work to be latency-bound
+])
 def test_latency_needs_little_work_and_a_long_way_below_the_roof(tmp_path, numel, dur, bound):
     b = TraceBuilder()
     cos(b, 0, numel, dur)
@@ -76,13 +70,8 @@ def test_latency_needs_little_work_and_a_long_way_below_the_roof(tmp_path, numel
     assert str(table["regime"][0]) == bound
 
 
-@pytest.mark.parametrize(
-    "helper",
-    [
-        "void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>",
-        "void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int>>",
-    ],
-)
+@pytest.mark.parametrize("helper", ["void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>",
+                                    "void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int>>"])
 def test_a_layout_kernel_of_an_op_gets_bytes_and_the_working_kernel_its_flops(tmp_path, helper):
     m = k = n = 2048
     b = TraceBuilder()
@@ -115,10 +104,8 @@ def test_a_copy_above_its_link_roof_gets_its_own_footnote(tmp_path):
     assert row["pct_of_roof"] == pytest.approx((1 << 20) / 10e-6 / 32e9)
     assert roof_fraction_cell(row["pct_of_roof"], "memcpy") == "327.7%†"
     text = "\n".join(kernel_table(report))
-    assert (
-        "  † a copy above 100% of its link's roof: the link peak in the table is wrong for this system "
-        "(its link is faster than the datasheet's), or the copy never crossed that link (device-local)"
-    ) in text
+    assert ("  † a copy above 100% of its link's roof: the link peak in the table is wrong for this system "
+            "(its link is faster than the datasheet's), or the copy never crossed that link (device-local)") in text
     assert "Winograd" not in text
 
 
@@ -148,16 +135,11 @@ def test_fp32_matmul_on_simt_is_also_judged_against_the_tf32_roof(tmp_path):
     kernel = report.kernels.filter(report.kernels["name"] == "ampere_sgemm_128x64_nn").row(0, named=True)
     assert kernel["tf32_roof_fraction"] == pytest.approx(achieved / 156e12)
     text = "\n".join(kernel_table(report))
-    assert (
-        "  TF32: FP32 matmul/convolution kernels (10 ms) run on the FP32 SIMT roof; against the TF32 "
-        "tensor-core roof (156 TFLOP/s) they reach 8.8%"
-    ) in text
+    assert ("  TF32: FP32 matmul/convolution kernels (10 ms) run on the FP32 SIMT roof; against the TF32 "
+            "tensor-core roof (156 TFLOP/s) they reach 8.8%") in text
     # the JSON carries both figures
-    entry = next(
-        k
-        for k in report_to_dict(traceanalyze.analyze(b.write(tmp_path / "t2.json")))["kernels"]
-        if k["name"] == "ampere_sgemm_128x64_nn"
-    )
+    entry = next(k for k in report_to_dict(traceanalyze.analyze(b.write(tmp_path / "t2.json")))["kernels"]
+                 if k["name"] == "ampere_sgemm_128x64_nn")
     assert entry["tf32_peak_flops_per_s"] == 156e12
     assert entry["tf32_roof_fraction"] == pytest.approx(achieved / 156e12)
 

@@ -33,45 +33,29 @@ def a100_trace(tmp_path):
 CPU_FILE = dict(name="AMD EPYC 7763 64-Core Processor", notes={"kind": "cpu"})
 
 
-@pytest.mark.parametrize(
-    "fields, problem",
-    [
-        (
-            CPU_FILE,
-            "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file was measured on a CPU "
-            "('AMD EPYC 7763 64-Core Processor')",
-        ),
-        (
-            dict(base="h100-sxm"),
-            "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file describes "
-            "h100-sxm ('NVIDIA H100 SXM5 80GB')",
-        ),
-        (
-            dict(name="NVIDIA H100 80GB HBM3"),
-            "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file "
-            "describes h100-sxm ('NVIDIA H100 80GB HBM3')",
-        ),  # a name resolved like a trace's
-        (
-            dict(name="My Lab GPU"),
-            "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file describes 'My Lab GPU'",
-        ),
-    ],
-)
+@pytest.mark.parametrize("fields, problem", [
+    (CPU_FILE, "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file was measured on a CPU "
+               "('AMD EPYC 7763 64-Core Processor')"),
+    (dict(base="h100-sxm"), "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file describes "
+                            "h100-sxm ('NVIDIA H100 SXM5 80GB')"),
+    # a name resolved like a trace's
+    (dict(name="NVIDIA H100 80GB HBM3"), "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file "
+                                         "describes h100-sxm ('NVIDIA H100 80GB HBM3')"),
+    (dict(name="My Lab GPU"),
+     "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file describes 'My Lab GPU'"),
+])
 def test_a_file_of_another_device_is_refused(tmp_path, fields, problem):
     trace = traceanalyze.load_trace(a100_trace(tmp_path))
     found = device_file_mismatches(trace, load_device_file(device_file(tmp_path, **fields)))
     assert found == [problem]
 
 
-@pytest.mark.parametrize(
-    "fields",
-    [
-        dict(base="a100-sxm4-80gb"),
-        dict(name="NVIDIA A100-SXM4-80GB", notes={"kind": "cuda"}),
-        dict(name="NVIDIA A100 80GB"),  # the same model, named differently (resolves to the same entry)
-        dict(),  # a hand-written file that names no device: nothing to compare
-    ],
-)
+@pytest.mark.parametrize("fields", [
+    dict(base="a100-sxm4-80gb"),
+    dict(name="NVIDIA A100-SXM4-80GB", notes={"kind": "cuda"}),
+    dict(name="NVIDIA A100 80GB"),  # the same model, named differently (resolves to the same entry)
+    dict(),  # a hand-written file that names no device: nothing to compare
+])
 def test_a_file_of_the_same_device_or_of_no_named_device_is_used(tmp_path, fields):
     trace = traceanalyze.load_trace(a100_trace(tmp_path))
     assert device_file_mismatches(trace, load_device_file(device_file(tmp_path, **fields))) == []
@@ -94,17 +78,11 @@ def test_cli_refuses_with_exit_2_unless_forced(tmp_path):
     assert refused.exit_code == 2
     assert "describes another device" in refused.output and "--force-device-file" in refused.output
     assert "Traceback" not in refused.output
-    forced = CliRunner().invoke(
-        app, ["report", trace, "--device-file", path, "--force-device-file", "--format", "json"]
-    )
+    forced = CliRunner().invoke(app, ["report", trace, "--device-file", path, "--force-device-file", "--format",
+                                      "json"])
     assert forced.exit_code == 0, forced.output
     assert json.loads(forced.output)["device"]["memory_bandwidth_bytes_per_s"] == 1e11
     with pytest.raises(ConfigError, match="describes another device"):
         traceanalyze.analyze(trace, device_file=path)
-    assert (
-        traceanalyze.analyze(trace, device_file=path, force_device_file=True)
-        .ranks[0]
-        .peaks[0]
-        .peaks.memory_bandwidth_bytes_per_s
-        == 1e11
-    )
+    assert traceanalyze.analyze(trace, device_file=path,
+                                force_device_file=True).ranks[0].peaks[0].peaks.memory_bandwidth_bytes_per_s == 1e11

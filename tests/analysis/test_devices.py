@@ -173,117 +173,59 @@ def test_peak_flops_fallbacks():
     assert a100.peak_flops("float", tensor_core=False) == 19.5 * T
 
 
-@pytest.mark.parametrize(
-    "kernel, unit",
-    [
-        (
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_"
-            "execute_segment_k_off_kernel__5x_cublas",
-            "tensor",
-        ),
-        ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1", "tensor"),
-        (
-            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>"
-            "(cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4::Params)",
-            "tensor",
-        ),
-        ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>", "tensor"),
-        ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4", "tensor"),
-        (
-            "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_128x128_16x4_"
-            "nhwc_unity_stride_align4>",
-            "tensor",
-        ),
-        ("nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN", "tensor"),
-        ("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN", "tensor"),
-        ("fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext", "tensor"),
-        (
-            "void pytorch_flash::flash_fwd_kernel<pytorch_flash::"
-            "Flash_fwd_kernel_traits<64, 128, 128, 4, false, false>",
-            "tensor",
-        ),
-        ("Cijk_Ailk_Bjlk_SB_Bias_AS_SAV_UserArgs_MT64x16x16_MI16x16x1_SN_LDSB0_AFC1", "tensor"),
-        ("ampere_sgemm_128x64_nn", "simt"),
-        ("volta_sgemm_64x64_nt", "simt"),
-        ("cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_32x32x16_1x1x1_3_nnn_align1_bias_f32_relu", "simt"),
-        ("void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>", "simt"),
-        (
-            "void gemmk1_kernel<float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>",
-            "simt",
-        ),
-        ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 2, 2, false, false>", "simt"),
-        (
-            "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7, false, cublasGemvTensorStridedBatched<float const>>",
-            "simt",
-        ),
-        ("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>", "simt"),
-        ("void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>", "simt"),
-        ("ampere_gcgemm_64x64_nt", "simt"),
-        # cuBLAS on an H100 with TF32 off (fp32 matmuls): xmma kernels running FFMA on CUDA cores
-        (
-            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_"
-            "ffma_aligna4_alignc4_execute_kernel__5x_cublas",
-            "simt",
-        ),
-        (
-            "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_"
-            "ffma_aligna4_alignc4_execute_kernel__5x_cublas",
-            "simt",
-        ),
-        ("sm80_xmma_gemm_f16f16_f16f16_f16_nn_n_tilesize64x64x8_stage3_warpsize2x2x1_hfma2_aligna2", "simt"),
-        ("sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x8_dfma_execute", "simt"),
-        ("void at::native::ffmax_kernel<float>", None),  # a word that begins with ffma is no instruction
-        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", None),
-        ("void at::native::vectorized_elementwise_kernel<4, fbgemm_gpu::_float_to_hfp8_gpu(at::Tensor const&)>", None),
-        ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>", None),
-        ("triton_poi_fused_add_cos_sin_0", None),
-        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", None),
-    ],
-)
+@pytest.mark.parametrize("kernel, unit", [
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_"
+     "execute_segment_k_off_kernel__5x_cublas", "tensor"),
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1", "tensor"),
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>(cutlass_80_tensorop_s1688gemm_128x64_"
+     "16x6_tn_align4::Params)", "tensor"),
+    ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>", "tensor"),
+    ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4", "tensor"),
+    ("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_128x128_16x4_"
+     "nhwc_unity_stride_align4>", "tensor"),
+    ("nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN", "tensor"),
+    ("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN", "tensor"),
+    ("fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext", "tensor"),
+    ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false>",
+     "tensor"),
+    ("Cijk_Ailk_Bjlk_SB_Bias_AS_SAV_UserArgs_MT64x16x16_MI16x16x1_SN_LDSB0_AFC1", "tensor"),
+    ("ampere_sgemm_128x64_nn", "simt"),
+    ("volta_sgemm_64x64_nt", "simt"),
+    ("cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_32x32x16_1x1x1_3_nnn_align1_bias_f32_relu", "simt"),
+    ("void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>", "simt"),
+    ("void gemmk1_kernel<float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>",
+     "simt"),
+    ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 2, 2, false, false>", "simt"),
+    ("void gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7, false, cublasGemvTensorStridedBatched<float const>>", "simt"),
+    ("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>", "simt"),
+    ("void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>", "simt"),
+    ("ampere_gcgemm_64x64_nt", "simt"),
+    # cuBLAS on an H100 with TF32 off (fp32 matmuls): xmma kernels running FFMA on CUDA cores
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_"
+     "ffma_aligna4_alignc4_execute_kernel__5x_cublas", "simt"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_"
+     "ffma_aligna4_alignc4_execute_kernel__5x_cublas", "simt"),
+    ("sm80_xmma_gemm_f16f16_f16f16_f16_nn_n_tilesize64x64x8_stage3_warpsize2x2x1_hfma2_aligna2", "simt"),
+    ("sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x8_dfma_execute", "simt"),
+    ("void at::native::ffmax_kernel<float>", None),  # a word that begins with ffma is no instruction
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", None),
+    ("void at::native::vectorized_elementwise_kernel<4, fbgemm_gpu::_float_to_hfp8_gpu(at::Tensor const&)>", None),
+    ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>", None),
+    ("triton_poi_fused_add_cos_sin_0", None),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", None),
+])
 def test_math_unit_from_kernel_name(kernel, unit):
     assert math_unit_from_kernel_name(kernel) == unit
 
 
-FRAGMENTS = [
-    "simt",
-    "xmma",
-    "HMMA",
-    "s1688",
-    "h16816",
-    "_MI16x16x4",
-    "_mi32x32x8",
-    "gemm",
-    "fbgemm",
-    "FbGemm",
-    "sgemm",
-    "gemmSN",
-    "Cijk_",
-    "cijk_",
-    "conv",
-    "bmm",
-    "attn",
-    "bf16",
-    "FP8",
-    "tf32",
-    "e4m3",
-    "vectorized",
-    "elementwise",
-    "triton_poi_",
-    "Triton_Red_",
-    "flash_fwd",
-    "nvjet",
-    "_",
-    "<",
-    "x",
-    "9",
-]
+FRAGMENTS = ["simt", "xmma", "HMMA", "s1688", "h16816", "_MI16x16x4", "_mi32x32x8", "gemm", "fbgemm", "FbGemm",
+             "sgemm", "gemmSN", "Cijk_", "cijk_", "conv", "bmm", "attn", "bf16", "FP8", "tf32", "e4m3",
+             "vectorized", "elementwise", "triton_poi_", "Triton_Red_", "flash_fwd", "nvjet", "_", "<", "x", "9"]
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(st.sampled_from(FRAGMENTS) | st.text(st.characters(max_codepoint=127), max_size=4), max_size=8),
-    st.lists(st.booleans(), min_size=8, max_size=8),
-)
+@given(st.lists(st.sampled_from(FRAGMENTS) | st.text(st.characters(max_codepoint=127), max_size=4), max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8))
 def test_math_unit_of_an_ascii_name_is_that_of_the_same_name_ignoring_case(parts, upper):
     """An ASCII name is lowered and searched case-sensitively; any other name, ignoring case. The
     same name with a non-ASCII letter appended (which no pattern reads) takes the second way:
@@ -292,14 +234,11 @@ def test_math_unit_of_an_ascii_name_is_that_of_the_same_name_ignoring_case(parts
     assert math_unit_from_kernel_name(name) == math_unit_from_kernel_name(name + "\u00e9")
 
 
-@pytest.mark.parametrize(
-    "kernel, unit",
-    [
-        ("ampere_\u017fgemm_128x64_nn", "simt"),  # the long s is an s, ignoring case, as before
-        ("cublas::dot_\u212aernel<float>", "simt"),  # the Kelvin sign is a k, ignoring case
-        ("VOID AMPERE_BF16_S16816GEMM_BF16_128X128", "tensor"),
-    ],
-)
+@pytest.mark.parametrize("kernel, unit", [
+    ("ampere_\u017fgemm_128x64_nn", "simt"),  # the long s is an s, ignoring case, as before
+    ("cublas::dot_\u212aernel<float>", "simt"),  # the Kelvin sign is a k, ignoring case
+    ("VOID AMPERE_BF16_S16816GEMM_BF16_128X128", "tensor"),
+])
 def test_math_unit_of_names_in_either_case(kernel, unit):
     assert math_unit_from_kernel_name(kernel) == unit
 
@@ -308,16 +247,12 @@ def test_math_unit_of_every_real_kernel_name_is_that_ignoring_case():
     paths = real_trace_paths()
     if not paths:
         pytest.skip("../shared/traces is absent: no real kernel names to read")
-    names = {
-        event["name"]
-        for path in paths
-        for event in json.loads(gzip.open(path).read()).get("traceEvents", [])
-        if isinstance(event, dict) and event.get("cat") == "kernel" and isinstance(event.get("name"), str)
-    }
+    names = {event["name"] for path in paths
+             for event in json.loads(gzip.open(path).read()).get("traceEvents", [])
+             if isinstance(event, dict) and event.get("cat") == "kernel" and isinstance(event.get("name"), str)}
     assert len(names) > 100
     assert {name: math_unit_from_kernel_name(name) for name in names} == {
-        name: math_unit_from_kernel_name(name + "\u00e9") for name in names
-    }
+        name: math_unit_from_kernel_name(name + "\u00e9") for name in names}
 
 
 def test_overrides():
@@ -356,45 +291,26 @@ def test_device_file_round_trip(tmp_path):
     assert peaks.memory_bandwidth_bytes_per_s == 3.0e12
     again = peaks_from_dict(json.loads(json.dumps(device_file_dict(peaks))))
     assert again.flops_per_s == peaks.flops_per_s and again.memory_bandwidth_bytes_per_s == 3.0e12
-    standalone = peaks_from_dict(
-        {
-            "format": "traceanalyze-device",
-            "version": 1,
-            "memory_bandwidth_bytes_per_s": 1e12,
-            "default_flops_per_s": 1e14,
-        }
-    )
+    standalone = peaks_from_dict({"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12,
+                                  "default_flops_per_s": 1e14})
     assert standalone.peak_flops("bf16", True) == 1e14
 
 
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        ("{not json", "not valid JSON"),
-        ("[]", "expected a JSON object"),
-        ('{"format": "other", "version": 1}', '"format"'),
-        ('{"format": "traceanalyze-device", "version": 9}', "version"),
-        ('{"format": "traceanalyze-device", "version": 1, "base": "h900"}', "unknown base"),
-        (
-            '{"format": "traceanalyze-device", "version": 1, "peak_flops_per_s": {"bf16": {"tensor": 1e12}}}',
-            "memory_bandwidth_bytes_per_s",
-        ),
-        (
-            '{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, '
-            '"peak_flops_per_s": {"bf17": {"tensor": 1}}}',
-            "bf17",
-        ),
-        (
-            '{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, '
-            '"peak_flops_per_s": {"bf16": {"tensor": -1}}}',
-            "positive",
-        ),
-        (
-            '{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, "typo": 1}',
-            "unknown keys",
-        ),
-    ],
-)
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not valid JSON"),
+    ("[]", "expected a JSON object"),
+    ('{"format": "other", "version": 1}', "\"format\""),
+    ('{"format": "traceanalyze-device", "version": 9}', "version"),
+    ('{"format": "traceanalyze-device", "version": 1, "base": "h900"}', "unknown base"),
+    ('{"format": "traceanalyze-device", "version": 1, "peak_flops_per_s": {"bf16": {"tensor": 1e12}}}',
+     "memory_bandwidth_bytes_per_s"),
+    ('{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, '
+     '"peak_flops_per_s": {"bf17": {"tensor": 1}}}', "bf17"),
+    ('{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, '
+     '"peak_flops_per_s": {"bf16": {"tensor": -1}}}', "positive"),
+    ('{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, "typo": 1}',
+     "unknown keys"),
+])
 def test_bad_device_files_name_the_file_and_the_problem(tmp_path, content, message):
     path = tmp_path / "device.json"
     path.write_text(content)

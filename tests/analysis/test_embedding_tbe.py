@@ -209,29 +209,18 @@ _shape = st.lists(st.integers(min_value=0, max_value=40), max_size=3)
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    data=st.data(),
-    name=st.sampled_from(
-        [
-            FORWARD,
-            "fbgemm::dense_embedding_codegen_lookup_function",
-            "fbgemm::split_embedding_codegen_lookup_sgd_function",
-        ]
-    ),
-)
+@given(data=st.data(), name=st.sampled_from([FORWARD, "fbgemm::dense_embedding_codegen_lookup_function",
+                                             "fbgemm::split_embedding_codegen_lookup_sgd_function"]))
 def test_any_recorded_arguments_give_a_cost_or_a_reason(data, name):
     n = data.draw(st.integers(min_value=0, max_value=30))
     dims = data.draw(st.lists(_shape, min_size=n, max_size=n))
     types = data.draw(st.lists(st.sampled_from(_TYPES), min_size=n, max_size=n))
-    concrete = data.draw(
-        st.one_of(st.none(), st.lists(st.sampled_from(["", "0", "2", "24", "x"]), min_size=n, max_size=n))
-    )
+    concrete = data.draw(st.one_of(st.none(), st.lists(st.sampled_from(["", "0", "2", "24", "x"]), min_size=n,
+                                                       max_size=n)))
     grad = (data.draw(st.one_of(st.none(), _shape)), data.draw(st.sampled_from(_TYPES)))
-    for result in (
-        embedding_tbe.forward_cost(name, dims, types, concrete, output=grad),
-        embedding_tbe.forward_cost(name, dims, types, concrete),
-        embedding_tbe.backward_cost(name, dims, types, concrete, grad=grad),
-    ):
+    for result in (embedding_tbe.forward_cost(name, dims, types, concrete, output=grad),
+                   embedding_tbe.forward_cost(name, dims, types, concrete),
+                   embedding_tbe.backward_cost(name, dims, types, concrete, grad=grad)):
         if isinstance(result, OpCost):
             assert result.flops >= 0 and result.bytes >= 0 and math.isfinite(result.bytes)
         else:

@@ -735,9 +735,8 @@ def test_optimizer_and_cat_ops_are_modelled_through_the_loader():
     name = pl.col("name").cast(pl.String)
     lists = joined.filter(name.str.starts_with("aten::_foreach_") | (name == "aten::cat"))
     assert lists.height > 0
-    assert lists["unmodeled_reason"].null_count() == lists.height, lists.filter(
-        pl.col("unmodeled_reason").is_not_null()
-    )
+    unmodeled = pl.col("unmodeled_reason")
+    assert lists["unmodeled_reason"].null_count() == lists.height, lists.filter(unmodeled.is_not_null())
 
 
 # --------------------------------------------------------------------------------------------
@@ -749,33 +748,15 @@ from hypothesis import strategies as st  # noqa: E402
 
 from traceanalyze.analysis.costs import registry as _registry  # noqa: E402
 
-_NAMES = sorted(
-    {f"aten::{op.name}" for op in _registry.registered_aten_ops()}
-    | {"aten::_foreach_add_", "aten::_foreach_norm", "aten::add_", "aten::relu_", "aten::unknown_op"}
-    | set(_registry.CUSTOM)
-    | {f"{prefix}<x> >" for prefix in _registry.CUSTOM_PREFIXES}
-)
-_TYPES = [
-    "float",
-    BF16,
-    "c10::Half",
-    "long int",
-    "int",
-    "bool",
-    "double",
-    "Scalar",
-    "ScalarList",
-    "TensorList",
-    "",
-    "GenericList",
-    "c10::Float8_e4m3fn",
-    "mystery",
-]
+_NAMES = sorted({f"aten::{op.name}" for op in _registry.registered_aten_ops()}
+                | {"aten::_foreach_add_", "aten::_foreach_norm", "aten::add_", "aten::relu_", "aten::unknown_op"}
+                | set(_registry.CUSTOM) | {f"{prefix}<x> >" for prefix in _registry.CUSTOM_PREFIXES})
+_TYPES = ["float", BF16, "c10::Half", "long int", "int", "bool", "double", "Scalar", "ScalarList", "TensorList", "",
+          "GenericList", "c10::Float8_e4m3fn", "mystery"]
 _shape = st.lists(st.integers(min_value=0, max_value=64), max_size=5)
 _dim = st.one_of(_shape, st.lists(_shape, max_size=3))
-_concrete = st.sampled_from(
-    ["", "True", "False", "0", "1", "-1", "[1, 1]", "[2]", "[]", "0.5", "same", "15", "[True, False, True]"]
-)
+_concrete = st.sampled_from(["", "True", "False", "0", "1", "-1", "[1, 1]", "[2]", "[]", "0.5", "same", "15",
+                             "[True, False, True]"])
 
 
 @settings(max_examples=600, deadline=None)
@@ -797,17 +778,9 @@ def test_convolution_backward_sizes_that_cannot_be_a_batch_or_weight_give_a_reas
     """Found by the property above: recorded sizes of `[-1]` made a negative FLOP count. Sizes
     must have the gradient's dimensions (3 or more) and none negative."""
     dims = [[], [8, 16, 30, 30], [8, 4, 32, 32], [], [], []]
-    result = op_cost_or_reason(
-        "aten::cudnn_convolution_backward_weight",
-        dims,
-        ["int[]", "float", "float"] + [""] * 3,
-        [sizes, "", "", "", "", ""],
-    )
+    result = op_cost_or_reason("aten::cudnn_convolution_backward_weight", dims, ["int[]", "float", "float"] + [""] * 3,
+                               [sizes, "", "", "", "", ""])
     assert isinstance(result, str) and result.startswith("shape arguments incomplete")
-    good = op_cost_or_reason(
-        "aten::cudnn_convolution_backward_weight",
-        dims,
-        ["int[]", "float", "float"] + [""] * 3,
-        ["[16, 4, 3, 3]", "", "", "", "", ""],
-    )
+    good = op_cost_or_reason("aten::cudnn_convolution_backward_weight", dims, ["int[]", "float", "float"] + [""] * 3,
+                             ["[16, 4, 3, 3]", "", "", "", "", ""])
     assert isinstance(good, OpCost) and good.flops == 2.0 * 8 * 30 * 30 * 16 * 4 * 3 * 3

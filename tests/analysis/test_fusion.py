@@ -15,12 +15,10 @@ COS = ("void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel
 
 
 def unary(b: TraceBuilder, name: str, start: float, shape: list[int], *, dur: float, stream: int = 7) -> int:
-    op = b.cpu_op(
-        name, start, 10, input_dims=[shape], input_types=[F32], input_strides=[[1] * len(shape)], concrete_inputs=[""]
-    )
-    b.launch_kernel(
-        launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=COS, stream=stream
-    )
+    op = b.cpu_op(name, start, 10, input_dims=[shape], input_types=[F32], input_strides=[[1] * len(shape)],
+                  concrete_inputs=[""])
+    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=COS,
+                    stream=stream)
     return op
 
 
@@ -41,7 +39,7 @@ def test_cos_cos_chain_saves_the_intermediate_write_and_read(tmp_path):
     run = runs.row(0, named=True)
     assert run["kernels"] == 2 and run["ops"] == ["aten::cos"]
     assert run["bytes"] == 2 * (2 * n * 4)
-    assert run["bytes_saved"] == 2 * n * 4  # the intermediate: written once, read back once
+    assert run["bytes_saved"] == 2 * n * 4          # the intermediate: written once, read back once
     assert run["time_saved_ns"] == pytest.approx(200_000 / 2)
 
 
@@ -74,15 +72,9 @@ def test_per_parameter_optimizer_updates_are_not_intermediate_traffic(tmp_path):
     b = TraceBuilder()
     b.annotation("Optimizer.step#SGD.step", -5, 600)
     for i in range(4):  # one add_ per parameter, all of the same shape
-        op = b.cpu_op(
-            "aten::add_",
-            i * 130,
-            10,
-            input_dims=[[1 << 22], [1 << 22], []],
-            input_types=[F32, F32, "Scalar"],
-            input_strides=[[1], [1], []],
-            concrete_inputs=["", "", "-0.01"],
-        )
+        op = b.cpu_op("aten::add_", i * 130, 10, input_dims=[[1 << 22], [1 << 22], []],
+                      input_types=[F32, F32, "Scalar"],
+                      input_strides=[[1], [1], []], concrete_inputs=["", "", "-0.01"])
         b.launch_kernel(launch_us=i * 130 + 2, start_us=i * 130 + 20, dur_us=60, external_id=op, name=COS)
     table, runs = runs_of(b, tmp_path)
     assert (table["regime"] == "bandwidth").all()
@@ -91,7 +83,7 @@ def test_per_parameter_optimizer_updates_are_not_intermediate_traffic(tmp_path):
 
 def test_latency_bound_kernels_are_not_bandwidth_savings(tmp_path):
     b = TraceBuilder()
-    unary(b, "aten::cos", 0, [256], dur=3)  # 2 KB in 3 µs: ~1 ns at 2 TB/s
+    unary(b, "aten::cos", 0, [256], dur=3)    # 2 KB in 3 µs: ~1 ns at 2 TB/s
     unary(b, "aten::cos", 30, [256], dur=3)
     table, runs = runs_of(b, tmp_path)
     assert table["regime"].cast(str).to_list() == ["latency", "latency"]  # far below both roofs: its own bound
@@ -102,15 +94,8 @@ FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFuncto
 
 
 def fill(b: TraceBuilder, start: float, shape: list[int], *, dur: float) -> None:
-    op = b.cpu_op(
-        "aten::fill_",
-        start,
-        10,
-        input_dims=[shape, []],
-        input_types=[F32, "Scalar"],
-        input_strides=[[1] * len(shape), []],
-        concrete_inputs=["", "0"],
-    )
+    op = b.cpu_op("aten::fill_", start, 10, input_dims=[shape, []], input_types=[F32, "Scalar"],
+                  input_strides=[[1] * len(shape), []], concrete_inputs=["", "0"])
     b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=FILL)
 
 
@@ -142,21 +127,11 @@ def test_runs_without_shapes_are_not_opportunities(tmp_path):
     # shapes nothing shows that one op consumes the other's result
     b = TraceBuilder()
     for i in range(3):
-        op = b.cpu_op(
-            "aten::cat",
-            i * 130,
-            10,
-            input_dims=[[[1 << 22, 4], [1 << 22, 4]], []],
-            input_types=["TensorList", "Scalar"],
-            concrete_inputs=["", "0"],
-        )
-        b.launch_kernel(
-            launch_us=i * 130 + 2,
-            start_us=i * 130 + 20,
-            dur_us=100,
-            external_id=op,
-            name="void at::native::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>",
-        )
+        op = b.cpu_op("aten::cat", i * 130, 10, input_dims=[[[1 << 22, 4], [1 << 22, 4]], []],
+                      input_types=["TensorList", "Scalar"], concrete_inputs=["", "0"])
+        b.launch_kernel(launch_us=i * 130 + 2, start_us=i * 130 + 20, dur_us=100, external_id=op,
+                        name="void at::native::CatArrayBatchedCopy<float, unsigned int, 2, 128, 1>")
     table, runs = runs_of(b, tmp_path)
     assert (table["regime"] == "bandwidth").all() and table["cost_model"].cast(str).to_list() == ["copy"] * 3
     assert runs.is_empty()
+

@@ -181,16 +181,9 @@ def test_quick_calibration_on_this_cpu(tmp_path):
     assert refused.returncode == 2
     assert ("describes another device: rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), "
             "but the file was measured on a CPU") in refused.stderr
-    report = run_cli(
-        "report",
-        REPO / "fixtures" / "synthetic_training.json.gz",
-        "--device-file",
-        tmp_path / "device.json",
-        "--force-device-file",
-        "--format",
-        "json",
-        cwd=tmp_path,
-    )
+    report = run_cli("report", REPO / "fixtures" / "synthetic_training.json.gz", "--device-file",
+                     tmp_path / "device.json",
+                     "--force-device-file", "--format", "json", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     used = json.loads(report.stdout)["device"]
     assert used["memory_bandwidth_bytes_per_s"] == pytest.approx(device["memory_bandwidth_bytes_per_s"])

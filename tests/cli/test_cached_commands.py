@@ -122,16 +122,12 @@ def test_commands_use_the_platform_folder_or_the_variable(tmp_path):
     assert trace.stat().st_size * 10 >= cache.MIN_TRACE_BYTES
     environment = {k: v for k, v in os.environ.items() if k not in (cache_files.ENVIRONMENT_VARIABLE, "XDG_CACHE_HOME")}
     home, xdg, chosen = tmp_path / "home", tmp_path / "xdg", tmp_path / "chosen"
-    for extra, folder in (
-        ({"HOME": str(home)}, home / ".cache" / "traceanalyze"),
-        ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg)}, xdg / "traceanalyze"),
-        ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg), cache_files.ENVIRONMENT_VARIABLE: str(chosen)}, chosen),
-    ):
-        subprocess.run(
-            [sys.executable, "-m", "traceanalyze", "info", str(trace)],
-            env={**environment, **extra},
-            check=True,
-            capture_output=True,
-        )
+    for extra, folder in (({"HOME": str(home)}, home / ".cache" / "traceanalyze"),
+                          ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg)}, xdg / "traceanalyze"),
+                          ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg),
+                            cache_files.ENVIRONMENT_VARIABLE: str(chosen)},
+                           chosen)):
+        subprocess.run([sys.executable, "-m", "traceanalyze", "info", str(trace)], env={**environment, **extra},
+                       check=True, capture_output=True)
         assert len(entries(folder)) == 1, folder
     assert len(entries(home / ".cache" / "traceanalyze")) == 1  # the later runs wrote elsewhere

@@ -12,16 +12,8 @@ import os
 from pathlib import Path
 from typing import Callable
 
-EVENT = {
-    "ph": "X",
-    "cat": "kernel",
-    "name": "k",
-    "pid": 0,
-    "tid": 7,
-    "ts": 1.0,
-    "dur": 2.0,
-    "args": {"device": 0, "stream": 7, "correlation": 1},
-}
+EVENT = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0,
+         "args": {"device": 0, "stream": 7, "correlation": 1}}
 EVENT_TEXT = json.dumps(EVENT).encode()
 DEEP = 100_000
 MIB = 1 << 20
@@ -42,15 +34,9 @@ def _deep() -> bytes:
 
 def deep_in(key: str, category: str = "cpu_op") -> Callable[[Path], Path]:
     def build(folder: Path) -> Path:
-        event = (
-            json.dumps(
-                {"ph": "X", "cat": category, "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {key: 0}}
-            )
-            .encode()
-            .replace(b"0}", b"%s}" % _deep(), 1)
-        )
+        event = json.dumps({"ph": "X", "cat": category, "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
+                            "args": {key: 0}}).encode().replace(b"0}", b"%s}" % _deep(), 1)
         return _write(folder / f"deep_{key.replace(' ', '_')}.json", b'{"traceEvents": [%s]}' % event)
-
     return build
 
 
@@ -64,7 +50,6 @@ def bad_utf8(gzipped: bool) -> Callable[[Path], Path]:
         if gzipped:
             return _write(folder / "bad_utf8.json.gz", gzip.compress(text))
         return _write(folder / "bad_utf8.json", text)
-
     return build
 
 
@@ -114,29 +99,11 @@ def many_events(folder: Path) -> Path:
 
 def nested_ops(depth: int) -> list[dict]:
     """`depth` CPU ops each inside the one before, then a kernel launched from the innermost."""
-    ops = [
-        {
-            "ph": "X",
-            "cat": "cpu_op",
-            "name": f"op{i}",
-            "pid": 1,
-            "tid": 1,
-            "ts": float(i),
+    ops = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": float(i),
             "dur": float(4 * depth - 2 * i),
-            "args": {"External id": i},
-        }
-        for i in range(depth)
-    ]
-    launch = {
-        "ph": "X",
-        "cat": "cuda_runtime",
-        "name": "cudaLaunchKernel",
-        "pid": 1,
-        "tid": 1,
-        "ts": float(depth),
-        "dur": 1.0,
-        "args": {"correlation": 1},
-    }
+            "args": {"External id": i}} for i in range(depth)]
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": float(depth),
+              "dur": 1.0, "args": {"correlation": 1}}
     return [*ops, launch, {**EVENT, "ts": float(depth + 2)}]
 
 
@@ -175,7 +142,6 @@ def encoded(encoding: str, bom: bool = True) -> Callable[[Path], Path]:
         text = _trace([EVENT]).decode()
         data = text.encode(encoding) if bom else text.encode(encoding + "-le")
         return _write(folder / f"{encoding}{'' if bom else '_nobom'}.json", data)
-
     return build
 
 
@@ -195,7 +161,6 @@ def whitespace_only(gzipped: bool) -> Callable[[Path], Path]:
         if gzipped:
             return _write(folder / "blank.json.gz", gzip.compress(data))
         return _write(folder / "blank.json", data)
-
     return build
 
 
@@ -243,9 +208,8 @@ def huge_saved_report(folder: Path) -> Path:
 
 
 # gate and diff read it as a saved report; report and info as a trace
-CASES.append(
-    ("huge_saved_report", huge_saved_report, ("too large for a saved traceanalyze JSON report", "not JSON"), ())
-)
+CASES.append(("huge_saved_report", huge_saved_report, ("too large for a saved traceanalyze JSON report", "not JSON"),
+              ()))
 
 
 def renamed_fixture(fixture: Path, *, device: str, kernel: str, annotation: str) -> bytes:

@@ -138,18 +138,8 @@ def test_a_control_character_in_the_device_name_keeps_junit_well_formed(hostile,
     trace = json.loads(gzip.decompress((hostile / "hostile.json.gz").read_bytes()))
     trace["deviceProperties"][0]["name"] = "A100\x1b\x00\x01x"
     (tmp_path / "t.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
-    result = run(
-        "gate",
-        tmp_path / "t.json.gz",
-        "--baseline",
-        hostile / "base.json.gz",
-        "--max-regression",
-        "1%",
-        "--allow-unreliable",
-        "--junit",
-        tmp_path / "junit.xml",
-        cwd=tmp_path,
-    )
+    result = run("gate", tmp_path / "t.json.gz", "--baseline", hostile / "base.json.gz", "--max-regression", "1%",
+                 "--allow-unreliable", "--junit", tmp_path / "junit.xml", cwd=tmp_path)
     assert result.returncode in (0, 1), result.stderr
     text = (tmp_path / "junit.xml").read_text()
     ElementTree.fromstring(text)
@@ -173,71 +163,39 @@ def parsed_elements(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium) for the headless DOM check"
-)
-@pytest.mark.parametrize(
-    "command", [["report", "hostile.json.gz", "-f", "html"], ["diff", "base.json.gz", "hostile.json.gz", "-f", "html"]]
-)
+@pytest.mark.skipif(CHROMIUM is None,
+                    reason="no chromium on PATH (apt-get install chromium) for the headless DOM check")
+@pytest.mark.parametrize("command", [["report", "hostile.json.gz", "-f", "html"],
+                                     ["diff", "base.json.gz", "hostile.json.gz", "-f", "html"]])
 def test_headless_chromium_runs_nothing_from_the_trace(hostile, tmp_path, command):
     page = tmp_path / "page.html"
     result = run(*command, "-o", page, cwd=hostile)
     assert result.returncode == 0, result.stderr
-    dom = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=2000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=2000", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     assert "<svg" in dom  # the page did render
     elements = parsed_elements(dom)
     assert not {tag for tag, _ in elements} & {"img", "script", "iframe"}  # no element from a trace string
     assert not [name for _, attrs in elements for name, _ in attrs if name.startswith("on")]  # nor an event handler
-    assert not [
-        value for _, attrs in elements for _, value in attrs if (value or "").strip().lower().startswith("javascript:")
-    ]
+    assert not [value for _, attrs in elements for _, value in attrs
+                if (value or "").strip().lower().startswith("javascript:")]
     assert "&lt;img src=x onerror=" in dom  # the names are there, as text
 
 
 def test_json_text_escapes_what_the_encoder_leaves_raw():
-    assert (
-        escape.json_text('{"k": "a\x7f\x9b2J\u202e\u2028\ufeffb"}')
-        == '{"k": "a\\u007f\\u009b2J\\u202e\\u2028\\ufeffb"}'
-    )
+    encoded = '{"k": "a\x7f\x9b2J\u202e\u2028\ufeffb"}'
+    assert escape.json_text(encoded) == '{"k": "a\\u007f\\u009b2J\\u202e\\u2028\\ufeffb"}'
     assert json.loads(escape.json_text(json.dumps("a\x7f\x9b\u202e", ensure_ascii=False))) == "a\x7f\x9b\u202e"
 
 
 JSON_RAW = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["report", "c1.json.gz", "-f", "json"],
-        ["diff", "base.json.gz", "c1.json.gz", "-f", "json"],
-        [
-            "gate",
-            "c1.json.gz",
-            "--baseline",
-            "base.json.gz",
-            "--max-regression",
-            "1%",
-            "--allow-unreliable",
-            "-f",
-            "json",
-        ],
-    ],
-)
+@pytest.mark.parametrize("command", [["report", "c1.json.gz", "-f", "json"],
+                                     ["diff", "base.json.gz", "c1.json.gz", "-f", "json"],
+                                     ["gate", "c1.json.gz", "--baseline", "base.json.gz", "--max-regression", "1%",
+                                      "--allow-unreliable", "-f", "json"]])
 def test_json_output_carries_no_raw_control_or_formatting_character(hostile, command):
     """JSON escapes C0 itself; DEL, the 8-bit CSI (U+009B), bidi overrides and line separators it
     leaves raw unless told: on stdout a terminal would act on them. Decoded, the names are intact."""
@@ -258,7 +216,5 @@ def test_an_error_naming_a_hostile_file_name_stays_one_line(tmp_path):
     (tmp_path / name).write_text("x")
     result = run("report", name, cwd=tmp_path)
     assert result.returncode == 2
-    assert (
-        result.stderr
-        == "traceanalyze: error: bad\\n::error::y\\x1b[2J.json: not JSON (a Chrome/Kineto trace is a JSON object)\n"
-    )
+    assert result.stderr == ("traceanalyze: error: bad\\n::error::y\\x1b[2J.json: not JSON "
+                             "(a Chrome/Kineto trace is a JSON object)\n")

@@ -163,23 +163,13 @@ def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch, command):
 def test_integers_beyond_their_columns_load(tmp_path):
     """A device id, stream, correlation, world size and device properties beyond int32/int64: a
     value its column cannot hold counts as absent (device from the pid, then 0), never a traceback."""
-    event = {
-        **EVENT,
-        "pid": 3,
-        "args": {"device": 10**30, "stream": -(10**25), "correlation": 10**40, "grid": [1, 1, 1]},
-    }
+    event = {**EVENT, "pid": 3, "args": {"device": 10**30, "stream": -(10**25), "correlation": 10**40,
+                                         "grid": [1, 1, 1]}}
     path = tmp_path / "huge.json"
-    path.write_text(
-        json.dumps(
-            {
-                "traceEvents": [event, {**event, "ts": 5.0}],
-                "distributedInfo": {"rank": 3, "world_size": 10**30},
-                "deviceProperties": [
-                    {"id": 10**30, "name": "NVIDIA A100-SXM4-80GB", "numSms": 10**30, "totalGlobalMem": 10**40}
-                ],
-            }
-        )
-    )
+    path.write_text(json.dumps({"traceEvents": [event, {**event, "ts": 5.0}],
+                                "distributedInfo": {"rank": 3, "world_size": 10**30},
+                                "deviceProperties": [{"id": 10**30, "name": "NVIDIA A100-SXM4-80GB", "numSms": 10**30,
+                                                      "totalGlobalMem": 10**40}]}))
     trace = load_trace(path)
     assert trace.gpu.select("device", "stream", "correlation").rows() == [(3, 7, None)] * 2
     assert trace.devices.select("device", "num_sms", "total_memory_bytes").rows() == [(0, None, None)]
@@ -191,10 +181,8 @@ def test_integers_beyond_their_columns_load(tmp_path):
 
 def test_a_step_number_beyond_int64_is_no_step(tmp_path):
     document = small_trace().to_dict()
-    document["traceEvents"] += [
-        {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1, "ts": 0, "dur": 5}
-        for n in ("99999999999999999999999", "7")
-    ]
+    document["traceEvents"] += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
+                                 "ts": 0, "dur": 5} for n in ("99999999999999999999999", "7")]
     path = tmp_path / "steps.json"
     path.write_text(json.dumps(document))
     assert load_trace(path).steps["step"].to_list() == [7]
@@ -209,9 +197,8 @@ def test_a_rank_beyond_int32_is_refused_however_written(tmp_path, rank):
     document["distributedInfo"] = {"rank": rank, "world_size": 8}
     path = tmp_path / "rank.json"
     path.write_text(json.dumps(document))
-    with pytest.raises(
-        TraceFormatError, match=r"rank.json: distributedInfo.rank \S+ is not a rank \(at most 2\^31 - 1\)$"
-    ):
+    with pytest.raises(TraceFormatError,
+                       match=r"rank.json: distributedInfo.rank \S+ is not a rank \(at most 2\^31 - 1\)$"):
         load_trace(path)
 
 
@@ -225,14 +212,11 @@ def test_a_rank_that_is_no_number_is_not_used(tmp_path, rank):
     assert (trace.meta[0].rank, trace.meta[0].rank_source) == (0, "default")
 
 
-@pytest.mark.parametrize(
-    "compress, said",
-    [
-        (lambda d: __import__("bz2").compress(d), "bzip2-compressed"),
-        (lambda d: __import__("lzma").compress(d), "xz-compressed"),
-        (lambda d: b"\x28\xb5\x2f\xfd" + d, "zstd-compressed"),
-    ],
-)
+@pytest.mark.parametrize("compress, said", [
+    (lambda d: __import__("bz2").compress(d), "bzip2-compressed"),
+    (lambda d: __import__("lzma").compress(d), "xz-compressed"),
+    (lambda d: b"\x28\xb5\x2f\xfd" + d, "zstd-compressed"),
+])
 def test_another_compressor_is_named(tmp_path, compress, said):
     """Not "not JSON (a NUL byte at byte 14)": which format it is, and that only gzip is read."""
     from traceanalyze.errors import TraceFormatError

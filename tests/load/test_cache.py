@@ -375,21 +375,18 @@ def test_the_bound_is_applied_after_each_write(tmp_path, cache_everything, monke
 HOME = Path("/home/someone")
 
 
-@pytest.mark.parametrize(
-    ("environ", "platform", "expected"),
-    [
-        ({"TRACEANALYZE_CACHE_DIR": "/fast/cache", "XDG_CACHE_HOME": "/xdg"}, "linux", Path("/fast/cache")),
-        ({"TRACEANALYZE_CACHE_DIR": "/fast/cache"}, "darwin", Path("/fast/cache")),
-        ({"TRACEANALYZE_CACHE_DIR": ""}, "linux", HOME / ".cache" / "traceanalyze"),
-        ({}, "linux", HOME / ".cache" / "traceanalyze"),
-        ({"XDG_CACHE_HOME": "/xdg"}, "linux", Path("/xdg/traceanalyze")),
-        ({"XDG_CACHE_HOME": "relative/xdg"}, "linux", HOME / ".cache" / "traceanalyze"),  # the XDG spec ignores it
-        ({"XDG_CACHE_HOME": "/xdg"}, "darwin", HOME / "Library" / "Caches" / "traceanalyze"),
-        ({"LOCALAPPDATA": "/appdata/local"}, "win32", Path("/appdata/local/traceanalyze/Cache")),
-        ({}, "win32", HOME / "AppData" / "Local" / "traceanalyze" / "Cache"),
-        ({}, "freebsd14", HOME / ".cache" / "traceanalyze"),
-    ],
-)
+@pytest.mark.parametrize(("environ", "platform", "expected"), [
+    ({"TRACEANALYZE_CACHE_DIR": "/fast/cache", "XDG_CACHE_HOME": "/xdg"}, "linux", Path("/fast/cache")),
+    ({"TRACEANALYZE_CACHE_DIR": "/fast/cache"}, "darwin", Path("/fast/cache")),
+    ({"TRACEANALYZE_CACHE_DIR": ""}, "linux", HOME / ".cache" / "traceanalyze"),
+    ({}, "linux", HOME / ".cache" / "traceanalyze"),
+    ({"XDG_CACHE_HOME": "/xdg"}, "linux", Path("/xdg/traceanalyze")),
+    ({"XDG_CACHE_HOME": "relative/xdg"}, "linux", HOME / ".cache" / "traceanalyze"),  # the XDG spec ignores it
+    ({"XDG_CACHE_HOME": "/xdg"}, "darwin", HOME / "Library" / "Caches" / "traceanalyze"),
+    ({"LOCALAPPDATA": "/appdata/local"}, "win32", Path("/appdata/local/traceanalyze/Cache")),
+    ({}, "win32", HOME / "AppData" / "Local" / "traceanalyze" / "Cache"),
+    ({}, "freebsd14", HOME / ".cache" / "traceanalyze"),
+])
 def test_the_cache_folder_follows_the_platform(environ, platform, expected):
     assert cache_files.default_directory(environ, platform, HOME) == expected
 

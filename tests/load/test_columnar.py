@@ -426,22 +426,18 @@ def python_event(**overrides) -> dict:
 
 
 @pytest.mark.parametrize("include_python", [False, True])
-@pytest.mark.parametrize(
-    "text",
-    [
-        # the name and args of a python_function event are passed over unless python events are kept
-        json.dumps([op(), python_event(name='a "quoted" \u00e9 \\ name'), kernel()]),
-        json.dumps(
-            [python_event(name=None), python_event(args=None), python_event(args={"a": [1, {"b": [2.5e3, None]}]})]
-        ),
-        # a repeated key
-        '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Python id":1,"Python id":2}}]',
-        # the category after the name and args: those were read in full
-        '[{"name":"g","args":{"External id":"not an int"},"ph":"X","cat":"python_function","ts":1,"dur":1}]',
-        # a category written with an escape is not compared (its events are read in full)
-        '[{"ph":"X","cat":"python\\u005ffunction","name":"f","ts":1,"dur":1,"args":{"Python id":1}}]',
-    ],
-)
+@pytest.mark.parametrize("text", [
+    # the name and args of a python_function event are passed over unless python events are kept
+    json.dumps([op(), python_event(name='a "quoted" \u00e9 \\ name'), kernel()]),
+    json.dumps([python_event(name=None), python_event(args=None), python_event(args={"a": [1, {"b": [2.5e3, None]}]})]),
+    # a repeated key
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Python id":1,"Python id":2}}]',
+
+    # the category after the name and args: those were read in full
+    '[{"name":"g","args":{"External id":"not an int"},"ph":"X","cat":"python_function","ts":1,"dur":1}]',
+    # a category written with an escape is not compared (its events are read in full)
+    '[{"ph":"X","cat":"python\\u005ffunction","name":"f","ts":1,"dur":1,"args":{"Python id":1}}]',
+])
 def test_python_events_passed_over_give_the_same_tables(text, include_python):
     assert check(text.encode(), include_python) is not None
 
@@ -454,18 +450,15 @@ def test_args_keys_of_python_events_are_read_only_when_python_events_are_kept():
     assert check(text, include_python=True) is None
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        '[{"ph":"X","cat":"python_function","name":"f\x01","ts":1,"dur":1}]',  # a raw control character
-        '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"a":[1,}}]',  # invalid JSON
-        '[{"ph":"X","cat":"python_function","name":"f","name":"g","ts":1,"dur":1}]',  # a repeated key
-        '[{"ph":"X","cat":"python_function","name":"\\ud800","ts":1,"dur":1}]',  # a lone surrogate
-        '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"a":"\\ud800"}}]',
-        json.dumps([python_event(name=12)]),  # a name of a type the typed decode refuses: msgspec decides
-        json.dumps([python_event(args=[1])]),  # args that are no object
-    ],
-)
+@pytest.mark.parametrize("text", [
+    '[{"ph":"X","cat":"python_function","name":"f\x01","ts":1,"dur":1}]',  # a raw control character
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"a":[1,}}]',  # invalid JSON
+    '[{"ph":"X","cat":"python_function","name":"f","name":"g","ts":1,"dur":1}]',  # a repeated key
+    '[{"ph":"X","cat":"python_function","name":"\\ud800","ts":1,"dur":1}]',  # a lone surrogate
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"a":"\\ud800"}}]',
+    json.dumps([python_event(name=12)]),  # a name of a type the typed decode refuses: msgspec decides
+    json.dumps([python_event(args=[1])]),  # args that are no object
+])
 def test_python_events_passed_over_are_still_validated(text):
     assert check(text.encode()) is None
 
@@ -501,17 +494,14 @@ def test_python_events_passed_over_get_no_row():
     assert kept["n"] == 6
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        # the event numbers of skipped rows and of events without a phase count the dropped events
-        json.dumps([python_event(), python_event(), {**op(), "dur": None}, python_event(), kernel(ts=None)]),
-        json.dumps([python_event(), python_event(), {k: v for k, v in op().items() if k != "ph"}, kernel()]),
-        # floats parsed after the scan, in a dropped event and in a row after it
-        '[{"ph":"X","cat":"python_function","name":"f","ts":1.1234567890123456789012,"dur":1},'
-        '{"ph":"X","cat":"kernel","name":"k","ts":2.1234567890123456789012,"dur":1}]',
-    ],
-)
+@pytest.mark.parametrize("text", [
+    # the event numbers of skipped rows and of events without a phase count the dropped events
+    json.dumps([python_event(), python_event(), {**op(), "dur": None}, python_event(), kernel(ts=None)]),
+    json.dumps([python_event(), python_event(), {k: v for k, v in op().items() if k != "ph"}, kernel()]),
+    # floats parsed after the scan, in a dropped event and in a row after it
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1.1234567890123456789012,"dur":1},'
+    '{"ph":"X","cat":"kernel","name":"k","ts":2.1234567890123456789012,"dur":1}]',
+])
 def test_event_numbers_count_the_events_without_rows(text):
     assert check(text.encode()) is not None
 
@@ -605,26 +595,12 @@ def test_pieces_finished_together_give_the_tables_of_their_events_as_one_chunk(i
     name, category, string argument and shape takes the numbering of all of them, the event numbers
     of skipped rows and of events without a phase count the events of the pieces before, and each
     distinct shape text is decoded once."""
-    comm = kernel(
-        "ncclDevKernel_AllReduce",
-        args={"Collective name": "allreduce", "dtype": "Float", "Process Group Name": "0", "stream": 9},
-    )
-    first = [
-        kernel("a"),
-        python_event(),
-        op(),
-        kernel("b", pid="rank 1", tid="stream 3"),
-        {**op(), "name": "aten::add", "dur": None},
-    ]
-    second = [
-        python_event(),
-        kernel("b"),
-        comm,
-        op(**{"Input Dims": [[7]], "Input type": ["int"]}),
-        {k: v for k, v in kernel("c").items() if k != "ph"},
-        op(),
-        kernel("a", ts=2.5),
-    ]
+    comm = kernel("ncclDevKernel_AllReduce", args={"Collective name": "allreduce", "dtype": "Float",
+                                                   "Process Group Name": "0", "stream": 9})
+    first = [kernel("a"), python_event(), op(), kernel("b", pid="rank 1", tid="stream 3"),
+             {**op(), "name": "aten::add", "dur": None}]
+    second = [python_event(), kernel("b"), comm, op(**{"Input Dims": [[7]], "Input type": ["int"]}),
+              {k: v for k, v in kernel("c").items() if k != "ph"}, op(), kernel("a", ts=2.5)]
     third = [python_event(), python_event()]  # no row but events to count
     fourth = [kernel(ts=None), {**comm, "name": "d"}, op(**{"Concrete Inputs": ["", "3"]})]
     texts = [json.dumps(events).encode() for events in (first, second, third, fourth)]
@@ -634,19 +610,12 @@ def test_pieces_finished_together_give_the_tables_of_their_events_as_one_chunk(i
     assert gpu["name"].cast(str).to_list() == ["a", "b", "b", "ncclDevKernel_AllReduce", "a", "d"]
     assert gpu["dtype"].cast(str).to_list() == [None, None, None, "Float", None, "Float"]
     assert together.frames["cpu_ops"]["input_types"].cast(pl.List(pl.String)).to_list() == [
-        ["float", "float"],
-        ["int"],
-        ["float", "float"],
-        ["float", "float"],
-    ]
+        ["float", "float"], ["int"], ["float", "float"], ["float", "float"]]
     # the first event of each kind skipped, counted over the pieces: the op without a duration is
     # the first piece's fifth event (4), the kernel without a phase the second's fifth (5 + 4), the
     # kernel without a start the fourth's first (5 + 7 + 2)
     assert {reason: first for reason, (_, first) in together.skipped.items()} == {
-        SKIP_NO_DUR: 4,
-        SKIP_NO_PHASE: 9,
-        SKIP_NO_TS_OR_NAME: 14,
-    }
+        SKIP_NO_DUR: 4, SKIP_NO_PHASE: 9, SKIP_NO_TS_OR_NAME: 14}
     merged = columnar._merged([columnar.scan_piece(text, include_python) for text in texts])
     dims = merged.texts[0].distinct.to_list()
     assert len(dims) == len(set(dims)) == 2  # [[2, 3], [3, 4]] four times, [[7]] once: two texts decoded

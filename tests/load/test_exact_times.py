@@ -39,9 +39,8 @@ def event(i: int, ts: str, dur: str, args: str | None = None) -> str:
 
 
 def chunk_text(extra: list[str] = ()) -> bytes:
-    return (
-        "[" + ", ".join([event(i, t, d) for i, (t, d) in enumerate(zip(TEXTS, DURATIONS))] + list(extra)) + "]"
-    ).encode()
+    events = [event(i, t, d) for i, (t, d) in enumerate(zip(TEXTS, DURATIONS))]
+    return ("[" + ", ".join(events + list(extra)) + "]").encode()
 
 
 EXPECTED = {f"k{i}": (text_ns(t), text_ns(d)) for i, (t, d) in enumerate(zip(TEXTS, DURATIONS))}
@@ -49,9 +48,8 @@ EXPECTED = {f"k{i}": (text_ns(t), text_ns(d)) for i, (t, d) in enumerate(zip(TEX
 
 def times_of(chunk) -> dict[str, tuple[int, int]]:
     gpu = chunk.frames["gpu"]
-    return {
-        name: (start, duration) for name, start, duration in gpu.select("name", "start_ns", "duration_ns").iter_rows()
-    }
+    return {name: (start, duration) for name, start,
+            duration in gpu.select("name", "start_ns", "duration_ns").iter_rows()}
 
 
 def test_the_floats_really_lose_the_nanoseconds():
@@ -84,22 +82,20 @@ def test_general_path():
 
 def test_tolerant_path_keeps_the_digits():
     """An event whose args hold a wrongly typed value is repaired by re-encoding it: the digits survive."""
-    bad = event(
-        99, "1712345678901234.567", "1", '{"device": 0, "stream": 7, "correlation": 99, "grid": "x", "flops": [1]}'
-    )
+    bad = event(99, "1712345678901234.567", "1",
+                '{"device": 0, "stream": 7, "correlation": 99, "grid": "x", "flops": [1]}')
     chunk = _general_chunk(chunk_text([bad]), False)
     assert chunk.malformed == 0
     assert times_of(chunk) == {**EXPECTED, "k99": (1712345678901234567, 1000)}
 
 
-@pytest.mark.parametrize(
-    "extra", [[], [event(99, "1712345678901234.567", "1", '{"device": [0], "stream": 7}')]], ids=["typed", "tolerant"]
-)
+@pytest.mark.parametrize("extra", [[], [event(99, "1712345678901234.567", "1", '{"device": [0], "stream": 7}')]],
+                         ids=["typed", "tolerant"])
 def test_whole_document_path(extra):
     """The whole-document decoder, typed, and (an event with a wrongly typed arg) untyped then
     converted event by event (`events_tolerant`)."""
-    text = b'{"traceEvents": %s}' % chunk_text(extra)
-    document, malformed = decode_document(text, path=None)  # type: ignore[arg-type]
+    document, malformed = decode_document(b'{"traceEvents": %s}' % chunk_text(extra),
+                                          path=None)  # type: ignore[arg-type]
     expected = {**EXPECTED, "k99": (1712345678901234567, 1000)} if extra else EXPECTED
     assert times_of(general_tables(document.traceEvents, include_python=False, malformed=malformed)) == expected
 
@@ -133,12 +129,10 @@ def test_launch_delays_and_gaps_from_such_timestamps_are_exact(tmp_path):
 
     b = TraceBuilder(base_us=0.0)
     b.launch_kernel(launch_us=0.567, launch_dur_us=0.123, start_us=0.999, dur_us=10.001, name="k1")
-    b.launch_kernel(
-        launch_us=2.001, launch_dur_us=0.5, start_us=20.374, dur_us=1.25, name="k2"
-    )  # queued: gap cause launch
-    b.launch_kernel(
-        launch_us=31.249, launch_dur_us=0.25, start_us=31.751, dur_us=1, name="k3"
-    )  # launched 249 ns into the gap: host
+    b.launch_kernel(launch_us=2.001, launch_dur_us=0.5, start_us=20.374, dur_us=1.25,
+                    name="k2")  # queued: gap cause launch
+    b.launch_kernel(launch_us=31.249, launch_dur_us=0.25, start_us=31.751, dur_us=1,
+                    name="k3")  # launched 249 ns into the gap: host
     base = Decimal("1712345678901234.000")
     document = b.to_dict()
     for event in document["traceEvents"]:
@@ -152,12 +146,7 @@ def test_launch_delays_and_gaps_from_such_timestamps_are_exact(tmp_path):
     base_ns = 1712345678901234000
     latency = launch_latency(trace).sort("start_ns")
     assert latency.select("name", "launch_to_start_ns", "launch_delay_ns").rows() == [
-        ("k1", 432, 309),
-        ("k2", 18_373, 17_873),
-        ("k3", 502, 252),
-    ]
+        ("k1", 432, 309), ("k2", 18_373, 17_873), ("k3", 502, 252)]
     gaps = idle_gaps(trace).sort("start_ns")
     assert gaps.select(pl.col("start_ns") - base_ns, "duration_ns", pl.col("cause").cast(pl.String)).rows() == [
-        (11_000, 9_374, "launch"),
-        (21_624, 10_127, "host"),
-    ]
+        (11_000, 9_374, "launch"), (21_624, 10_127, "host")]

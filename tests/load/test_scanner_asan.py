@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = [REPO / "traceanalyze" / "_native.c", REPO / "traceanalyze" / "_native_ops.c"]
 
-FUZZ = r"""
+FUZZ = r'''
 import json, sys
 import msgspec
 import numpy as np
@@ -99,14 +99,13 @@ check(b"[" + many + b"]")
 assert _native.scan(b"[" + many + b"]", ARG_KEYS)["n"] == 16 * 1507
 fuzz()
 print("fuzzed")
-"""
+'''
 
 
 def _asan_runtime(compiler: str) -> str | None:
     try:
-        found = subprocess.run(
-            [compiler, "-print-file-name=libasan.so"], capture_output=True, text=True, timeout=30
-        ).stdout.strip()
+        found = subprocess.run([compiler, "-print-file-name=libasan.so"], capture_output=True, text=True,
+                               timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return found if found and os.path.isabs(found) and os.path.exists(found) else None
@@ -128,33 +127,13 @@ def test_the_scanner_under_address_sanitizer(tmp_path):
         _cannot_run(f"{compiler} has no AddressSanitizer runtime (libasan.so)")
     module = tmp_path / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
     build = subprocess.run(
-        [
-            compiler,
-            "-fsanitize=address",
-            "-fno-omit-frame-pointer",
-            "-g",
-            "-O1",
-            "-std=c99",
-            "-shared",
-            "-fPIC",
-            f"-I{sysconfig.get_paths()['include']}",
-            *map(str, SOURCES),
-            "-o",
-            str(module),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+        [compiler, "-fsanitize=address", "-fno-omit-frame-pointer", "-g", "-O1", "-std=c99", "-shared", "-fPIC",
+         f"-I{sysconfig.get_paths()['include']}", *map(str, SOURCES), "-o", str(module)],
+        capture_output=True, text=True, timeout=300)
     if build.returncode != 0:
         _cannot_run(f"could not build with -fsanitize=address: {build.stderr.strip()[:300]}")
-    env = {
-        **os.environ,
-        "LD_PRELOAD": runtime,
-        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", FUZZ, "300"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path
-    )
+    env = {**os.environ, "LD_PRELOAD": runtime, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    result = subprocess.run([sys.executable, "-c", FUZZ, "300"], env=env, capture_output=True, text=True,
+                            timeout=600, cwd=tmp_path)
     assert result.returncode == 0 and "fuzzed" in result.stdout, result.stderr[-4000:]

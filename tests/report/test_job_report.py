@@ -53,22 +53,12 @@ def test_json_sections(folder):
          else mr.DELAY_US) for r in range(mr.RANKS)]
     stragglers = doc["stragglers"]
     # the straggler's host idle in step 2's window: before its late compute kernel, after the all-reduce
-    straggler_host_us = (
-        (20 + mr.DELAY_US) + mr.step_start(mr.DELAY_STEP) + mr.STEP_US - mr.collective_end(mr.DELAY_STEP)
-    )
+    straggler_host_us = ((20 + mr.DELAY_US) + mr.step_start(mr.DELAY_STEP) + mr.STEP_US
+                         - mr.collective_end(mr.DELAY_STEP))
     assert stragglers["slowest_rank"] == mr.STRAGGLER
-    assert stragglers["steps"] == [
-        {
-            "step": mr.DELAY_STEP,
-            "slowest_rank": mr.STRAGGLER,
-            "behind_us": mr.DELAY_US,
-            "others_wait_us": 3 * mr.DELAY_US,
-            "collectives_last": 1,
-            "ranks": mr.RANKS,
-            "cause": "host",
-            "cause_us": straggler_host_us,
-        }
-    ]
+    assert stragglers["steps"] == [{"step": mr.DELAY_STEP, "slowest_rank": mr.STRAGGLER, "behind_us": mr.DELAY_US,
+                                    "others_wait_us": 3 * mr.DELAY_US, "collectives_last": 1, "ranks": mr.RANKS,
+                                    "cause": "host", "cause_us": straggler_host_us}]
     assert len(stragglers["rank_steps"]) == mr.RANKS * mr.STEPS
     assert [c["offset_us"] for c in doc["clock_offsets"]] == [mr.OFFSETS_US[r] for r in range(mr.RANKS)]
     assert doc["overlap"][0]["overlapped_us"] == mr.OVERLAP_US

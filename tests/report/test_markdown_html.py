@@ -199,9 +199,8 @@ def test_chart_marks_count_the_data(synthetic):
     (steps,) = charts(tree, "steps")
     assert steps["marks"] == 2 * rank.steps.height  # busy and idle per step
     (regimes,) = charts(tree, "regimes")
-    rows = pl.concat(
-        [rank.attribution.select(*plots.REGIME_COLOURS), rank.step_attribution.select(*plots.REGIME_COLOURS)]
-    )
+    rows = pl.concat([rank.attribution.select(*plots.REGIME_COLOURS),
+                      rank.step_attribution.select(*plots.REGIME_COLOURS)])
     assert regimes["marks"] == sum(1 for row in rows.iter_rows() for v in row if v > 0)
     (causes,) = charts(tree, "causes")
     assert causes["marks"] == rank.gaps["cause"].n_unique()
@@ -235,14 +234,9 @@ def test_markdown_code_spans_survive_tables():
 
 def test_timeline_is_binned_and_capped():
     n = 20_000
-    frame = pl.DataFrame(
-        {
-            "start_ns": [i * 100 for i in range(n)],
-            "end_ns": [i * 100 + 60 for i in range(n)],
-            "category": ["compute" if i % 2 else "bandwidth" for i in range(n)],
-            "label": ["k"] * n,
-        }
-    )
+    frame = pl.DataFrame({"start_ns": [i * 100 for i in range(n)], "end_ns": [i * 100 + 60 for i in range(n)],
+                          "category": ["compute" if i % 2 else "bandwidth" for i in range(n)],
+                          "label": ["k"] * n})
     rows = [plots.TimelineRow(f"stream {s}", frame, plots.REGIME_COLOURS) for s in range(8)]
     svg = plots.timeline_chart(rows, (0, n * 100), title="t", max_marks=1000)
     marks = svg.count('class="mark"')
@@ -252,13 +246,10 @@ def test_timeline_is_binned_and_capped():
 
 
 def test_roofline_escapes_and_skips_unplottable_points():
-    points = [
-        plots.RooflinePoint("a<b>", 10.0, 1e12, 5.0, "bandwidth"),
-        plots.RooflinePoint("zero", 0.0, 0.0, 5.0, "bandwidth"),
-    ]
-    svg = plots.roofline_chart(
-        points, [plots.Roof(312e12, "312 TFLOP/s", "bf16 tensor")], [plots.Roof(2e12, "memory 2 TB/s")]
-    )
+    points = [plots.RooflinePoint("a<b>", 10.0, 1e12, 5.0, "bandwidth"),
+              plots.RooflinePoint("zero", 0.0, 0.0, 5.0, "bandwidth")]
+    svg = plots.roofline_chart(points, [plots.Roof(312e12, "312 TFLOP/s", "bf16 tensor")],
+                               [plots.Roof(2e12, "memory 2 TB/s")])
     assert svg.count('class="mark"') == 1
     assert "a&lt;b&gt;" in svg and "a<b>" not in svg
 

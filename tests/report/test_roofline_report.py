@@ -117,17 +117,9 @@ def test_terminal_roofline_and_fusion(report):
 
 def test_device_file_overrides_the_table(trace_path, tmp_path):
     device = tmp_path / "device.json"
-    device.write_text(
-        json.dumps(
-            {
-                "format": "traceanalyze-device",
-                "version": 1,
-                "base": "a100-sxm4-80gb",
-                "memory_bandwidth_bytes_per_s": 1.0e12,
-                "peak_flops_per_s": {"bf16": {"tensor": 100e12}},
-            }
-        )
-    )
+    device.write_text(json.dumps({"format": "traceanalyze-device", "version": 1, "base": "a100-sxm4-80gb",
+                                  "memory_bandwidth_bytes_per_s": 1.0e12,
+                                  "peak_flops_per_s": {"bf16": {"tensor": 100e12}}}))
     result = CliRunner().invoke(app, ["report", str(trace_path), "--format", "json", "--device-file", str(device)])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -517,8 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         if times:
             print(f"\nstart-up check, report on a 1 MB trace ({len(times)} runs): best {times[0]:.2f} s, "
                   f"median {statistics.median(times):.2f} s (target < 0.5 s)")
-    breakdowns = {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout) for label,
-                                            path in generated}
+    breakdowns = {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout)
+                                            for label, path in generated}
     if breakdowns:
         print("\n" + stages_table(breakdowns))
     commands = [name.strip() for name in args.commands.split(",") if name.strip()]

@@ -174,8 +174,8 @@ def write_trace(template: Template, out: BinaryIO, target_bytes: int, *,
                 rank: int | None = None) -> tuple[int, int, int]:
     """Write copies until `target_bytes` of JSON are written → (bytes, events, copies)."""
     before, after = _with_rank(template.before, template.after, rank)
-    head = b"{\n" + b"".join(msgspec.json.encode(k) + b": " + msgspec.json.encode(v) + b",\n" for k,
-                             v in before.items())
+    head = b"{\n" + b"".join(msgspec.json.encode(k) + b": " + msgspec.json.encode(v) + b",\n"
+                             for k, v in before.items())
     head += b'"traceEvents": [\n'
     tail = b"\n]"
     tail += b"".join(b",\n" + msgspec.json.encode(k) + b": " + msgspec.json.encode(v) for k, v in after.items())

@@ -342,8 +342,8 @@ def ground_truth(trace: dict[str, Any], base_us: float = DEFAULT_BASE_US) -> dic
     names = [name for _, name in steps if name in launched_in]
     for i, name in enumerate(names):
         first = min(s for s, _ in launched_in[name])
-        end = min(s for s,
-                  _ in launched_in[names[i + 1]]) if i + 1 < len(names) else max(e for _, e in launched_in[name])
+        end = (min(s for s, _ in launched_in[names[i + 1]]) if i + 1 < len(names)
+               else max(e for _, e in launched_in[name]))
         inside = _clip(busy, first, end)
         step_busy = sum(b - a for a, b in inside)
         per_step.append({"step": name, "start": first, "end": end, "dur": end - first, "busy": step_busy,

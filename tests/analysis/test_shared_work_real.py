@@ -41,8 +41,8 @@ def test_gemm_alignment_on_the_shapes(trace):
         shapes = [shape for shape in (dims or []) if shape is not None and len(shape) >= 2]
         return any(size % ALIGNMENT[dtype] for shape in shapes for size in shape[-2:] if size is not None)
 
-    assert _misaligned(ops).to_list() == [by_hand(d, dims) for d,
-                                          dims in ops.select("compute_dtype", "input_dims").iter_rows()]
+    assert _misaligned(ops).to_list() == [by_hand(d, dims)
+                                          for d, dims in ops.select("compute_dtype", "input_dims").iter_rows()]
 
 
 def test_launch_statistics_of_one_metric(trace):

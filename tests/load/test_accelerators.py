@@ -80,9 +80,8 @@ def test_every_decode_path_routes_them(path_name):
         chunk = columnar.chunk_tables(text, False)
     else:
         chunk = msgspec_chunk(text) if path_name == "msgspec" else _general_chunk(text, False)
-    assert chunk.frames["gpu"].select("name",
-                                      "kind").rows() == [*((f"job_{i}", "kernel") for i in range(5)),
-                                                         ("copy", "memcpy")]
+    expected = [*((f"job_{i}", "kernel") for i in range(5)), ("copy", "memcpy")]
+    assert chunk.frames["gpu"].select("name", "kind").rows() == expected
     assert chunk.frames["runtime"].height == 5
 
 

@@ -48,8 +48,8 @@ EXPECTED = {f"k{i}": (text_ns(t), text_ns(d)) for i, (t, d) in enumerate(zip(TEX
 
 def times_of(chunk) -> dict[str, tuple[int, int]]:
     gpu = chunk.frames["gpu"]
-    return {name: (start, duration) for name, start,
-            duration in gpu.select("name", "start_ns", "duration_ns").iter_rows()}
+    return {name: (start, duration)
+            for name, start, duration in gpu.select("name", "start_ns", "duration_ns").iter_rows()}
 
 
 def test_the_floats_really_lose_the_nanoseconds():

@@ -56,8 +56,8 @@ def render_table(calibration: Calibration) -> str:
         copies = ", ".join(f"{dtype} {format_si(rate, 'B/s')}" for dtype, rate in calibration.copy_bytes_per_s.items())
         lines.append(f"copy: {copies}")
     if calibration.matmul_flops_per_s:
-        matmuls = ", ".join(f"{peak_label(key, kind)} {format_si(rate, 'FLOP/s')}" for key,
-                            rate in calibration.matmul_flops_per_s.items())
+        matmuls = ", ".join(f"{peak_label(key, kind)} {format_si(rate, 'FLOP/s')}"
+                            for key, rate in calibration.matmul_flops_per_s.items())
         lines.append(f"matmul n={calibration.matmul_size}: {matmuls}")
     lines.append("")
     lines.append(f"bandwidth roof: {format_si(roofs.bandwidth_bytes_per_s, 'B/s')} (the best of the copies and the "

@@ -113,8 +113,8 @@ def _cell(cell: Cell, tag: str = "td") -> str:
 
 def _table(table: Table) -> str:
     numeric = [bool(table.rows) and all(row[i].numeric for row in table.rows) for i in range(len(table.headers))]
-    head = "".join(f'<th{" class=num" if numeric[i] else ""}>{esc(h.strip())}</th>' for i,
-                   h in enumerate(table.headers))
+    head = "".join(f'<th{" class=num" if numeric[i] else ""}>{esc(h.strip())}</th>'
+                   for i, h in enumerate(table.headers))
     body = "\n".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
     return f'<div class="table-wrap"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>'
 

@@ -114,8 +114,8 @@ def test_missing_from_a_full_list_is_unlisted_not_removed():
 
 def test_kernel_labels_keep_template_arguments():
     name = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
-            "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, "
-            "3>)")
+            "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, "
+            "at::detail::Array<char*, 3>)")
     assert kernel_label(name, 200) == ("vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
                                        "at::detail::Array<char*, 3> >")
     assert kernel_label(name, 40).endswith("…") and len(kernel_label(name, 40)) == 40

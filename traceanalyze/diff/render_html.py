@@ -32,8 +32,8 @@ def _regime_bars(diff: Diff) -> str:
     rows = []
     for label, index in (("base", 0), ("new", 1)):
         busy_us = (by_name["gpu_busy_us"].base, by_name["gpu_busy_us"].new)[index] if "gpu_busy_us" in by_name else None
-        idle = (by_name["idle_fraction"].base,
-                by_name["idle_fraction"].new)[index] if "idle_fraction" in by_name else None
+        idle = ((by_name["idle_fraction"].base, by_name["idle_fraction"].new)[index]
+                if "idle_fraction" in by_name else None)
         # the window, so that bar labels and tooltips read as times: busy / (1 − idle fraction)
         window_ns = busy_us * 1000 / (1 - idle) if busy_us and idle is not None and idle < 1 else 1.0
         values = {key: (shares.get(key, (None, None))[index] or 0.0) * window_ns for key in REGIME_KEYS}

@@ -229,8 +229,7 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
         raise ConfigError(
             "nothing to check: give a budget (--max-idle-fraction 0.15, --max-overhead, --min-compute, "
             "--max-step-time-ms, --max-launch-p99-us, --max-wait-fraction, --max-exposed-comm), a --baseline with "
-            "--max-regression, "
-            "or a [tool.traceanalyze.gate] table in pyproject.toml"
+            "--max-regression, or a [tool.traceanalyze.gate] table in pyproject.toml"
         )
     return GateOptions(
         thresholds=thresholds,

@@ -287,8 +287,8 @@ def _kernels(report: RankReport, level: int, anchor: str, omitted: str = "") -> 
     if reasons.height:
         blocks.append(Paragraph(("unmodeled kernels, by reason:",)))
         blocks.append(Table(("time", "kernels", "reason"), tuple(
-            (_num(format_duration_ns(ns)), _num(str(count)),
-             Cell(reason or "–")) for reason, count, ns in reasons.head(6).iter_rows()
+            (_num(format_duration_ns(ns)), _num(str(count)), Cell(reason or "–"))
+            for reason, count, ns in reasons.head(6).iter_rows()
         )))
     return blocks
 
@@ -401,9 +401,8 @@ def document(report: Report) -> list[Block]:
     for rank in report.ranks:
         anchor = f"rank-{rank.rank}"
         omitted = "" if rank.rank in charted else (
-            f"Timeline and roofline not drawn: they are for {len(charted)} of the {len(report.ranks)} ranks (see "
-            "Ranks); "
-            f"this rank's alone: traceanalyze report {rank.source} --format html")
+            f"Timeline and roofline not drawn: they are for {len(charted)} of the {len(report.ranks)} ranks "
+            f"(see Ranks); this rank's alone: traceanalyze report {rank.source} --format html")
         inner = rank_blocks(rank, limit=min(limit, 5), level=3, anchor=anchor, min_run=min_run, omitted=omitted)
         blocks.append(Group(anchor, _rank_summary(rank), tuple(inner)))
     return blocks
@@ -440,11 +439,9 @@ def job_blocks(report: Report) -> list[Block]:
                                  f": the other ranks waited {format_duration_ns(caused['caused_wait_ns'])} for it in "
                                  f"{plural(caused['collectives_last'], 'collective')} it arrived last at.")))
         for row in job.stragglers.filter(pl.col("slowest_rank") == slowest).iter_rows(named=True):
-            blocks.append(Paragraph((f"Step {row['step']}: it arrived {format_duration_ns(row['behind_ns'])} after the "
-                                     "others "
-                                     f"(cost them {format_duration_ns(row['others_wait_ns'])}); its largest idle "
-                                     "cause: "
-                                     f"{row['cause'] or '–'} {format_duration_ns(row['cause_ns'])} — "
+            blocks.append(Paragraph((f"Step {row['step']}: it arrived {format_duration_ns(row['behind_ns'])} "
+                                     f"after the others (cost them {format_duration_ns(row['others_wait_ns'])}); "
+                                     f"its largest idle cause: {row['cause'] or '–'} {format_duration_ns(row['cause_ns'])} — "
                                      f"{CAUSE_WORDS.get(row['cause'] or '', 'no idle gaps in that step')}.",)))
     if job.steps.height:
         blocks.append(Chart("job-heatmap"))

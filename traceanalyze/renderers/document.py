@@ -441,7 +441,8 @@ def job_blocks(report: Report) -> list[Block]:
         for row in job.stragglers.filter(pl.col("slowest_rank") == slowest).iter_rows(named=True):
             blocks.append(Paragraph((f"Step {row['step']}: it arrived {format_duration_ns(row['behind_ns'])} "
                                      f"after the others (cost them {format_duration_ns(row['others_wait_ns'])}); "
-                                     f"its largest idle cause: {row['cause'] or '–'} {format_duration_ns(row['cause_ns'])} — "
+                                     f"its largest idle cause: {row['cause'] or '–'} "
+                                     f"{format_duration_ns(row['cause_ns'])} — "
                                      f"{CAUSE_WORDS.get(row['cause'] or '', 'no idle gaps in that step')}.",)))
     if job.steps.height:
         blocks.append(Chart("job-heatmap"))

@@ -13,8 +13,8 @@ included) while a sampler follows its memory:
 
 Memory is the peak, over the run, of the summed proportional set size (PSS: shared pages split
 between the processes sharing them) of the process and all its children, sampled every 50 ms
-from /proc/PID/smaps_rollup (RSS where that cannot be read). It prints a table of absolute figures and the ratios the targets
-are stated in; `--json FILE` also writes every measurement.
+from /proc/PID/smaps_rollup (RSS where that cannot be read). It prints a table of absolute figures
+and the ratios the targets are stated in; `--json FILE` also writes every measurement.
 
     python scripts/bench.py                              # real traces + 100M and 1G generated
     python scripts/bench.py --sizes 100M --hta-max 200M  # quicker
@@ -57,7 +57,8 @@ FAMILIES = {
     "a100-nccl": SHARED_TRACES / "hta_a100_nccl_rank0.json.gz",  # multi-stream training, NCCL kernels, idle gaps
     "b200-vllm-decode": SHARED_TRACES / "tracelens_b200_vllm_decode_tp8_rank0.json.gz",  # inference, many small kernels
     # three more shapes, beyond the three the targets name
-    "v100-resnet50": SHARED_TRACES / "kineto_v100_resnet50_2021.json.gz",  # 2021 trace: no Concrete Inputs, convolutions
+    # a 2021 trace: no Concrete Inputs, convolutions
+    "v100-resnet50": SHARED_TRACES / "kineto_v100_resnet50_2021.json.gz",
     "v100-dlrm": SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",  # embeddings, autograd pairs, NCCL
     "a100-training": SHARED_TRACES / "hta_a100_large_training.json.gz",  # long training steps, recorded shapes
 }
@@ -118,7 +119,8 @@ class Run:
     peak_bytes: int
     ok: bool
     note: str = ""
-    cpu_seconds: float | None = None  # user + system time of the process tree (steadier than wall time on a shared machine)
+    # user + system time of the process tree (steadier than wall time on a shared machine)
+    cpu_seconds: float | None = None
 
 
 @dataclass
@@ -196,11 +198,13 @@ def measure(command: list[str], env: dict[str, str], timeout: float) -> Run:
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the children waited for so far: this one's tree since `before`
+    # the children waited for so far: this one's tree since `before`
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (used.ru_utime - used_before.ru_utime) + (used.ru_stime - used_before.ru_stime)
     text = out.decode(errors="replace").strip()
     if process.returncode != 0:
-        return Run(seconds, peak, False, (err.decode(errors="replace").strip().splitlines() or ["failed"])[-1][:200], cpu)
+        return Run(seconds, peak, False, (err.decode(errors="replace").strip().splitlines() or ["failed"])[-1][:200],
+                   cpu)
     note = text if text.startswith("FAILED") else ""
     return Run(seconds, peak, True, note, cpu)
 
@@ -397,26 +401,34 @@ def rank_memory(counts: list[int], rank_size: int, base: Path, work: Path, env: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ranks", help="instead: peak memory of a folder of N ranks for each N (e.g. 4,8,16), map/reduce "
+    parser.add_argument("--ranks",
+                        help="instead: peak memory of a folder of N ranks for each N (e.g. 4,8,16), map/reduce "
                         "against all ranks at once (see --rank-size, --rank-base)")
-    parser.add_argument("--rank-format", choices=["json", "html"], default="json", help="the report --ranks measures (default json)")
-    parser.add_argument("--rank-size", type=parse_size, default=parse_size("20M"), help="uncompressed size of each rank (default 20M)")
+    parser.add_argument("--rank-format", choices=["json", "html"], default="json",
+                        help="the report --ranks measures (default json)")
+    parser.add_argument("--rank-size", type=parse_size, default=parse_size("20M"),
+                        help="uncompressed size of each rank (default 20M)")
     parser.add_argument("--rank-base", type=Path, default=SHARED_TRACES / "param_v100_dlrm_4ranks" / "rank0.json.gz",
                         help="real rank trace each rank replicates")
-    parser.add_argument("--sizes", default="100M,1G", help="generated trace sizes, comma-separated ('' for none; default 100M,1G)")
+    parser.add_argument("--sizes", default="100M,1G",
+                        help="generated trace sizes, comma-separated ('' for none; default 100M,1G)")
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help=f"families of generated traces, comma-separated (default: all: {', '.join(FAMILIES)})")
     parser.add_argument("--base", type=Path, help="instead of --families: one real trace the generated ones replicate")
     parser.add_argument("--no-stages", action="store_true", help="skip the per-stage breakdown of generated traces")
     parser.add_argument("--no-real", action="store_true", help="skip the real traces of ../shared/traces")
-    parser.add_argument("--hta-max", type=parse_size, default=parse_size("600M"), help="skip HTA above this uncompressed size (default 600M)")
+    parser.add_argument("--hta-max", type=parse_size, default=parse_size("600M"),
+                        help="skip HTA above this uncompressed size (default 600M)")
     parser.add_argument("--no-hta", action="store_true", help="never run HTA")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per contender and input (the best counts; default 1)")
-    parser.add_argument("--repeat-ours", type=int, help="runs of traceanalyze and the floor per input (default: --repeat); "
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per contender and input (the best counts; default 1)")
+    parser.add_argument("--repeat-ours", type=int,
+                        help="runs of traceanalyze and the floor per input (default: --repeat); "
                         "HTA's minutes on a gigabyte need not be repeated to compare with the best of ours")
     parser.add_argument("--small-repeat", type=int, default=10, help="runs of the 1 MB start-up check (default 10)")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is abandoned")
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "traceanalyze-bench", help="where generated traces go")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "traceanalyze-bench",
+                        help="where generated traces go")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
     parser.add_argument("--commands", default="", help=f"also time these commands once on each generated trace, "
                         f"comma-separated, among {', '.join(COMMANDS)} (default: none)")
@@ -434,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     env = child_env(args.work)
     if args.ranks:
         counts = [int(n) for n in args.ranks.split(",") if n.strip()]
-        print(f"# traceanalyze bench --ranks --rank-format {args.rank_format}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        print(f"# traceanalyze bench --ranks --rank-format {args.rank_format}, "
+              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
               f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
         print(rank_memory(counts, args.rank_size, args.rank_base, args.work, env, args.timeout, args.rank_format))
         return 0
@@ -490,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
         if progress:
             progress.stop()
 
-    machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    processor = platform.processor() or platform.machine()
+    machine = f"{platform.node()}: {os.cpu_count()} cores, {processor}, Python {platform.python_version()}"
     print(f"# traceanalyze bench, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {machine}")
     try:
         print(f"# load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -503,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         if times:
             print(f"\nstart-up check, report on a 1 MB trace ({len(times)} runs): best {times[0]:.2f} s, "
                   f"median {statistics.median(times):.2f} s (target < 0.5 s)")
-    breakdowns = {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout) for label, path in generated}
+    breakdowns = {} if args.no_stages else {label: stage_breakdown(path, env, args.timeout)
+                                            for label, path in generated}
     if breakdowns:
         print("\n" + stages_table(breakdowns))
     commands = [name.strip() for name in args.commands.split(",") if name.strip()]

@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def show(figures: dict) -> None:
     mb = 1e6
-    print(f"load: peak {figures['load_peak_bytes'] / mb:.0f} MB, resident after {figures['after_load_bytes'] / mb:.0f} MB; "
+    print(f"load: peak {figures['load_peak_bytes'] / mb:.0f} MB, "
+          f"resident after {figures['after_load_bytes'] / mb:.0f} MB; "
           f"with the report's frames {figures['after_report_bytes'] / mb:.0f} MB")
     for label, item in figures["each"].items():
         print(f"  peak +{item['peak'] / mb:5.0f} MB  kept {item['kept'] / mb:+5.0f} MB  {label}")

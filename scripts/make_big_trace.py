@@ -170,10 +170,12 @@ def _with_rank(before: dict, after: dict, rank: int | None) -> tuple[dict, dict]
     return before, after
 
 
-def write_trace(template: Template, out: BinaryIO, target_bytes: int, *, rank: int | None = None) -> tuple[int, int, int]:
+def write_trace(template: Template, out: BinaryIO, target_bytes: int, *,
+                rank: int | None = None) -> tuple[int, int, int]:
     """Write copies until `target_bytes` of JSON are written → (bytes, events, copies)."""
     before, after = _with_rank(template.before, template.after, rank)
-    head = b"{\n" + b"".join(msgspec.json.encode(k) + b": " + msgspec.json.encode(v) + b",\n" for k, v in before.items())
+    head = b"{\n" + b"".join(msgspec.json.encode(k) + b": " + msgspec.json.encode(v) + b",\n"
+                             for k, v in before.items())
     head += b'"traceEvents": [\n'
     tail = b"\n]"
     tail += b"".join(b",\n" + msgspec.json.encode(k) + b": " + msgspec.json.encode(v) for k, v in after.items())
@@ -221,16 +223,21 @@ def _open(path: Path, level: int) -> BinaryIO:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("base", nargs="?", type=Path, default=DEFAULT_BASE, help=f"the real trace to replicate (default: {DEFAULT_BASE.name})")
-    parser.add_argument("--size", type=parse_size, default=parse_size("100M"), help="uncompressed size of each output trace (e.g. 100M, 1G; default 100M)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="output .json or .json.gz (a folder with --ranks)")
-    parser.add_argument("--ranks", type=int, default=0, help="write a folder of this many rank traces (rank<i>.json.gz)")
+    parser.add_argument("base", nargs="?", type=Path, default=DEFAULT_BASE,
+                        help=f"the real trace to replicate (default: {DEFAULT_BASE.name})")
+    parser.add_argument("--size", type=parse_size, default=parse_size("100M"),
+                        help="uncompressed size of each output trace (e.g. 100M, 1G; default 100M)")
+    parser.add_argument("-o", "--output", type=Path, required=True,
+                        help="output .json or .json.gz (a folder with --ranks)")
+    parser.add_argument("--ranks", type=int, default=0,
+                        help="write a folder of this many rank traces (rank<i>.json.gz)")
     parser.add_argument("--level", type=int, default=6, help="gzip level for .gz outputs (default 6)")
     args = parser.parse_args(argv)
     if not args.output.resolve().is_relative_to(Path("/tmp")) and args.output.resolve().is_relative_to(REPO):
         parser.error("write generated traces outside the repository (e.g. under /tmp)")
     template = Template(_read(args.base))
-    targets = [(args.output, None)] if args.ranks <= 0 else [(args.output / f"rank{r}.json.gz", r) for r in range(args.ranks)]
+    targets = [(args.output, None)] if args.ranks <= 0 else [(args.output / f"rank{r}.json.gz", r)
+                                                             for r in range(args.ranks)]
     for path, rank in targets:
         with _open(path, args.level) as out:
             written, events, copies = write_trace(template, out, args.size, rank=rank)

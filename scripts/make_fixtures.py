@@ -57,12 +57,15 @@ GEMM_MM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_nn"
 _CLAMP = ("at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, "
           "c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#14}::"
           "operator()() const::{lambda(c10::BFloat16)#1}")
-RELU = f"void at::native::vectorized_elementwise_kernel<4, {_CLAMP}, at::detail::Array<char*, 2> >(int, {_CLAMP}, at::detail::Array<char*, 2>)"
+RELU = (f"void at::native::vectorized_elementwise_kernel<4, {_CLAMP}, at::detail::Array<char*, 2> >"
+        f"(int, {_CLAMP}, at::detail::Array<char*, 2>)")
 _GELU = ("at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
          "operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}")
-GELU = f"void at::native::vectorized_elementwise_kernel<4, {_GELU}, at::detail::Array<char*, 2> >(int, {_GELU}, at::detail::Array<char*, 2>)"
+GELU = (f"void at::native::vectorized_elementwise_kernel<4, {_GELU}, at::detail::Array<char*, 2> >"
+        f"(int, {_GELU}, at::detail::Array<char*, 2>)")
 _ADD = "at::native::CUDAFunctor_add<c10::BFloat16>"
-ADD = f"void at::native::vectorized_elementwise_kernel<4, {_ADD}, at::detail::Array<char*, 3> >(int, {_ADD}, at::detail::Array<char*, 3>)"
+ADD = (f"void at::native::vectorized_elementwise_kernel<4, {_ADD}, at::detail::Array<char*, 3> >"
+       f"(int, {_ADD}, at::detail::Array<char*, 3>)")
 LAYER_NORM = ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, "
               "float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
               "c10::BFloat16*)")
@@ -166,7 +169,8 @@ def training_step(n: int) -> Op:
     return Op(f"ProfilerStep#{n}", kind="step", children=[
         Op("aten::to", shapes=shapes([[64, 256], [], [], [], [], []], ["long int", "", "", "", "Scalar", "Scalar"],
                                      [[256, 1], [], [], [], [], []], ["", "", "", "", "True", "False"]), children=[
-            Op("aten::copy_", self_ns=9_000, shapes=shapes([[64, 256], [64, 256], []], ["long int", "long int", "Scalar"],
+            Op("aten::copy_", self_ns=9_000, shapes=shapes([[64, 256], [64, 256], []],
+                                                           ["long int", "long int", "Scalar"],
                                                            [[256, 1], [256, 1], []], ["", "", "True"]),
                calls=[Call("cudaMemcpyAsync", MEMCPY_CALL_NS, [Item("", 3_104, copy="HtoD", nbytes=TOKENS * 8)])]),
         ]),
@@ -316,7 +320,8 @@ def ground_truth(trace: dict[str, Any], base_us: float = DEFAULT_BASE_US) -> dic
         if any(s < hi and e > lo for s, e in blocking):
             return "sync"
         starting = [e for e in gpu_events if span(e)[0] == hi]
-        launches = [launch_start[e["args"]["correlation"]] for e in starting if e["args"]["correlation"] in launch_start]
+        launches = [launch_start[e["args"]["correlation"]] for e in starting
+                    if e["args"]["correlation"] in launch_start]
         if not launches:
             return "other"
         return "host" if min(launches) > lo else "launch"
@@ -337,7 +342,8 @@ def ground_truth(trace: dict[str, Any], base_us: float = DEFAULT_BASE_US) -> dic
     names = [name for _, name in steps if name in launched_in]
     for i, name in enumerate(names):
         first = min(s for s, _ in launched_in[name])
-        end = min(s for s, _ in launched_in[names[i + 1]]) if i + 1 < len(names) else max(e for _, e in launched_in[name])
+        end = (min(s for s, _ in launched_in[names[i + 1]]) if i + 1 < len(names)
+               else max(e for _, e in launched_in[name]))
         inside = _clip(busy, first, end)
         step_busy = sum(b - a for a, b in inside)
         per_step.append({"step": name, "start": first, "end": end, "dur": end - first, "busy": step_busy,
@@ -432,8 +438,8 @@ def render_readme(truth: dict[str, Any], counts: dict[str, Any]) -> str:
         "",
         "| step | GPU ops | start | end | window | busy | idle |",
         "|---|---|---|---|---|---|---|",
-        *[f"| {s['step']} | {s['gpu_ops']} | {_us(s['start'])} | {_us(s['end'])} | {_us(s['dur'])} | {_us(s['busy'])} | "
-          f"{_us(s['idle'])} |" for s in truth["steps"]],
+        *[f"| {s['step']} | {s['gpu_ops']} | {_us(s['start'])} | {_us(s['end'])} | {_us(s['dur'])} "
+          f"| {_us(s['busy'])} | {_us(s['idle'])} |" for s in truth["steps"]],
         "",
     ]
     return "\n".join(lines)

@@ -56,7 +56,8 @@ def arrival(rank: int, step: int, *, delays: Delays | None = None, late_starts: 
     return step_start(step) + 20 + _late(rank, step, delays, late_starts) + COMPUTE_US + 10
 
 
-def collective_end(step: int, *, ranks: int = RANKS, delays: Delays | None = None, late_starts: Delays | None = None) -> int:
+def collective_end(step: int, *, ranks: int = RANKS, delays: Delays | None = None,
+                   late_starts: Delays | None = None) -> int:
     return max(arrival(r, step, delays=delays, late_starts=late_starts) for r in range(ranks)) + TRANSFER_US
 
 

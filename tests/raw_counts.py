@@ -49,7 +49,8 @@ CPU_OP_CATEGORIES = {"cpu_op", "operator", "user_annotation"}
 FLOW_CATEGORIES = {"ac2g", "async", "async_gpu", "async_cpu_to_gpu"}
 STEP_NAME = re.compile(r"^ProfilerStep#\d+$")
 COMMUNICATION_NAME = re.compile(
-    r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|alltoall|all_to_all|cross_device_reduce",
+    r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|alltoall|all_to_all"
+    r"|cross_device_reduce",
     re.IGNORECASE,
 )
 LAUNCH_NAME = re.compile(r"LaunchKernel|LaunchCooperativeKernel|ModuleLaunch", re.IGNORECASE)

@@ -15,7 +15,8 @@ SHOW = "import os, traceanalyze.cli; print(os.environ.get('_RJEM_MALLOC_CONF'))"
 
 
 def run(env: dict[str, str]) -> str:
-    return subprocess.run([sys.executable, "-c", SHOW], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run([sys.executable, "-c", SHOW], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def test_jemalloc_decay_set_when_the_command_line_loads_polars():
@@ -55,7 +56,8 @@ def test_a_setting_in_the_environment_wins():
 def test_nothing_set_once_polars_is_loaded():
     code = "import os, polars, traceanalyze.cli; print(os.environ.get('_RJEM_MALLOC_CONF'))"
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
     assert allocator.JEMALLOC_CONF not in out  # too late to matter: polars' allocator has read its settings
 
 
@@ -70,7 +72,8 @@ def test_importing_the_library_sets_nothing():
     code = ("import os, traceanalyze; from traceanalyze import load_trace, Trace; "
             "print(os.environ.get('_RJEM_MALLOC_CONF'))")
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
     assert allocator.JEMALLOC_CONF not in out  # (polars writes its own defaults there when it loads)
 
 
@@ -144,7 +147,8 @@ def test_one_arena_only_where_the_compiled_scanner_decodes(monkeypatch):
 def test_the_c_library_opens_by_its_name_without_asking_ldconfig():
     """`ctypes.util.find_library` runs `ldconfig` (8 ms of every start): glibc is opened as
     `libc.so.6`, and the handle serves every later call."""
-    show = "import sys, traceanalyze.cli; from traceanalyze import allocator; print('ctypes.util' in sys.modules, allocator._libc() is allocator._libc())"
+    show = ("import sys, traceanalyze.cli; from traceanalyze import allocator; "
+            "print('ctypes.util' in sys.modules, allocator._libc() is allocator._libc())")
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     done = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]

@@ -18,7 +18,8 @@ def test_analyze_returns_the_report_tables():
     trace = traceanalyze.load_trace(FIXTURE)
     assert rank.idle.equals(idle.idle_summary(trace))
     assert isinstance(rank.roofline, pl.DataFrame) and rank.roofline.height == trace.gpu.height
-    total = rank.attribution.select(pl.sum_horizontal("overhead", "bandwidth", "compute", "communication", "memcpy", "unmodeled")).item()
+    total = rank.attribution.select(pl.sum_horizontal("overhead", "bandwidth", "compute", "communication", "memcpy",
+                                                      "unmodeled")).item()
     assert abs(total - 1.0) < 1e-12
 
 
@@ -64,7 +65,8 @@ def test_the_tables_use_the_json_reports_names(tmp_path):
         "kernels": (schema.Kernel, rank.kernels), "ops": (schema.Op, rank.ops),
         "devices": (schema.Device, rank.idle), "streams": (schema.Stream, rank.streams),
         "steps": (schema.Step, rank.steps), "cpu_steps": (schema.CpuStep, rank.cpu_steps),
-        "idle_gaps": (schema.Gap, rank.gaps), "launch_latency_by_kernel": (schema.KernelLatency, rank.latency_by_kernel),
+        "idle_gaps": (schema.Gap, rank.gaps),
+        "launch_latency_by_kernel": (schema.KernelLatency, rank.latency_by_kernel),
         "fusion_opportunities": (schema.Fusion, rank.fusion), "queue": (schema.Queue, rank.queue),
         "health": (schema.Health, rank.health), "findings": (schema.Finding, rank.findings),
         "small_kernels.runs": (schema.SmallKernelRun, rank.small_kernel_runs),

@@ -88,7 +88,8 @@ def test_the_checker_sees_every_package_and_lazy_imports():
     """gate, diff, capture, calibrate, pipeline, renderers, health, findings... are all scanned, and an import
     inside a function (api.analyze's jobs import, the facade's lazy imports) is an edge."""
     modules = package_modules(PACKAGE, EXTENSIONS)
-    for package in ("gate", "diff", "capture", "calibrate", "pipeline", "renderers", "annotate", "info", "analysis.health", "analysis.findings",
+    for package in ("gate", "diff", "capture", "calibrate", "pipeline", "renderers", "annotate", "info",
+                    "analysis.health", "analysis.findings",
                     "report", "load", "output", "api", "cli", "model", "errors"):
         assert f"traceanalyze.{package}" in modules
     graph, _ = import_graph(modules)
@@ -170,7 +171,8 @@ def test_checker_allows_private_names_inside_a_module_and_a_private_module_in_it
     root = _package(tmp_path, {"low.py": "from pkg import _ext\ndef _helper():\n    return _ext.run()\n_helper()\n",
                                "mid.py": "from collections import namedtuple\nfrom pkg.low import P\nP._replace\n",
                                "side.py": "", "high.py": ""})
-    (root / "low.py").write_text((root / "low.py").read_text() + "from collections import namedtuple\nP = namedtuple('P', 'a')\n")
+    (root / "low.py").write_text((root / "low.py").read_text() + "from collections import namedtuple\nP = "
+                                 "namedtuple('P', 'a')\n")
     layers = [("pkg._ext",), *FAKE_LAYERS]
     assert check_package(root, layers, extension_modules=("pkg._ext",)) == {"layers": [], "circles": [], "private": []}
 
@@ -181,7 +183,8 @@ def test_report_path_imports_neither_torch_nor_hta(tmp_path):
         "from traceanalyze.report import model\nfrom traceanalyze.renderers import terminal, jsonout\n"
         "from traceanalyze.analysis import idle, launch, job\n"
         "import traceanalyze.pipeline, traceanalyze.api\n"
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'hta', 'pandas', 'ray', 'dask', 'distributed')]\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'hta', 'pandas', 'ray', 'dask', "
+        "'distributed')]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -89,5 +89,6 @@ def test_a_stale_name_or_path_is_reported(text, problem):
 
 
 def test_names_that_exist_and_names_not_ours_pass():
-    assert problems("`renderers.formats.RENDERERS`, `model.Trace.launch_rows`, `traceanalyze/analysis/costs/<family>.py`, "
+    assert problems("`renderers.formats.RENDERERS`, `model.Trace.launch_rows`, "
+                    "`traceanalyze/analysis/costs/<family>.py`, "
                     "`traceanalyze/analysis/findings/rules_*.py`, `torch.profiler`, `_native.c`, docs/limits.md") == []

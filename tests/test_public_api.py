@@ -101,7 +101,8 @@ def test_the_native_stub_names_what_the_c_method_table_names():
     in_c = set(re.findall(r'\{"(\w+)",', table[: table.index("{NULL")]))
     in_c |= set(re.findall(r'PyModule_AddIntConstant\(m, "(\w+)"', source))
     stub = (REPO / "traceanalyze" / "_native.pyi").read_text()
-    in_stub = set(re.findall(r"^def (\w+)\(", stub, flags=re.M)) | set(re.findall(r"^([A-Z_]+): int$", stub, flags=re.M))
+    in_stub = set(re.findall(r"^def (\w+)\(", stub,
+                             flags=re.M)) | set(re.findall(r"^([A-Z_]+): int$", stub, flags=re.M))
     assert len(in_c) >= 12 and in_stub == in_c
     from traceanalyze import native
 

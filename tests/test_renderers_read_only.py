@@ -1,6 +1,9 @@
 """Renderers compute nothing: what they import from the stages that compute (`analysis`, `whatif`,
-`pipeline`, the trace `model`) and from the report model (`report.model`) is limited to types and
-constants, so that every figure they print comes from the model the pipeline filled.
+`pipeline`, the trace `model`) and from the report model (`report.model` and the modules it
+computes with: `report.summaries`, `report.verdict`, `report.chart_inputs`) is limited to types
+and constants, so that every figure they print, and every choice of rows (which steps, which
+collectives, in what order: `RankReport.listed_steps`, `Report.listed_collectives`), comes from
+the model the pipeline filled.
 
 Allowed, precisely: a name imported with `from <one of those modules> import NAME` (at the top of
 a module or inside a function) that is either a class (a type: `RankReport`, `JobAnalysis`,
@@ -19,7 +22,8 @@ from pathlib import Path
 
 RENDERERS = Path(__file__).resolve().parents[1] / "traceanalyze" / "renderers"
 COMPUTING = ("traceanalyze.analysis", "traceanalyze.whatif", "traceanalyze.pipeline", "traceanalyze.model",
-             "traceanalyze.report.model")
+             "traceanalyze.report.model", "traceanalyze.report.summaries", "traceanalyze.report.verdict",
+             "traceanalyze.report.chart_inputs")
 
 
 def _computing(module: str) -> bool:
@@ -41,9 +45,9 @@ def _is_module(dotted: str) -> bool:
 def renderer_imports_that_compute(folder: Path = RENDERERS) -> list[str]:
     """`file:line imports what` for every import of a renderer that breaks the rule above."""
     problems = []
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+            where = f"{path.relative_to(folder).as_posix()}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Import):
                 problems += [f"{where} imports module {a.name}" for a in node.names if _computing(a.name)]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -65,8 +69,28 @@ def test_the_check_catches_a_function_a_module_and_a_lazy_import(tmp_path):
         "from traceanalyze.whatif import job_replay\n"
         "import traceanalyze.analysis.launch\n"
         "from traceanalyze import pipeline\n"
-        "def f():\n    from traceanalyze.report.model import with_charts\n    return with_charts\n")
+        "def f():\n    from traceanalyze.report.model import with_charts\n    return with_charts\n"
+        "from traceanalyze.report.summaries import listed_steps\n")
     (tmp_path / "good.py").write_text(
         "from traceanalyze.analysis.roofline import ON_ROOFLINE\nfrom traceanalyze.report.model import Report\n")
     problems = renderer_imports_that_compute(tmp_path)
-    assert [p.split(" ", 1)[0] for p in problems] == ["bad.py:1", "bad.py:2", "bad.py:3", "bad.py:5"]
+    where = sorted((p.split(" ", 1)[0] for p in problems), key=lambda w: int(w.split(":")[1]))
+    assert where == ["bad.py:1", "bad.py:2", "bad.py:3", "bad.py:5", "bad.py:7"]
+
+
+def test_the_renderers_read_the_rows_the_model_chose():
+    """The per-step table and the collectives' lists are chosen by the model: the renderers read
+    `RankReport.listed_steps` and `Report.listed_collectives` (report.summaries computes them)."""
+    import polars as pl
+
+    from traceanalyze.report.model import RankReport, Report
+    from traceanalyze.report.summaries import STEPS_LISTED, ListedCollectives
+
+    assert isinstance(RankReport.listed_steps, property)
+    assert Report.listed_collectives.func.__annotations__["return"] in ("ListedCollectives", ListedCollectives)
+    steps = pl.DataFrame({"step": range(STEPS_LISTED + 5), "device": [0] * (STEPS_LISTED + 5),
+                          "cpu_duration_ns": range(STEPS_LISTED + 5)})
+    holder = type("Holder", (), {"steps": steps, "listed_steps": RankReport.listed_steps})()
+    listed, title = holder.listed_steps
+    assert listed.height == STEPS_LISTED and listed["cpu_duration_ns"].to_list()[0] == STEPS_LISTED + 4
+    assert title.startswith("Slowest steps")

@@ -261,7 +261,8 @@ def read_header(handle: BinaryIO, magic: bytes, header_type: type[Header]) -> He
     return header if position == header_start and len(set(names)) == len(names) else None
 
 
-def read_frames(handle: BinaryIO, frames: list[FrameEntry], schemas: Mapping[str, pl.Schema]) -> dict[str, pl.DataFrame] | None:
+def read_frames(handle: BinaryIO, frames: list[FrameEntry],
+                schemas: Mapping[str, pl.Schema]) -> dict[str, pl.DataFrame] | None:
     """Every frame of `frames` (`read_frame` against its schema in `schemas`) by name, or None
     when one is not what it must be."""
     found: dict[str, pl.DataFrame] = {}

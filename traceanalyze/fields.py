@@ -70,7 +70,8 @@ _GPU, _RUNTIME, _CPU, _SYNC = "gpu", "runtime", "cpu_ops", "sync"
 ARG_FIELDS: tuple[ArgField, ...] = (
     ArgField("correlation", "correlation", INT, (_GPU, _RUNTIME, _SYNC), column="correlation"),
     ArgField("External id", "external_id", INT, (_GPU, _RUNTIME, _CPU), "external_id", combined=True),
-    ArgField("external id", "external_id_old", INT, (_GPU, _RUNTIME, _CPU), "external_id", combined=True),  # older traces
+    ArgField("external id", "external_id_old", INT, (_GPU, _RUNTIME, _CPU), "external_id",
+             combined=True),  # older traces
     ArgField("device", "device", INT, (_GPU, _SYNC), "device", combined=True),  # else the event's pid
     ArgField("stream", "stream", INT, (_GPU, _SYNC), "stream", combined=True),  # else the number in the event's tid
     ArgField("wait_on_cuda_event_record_corr_id", "wait_on_record", INT, (_SYNC,), column="wait_on_record"),

@@ -132,7 +132,8 @@ def refuse_inputs_as_outputs(outputs: Mapping[str, str | os.PathLike[str] | None
         path = Path(target)
         identity = _identity(path)
         if identity is not None and identity in seen_inputs:
-            raise ConfigError(f"{path}: {option} would overwrite the input {seen_inputs[identity]}; choose another file")
+            raise ConfigError(f"{path}: {option} would overwrite the input {seen_inputs[identity]}; "
+                              "choose another file")
         key = identity if identity is not None else os.path.realpath(path)
         if key in seen_outputs:
             raise ConfigError(f"{path}: given to both {seen_outputs[key]} and {option}; choose another file")

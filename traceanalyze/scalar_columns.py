@@ -53,7 +53,8 @@ def constant_columns(frame: pl.DataFrame) -> dict[str, pl.Expr]:
     # value: the times, ids and sizes of a table differ there, and are not read in full
     numbers = [name for name, dtype in frame.schema.items() if (dtype.is_numeric() or dtype == pl.Boolean)
                and nulls[name] == 0]
-    ends = frame.select(*[(pl.col(name).first() == pl.col(name).last()).alias(name) for name in numbers]).row(0) if numbers else ()
+    ends = frame.select(*[(pl.col(name).first() == pl.col(name).last()).alias(name)
+                          for name in numbers]).row(0) if numbers else ()
     valued = [name for name, same in zip(numbers, ends) if same]
     if not valued:
         return constants

@@ -39,7 +39,8 @@ def test_first_overlapping_blocking_call(gap_spans, call_spans):
          "start_ns": [c[2] for c in calls], "end_ns": [c[3] for c in calls], "blocking": [c[4] for c in calls]},
         schema={"rank": pl.Int32, "name": pl.String, "pid": pl.Int64, "tid": pl.Int64, "start_ns": pl.Int64,
                 "end_ns": pl.Int64, "blocking": pl.Boolean})
-    frame = pl.DataFrame({"gap_id": [g[0] for g in gaps], "rank": [g[1] for g in gaps], "start_ns": [g[2] for g in gaps],
+    frame = pl.DataFrame({"gap_id": [g[0] for g in gaps], "rank": [g[1] for g in gaps],
+                          "start_ns": [g[2] for g in gaps],
                           "end_ns": [g[3] for g in gaps]},
                          schema={"gap_id": pl.Int64, "rank": pl.Int32, "start_ns": pl.Int64, "end_ns": pl.Int64})
     result = _blocking_calls_during(frame, _Runtime(runtime))

@@ -27,7 +27,8 @@ def mm(b: TraceBuilder, start: float, m: int, k: int, n: int, dtype: str = BF16)
 
 
 def cos(b: TraceBuilder, start: float, numel: int, dur: float) -> None:
-    op = b.cpu_op("aten::cos", start, 10, input_dims=[[numel]], input_types=[F32], input_strides=[[1]], concrete_inputs=[""])
+    op = b.cpu_op("aten::cos", start, 10, input_dims=[[numel]], input_types=[F32], input_strides=[[1]],
+                  concrete_inputs=[""])
     b.launch_kernel(launch_us=start + 2, start_us=start + 20, dur_us=dur, external_id=op, name=COS)
 
 
@@ -50,7 +51,8 @@ def test_a_small_gemm_far_below_both_roofs_is_latency_bound(tmp_path):
     window = attribution.attribution(table, trace).row(0, named=True)
     assert (window["latency_ns"], window["bandwidth_ns"], window["compute_ns"]) == (5_000, 0, 0)
     assert window["latency"] == 1.0
-    recoverable = dict(attribution.recoverable(table, attribution.attribution(table, trace)).select("regime", "recoverable_ns").iter_rows())
+    recovered = attribution.recoverable(table, attribution.attribution(table, trace))
+    recoverable = dict(recovered.select("regime", "recoverable_ns").iter_rows())
     assert recoverable["latency"] == pytest.approx(5_000 - row["ideal_ns"])
     assert recoverable["bandwidth"] is None
 

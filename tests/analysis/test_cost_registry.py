@@ -107,6 +107,7 @@ def test_dispatch_precedence(name, handler, key, limit):
     assert registry.dispatch(name) == (handler, key, limit)
 
 
-@pytest.mark.parametrize("name", ["mm", "aten::unknown_op", "aten::__foo__", "fbgemm::unknown", "triton_tem_fused_mm_0"])
+@pytest.mark.parametrize("name", ["mm", "aten::unknown_op", "aten::__foo__", "fbgemm::unknown",
+                                  "triton_tem_fused_mm_0"])
 def test_names_without_a_rule(name):
     assert registry.dispatch(name) is None

@@ -86,7 +86,8 @@ def test_sort_is_a_comparison_sort_along_its_dim(dims, types, concrete, size):
 
 
 def test_sort_with_out_tensors_and_without_dim():
-    out = cost("aten::sort", [[16], [], [], [16], [16]], [F32, "Scalar", "Scalar", F32, I64], ["", "0", "False", "", ""])
+    out = cost("aten::sort", [[16], [], [], [16], [16]], [F32, "Scalar", "Scalar", F32, I64],
+               ["", "0", "False", "", ""])
     assert out.flops == 16 * 4 and out.bytes == 16 * 4 + 16 * 4 + 16 * 8  # out= tensors written, not read
     unknown = cost("aten::sort", [[4, 8], [], []], [F32, "Scalar", "Scalar"], None)
     assert unknown.flops == 32 * 3 and "last dimension assumed" in unknown.note

@@ -26,7 +26,8 @@ def frame(rows, names):
 def test_coverage_of_each_window_equals_counting_nanoseconds(interval_spans, window_spans):
     intervals = [(device, start, start + length) for device, start, length in interval_spans]
     windows = [(device, start, start + length) for device, start, length in window_spans]  # may overlap, may be empty
-    got = covered_in_windows(frame(intervals, ("start_ns", "end_ns")), frame(windows, ("window_start_ns", "window_end_ns")),
+    got = covered_in_windows(frame(intervals, ("start_ns", "end_ns")),
+                             frame(windows, ("window_start_ns", "window_end_ns")),
                              ["device"])
     assert got.to_list() == covered_by_counting(intervals, windows)
 
@@ -49,6 +50,7 @@ def test_disjoint_intervals_skip_the_union_and_cover_the_same(steps, window_span
         intervals.append((device, start, start + length))
         ends[device] = start + length
     windows = [(device, start, start + length) for device, start, length in window_spans]
-    got = covered_in_windows(frame(intervals, ("start_ns", "end_ns")), frame(windows, ("window_start_ns", "window_end_ns")),
+    got = covered_in_windows(frame(intervals, ("start_ns", "end_ns")),
+                             frame(windows, ("window_start_ns", "window_end_ns")),
                              ["device"], disjoint=True)
     assert got.to_list() == covered_by_counting(intervals, windows)

@@ -14,7 +14,8 @@ from traceanalyze.analysis.cpu_context import _native_walk, _walk_vectorised
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.native import compiled
 
-_native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE is set",
+_native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE "
+                                    "is set",
                                     allow_module_level=True)
 
 
@@ -58,9 +59,11 @@ def test_large_inputs_take_the_compiled_walk(monkeypatch):
     calls = []
     monkeypatch.setattr(cpu_context, "NATIVE_MIN_POINTS", 1)
     monkeypatch.setattr(cpu_context, "_native_walk",
-                        lambda _native, located, ops, tree: calls.append(1) or (lambda matches: _walk_vectorised(located, matches)))
+                        lambda _native, located, ops, tree: calls.append(1)
+                        or (lambda matches: _walk_vectorised(located, matches)))
     ops = pl.DataFrame({"rank": [0, 0], "op_id": [1, 2], "pid": [1, 1], "tid": [1, 1], "start_ns": [0, 10],
-                        "end_ns": [100, 20], "parent_id": [None, 1], "category": ["cpu_op", "cpu_op"], "name": ["a", "b"]})
+                        "end_ns": [100, 20], "parent_id": [None, 1], "category": ["cpu_op", "cpu_op"],
+                        "name": ["a", "b"]})
     points = pl.DataFrame({"point_id": [7], "rank": [0], "pid": [1], "tid": [1], "time_ns": [15]})
     assert cpu_context.enclosing_op(points, ops).rows() == [(7, 2)]
     assert calls == [1]

@@ -38,9 +38,11 @@ CPU_FILE = dict(name="AMD EPYC 7763 64-Core Processor", notes={"kind": "cpu"})
                "('AMD EPYC 7763 64-Core Processor')"),
     (dict(base="h100-sxm"), "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file describes "
                             "h100-sxm ('NVIDIA H100 SXM5 80GB')"),
+    # a name resolved like a trace's
     (dict(name="NVIDIA H100 80GB HBM3"), "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file "
-                                         "describes h100-sxm ('NVIDIA H100 80GB HBM3')"),  # a name resolved like a trace's
-    (dict(name="My Lab GPU"), "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file describes 'My Lab GPU'"),
+                                         "describes h100-sxm ('NVIDIA H100 80GB HBM3')"),
+    (dict(name="My Lab GPU"),
+     "rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file describes 'My Lab GPU'"),
 ])
 def test_a_file_of_another_device_is_refused(tmp_path, fields, problem):
     trace = traceanalyze.load_trace(a100_trace(tmp_path))
@@ -76,9 +78,11 @@ def test_cli_refuses_with_exit_2_unless_forced(tmp_path):
     assert refused.exit_code == 2
     assert "describes another device" in refused.output and "--force-device-file" in refused.output
     assert "Traceback" not in refused.output
-    forced = CliRunner().invoke(app, ["report", trace, "--device-file", path, "--force-device-file", "--format", "json"])
+    forced = CliRunner().invoke(app, ["report", trace, "--device-file", path, "--force-device-file", "--format",
+                                      "json"])
     assert forced.exit_code == 0, forced.output
     assert json.loads(forced.output)["device"]["memory_bandwidth_bytes_per_s"] == 1e11
     with pytest.raises(ConfigError, match="describes another device"):
         traceanalyze.analyze(trace, device_file=path)
-    assert traceanalyze.analyze(trace, device_file=path, force_device_file=True).ranks[0].peaks[0].peaks.memory_bandwidth_bytes_per_s == 1e11
+    assert traceanalyze.analyze(trace, device_file=path,
+                                force_device_file=True).ranks[0].peaks[0].peaks.memory_bandwidth_bytes_per_s == 1e11

@@ -39,7 +39,8 @@ def test_one_listed_device_and_one_other_id_are_matched(tmp_path):
     assert matched.select("rank", "device", "properties_device", "name", "num_sms").rows() == [
         (0, 2, 0, "AMD Instinct MI300X VF", 304)]
     [choice] = choose_peaks(trace)
-    assert (choice.device, choice.peaks.key, choice.source, choice.device_name) == (2, "mi300x", "datasheet", "AMD Instinct MI300X VF")
+    assert (choice.device, choice.peaks.key, choice.source,
+            choice.device_name) == (2, "mi300x", "datasheet", "AMD Instinct MI300X VF")
     count, detail = findings(trace)["device_id_remapped"]
     assert count == 1
     assert detail == ("GPU events use ids that deviceProperties does not list (0 (AMD Instinct MI300X VF)): "
@@ -66,7 +67,8 @@ def test_undecidable_ids_are_named(tmp_path):
     document = kernels_on(TraceBuilder(devices=4, properties_ids=[0, 1]), 2, 3).to_dict()
     document["deviceProperties"][1]["name"] = "NVIDIA H100 80GB HBM3"
     trace = load(document, tmp_path)
-    assert matched_devices(trace).select("device", "properties_device", "name").rows() == [(2, None, None), (3, None, None)]
+    assert matched_devices(trace).select("device", "properties_device",
+                                         "name").rows() == [(2, None, None), (3, None, None)]
     assert [c.peaks for c in choose_peaks(trace)] == [None, None]
     count, detail = findings(trace)["device_id_unmatched"]
     assert count == 2
@@ -84,7 +86,8 @@ def test_no_device_properties_is_its_own_finding(tmp_path):
 
 
 def test_empty_device_name_is_resolved_by_compute_units(tmp_path):
-    trace = load(kernels_on(TraceBuilder(device_name="", num_sms=304, total_memory=205_822_885_888), 0).to_dict(), tmp_path)
+    trace = load(kernels_on(TraceBuilder(device_name="", num_sms=304, total_memory=205_822_885_888), 0).to_dict(),
+                 tmp_path)
     [choice] = choose_peaks(trace)
     assert (choice.peaks.key, choice.source) == ("mi300x", "datasheet")
 

@@ -70,7 +70,8 @@ def test_every_device_in_the_real_traces_resolves():
 
 
 @pytest.mark.parametrize("name, key", [
-    ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"), ("A100-PCIE-40GB", "a100-pcie-40gb"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"), ("A100-PCIE-40GB", "a100-pcie-40gb"),
+    ("NVIDIA H100 PCIe", "h100-pcie"),
     ("NVIDIA H100 NVL", "h100-nvl"), ("NVIDIA H200", "h200-sxm"), ("NVIDIA H200 NVL", "h200-nvl"), ("Tesla T4", "t4"),
     ("NVIDIA A10", "a10"), ("NVIDIA A10G", "a10g"), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"),
     ("Tesla V100-PCIE-16GB", "v100-pcie"), ("Tesla V100S-PCIE-32GB", "v100s-pcie"), ("AMD Instinct MI300X", "mi300x"),
@@ -173,35 +174,37 @@ def test_peak_flops_fallbacks():
 
 
 @pytest.mark.parametrize("kernel, unit", [
-    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-     "tensor"),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_"
+     "execute_segment_k_off_kernel__5x_cublas", "tensor"),
     ("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1", "tensor"),
     ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_16x6_tn_align4>(cutlass_80_tensorop_s1688gemm_128x64_"
      "16x6_tn_align4::Params)", "tensor"),
     ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>", "tensor"),
     ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4", "tensor"),
-    ("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_128x128_16x4_nhwc_unity_stride_align4>",
-     "tensor"),
+    ("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_128x128_16x4_"
+     "nhwc_unity_stride_align4>", "tensor"),
     ("nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN", "tensor"),
     ("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN", "tensor"),
     ("fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext", "tensor"),
-    ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false>", "tensor"),
+    ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false>",
+     "tensor"),
     ("Cijk_Ailk_Bjlk_SB_Bias_AS_SAV_UserArgs_MT64x16x16_MI16x16x1_SN_LDSB0_AFC1", "tensor"),
     ("ampere_sgemm_128x64_nn", "simt"),
     ("volta_sgemm_64x64_nt", "simt"),
     ("cutlass3x_sm100_simt_sgemm_f32_f32_f32_f32_f32_32x32x16_1x1x1_3_nnn_align1_bias_f32_relu", "simt"),
     ("void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>", "simt"),
-    ("void gemmk1_kernel<float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>", "simt"),
+    ("void gemmk1_kernel<float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>",
+     "simt"),
     ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 2, 2, false, false>", "simt"),
     ("void gemmSN_TN_kernel<float, 128, 16, 2, 4, 6, 7, false, cublasGemvTensorStridedBatched<float const>>", "simt"),
     ("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>", "simt"),
     ("void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>", "simt"),
     ("ampere_gcgemm_64x64_nt", "simt"),
     # cuBLAS on an H100 with TF32 off (fp32 matmuls): xmma kernels running FFMA on CUDA cores
-    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_"
-     "cublas", "simt"),
-    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_"
-     "cublas", "simt"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_"
+     "ffma_aligna4_alignc4_execute_kernel__5x_cublas", "simt"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_"
+     "ffma_aligna4_alignc4_execute_kernel__5x_cublas", "simt"),
     ("sm80_xmma_gemm_f16f16_f16f16_f16_nn_n_tilesize64x64x8_stage3_warpsize2x2x1_hfma2_aligna2", "simt"),
     ("sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x8_dfma_execute", "simt"),
     ("void at::native::ffmax_kernel<float>", None),  # a word that begins with ffma is no instruction
@@ -305,7 +308,8 @@ def test_device_file_round_trip(tmp_path):
      '"peak_flops_per_s": {"bf17": {"tensor": 1}}}', "bf17"),
     ('{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, '
      '"peak_flops_per_s": {"bf16": {"tensor": -1}}}', "positive"),
-    ('{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, "typo": 1}', "unknown keys"),
+    ('{"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": 1e12, "typo": 1}',
+     "unknown keys"),
 ])
 def test_bad_device_files_name_the_file_and_the_problem(tmp_path, content, message):
     path = tmp_path / "device.json"

@@ -102,7 +102,8 @@ def test_backward_reads_the_gradient_and_updates_every_looked_up_row(optimizer, 
 def test_dense_backward_zero_fills_a_full_gradient_then_accumulates():
     # fbgemm::dense_embedding_codegen_lookup_function as recorded in param_v100_dlrm_4ranks
     dims = [[112], [2], [3], [], [], [3], [], [32], [33], [], [], [], []]
-    types = [F32, "long int", INT, "Scalar", "Scalar", "long int", "Scalar", "long int", "long int", "Scalar", "", "", "Scalar"]
+    types = [F32, "long int", INT, "Scalar", "Scalar", "long int", "Scalar", "long int", "long int", "Scalar", "", "",
+             "Scalar"]
     name = "fbgemm::dense_embedding_codegen_lookup_function"
     assert embedding_tbe.backward_node_name(name) == "torch::autograd::CppNode<SplitLookupFunction_Dense_Op>"
     cost = embedding_tbe.backward_cost(name, dims, types, None, grad=([16, 32], F32))
@@ -138,7 +139,8 @@ def lookup_trace(b: TraceBuilder, backward_sequence_numbers=(7,)):
     dims, types = split_lookup()
     before = b.cpu_op("aten::zero_", 0, 5, input_dims=[[1]], input_types=[LONG])
     forward = b.cpu_op(FORWARD, 10, 20, input_dims=dims, input_types=types)
-    b.launch_kernel(launch_us=12, start_us=40, dur_us=10, external_id=forward, name="split_embedding_codegen_forward_kernel")
+    b.launch_kernel(launch_us=12, start_us=40, dur_us=10, external_id=forward,
+                    name="split_embedding_codegen_forward_kernel")
     after = b.cpu_op("aten::cat", 35, 5, input_dims=[[], []], input_types=["TensorList", "Scalar"])
     numbers = {before: 7, after: 8}
     for i, number in enumerate(backward_sequence_numbers):
@@ -198,7 +200,8 @@ def test_cat_without_a_node_keeps_its_reason(tmp_path):
     b.launch_kernel(launch_us=2, start_us=20, dur_us=5, external_id=cat, name="CatArrayBatchedCopy")
     trace = write(b, tmp_path / "t.json.gz", {cat: 3})
     row = roofline.kernel_roofline(trace).filter(pl.col("kind") == "kernel").row(0, named=True)
-    assert not row["modelled"] and row["unmodeled_reason"] == "shape arguments incomplete: TensorList shapes not recorded"
+    assert not row["modelled"]
+    assert row["unmodeled_reason"] == "shape arguments incomplete: TensorList shapes not recorded"
 
 
 _TYPES = [F32, F16, LONG, INT, "long int", "Scalar", "", "TensorList", "mystery"]
@@ -212,7 +215,8 @@ def test_any_recorded_arguments_give_a_cost_or_a_reason(data, name):
     n = data.draw(st.integers(min_value=0, max_value=30))
     dims = data.draw(st.lists(_shape, min_size=n, max_size=n))
     types = data.draw(st.lists(st.sampled_from(_TYPES), min_size=n, max_size=n))
-    concrete = data.draw(st.one_of(st.none(), st.lists(st.sampled_from(["", "0", "2", "24", "x"]), min_size=n, max_size=n)))
+    concrete = data.draw(st.one_of(st.none(), st.lists(st.sampled_from(["", "0", "2", "24", "x"]), min_size=n,
+                                                       max_size=n)))
     grad = (data.draw(st.one_of(st.none(), _shape)), data.draw(st.sampled_from(_TYPES)))
     for result in (embedding_tbe.forward_cost(name, dims, types, concrete, output=grad),
                    embedding_tbe.forward_cost(name, dims, types, concrete),

@@ -67,7 +67,8 @@ def test_wrappers_are_flagged_composite_and_cost_like_their_child():
 
 def test_scaled_mm_output_dtype_comes_from_out_dtype():
     c = cost("aten::_scaled_mm", [[32, 64], [64, 16], [], [], [], [], [], []],
-             ["c10::Float8_e4m3fn"] * 2 + [F32, F32, "", "", "Scalar", "Scalar"], ["", "", "", "", "", "", "15", "False"])
+             ["c10::Float8_e4m3fn"] * 2 + [F32, F32, "", "", "Scalar", "Scalar"],
+             ["", "", "", "", "", "", "15", "False"])
     assert c.flops == 2 * 32 * 16 * 64
     assert c.bytes == 32 * 64 + 64 * 16 + 4 + 4 + 32 * 16 * 2  # fp8 operands, fp32 scales, bf16 output
     assert c.dtype == "fp8"
@@ -86,7 +87,8 @@ def test_conv2d_with_stride_and_padding():
 
 def test_grouped_and_transposed_conv():
     depthwise = cost("aten::cudnn_convolution", [[1, 8, 10, 10], [8, 1, 3, 3]] + [[]] * 7,
-                     [F32, F32] + ["ScalarList"] * 3 + ["Scalar"] * 4, ["", "", "[1, 1]", "[1, 1]", "[1, 1]", "8", "", "", ""])
+                     [F32, F32] + ["ScalarList"] * 3 + ["Scalar"] * 4,
+                     ["", "", "[1, 1]", "[1, 1]", "[1, 1]", "8", "", "", ""])
     assert depthwise.flops == 2 * 1 * 8 * 10 * 10 * 9
     transposed = cost("aten::convolution", [[1, 4, 5, 5], [4, 2, 3, 3]] + [[]] * 7,
                       [F32, F32, "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"],
@@ -111,7 +113,8 @@ def test_causal_attention_is_half_of_non_causal():
     dims = [[1, 8, 141, 64]] * 3 + [[]] * 4
     types = [BF16] * 3 + ["Scalar"] * 4
     full = cost("aten::_scaled_dot_product_flash_attention", dims, types, ["", "", "", "0.", "False", "False", "0.125"])
-    causal = cost("aten::_scaled_dot_product_flash_attention", dims, types, ["", "", "", "0.", "True", "False", "0.125"])
+    causal = cost("aten::_scaled_dot_product_flash_attention", dims, types,
+                  ["", "", "", "0.", "True", "False", "0.125"])
     assert full.flops == 4 * 1 * 8 * 141 * 141 * 64
     assert causal.flops == full.flops / 2
     assert "causal" in causal.note and full.bytes == causal.bytes
@@ -163,7 +166,8 @@ def test_copies_fills_views_and_dropout():
                    ["", "15", "", "", "", "False", ""])
     assert to_bf16.bytes == 100 * 4 + 100 * 2
     assert cost("aten::transpose", [[512, 512], [], []], [BF16, "Scalar", "Scalar"]).bytes == 0
-    assert cost("aten::zeros", [[]] * 5, ["ScalarList", "", "", "", "Scalar"], ["[2, 3]", "", "", "", "False"]).bytes == 24
+    assert cost("aten::zeros", [[]] * 5, ["ScalarList", "", "", "", "Scalar"],
+                ["[2, 3]", "", "", "", "False"]).bytes == 24
     cat = cost("aten::cat", [[[2, 3], [4, 3]], []], ["TensorList", "Scalar"], ["", "0"])
     assert cat.bytes == (6 + 12) * 4 * 2
     contiguous = cost("aten::contiguous", [[4, 8], []], [F32, "Scalar"], ["", "0"], [[8, 1], []])
@@ -176,19 +180,22 @@ def test_copies_fills_views_and_dropout():
 
 
 def test_norms_softmax_embedding_and_losses():
-    ln = cost("aten::native_layer_norm", [[1, 141, 512], [], [512], [512], []], [BF16, "ScalarList", BF16, BF16, "Scalar"],
+    ln = cost("aten::native_layer_norm", [[1, 141, 512], [], [512], [512], []],
+              [BF16, "ScalarList", BF16, BF16, "Scalar"],
               ["", "[512]", "", "", "1e-12"])
     assert ln.flops == 7 * 141 * 512
     assert ln.bytes == (141 * 512 * 2 + 2 * 512) * 2 + 2 * 141 * 4  # x, gamma, beta, y; fp32 mean/rstd
     softmax = cost("aten::_softmax", [[16, 8, 128, 128], [], [], [16, 8, 128, 128]], [F32, "Scalar", "Scalar", F32],
                    ["", "3", "False", ""])
     assert softmax.flops == 5 * 16 * 8 * 128 * 128 and softmax.bytes == 2 * 16 * 8 * 128 * 128 * 4
-    emb = cost("aten::embedding", [[30522, 512], [1, 141], [], [], []], [BF16, "long int", "Scalar", "Scalar", "Scalar"])
+    emb = cost("aten::embedding", [[30522, 512], [1, 141], [], [], []],
+               [BF16, "long int", "Scalar", "Scalar", "Scalar"])
     assert emb.bytes == 141 * 8 + 2 * 141 * 512 * 2  # only the gathered rows are read
     nll = cost("aten::nll_loss_forward", [[10, 50257], [10], [], [], []], [F32, "long int", "", "Scalar", "Scalar"],
                ["", "", "", "1", "-100"])
     assert nll.bytes == 10 * 8 + 10 * 4 + 4 + 4
-    ce = cost("aten::cross_entropy_loss", [[32, 1000], [32], [], [], [], []], [F32, "long int", "", "Scalar", "Scalar", "Scalar"],
+    ce = cost("aten::cross_entropy_loss", [[32, 1000], [32], [], [], [], []],
+              [F32, "long int", "", "Scalar", "Scalar", "Scalar"],
               ["", "", "", "1", "-100", "0."])
     assert ce.composite and ce.flops == 5 * 32 * 1000 + 32
 
@@ -196,17 +203,20 @@ def test_norms_softmax_embedding_and_losses():
 def test_reductions_use_the_recorded_dims():
     full = cost("aten::sum", [[2, 4, 8, 8], []], [F32, ""])
     assert full.bytes == (512 + 1) * 4
-    by_dim = cost("aten::sum", [[16, 8, 128, 128], [], [], []], [F32, "ScalarList", "Scalar", ""], ["", "[1]", "False", ""])
+    by_dim = cost("aten::sum", [[16, 8, 128, 128], [], [], []], [F32, "ScalarList", "Scalar", ""],
+                  ["", "[1]", "False", ""])
     assert by_dim.flops == 16 * 8 * 128 * 128 and by_dim.bytes == (16 * 8 * 128 * 128 + 16 * 128 * 128) * 4
     unknown = op_cost("aten::sum", [[1024, 40], [], [], []], [F32, "", "Scalar", ""], None)
     assert unknown.bytes == (1024 * 40 + 1) * 4 and "lower bound" in unknown.note
 
 
 def test_foreach_needs_every_list_element_shape():
-    c = cost("aten::_foreach_add_", [[[3, 4], [5]], [[3, 4], [5]], []], ["TensorList", "TensorList", "Scalar"], ["", "", "0.5"])
+    c = cost("aten::_foreach_add_", [[[3, 4], [5]], [[3, 4], [5]], []], ["TensorList", "TensorList", "Scalar"],
+             ["", "", "0.5"])
     assert c.flops == 17 and c.bytes == 3 * 17 * 4 and c.model == "optimizer"
     assert c.note == "TensorList dtype not recorded: fp32 assumed"
-    truncated = op_cost_or_reason("aten::_foreach_add_", [[3, 4], [3, 4], []], ["TensorList", "TensorList", "Scalar"], None)
+    truncated = op_cost_or_reason("aten::_foreach_add_", [[3, 4], [3, 4], []], ["TensorList", "TensorList", "Scalar"],
+                                  None)
     assert truncated == "shape arguments incomplete: TensorList shapes not recorded"
 
 
@@ -464,7 +474,8 @@ def _bytes_cases(torch):
         ("aten::var", (x,), lambda a: aten.var(a[0], [3])),
         ("aten::argmax", (x,), lambda a: aten.argmax(a[0], 1)),
         ("aten::cumsum", (x.long(),), lambda a: aten.cumsum(a[0], 1)),
-        ("aten::max_pool2d_with_indices", (x,), lambda a: aten.max_pool2d_with_indices(a[0], [3, 3], [2, 2], [1, 1], [1, 1], True)),
+        ("aten::max_pool2d_with_indices", (x,),
+         lambda a: aten.max_pool2d_with_indices(a[0], [3, 3], [2, 2], [1, 1], [1, 1], True)),
         ("aten::avg_pool2d", (x,), lambda a: aten.avg_pool2d(a[0], [2, 2], [2, 1], [1, 0], True)),
         ("aten::constant_pad_nd", (x,), lambda a: aten.constant_pad_nd(a[0], [1, 2, 3, 4], 0.0)),
         ("aten::repeat", (x,), lambda a: aten.repeat(a[0], [2, 1, 1, 1, 3])),
@@ -474,7 +485,8 @@ def _bytes_cases(torch):
         ("aten::_to_copy", (x,), lambda a: aten._to_copy(a[0], dtype=torch.bfloat16)),
         ("aten::where", (x > 0, x, r(1, 1, 1, 8)), lambda a: aten.where(*a)),
         ("aten::native_layer_norm", (x, w, b), lambda a: aten.native_layer_norm(a[0], [8], a[1], a[2], 1e-5)),
-        ("aten::native_group_norm", (x, r(3), r(3)), lambda a: aten.native_group_norm(a[0], a[1], a[2], 2, 3, 72, 3, 1e-5)),
+        ("aten::native_group_norm", (x, r(3), r(3)),
+         lambda a: aten.native_group_norm(a[0], a[1], a[2], 2, 3, 72, 3, 1e-5)),
         ("aten::native_batch_norm", (x, r(3), r(3), r(3), r(3).abs()),
          lambda a: aten.native_batch_norm(a[0], a[1], a[2], a[3], a[4], False, 0.1, 1e-5)),
         ("aten::mse_loss", (x, r(2, 3, 9, 8)), lambda a: aten.mse_loss(a[0], a[1], 0)),
@@ -646,7 +658,8 @@ def coverage(path: Path) -> tuple[int, int, int, int, Counter]:
     missing: Counter = Counter()
     for i, e in enumerate(events):
         args = e.get("args") or {}
-        if e.get("cat") not in ("cpu_op", "Operator") or not e.get("name", "").startswith("aten::") or not args.get("Input Dims"):
+        if e.get("cat") not in ("cpu_op",
+                                "Operator") or not e.get("name", "").startswith("aten::") or not args.get("Input Dims"):
             continue
         result = op_cost_or_reason(e["name"], args["Input Dims"], args.get("Input type"), args.get("Concrete Inputs"),
                                    args.get("Input Strides"))
@@ -719,9 +732,11 @@ def test_optimizer_and_cat_ops_are_modelled_through_the_loader():
 
     trace = load_trace(path)
     joined = op_costs(trace.cpu_ops).join(trace.cpu_ops.select("op_id", "name"), on="op_id")
-    lists = joined.filter(pl.col("name").cast(pl.String).str.starts_with("aten::_foreach_") | (pl.col("name") == "aten::cat"))
+    name = pl.col("name").cast(pl.String)
+    lists = joined.filter(name.str.starts_with("aten::_foreach_") | (name == "aten::cat"))
     assert lists.height > 0
-    assert lists["unmodeled_reason"].null_count() == lists.height, lists.filter(pl.col("unmodeled_reason").is_not_null())
+    unmodeled = pl.col("unmodeled_reason")
+    assert lists["unmodeled_reason"].null_count() == lists.height, lists.filter(unmodeled.is_not_null())
 
 
 # --------------------------------------------------------------------------------------------
@@ -740,7 +755,8 @@ _TYPES = ["float", BF16, "c10::Half", "long int", "int", "bool", "double", "Scal
           "GenericList", "c10::Float8_e4m3fn", "mystery"]
 _shape = st.lists(st.integers(min_value=0, max_value=64), max_size=5)
 _dim = st.one_of(_shape, st.lists(_shape, max_size=3))
-_concrete = st.sampled_from(["", "True", "False", "0", "1", "-1", "[1, 1]", "[2]", "[]", "0.5", "same", "15", "[True, False, True]"])
+_concrete = st.sampled_from(["", "True", "False", "0", "1", "-1", "[1, 1]", "[2]", "[]", "0.5", "same", "15",
+                             "[True, False, True]"])
 
 
 @settings(max_examples=600, deadline=None)

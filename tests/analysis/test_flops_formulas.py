@@ -82,7 +82,8 @@ def test_rms_norm_backward_by_the_documented_layout():
     # _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, output_mask)
     numel, rows = B * T * D, B * T
     got = op_cost_or_reason("aten::_fused_rms_norm_backward", [[B, T, D], [B, T, D], [], [B, T, 1], [D], []],
-                            [F32, F32, "ScalarList", F32, F32, "ScalarList"], ["", "", f"[{D}]", "", "", "[True, True]"])
+                            [F32, F32, "ScalarList", F32, F32, "ScalarList"],
+                            ["", "", f"[{D}]", "", "", "[True, True]"])
     assert got.flops == 2 * 4 * numel
     assert got.bytes == (2 * numel + rows + D + numel + D) * 4
 
@@ -191,7 +192,8 @@ def test_fbgemm_and_vllm_custom_ops_read_and_write_what_their_arguments_say():
     assert half.bytes == rows * 264 + rows * 256 * 2 and half.dtype == "fp16"
     hfp8 = op_cost_or_reason("fbgemm::FloatToHFP8Quantized", [[1000], [], [], []], [F32] + ["Scalar"] * 3, None)
     assert hfp8.flops == 1000 and hfp8.bytes == 1000 * 4 + 1000
-    unhfp8 = op_cost_or_reason("fbgemm::HFP8QuantizedToFloat", [[1000], [], []], ["unsigned char", "Scalar", "Scalar"], None)
+    unhfp8 = op_cost_or_reason("fbgemm::HFP8QuantizedToFloat", [[1000], [], []], ["unsigned char", "Scalar", "Scalar"],
+                               None)
     assert unhfp8.bytes == 1000 + 1000 * 4
     permute_back = op_cost_or_reason(
         "torch::autograd::CppNode<fbgemm_gpu::PermutePooledEmbsFunction<&fbgemm_gpu::permute_pooled_embs_gpu> >",

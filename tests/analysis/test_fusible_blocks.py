@@ -40,10 +40,12 @@ def test_fusible_blocks_are_those_of_every_block(seed):
         for _ in range(rng.randrange(1, 400)):
             op += rng.random() < 0.4  # a few kernels per op
             start += rng.randrange(1, 50)
-            rows.append((0, stream % 2, 7 + stream, op * 10 + stream, start, rng.randrange(1, 9), rng.randrange(0, 1000),
+            rows.append((0, stream % 2, 7 + stream, op * 10 + stream, start, rng.randrange(1, 9),
+                         rng.randrange(0, 1000),
                          rng.choice(["elementwise", "fill", "norm"])))
     kernels = pl.DataFrame(rows, schema={"rank": pl.Int32, "device": pl.Int32, "stream": pl.Int64, "op_id": pl.Int64,
-                                         "start_ns": pl.Int64, "duration_ns": pl.Int64, "bytes": pl.Int64, "cost_model": pl.String},
+                                         "start_ns": pl.Int64, "duration_ns": pl.Int64, "bytes": pl.Int64,
+                                         "cost_model": pl.String},
                            orient="row").with_row_index("_row").sort(*STREAM, "start_ns")
     share = rng.choice([0.1, 0.6, 0.95, 1.0])
     fusible_rows = kernels.filter(pl.Series([rng.random() < share for _ in range(kernels.height)]))["_row"]

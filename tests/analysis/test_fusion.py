@@ -10,12 +10,15 @@ import traceanalyze
 from traceanalyze.analysis import attribution, roofline
 
 F32 = "float"
-COS = "void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#1}, at::detail::Array<char*, 2> >"
+COS = ("void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)"
+       "::{lambda()#1}, at::detail::Array<char*, 2> >")
 
 
 def unary(b: TraceBuilder, name: str, start: float, shape: list[int], *, dur: float, stream: int = 7) -> int:
-    op = b.cpu_op(name, start, 10, input_dims=[shape], input_types=[F32], input_strides=[[1] * len(shape)], concrete_inputs=[""])
-    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=COS, stream=stream)
+    op = b.cpu_op(name, start, 10, input_dims=[shape], input_types=[F32], input_strides=[[1] * len(shape)],
+                  concrete_inputs=[""])
+    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=COS,
+                    stream=stream)
     return op
 
 
@@ -69,7 +72,8 @@ def test_per_parameter_optimizer_updates_are_not_intermediate_traffic(tmp_path):
     b = TraceBuilder()
     b.annotation("Optimizer.step#SGD.step", -5, 600)
     for i in range(4):  # one add_ per parameter, all of the same shape
-        op = b.cpu_op("aten::add_", i * 130, 10, input_dims=[[1 << 22], [1 << 22], []], input_types=[F32, F32, "Scalar"],
+        op = b.cpu_op("aten::add_", i * 130, 10, input_dims=[[1 << 22], [1 << 22], []],
+                      input_types=[F32, F32, "Scalar"],
                       input_strides=[[1], [1], []], concrete_inputs=["", "", "-0.01"])
         b.launch_kernel(launch_us=i * 130 + 2, start_us=i * 130 + 20, dur_us=60, external_id=op, name=COS)
     table, runs = runs_of(b, tmp_path)

@@ -24,14 +24,17 @@ def every_op(frame: pl.DataFrame) -> pl.DataFrame:
 @pytest.mark.parametrize("helpers", [False, True])
 def test_helper_shares_are_those_of_every_op(seed, helpers):
     rng = random.Random(seed)
-    names = ["sgemm_128x64", "elementwise_kernel", None] + (["nchwToNhwcKernel", "splitKreduce_kernel"] if helpers else [])
+    names = ["sgemm_128x64", "elementwise_kernel", None] + (["nchwToNhwcKernel", "splitKreduce_kernel"] if helpers
+                                                            else [])
     rows = []
     for op in range(60):
         flops = rng.choice([None, 0.0, 1e9])
         for _ in range(rng.randrange(1, 5)):
-            rows.append((None if rng.random() < 0.1 else op, rng.choice(["kernel", "kernel", "memcpy"]), rng.choice(names),
+            rows.append((None if rng.random() < 0.1 else op, rng.choice(["kernel", "kernel", "memcpy"]),
+                         rng.choice(names),
                          rng.choice([0, 3, 10]), flops))
-    frame = pl.DataFrame(rows, schema={"cost_op_id": pl.Int64, "kind": pl.String, "name": pl.String, "duration_ns": pl.Int64,
+    frame = pl.DataFrame(rows, schema={"cost_op_id": pl.Int64, "kind": pl.String, "name": pl.String,
+                                       "duration_ns": pl.Int64,
                                        "op_flops": pl.Float64}, orient="row")
     # `share` as `kernel_roofline` makes it: the kernel's part of its op's kernel time
     per_op = (frame.filter(pl.col("cost_op_id").is_not_null() & (pl.col("kind") == "kernel")).group_by("cost_op_id")

@@ -13,7 +13,8 @@ from traceanalyze.analysis import intervals
 from traceanalyze.analysis.intervals import _union_native, _union_vectorised, union_intervals
 from traceanalyze.native import compiled
 
-_native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE is set",
+_native = compiled() or pytest.skip("the C helpers are not built (no C compiler at install) or TRACEANALYZE_NO_NATIVE "
+                                    "is set",
                                     allow_module_level=True)
 
 

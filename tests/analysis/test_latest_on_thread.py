@@ -26,7 +26,8 @@ def brute_force(points: list[tuple], ops: list[tuple]) -> dict[int, int | None]:
 def test_latest_started_matches_a_brute_force(point_threads, in_start_order):
     rng = random.Random(point_threads)
     threads = [(0, 100 + k % 3, 7 + k) for k in range(PER_THREAD_MAX + 8)]
-    starts = rng.sample(range(0, 100_000, 10), 2_000)  # distinct: which of two ops started at once is the walk's concern
+    starts = rng.sample(range(0, 100_000, 10),
+                        2_000)  # distinct: which of two ops started at once is the walk's concern
     if in_start_order:
         starts.sort()
     ops = [(op_id, *rng.choice(threads), start) for op_id, start in enumerate(starts)]
@@ -36,6 +37,7 @@ def test_latest_started_matches_a_brute_force(point_threads, in_start_order):
         points.append((501, 0, None, 7, 50_000))  # a null thread id: the join by thread, which matches nothing
     frame = lambda rows, names: pl.DataFrame(rows, schema=names, orient="row")  # noqa: E731
     got = latest_on_thread(frame(points, ["point_id", "rank", "pid", "tid", "time_ns"]),
-                           frame(ops, ["op_id", "rank", "pid", "tid", "start_ns"]), left_on="time_ns", right_on="start_ns")
+                           frame(ops, ["op_id", "rank", "pid", "tid", "start_ns"]), left_on="time_ns",
+                           right_on="start_ns")
     assert sorted(got.columns) == sorted(["point_id", "rank", "pid", "tid", "time_ns", "op_id"])
     assert dict(got.select("point_id", "op_id").iter_rows()) == brute_force(points, ops)

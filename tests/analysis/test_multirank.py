@@ -3,6 +3,8 @@ answers of the synthetic job in tests/multirank.py, and the 4-rank DLRM folder e
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -108,7 +110,8 @@ def test_counts_that_differ_match_the_shortest(tmp_path):
     short = mr.build_rank(1)
     # rank 1's trace holds only the first two steps' collectives: drop its last all-reduce
     short._entries = [e for e in short._entries
-                      if not ("nccl" in str(e.event.get("name", "")).lower() and e.event.get("ts", 0) > short.base_ns / 1000 + 40_000)]
+                      if not ("nccl" in str(e.event.get("name", "")).lower()
+                              and e.event.get("ts", 0) > short.base_ns / 1000 + 40_000)]
     short.write(folder / "rank1.json")
     job = traceanalyze.analyze(folder).job
     assert job.collectives["seq"].to_list() == [0, 1]
@@ -122,7 +125,8 @@ def test_clock_residuals_finding():
                            schema=clocks.OFFSET_SCHEMA)
     health = clocks.clock_health(offsets)
     assert health["rank"].to_list() == [1] and health["finding"].to_list() == ["clock_residuals"]
-    assert clocks.clock_health(offsets.with_columns(pl.lit(0, dtype=pl.Int64).alias("residual_median_abs_ns"))).is_empty()
+    assert clocks.clock_health(offsets.with_columns(pl.lit(0,
+                                                           dtype=pl.Int64).alias("residual_median_abs_ns"))).is_empty()
 
 
 def test_single_rank_has_no_job_tables():
@@ -165,7 +169,8 @@ def test_straggler_cause_leaves_out_waiting_on_peers():
     steps = pl.DataFrame({
         "rank": [0, 1], "device": [0, 0], "step": [1, 1], "window_start_ns": [0, 0], "window_end_ns": [100, 100],
         "step_ns": [100, 100], "compute_ns": [10, 10], "comm_ns": [20, 20], "idle_ns": [70, 70],
-        "idle_by_cause": [[{"cause": "host", "ns": 5}], [{"cause": "collective", "ns": 60}, {"cause": "sync", "ns": 10}]],
+        "idle_by_cause": [[{"cause": "host", "ns": 5}], [{"cause": "collective", "ns": 60},
+                                                         {"cause": "sync", "ns": 10}]],
     }, schema_overrides={"rank": pl.Int32, "device": pl.Int32, "idle_by_cause": cause})
     matched = pl.DataFrame({
         "process_group": ["0", "0"], "seq": [0, 0], "rank": [0, 1], "arrival_ns": [10, 40], "end_ns": [50, 50],

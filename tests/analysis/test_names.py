@@ -46,4 +46,5 @@ def test_many_rows_of_few_names_are_tested_once_per_category():
     categories = len(names.dtype.categories.to_series())  # every Categorical's, so far in this process
     column = pl.concat([names] * (categories * name_tests.CATEGORIES_PER_ROW // 4 + 1))
     with mock.patch.object(pl.Series, "unique", side_effect=AssertionError("a pass over the rows")):
-        assert contains(column, r"^ProfilerStep#").to_list() == column.cast(pl.String).str.contains(r"^ProfilerStep#").to_list()
+        assert contains(column,
+                        r"^ProfilerStep#").to_list() == column.cast(pl.String).str.contains(r"^ProfilerStep#").to_list()

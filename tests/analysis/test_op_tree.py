@@ -67,7 +67,8 @@ def test_a_parent_cycle_ends_the_walks(walks):
     ops = pl.DataFrame({"op_id": [1, 2, 3], "parent_id": [2, 3, 1]})
     tree = OpTree.of(ops)
     assert sorted(tree.ids.gather(tree.ancestors(pl.Series([0], dtype=pl.Int64))).to_list()) == [1, 2, 3]
-    assert tree.nearest(pl.Series([0, 1], dtype=pl.Int64), tree.mask(pl.Series([], dtype=pl.Int64))).to_list() == [-1, -1]
+    assert tree.nearest(pl.Series([0, 1], dtype=pl.Int64),
+                        tree.mask(pl.Series([], dtype=pl.Int64))).to_list() == [-1, -1]
 
 
 def test_an_unknown_acceptance_ends_the_walk(walks):

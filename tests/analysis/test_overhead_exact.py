@@ -209,7 +209,8 @@ def test_graph_launch_counts_once_to_its_first_kernel(tmp_path):
     latency = launch.launch_latency(trace)
     assert latency.height == 1
     row = latency.row(0, named=True)
-    assert (row["correlation"], row["name"], row["launch_to_start_ns"], row["launch_kind"]) == (correlation, "g1", 30_000, "graph_launch")
+    assert (row["correlation"], row["name"], row["launch_to_start_ns"],
+            row["launch_kind"]) == (correlation, "g1", 30_000, "graph_launch")
     depth = launch.queue_summary(trace).row(0, named=True)
     assert depth["max_depth"] == 3  # the graph enqueues its three kernels at once
     health = trace_health(trace)
@@ -266,7 +267,8 @@ def test_queue_depth(tmp_path):
     assert summary["max_depth"] == 3 and summary["time_at_full_ns"] == 8_000
 
 
-@pytest.mark.parametrize("far_us", [None, 2.4e15])  # a time range beyond 2^61 ns sorts on (time, delta) instead of one key
+@pytest.mark.parametrize("far_us", [None,
+                                    2.4e15])  # a time range beyond 2^61 ns sorts on (time, delta) instead of one key
 def test_queue_depth_applies_starts_before_launches_at_equal_times(tmp_path, far_us):
     b = TraceBuilder()
     b.launch_kernel(launch_us=0, launch_dur_us=0.5, start_us=5, dur_us=1)
@@ -278,7 +280,8 @@ def test_queue_depth_applies_starts_before_launches_at_equal_times(tmp_path, far
     first = depth.filter(pl.col("stream") == 7).head(4)
     assert first["depth"].to_list() == [1, 0, 1, 0]  # never 2: the start at t=5 goes before the launch at t=5
     assert depth.filter(pl.col("stream") == 8)["depth"].to_list() == [1, 0]
-    assert depth.select("rank", "device", "stream").equals(depth.select("rank", "device", "stream").sort("rank", "device", "stream"))
+    assert depth.select("rank", "device",
+                        "stream").equals(depth.select("rank", "device", "stream").sort("rank", "device", "stream"))
 
 
 def test_queue_summary_one_stream_at_a_time_matches_the_whole_timeline(tmp_path):
@@ -348,7 +351,8 @@ def test_latency_by_kind_keeps_collectives_out_of_the_kernel_statistics(tmp_path
     assert (overall["count"], overall["max"], overall["mean"]) == (5, 10_000, 6_000)
     by_group = launch.latency_by_group(latency).filter(pl.col("metric") == "launch_to_start_ns")
     assert by_group.select("group", "count", "mean", "max").rows() == [
-        ("kernels", 4, 5_000.0, 8_000), ("memcpy/memset", 1, 10_000.0, 10_000), ("communication", 1, 5_000_000.0, 5_000_000),
+        ("kernels", 4, 5_000.0, 8_000), ("memcpy/memset", 1, 10_000.0,
+                                         10_000), ("communication", 1, 5_000_000.0, 5_000_000),
     ]
     # per-op values are unchanged: the collective is still in the per-op table
     assert latency.filter(pl.col("kind") == "communication")["launch_to_start_ns"].to_list() == [5_000_000]
@@ -428,7 +432,8 @@ def test_old_schema_gives_the_same_numbers(tmp_path):
     new = load(build("2024"), tmp_path, "new.json")
     old = load(build("2021"), tmp_path, "old.json")
     for frame in (idle.idle_summary, idle.idle_gaps):
-        assert frame(new).drop("cpu_op", "annotation", strict=False).equals(frame(old).drop("cpu_op", "annotation", strict=False))
+        assert frame(new).drop("cpu_op", "annotation",
+                               strict=False).equals(frame(old).drop("cpu_op", "annotation", strict=False))
 
 
 def test_gaps_longest_first_then_by_start(tmp_path):

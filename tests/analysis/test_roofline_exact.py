@@ -15,10 +15,12 @@ A100 = device_peaks("NVIDIA A100-SXM4-80GB", 108, 85899345920)
 BF16 = "c10::BFloat16"
 
 
-def mm_op(b: TraceBuilder, start: float, m: int, k: int, n: int, *, dur: float, kernel="ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn", stream=7, annotation=None):
+def mm_op(b: TraceBuilder, start: float, m: int, k: int, n: int, *, dur: float,
+          kernel="ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn", stream=7, annotation=None):
     op = b.cpu_op("aten::mm", start, 10, input_dims=[[m, k], [k, n]], input_types=[BF16, BF16],
                   input_strides=[[k, 1], [n, 1]], concrete_inputs=["", ""])
-    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=kernel, stream=stream)
+    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=kernel,
+                    stream=stream)
     return op
 
 
@@ -26,7 +28,8 @@ def elementwise(b: TraceBuilder, name: str, start: float, numel: int, *, dur: fl
     op = b.cpu_op(name, start, 10, input_dims=[[numel], [numel], []], input_types=[BF16, BF16, "Scalar"],
                   input_strides=[[1], [1], []], concrete_inputs=["", "", "1"])
     b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op,
-                    name="void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16> >", stream=stream)
+                    name="void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16> "
+                    ">", stream=stream)
 
 
 def load(b, tmp_path):
@@ -45,7 +48,8 @@ def test_bf16_mm_flops_bytes_and_bound(tmp_path):
     assert row["peak_flops_per_s"] == A100.peak_flops("bf16", True)
     assert row["peak_bytes_per_s"] == A100.memory_bandwidth_bytes_per_s
     assert row["intensity"] == pytest.approx(2 * m * n * k / ((m * k + k * n + m * n) * 2))
-    assert row["ridge_flops_per_byte"] == pytest.approx(A100.peak_flops("bf16", True) / A100.memory_bandwidth_bytes_per_s)
+    ridge = A100.peak_flops("bf16", True) / A100.memory_bandwidth_bytes_per_s
+    assert row["ridge_flops_per_byte"] == pytest.approx(ridge)
     assert row["regime"] == "compute"
     achieved = 2 * m * n * k / 1e-3
     assert row["achieved_flops_per_s"] == pytest.approx(achieved)
@@ -99,7 +103,8 @@ def test_unknown_device_is_unmodeled_with_a_reason_and_overrides_fix_it(tmp_path
     row = roofline.kernel_roofline(trace).row(0, named=True)
     assert row["regime"] == "unmodeled" and "peak" in row["unmodeled_reason"]
     assert row["flops"] == 2 * 1024**3  # the model still holds
-    fixed = roofline.kernel_roofline(trace, roofline.PeakOverrides(peak_flops=100e12, peak_bandwidth=1e12)).row(0, named=True)
+    fixed = roofline.kernel_roofline(trace,
+                                     roofline.PeakOverrides(peak_flops=100e12, peak_bandwidth=1e12)).row(0, named=True)
     assert fixed["ridge_flops_per_byte"] == pytest.approx(100.0)
     assert fixed["regime"] == "compute"  # intensity 2·1024³ / (3·1024²·2) ≈ 341 ≥ 100
 
@@ -163,16 +168,22 @@ def old_conv_layer(b: TraceBuilder, start: float, *, forward_kernel_us: float, b
     input, grad_output and weight, its children do not."""
     x, w, y = [32, 64, 56, 56], [128, 64, 3, 3], [32, 128, 28, 28]  # stride 2, padding 1
     fwd = b.cpu_op("aten::cudnn_convolution", start, 30, input_dims=[x, w, [], [], [], [], [], [], []],
-                   input_types=["float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool", "Bool"])
-    b.launch_kernel(launch_us=start + 2, start_us=start + 10, dur_us=forward_kernel_us, external_id=fwd, name="volta_scudnn_128x64_relu")
+                   input_types=["float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool",
+                                "Bool"])
+    b.launch_kernel(launch_us=start + 2, start_us=start + 10, dur_us=forward_kernel_us, external_id=fwd,
+                    name="volta_scudnn_128x64_relu")
     bwd_start = start + 200
     b.cpu_op("aten::cudnn_convolution_backward", bwd_start, 60, input_dims=[x, y, w, [], [], [], [], [], [], [], []],
-             input_types=["float", "float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool", "Bool", "GenericList"])
+             input_types=["float", "float", "float", "GenericList", "GenericList", "GenericList", "Int", "Bool", "Bool",
+                          "Bool", "GenericList"])
     grad_in = b.cpu_op("aten::cudnn_convolution_backward_input", bwd_start + 1, 20,
-                       input_dims=[[], y, w, [], [], [], [], [], [], []], input_types=["GenericList", "float", "float"] + [""] * 7)
-    b.launch_kernel(launch_us=bwd_start + 2, start_us=bwd_start + 100, dur_us=backward_kernel_us, external_id=grad_in, name="dgrad_kernel")
+                       input_dims=[[], y, w, [], [], [], [], [], [], []],
+                       input_types=["GenericList", "float", "float"] + [""] * 7)
+    b.launch_kernel(launch_us=bwd_start + 2, start_us=bwd_start + 100, dur_us=backward_kernel_us, external_id=grad_in,
+                    name="dgrad_kernel")
     grad_w = b.cpu_op("aten::cudnn_convolution_backward_weight", bwd_start + 30, 20,
-                      input_dims=[[], y, x, [], [], [], [], [], [], []], input_types=["GenericList", "float", "float"] + [""] * 7)
+                      input_dims=[[], y, x, [], [], [], [], [], [], []],
+                      input_types=["GenericList", "float", "float"] + [""] * 7)
     b.launch_kernel(launch_us=bwd_start + 31, start_us=bwd_start + 100 + backward_kernel_us, dur_us=backward_kernel_us,
                     external_id=grad_w, name="wgrad_kernel")
     return x, w, y
@@ -211,8 +222,10 @@ def test_an_op_whose_kernels_use_different_roofs_is_judged_kernel_by_kernel(tmp_
     b = TraceBuilder()
     op = b.cpu_op("aten::mm", 0, 10, input_dims=[[m, k], [k, n]], input_types=["float", "float"],
                   input_strides=[[k, 1], [n, 1]], concrete_inputs=["", ""])
-    b.launch_kernel(launch_us=2, start_us=20, dur_us=300, external_id=op, name="cutlass_80_tensorop_s1688gemm_128x128_16x4_nt_align1")
-    b.launch_kernel(launch_us=5, start_us=330, dur_us=100, external_id=op, name="void splitKreduce_kernel<float, float, float, float, true, false, false>")
+    b.launch_kernel(launch_us=2, start_us=20, dur_us=300, external_id=op,
+                    name="cutlass_80_tensorop_s1688gemm_128x128_16x4_nt_align1")
+    b.launch_kernel(launch_us=5, start_us=330, dur_us=100, external_id=op,
+                    name="void splitKreduce_kernel<float, float, float, float, true, false, false>")
     table = roofline.kernel_roofline(load(b, tmp_path))
     # the split-K reduction is a helper kernel: its share of the bytes, no FLOPs, so the memory roof
     assert table["roof"].to_list() == ["TF32 TC", "HBM"]
@@ -229,11 +242,13 @@ def test_the_per_op_labels_are_categoricals_with_their_texts(tmp_path):
     categoricals: as strings made by `when … then(<literal>)`, each row kept its own text."""
     b = TraceBuilder()
     mm_op(b, 0, 512, 512, 512, dur=100)
-    b.launch_kernel(launch_us=300, launch_dur_us=4, start_us=320, dur_us=5, name="triton_poi_fused_0")  # no op around it
+    b.launch_kernel(launch_us=300, launch_dur_us=4, start_us=320, dur_us=5,
+                    name="triton_poi_fused_0")  # no op around it
     table = roofline.kernel_roofline(load(b, tmp_path))
     assert {table.schema[column] for column in roofline.LABEL_COLUMNS} == {pl.Categorical()}
     rows = table.sort("start_ns").select(roofline.LABEL_COLUMNS).cast(pl.String).rows(named=True)
-    assert (rows[0]["op_source"], rows[0]["compute_dtype"], rows[0]["roof"], rows[0]["no_op_reason"]) == ("aten", "bf16", "BF16 TC", None)
+    assert (rows[0]["op_source"], rows[0]["compute_dtype"], rows[0]["roof"],
+            rows[0]["no_op_reason"]) == ("aten", "bf16", "BF16 TC", None)
     assert rows[1]["op_source"] is None
     assert rows[1]["no_op_reason"] == "launched outside any CPU op (e.g. Triton or a custom launcher)"
     assert rows[1]["unmodeled_reason"] == rows[1]["no_op_reason"]

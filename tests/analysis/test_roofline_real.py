@@ -27,7 +27,8 @@ def _union_ns(intervals: list[tuple[int, int]], lo: int, hi: int) -> int:
 
 def _busy(ops: pl.DataFrame, window: dict) -> int:
     mine = ops.filter((pl.col("rank") == window["rank"]) & (pl.col("device") == window["device"]))
-    return _union_ns(list(mine.select("start_ns", "end_ns").iter_rows()), window["window_start_ns"], window["window_end_ns"])
+    return _union_ns(list(mine.select("start_ns", "end_ns").iter_rows()), window["window_start_ns"],
+                     window["window_end_ns"])
 
 
 @pytest.fixture(scope="module", params=real_trace_params())

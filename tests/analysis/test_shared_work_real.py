@@ -32,7 +32,8 @@ def test_idle_summary_from_the_gaps(trace, window):
 
 def test_gemm_alignment_on_the_shapes(trace):
     per_kernel = roofline.kernel_roofline(trace).filter(
-        (pl.col("cost_model") == "matmul") & pl.col("compute_dtype").is_in(list(ALIGNMENT)) & pl.col("op_id").is_not_null())
+        (pl.col("cost_model") == "matmul") & pl.col("compute_dtype").is_in(list(ALIGNMENT))
+        & pl.col("op_id").is_not_null())
     ops = (per_kernel.select("op_id", "compute_dtype").unique("op_id", maintain_order=True)
            .join(trace.cpu_ops.select("op_id", "input_dims"), on="op_id", how="left", maintain_order="left"))
 
@@ -40,7 +41,8 @@ def test_gemm_alignment_on_the_shapes(trace):
         shapes = [shape for shape in (dims or []) if shape is not None and len(shape) >= 2]
         return any(size % ALIGNMENT[dtype] for shape in shapes for size in shape[-2:] if size is not None)
 
-    assert _misaligned(ops).to_list() == [by_hand(d, dims) for d, dims in ops.select("compute_dtype", "input_dims").iter_rows()]
+    assert _misaligned(ops).to_list() == [by_hand(d, dims)
+                                          for d, dims in ops.select("compute_dtype", "input_dims").iter_rows()]
 
 
 def test_launch_statistics_of_one_metric(trace):
@@ -48,7 +50,8 @@ def test_launch_statistics_of_one_metric(trace):
     every = launch.latency_stats(latency)
     assert every["metric"].unique(maintain_order=True).to_list() == (list(launch.STAT_COLUMNS) if every.height else [])
     for metric in launch.STAT_COLUMNS:
-        assert launch.latency_stats(latency, metrics=(metric,)).rows() == every.filter(pl.col("metric") == metric).rows()
+        assert launch.latency_stats(latency,
+                                    metrics=(metric,)).rows() == every.filter(pl.col("metric") == metric).rows()
 
 
 def test_walks_given_the_op_tree(trace):

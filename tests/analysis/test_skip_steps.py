@@ -66,7 +66,8 @@ def test_a_folder_skips_on_every_rank(tmp_path):
 def test_skip_two_steps(tmp_path):
     report = traceanalyze.analyze(stepped_trace(tmp_path), skip_steps=2)
     row = device(report)
-    assert (row["window_start_ns"], row["window_ns"], row["gpu_busy_ns"], row["gpu_idle_ns"]) == (us(220), 50_000, 30_000, 20_000)
+    assert (row["window_start_ns"], row["window_ns"], row["gpu_busy_ns"],
+            row["gpu_idle_ns"]) == (us(220), 50_000, 30_000, 20_000)
     assert report.ranks[0].notes[0].startswith("--skip-steps 2: 2 ProfilerSteps (#0–#1) left out;")
 
 
@@ -84,7 +85,8 @@ def test_the_cut_trace(tmp_path):
     (skipped,) = skipped_steps(trace, 1)
     assert (skipped.count, skipped.first, skipped.last, skipped.kept, skipped.cut_ns) == (1, 0, 0, 1, us(100))
     cut = skip_steps(trace, 1)
-    ops = {name: (start, duration) for name, start, duration in cut.cpu_ops.select("name", "start_ns", "duration_ns").iter_rows()}
+    ops = {name: (start, duration)
+           for name, start, duration in cut.cpu_ops.select("name", "start_ns", "duration_ns").iter_rows()}
     assert ops == {"train_loop": (us(100), 200_000), "ProfilerStep#1": (us(100), 100_000),
                    "ProfilerStep#2": (us(200), 100_000)}
     assert sorted(cut.runtime["start_ns"].to_list()) == [us(110), us(160), us(210), us(250)]

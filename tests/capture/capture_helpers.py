@@ -15,7 +15,8 @@ EXAMPLES = REPO / "scripts" / "examples"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 
-def run_cli(*args: str | os.PathLike[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str | os.PathLike[str], cwd: Path, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`python -m traceanalyze ARGS…` in `cwd`, with one torch thread (CI runners are small)."""
     environment = {key: value for key, value in os.environ.items() if key not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     environment.update({"OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), **(env or {})})
@@ -64,4 +65,5 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def stderr_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     """stderr without the profiler's own USDT/Kineto log lines."""
-    return [line for line in result.stderr.splitlines() if line.strip() and not line.startswith(("USDT:", "STAGE:", "[W"))]
+    return [line for line in result.stderr.splitlines() if line.strip()
+            and not line.startswith(("USDT:", "STAGE:", "[W"))]

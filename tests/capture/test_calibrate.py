@@ -52,7 +52,8 @@ def test_compute_roof_is_never_below_a_measured_point():
     """As measured on a CPU: the point at the bend (r = 64: 2 × 7.5 ms of work in 9.1 ms) beats the
     median slope of the rising tail, which is slowed by cache effects."""
     size = 1 << 25
-    runtimes = {1: 7.5e-3, 2: 7.5e-3, 4: 7.6e-3, 8: 7.5e-3, 16: 7.5e-3, 32: 7.8e-3, 64: 9.1e-3, 128: 20.3e-3, 256: 48.7e-3}
+    runtimes = {1: 7.5e-3, 2: 7.5e-3, 4: 7.6e-3, 8: 7.5e-3, 16: 7.5e-3, 32: 7.8e-3, 64: 9.1e-3, 128: 20.3e-3,
+                256: 48.7e-3}
     sweep = tuple(SweepPoint(r, t, size) for r, t in runtimes.items())
     calibration = Calibration("cpu", "cpu", "2.13.0", "synthetic", sweep, {"fp32": 40e9}, 1024, {}, "2026-01-01")
     roofs = fit_roofs(calibration)
@@ -174,11 +175,14 @@ def test_quick_calibration_on_this_cpu(tmp_path):
     assert points[1]["bytes_per_s"] > points[256]["bytes_per_s"]
 
     # a CPU calibration does not describe the fixture's A100: refused (issue 12), unless forced
-    refused = run_cli("report", REPO / "fixtures" / "synthetic_training.json.gz", "--device-file", tmp_path / "device.json",
+    refused = run_cli("report", REPO / "fixtures" / "synthetic_training.json.gz", "--device-file",
+                      tmp_path / "device.json",
                       "--format", "json", cwd=tmp_path)
     assert refused.returncode == 2
-    assert "describes another device: rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), but the file was measured on a CPU" in refused.stderr
-    report = run_cli("report", REPO / "fixtures" / "synthetic_training.json.gz", "--device-file", tmp_path / "device.json",
+    assert ("describes another device: rank 0 device 0 is 'NVIDIA A100-SXM4-80GB' (a100-sxm4-80gb), "
+            "but the file was measured on a CPU") in refused.stderr
+    report = run_cli("report", REPO / "fixtures" / "synthetic_training.json.gz", "--device-file",
+                     tmp_path / "device.json",
                      "--force-device-file", "--format", "json", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     used = json.loads(report.stdout)["device"]

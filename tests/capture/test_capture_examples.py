@@ -97,7 +97,8 @@ def test_ddp_example_alone_is_a_job_of_one_rank(tmp_path):
     """ddp_train.py run alone starts a process group of one rank (gloo on a CPU): the trace says
     so in `distributedInfo`, and the report reads it as rank 0 of 1."""
     out = tmp_path / "out"
-    result = run_cli("capture", "-o", out, EXAMPLES / "ddp_train.py", "--", "--steps", "6", "--hidden", "128", cwd=tmp_path)
+    result = run_cli("capture", "-o", out, EXAMPLES / "ddp_train.py", "--", "--steps", "6", "--hidden", "128",
+                     cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert_report_printed(result, out / "trace.json.gz")
     trace = read_trace(out / "trace.json.gz")

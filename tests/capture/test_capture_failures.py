@@ -42,7 +42,8 @@ def test_script_failing_in_its_first_step_keeps_the_trace_of_what_ran(tmp_path):
 def test_script_sees_its_own_argv_name_path_and_cwd_and_its_exit_code_is_ours(tmp_path):
     report = tmp_path / "seen.json"
     script = SCRIPTS / "echo_argv.py"
-    result = capture("-o", tmp_path / "out", script, "--", "--report", report, "--exit-code", "3", "x", "--", "y", cwd=tmp_path)
+    result = capture("-o", tmp_path / "out", script, "--", "--report", report, "--exit-code", "3", "x", "--", "y",
+                     cwd=tmp_path)
     assert result.exit_code == 3
     seen = json.loads(report.read_text())
     assert seen["argv"] == [str(script), "--report", str(report), "--exit-code", "3", "x", "--", "y"]
@@ -85,11 +86,13 @@ def test_short_script_records_what_it_can(tmp_path):
 def test_script_without_optimizer_and_no_duration_records_the_whole_run(tmp_path):
     result = capture("-o", tmp_path, SCRIPTS / "no_optimizer.py", "--seconds", "0.05", cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
-    assert "no optimizer step was seen, so the trace covers the whole run" in result.stderr and "--duration" in result.stderr
+    assert "no optimizer step was seen, so the trace covers the whole run" in result.stderr
+    assert "--duration" in result.stderr
     run = read_json(tmp_path / "run.json")
     assert run["traces"] == ["trace.json.gz"] and run["whole_run"] is True
     events = [e for e in read_trace(tmp_path / "trace.json.gz")["traceEvents"] if e.get("ph") == "X"]
-    assert len([e for e in events if e["name"] == "infer"]) >= 2  # up to 25 iterations of 2 ms; a loaded runner runs fewer
+    assert len([e for e in events
+                if e["name"] == "infer"]) >= 2  # up to 25 iterations of 2 ms; a loaded runner runs fewer
 
 
 def test_duration_records_a_script_without_optimizer(tmp_path):
@@ -102,7 +105,8 @@ def test_duration_records_a_script_without_optimizer(tmp_path):
 
 
 def test_steps_from_an_unknown_region_says_so(tmp_path):
-    result = capture("--steps-from", "nope", "-o", tmp_path, SCRIPTS / "no_optimizer.py", "--seconds", "0.05", cwd=tmp_path)
+    result = capture("--steps-from", "nope", "-o", tmp_path, SCRIPTS / "no_optimizer.py", "--seconds", "0.05",
+                     cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
     assert "no record_function region named 'nope' was seen, so the trace covers the whole run" in result.stderr
     assert read_json(tmp_path / "run.json")["whole_run"] is True
@@ -158,7 +162,8 @@ def test_without_torch_a_one_line_install_hint(tmp_path):
     )
     import subprocess
 
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 2
     lines = stderr_lines(result)
     assert len(lines) == 1 and "pip install torch" in lines[0]

@@ -21,7 +21,8 @@ def test_secret_values_are_redacted_and_others_kept():
         "train.py", "--api-key", "***", "--token=***", "--db-password", "***", "--client_secret", "***",
         "HF_TOKEN=***", "--lr", "3e-4", "--max-tokens", "128", "--keyboard", "us", "out=dir"]
     assert redact_arguments(["--api-key", "--", "x"]) == ["--api-key", "--", "x"]  # `--` is never a value
-    assert [secret_name(n) for n in ("AWS_SECRET_ACCESS_KEY", "--auth", "--secret", "--steps")] == [True, True, True, False]
+    assert [secret_name(n) for n in ("AWS_SECRET_ACCESS_KEY", "--auth", "--secret",
+                                     "--steps")] == [True, True, True, False]
 
 
 def test_no_secret_reaches_run_json_the_trace_or_the_report(tmp_path):
@@ -31,7 +32,8 @@ def test_no_secret_reaches_run_json_the_trace_or_the_report(tmp_path):
                      env={"HF_TOKEN": "envsecret789", "OPENAI_API_KEY": "envsecret000"})
     assert result.returncode == 0, result.stderr
     run = read_json(out / "run.json")
-    assert run["argv"] == [str(SCRIPTS / "echo_argv.py"), "--report", str(tmp_path / "seen.json"), "--api-key", "***", "--hf-token=***"]
+    assert run["argv"] == [str(SCRIPTS / "echo_argv.py"), "--report", str(tmp_path / "seen.json"), "--api-key", "***",
+                           "--hf-token=***"]
     assert run["command"].endswith("--api-key '***' '--hf-token=***'")
     written = (out / "run.json").read_bytes() + gzip.decompress((out / "trace.json.gz").read_bytes())
     shown = (result.stdout + result.stderr).encode()
@@ -42,11 +44,13 @@ def test_no_secret_reaches_run_json_the_trace_or_the_report(tmp_path):
 
 
 def test_a_run_that_records_nothing_keeps_the_previous_trace(tmp_path):
-    good = run_cli("capture", "--no-report", "-o", tmp_path, SCRIPTS / "echo_argv.py", "--report", tmp_path / "seen.json",
+    good = run_cli("capture", "--no-report", "-o", tmp_path, SCRIPTS / "echo_argv.py", "--report",
+                   tmp_path / "seen.json",
                    cwd=tmp_path)
     assert good.returncode == 0, good.stderr
     before_trace, before_run = (tmp_path / "trace.json.gz").read_bytes(), (tmp_path / "run.json").read_bytes()
-    failed = run_cli("capture", "--no-report", "-o", tmp_path, SCRIPTS / "exits_at_argparse.py", "--bogus", cwd=tmp_path)
+    failed = run_cli("capture", "--no-report", "-o", tmp_path, SCRIPTS / "exits_at_argparse.py", "--bogus",
+                     cwd=tmp_path)
     assert failed.returncode == 2
     assert "nothing was recorded: no torch operation ran while the profiler was on; no trace written" in failed.stderr
     assert (tmp_path / "trace.json.gz").read_bytes() == before_trace  # the last good trace, byte for byte

@@ -11,7 +11,8 @@ TRAIN = SCRIPTS / "endless_training.py"
 
 def test_repeat_writes_one_trace_per_window(tmp_path):
     result = capture_in_process(
-        "--wait", "0", "--warmup", "1", "--active", "2", "--repeat", "2", "-o", tmp_path, TRAIN, "--steps", "8", cwd=tmp_path
+        "--wait", "0", "--warmup", "1", "--active", "2", "--repeat", "2", "-o", tmp_path, TRAIN, "--steps", "8",
+        cwd=tmp_path
     )
     assert result.exit_code == 0, result.stderr
     assert step_names(read_trace(tmp_path / "trace.json.gz")) == ["ProfilerStep#1", "ProfilerStep#2"]
@@ -23,7 +24,8 @@ def test_repeat_writes_one_trace_per_window(tmp_path):
 
 @pytest.mark.filterwarnings("ignore:Profiler won.t be using warmup")
 def test_no_wait_no_warmup_records_from_the_start(tmp_path):
-    result = capture_in_process("--wait", "0", "--warmup", "0", "--active", "2", "-o", tmp_path, TRAIN, "--steps", "4", cwd=tmp_path)
+    result = capture_in_process("--wait", "0", "--warmup", "0", "--active", "2", "-o", tmp_path, TRAIN, "--steps", "4",
+                                cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
     assert step_names(read_trace(tmp_path / "trace.json.gz")) == ["ProfilerStep#0", "ProfilerStep#1"]
 

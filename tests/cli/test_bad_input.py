@@ -56,7 +56,8 @@ def bad_files(tmp_path):
 @pytest.mark.parametrize("command", ["info", "report"])
 @pytest.mark.parametrize(
     "case",
-    ["empty", "truncated_gzip", "invalid_json", "not_a_trace", "not_json", "json_scalar", "events_not_a_list", "no_events"],
+    ["empty", "truncated_gzip", "invalid_json", "not_a_trace", "not_json", "json_scalar", "events_not_a_list",
+     "no_events"],
 )
 def test_bad_files_fail_cleanly(bad_files, case, command):
     path = bad_files[case]
@@ -96,7 +97,8 @@ def test_events_missing_required_fields_are_skipped_and_counted(tmp_path):
 
 
 def test_wrongly_typed_args_do_not_lose_the_trace(tmp_path):
-    odd = dict(VALID_EVENT, args={"device": 0, "stream": 7, "correlation": 2, "grid": "not a list", "shared memory": "big"})
+    odd = dict(VALID_EVENT, args={"device": 0, "stream": 7, "correlation": 2, "grid": "not a list",
+                                  "shared memory": "big"})
     broken = dict(VALID_EVENT, args=["not", "an", "object"])
     path = tmp_path / "odd.json"
     path.write_text(json.dumps({"traceEvents": [VALID_EVENT, odd, broken]}))

@@ -105,7 +105,8 @@ def test_each_command_reads_the_analysed_ranks_and_no_cache_skips_them(command, 
 
     printed = invoke(arguments)
     expected = output()
-    assert analyses == [trace] and len(list(cache_folder.glob("*" + results_cache.SUFFIX))) == 1  # diff: the 2nd side a hit
+    # diff: the 2nd side a hit
+    assert analyses == [trace] and len(list(cache_folder.glob("*" + results_cache.SUFFIX))) == 1
     printed = invoke(arguments)
     assert analyses == [trace] and output() == expected  # neither parsed nor analysed
     printed = invoke([*arguments, "--no-cache"])
@@ -123,7 +124,8 @@ def test_commands_use_the_platform_folder_or_the_variable(tmp_path):
     home, xdg, chosen = tmp_path / "home", tmp_path / "xdg", tmp_path / "chosen"
     for extra, folder in (({"HOME": str(home)}, home / ".cache" / "traceanalyze"),
                           ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg)}, xdg / "traceanalyze"),
-                          ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg), cache_files.ENVIRONMENT_VARIABLE: str(chosen)},
+                          ({"HOME": str(home), "XDG_CACHE_HOME": str(xdg),
+                            cache_files.ENVIRONMENT_VARIABLE: str(chosen)},
                            chosen)):
         subprocess.run([sys.executable, "-m", "traceanalyze", "info", str(trace)], env={**environment, **extra},
                        check=True, capture_output=True)

@@ -60,13 +60,15 @@ def test_a_json_report_imports_no_other_renderer(tmp_path):
     import subprocess
     import sys
 
-    watched = ["tabulate", "traceanalyze.renderers.html", "traceanalyze.renderers.plots", "traceanalyze.renderers.terminal", "traceanalyze.renderers.markdown",
+    watched = ["tabulate", "traceanalyze.renderers.html", "traceanalyze.renderers.plots",
+               "traceanalyze.renderers.terminal", "traceanalyze.renderers.markdown",
                "traceanalyze.diff.render_html", "traceanalyze.diff.render_text", "traceanalyze.gate.render_text",
                "traceanalyze.renderers.jsonout"]
     code = (
         "import sys\n"
         "from traceanalyze.cli import main\n"
-        f"sys.argv = ['traceanalyze', 'report', '--format', 'json', '--no-cache', '-o', {str(tmp_path / 'r.json')!r}, {str(FIXTURE)!r}]\n"
+        f"sys.argv = ['traceanalyze', 'report', '--format', 'json', '--no-cache', '-o', {str(tmp_path / 'r.json')!r}, "
+        f"{str(FIXTURE)!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
         f"print(sorted(name for name in {watched!r} if name in sys.modules))\n"
     )

@@ -38,7 +38,8 @@ def stepped(idle_us: Sequence[float], *, period_us: float = 1000, compute_us: fl
             t += dur
         other = period_us - (t - s) - idle
         assert other > 0, "the step does not fit in its period"
-        b.launch_kernel(launch_us=s - 30, launch_dur_us=4, start_us=s + period_us - other, dur_us=other, name=other_name)
+        b.launch_kernel(launch_us=s - 30, launch_dur_us=4, start_us=s + period_us - other, dur_us=other,
+                        name=other_name)
     return b
 
 

@@ -12,7 +12,8 @@ from traceanalyze.gate import Measured, evaluate, resolve_options, statistic
 from traceanalyze.gate.budgets import parse_fraction, parse_regression, parse_table
 
 
-@pytest.mark.parametrize("value, expected", [(0.15, 0.15), ("0.15", 0.15), ("15%", 0.15), ("15 %", 0.15), (0, 0.0), (1, 1.0), ("100%", 1.0)])
+@pytest.mark.parametrize("value, expected", [(0.15, 0.15), ("0.15", 0.15), ("15%", 0.15), ("15 %", 0.15), (0, 0.0),
+                                             (1, 1.0), ("100%", 1.0)])
 def test_fractions(value, expected):
     assert parse_fraction(value, "x") == pytest.approx(expected)
 
@@ -23,7 +24,8 @@ def test_bad_fractions(value):
         parse_fraction(value, "x")
 
 
-@pytest.mark.parametrize("value, expected", [("5%", 0.05), (0.05, 0.05), ("0.05", 0.05), (0, 0.0), ("150%", 1.5), (1, 1.0)])
+@pytest.mark.parametrize("value, expected", [("5%", 0.05), (0.05, 0.05), ("0.05", 0.05), (0, 0.0), ("150%", 1.5),
+                                             (1, 1.0)])
 def test_regression_thresholds(value, expected):
     assert parse_regression(value, "x") == pytest.approx(expected)
 
@@ -95,7 +97,8 @@ def test_statistics():
     assert statistic([], "median") is None
 
 
-def measured(idle: tuple[float, ...], compute: tuple[float, ...] | None = None, steps: tuple[int, ...] | None = None) -> Measured:
+def measured(idle: tuple[float, ...], compute: tuple[float, ...] | None = None,
+             steps: tuple[int, ...] | None = None) -> Measured:
     steps = steps if steps is not None else tuple(range(1, len(idle) + 1))
     per_step = {"idle_fraction": idle, "compute": compute or tuple(0.5 for _ in idle),
                 "step_time_ms": tuple(10.0 for _ in idle)}

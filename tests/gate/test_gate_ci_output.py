@@ -33,7 +33,8 @@ def gate(*args, env=None):
 def test_junit_one_testcase_per_budget(tmp_path, trace):
     junit = tmp_path / "out" / "gate.xml"
     junit.parent.mkdir()
-    result = gate(trace, "--max-idle-fraction", "0.15", "--min-compute", "0.25", "--max-step-time-ms", "2", "--junit", junit)
+    result = gate(trace, "--max-idle-fraction", "0.15", "--min-compute", "0.25", "--max-step-time-ms", "2", "--junit",
+                  junit)
     assert result.exit_code == 1
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites"
@@ -46,7 +47,8 @@ def test_junit_one_testcase_per_budget(tmp_path, trace):
     assert "20.00%" in failed[0].find("failure").get("message")
     assert "15.00%" in failed[0].find("failure").get("message")
     for element in (root, suites[0]):
-        assert (element.get("tests"), element.get("failures"), element.get("errors"), element.get("skipped")) == ("3", "1", "0", "0")
+        assert (element.get("tests"), element.get("failures"), element.get("errors"),
+                element.get("skipped")) == ("3", "1", "0", "0")
 
 
 def test_junit_with_a_baseline_and_an_unreliable_trace(tmp_path, trace):
@@ -57,7 +59,8 @@ def test_junit_with_a_baseline_and_an_unreliable_trace(tmp_path, trace):
     suite = ET.parse(junit).getroot().find("testsuite")
     names = [c.get("name") for c in suite.findall("testcase")]
     assert names[0] == "max_idle_fraction" and names[-1] == "reliability"
-    assert len([n for n in names if n.startswith("regression.")]) == 9  # step time, idle, seven regimes (latency since issue 12)
+    assert len([n for n in names
+                if n.startswith("regression.")]) == 9  # step time, idle, seven regimes (latency since issue 12)
     reliability = suite.findall("testcase")[-1]
     assert "baseline: only 2 steps" in reliability.find("error").get("message")
     assert suite.get("errors") == "1" and suite.get("failures") == "0"
@@ -70,8 +73,10 @@ def test_step_summary_appended_when_the_variable_is_set(tmp_path, trace):
     assert result.exit_code == 1
     text = summary.read_text()
     assert text.startswith("earlier step\n### ❌ traceanalyze gate: FAIL")
-    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")]
-    assert ["max_idle_fraction", "≤ 15.00%", "20.00%", "per step", "fails by 5.00 points", "FAIL"] in rows  # padded columns
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("|")]
+    assert ["max_idle_fraction", "≤ 15.00%", "20.00%", "per step", "fails by 5.00 points",
+            "FAIL"] in rows  # padded columns
     # terminal output unchanged by it
     assert result.stdout.startswith("traceanalyze gate: FAIL")
 
@@ -125,5 +130,6 @@ def test_json_verdict(trace):
     assert idle == {"name": "max_idle_fraction", "label": "GPU idle fraction", "metric": "idle_fraction", "kind": "max",
                     "unit": "fraction", "threshold": 0.15, "measured": 0.2, "margin": pytest.approx(-0.05),
                     "basis": "steps", "status": "fail", "message": idle["message"],
-                    "rank": None, "ranks_judged": None, "other_failures": []}  # one rank: judged as it is, no rank named
+                    "rank": None, "ranks_judged": None,
+                    "other_failures": []}  # one rank: judged as it is, no rank named
     assert (step["measured"], step["threshold"], step["margin"], step["status"]) == (1.0, 1.0, 0.0, "pass")

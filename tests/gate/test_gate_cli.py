@@ -19,7 +19,8 @@ runner = CliRunner()
 
 
 def gate(*args, env=None):
-    return runner.invoke(app, ["gate", *map(str, args)], env=env or {"GITHUB_ACTIONS": None, "GITHUB_STEP_SUMMARY": None})
+    return runner.invoke(app, ["gate", *map(str, args)], env=env
+                         or {"GITHUB_ACTIONS": None, "GITHUB_STEP_SUMMARY": None})
 
 
 @pytest.fixture(autouse=True)
@@ -134,7 +135,8 @@ def test_no_gpu_events(tmp_path):
 
 def test_pyproject_table_found_from_a_subfolder(tmp_path, monkeypatch):
     trace = write(stepped([200, 200, 200]), tmp_path)
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.traceanalyze.gate]\nmax-idle-fraction = 0.15\n')
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.traceanalyze.gate]\nmax-idle-fraction = '
+                                             '0.15\n')
     sub = tmp_path / "a" / "b"
     sub.mkdir(parents=True)
     monkeypatch.chdir(sub)

@@ -52,7 +52,8 @@ def test_gate_warns_about_a_baseline_from_another_gpu_in_every_format(other_gpu,
     assert any(p.get("name") == "warning" and p.get("value").startswith(WARNING) for p in properties)
     summary = tmp_path / "summary.md"
     annotated = gate(new, *flags, env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
-    assert any(line.startswith("::warning title=traceanalyze gate::different devices") for line in annotated.stdout.splitlines())
+    assert any(line.startswith("::warning title=traceanalyze gate::different devices")
+               for line in annotated.stdout.splitlines())
     assert WARNING in summary.read_text()
 
 
@@ -66,7 +67,8 @@ def test_same_gpu_no_warning(tmp_path):
 
 def test_diff_warns_about_another_gpu_in_every_format(other_gpu):
     base, new = other_gpu
-    outputs = {fmt: runner.invoke(app, ["diff", str(base), str(new), "--format", fmt]) for fmt in ("terminal", "markdown", "html", "json")}
+    outputs = {fmt: runner.invoke(app, ["diff", str(base), str(new), "--format", fmt])
+               for fmt in ("terminal", "markdown", "html", "json")}
     assert all(result.exit_code == 0 for result in outputs.values())
     assert f"WARNING: {WARNING}" in outputs["terminal"].stdout
     assert f"> ⚠️ **Warning:** {WARNING}" in outputs["markdown"].stdout
@@ -85,7 +87,8 @@ def test_one_step_is_singular_and_every_column_has_a_header(tmp_path):
         rule = text.splitlines()[text.splitlines().index(header) + 1]
         columns = [m.span() for m in re.finditer(r"-+", rule)]
         assert all(header[start:end].strip() for start, end in columns), header  # e.g. the status column
-    verdict = gate(new, "--max-idle-fraction", "0.5", "--baseline", base, "--max-regression", "5%", "--allow-unreliable")
+    verdict = gate(new, "--max-idle-fraction", "0.5", "--baseline", base, "--max-regression", "5%",
+                   "--allow-unreliable")
     assert "(1 step)" in verdict.stdout and "(1 steps)" not in verdict.stdout
 
 

@@ -57,7 +57,7 @@ def test_cli_formats(pair, tmp_path):
     base, new = pair
     terminal = runner.invoke(app, ["diff", str(base), str(new)])
     assert terminal.exit_code == 0, terminal.output
-    assert "kernels that changed" in terminal.stdout and "▲ slower" in terminal.stdout and "+ added" in terminal.stdout
+    assert all(part in terminal.stdout for part in ("kernels that changed", "▲ slower", "+ added"))
     markdown = runner.invoke(app, ["diff", str(base), str(new), "--format", "markdown"])
     assert markdown.exit_code == 0 and markdown.stdout.startswith("### traceanalyze diff")
     rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in markdown.stdout.splitlines()
@@ -94,8 +94,10 @@ def kernel_list(names):
 
 
 def report(kernels, steps=()):
-    return report_from_builtins({"schema_version": "1.0", "source": "x", "summary": {"idle_fraction": 0.1, "attribution": {}},
-                                 "kernels": kernels, "ranks": [{"rank": 0, "steps": list(steps), "health": [], "kernels": kernels}]})
+    return report_from_builtins({"schema_version": "1.0", "source": "x",
+                                 "summary": {"idle_fraction": 0.1, "attribution": {}},
+                                 "kernels": kernels, "ranks": [{"rank": 0, "steps": list(steps), "health": [],
+                                                                "kernels": kernels}]})
 
 
 def test_missing_from_a_full_list_is_unlisted_not_removed():
@@ -112,8 +114,10 @@ def test_missing_from_a_full_list_is_unlisted_not_removed():
 
 def test_kernel_labels_keep_template_arguments():
     name = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
-            "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)")
-    assert kernel_label(name, 200) == "vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3> >"
+            "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, "
+            "at::detail::Array<char*, 3>)")
+    assert kernel_label(name, 200) == ("vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+                                       "at::detail::Array<char*, 3> >")
     assert kernel_label(name, 40).endswith("…") and len(kernel_label(name, 40)) == 40
 
 

@@ -47,7 +47,8 @@ def test_readme_workflow_is_a_complete_job_that_installs_before_it_captures():
     def first(fragment: str) -> int:
         return next(i for i, run in enumerate(runs) if fragment in run)
 
-    requirements, install = first("pip install -r requirements.txt"), first("pip install \"traceanalyze[capture] @ git+")
+    requirements = first("pip install -r requirements.txt")
+    install = first("pip install \"traceanalyze[capture] @ git+")
     capture, gate = first("traceanalyze capture"), first("traceanalyze gate")
     assert requirements < install < capture < gate  # the team's torch first; the package is not on PyPI
     assert not any(re.search(r"pip install \"?traceanalyze(\[capture\])?\"?\s*$", run) for run in runs)

@@ -1,8 +1,8 @@
 """Hostile inputs, each built small: bombs are streamed into gzip, never stored inflated.
 
 Each case is `(name, build, expected, extra)`: `build(folder)` writes the input and returns its
-path; `expected` is a fragment the one-line error must hold (or a tuple of alternatives); `extra` are command-line options
-(a lowered limit, so that a small file can cross it)."""
+path; `expected` is a fragment the one-line error must hold (or a tuple of alternatives); `extra`
+are command-line options (a lowered limit, so that a small file can cross it)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ def many_events(folder: Path) -> Path:
 
 def nested_ops(depth: int) -> list[dict]:
     """`depth` CPU ops each inside the one before, then a kernel launched from the innermost."""
-    ops = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": float(i), "dur": float(4 * depth - 2 * i),
+    ops = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": float(i),
+            "dur": float(4 * depth - 2 * i),
             "args": {"External id": i}} for i in range(depth)]
     launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": float(depth),
               "dur": 1.0, "args": {"correlation": 1}}
@@ -207,7 +208,8 @@ def huge_saved_report(folder: Path) -> Path:
 
 
 # gate and diff read it as a saved report; report and info as a trace
-CASES.append(("huge_saved_report", huge_saved_report, ("too large for a saved traceanalyze JSON report", "not JSON"), ()))
+CASES.append(("huge_saved_report", huge_saved_report, ("too large for a saved traceanalyze JSON report", "not JSON"),
+              ()))
 
 
 def renamed_fixture(fixture: Path, *, device: str, kernel: str, annotation: str) -> bytes:

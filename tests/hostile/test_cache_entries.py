@@ -45,7 +45,8 @@ def test_a_fifo_at_every_entry_path_does_not_block_a_report_or_a_load(tmp_path, 
         entry.unlink()
         os.mkfifo(entry)
     done: list[object] = []
-    worker = threading.Thread(target=lambda: done.extend([analyze(trace, run=RunOptions(cache=cache)), load_trace(trace, cache=cache)]),
+    worker = threading.Thread(target=lambda: done.extend([analyze(trace, run=RunOptions(cache=cache)),
+                                                          load_trace(trace, cache=cache)]),
                               daemon=True)
     worker.start()
     worker.join(30)

@@ -25,7 +25,8 @@ DEEP_JSON = '{"format": "traceanalyze-device", "x": ' + "[" * 100_000 + "]" * 10
 
 
 def test_nesting_depth_skips_strings_and_comments():
-    assert config_files.nesting_depth('a = "[[[" # [[[[\nb = [[1], {x = \'{{\'}]\nc = """\n[[[\n"""', comments=True) == 2
+    assert config_files.nesting_depth('a = "[[[" # [[[[\nb = [[1], {x = \'{{\'}]\nc = """\n[[[\n"""',
+                                      comments=True) == 2
     assert config_files.nesting_depth('{"a": ["[\\"[", {"b": []}]}', comments=False) == 4
 
 
@@ -77,4 +78,5 @@ def test_the_cli_says_one_line_and_exits_2(tmp_path, where):
                              *extra], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 2
-    assert len(result.stderr.splitlines()) == 1 and re.search(r"nested 10000[01] deep \(at most 64", result.stderr), result.stderr
+    assert len(result.stderr.splitlines()) == 1 and re.search(r"nested 10000[01] deep \(at most 64",
+                                                              result.stderr), result.stderr

@@ -77,5 +77,6 @@ def test_a_bad_dask_address_is_one_line(folder, address, said):
                              "--executor-address", address], capture_output=True, text=True, timeout=120,
                             check=False, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 2
-    assert result.stderr.startswith(f"traceanalyze: error: {said}") and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"traceanalyze: error: {said}"), result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
     assert "pw" not in result.stderr

@@ -94,7 +94,8 @@ def without_code_spans(markdown: str) -> str:
                                      ["diff", "base.json.gz"], ["diff", "base.json.gz", "-f", "markdown"],
                                      ["diff", "base.json.gz", "-f", "html"]])
 def test_reports_and_diffs_of_a_hostile_trace(hostile, command):
-    args = [command[0], *(["base.json.gz"] if command[0] == "diff" else []), "hostile.json.gz", *command[2 if command[0] == "diff" else 1:]]
+    args = [command[0], *(["base.json.gz"] if command[0] == "diff" else []), "hostile.json.gz",
+            *command[2 if command[0] == "diff" else 1:]]
     result = run(*args, cwd=hostile)
     assert result.returncode == 0, result.stderr
     assert_nothing_injected(result.stdout)
@@ -111,13 +112,16 @@ def test_reports_and_diffs_of_a_hostile_trace(hostile, command):
 
 def test_gate_on_actions_writes_only_its_own_commands_and_well_formed_junit(hostile, tmp_path):
     summary = tmp_path / "summary.md"
-    result = run("gate", "hostile.json.gz", "--baseline", "base.json.gz", "--max-regression", "1%", "--allow-unreliable",
+    result = run("gate", "hostile.json.gz", "--baseline", "base.json.gz", "--max-regression", "1%",
+                 "--allow-unreliable",
                  "--max-idle-fraction", "0.1", "--junit", tmp_path / "junit.xml", cwd=hostile,
                  env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert result.returncode == 1, result.stderr
-    assert_nothing_injected(result.stdout, ours=("::error title=traceanalyze gate", "::warning title=traceanalyze gate"))
+    assert_nothing_injected(result.stdout, ours=("::error title=traceanalyze gate",
+                                                 "::warning title=traceanalyze gate"))
     warning = [line for line in result.stdout.splitlines() if line.startswith("::warning")]
-    assert warning == ["::warning title=traceanalyze gate::different devices: the baseline ran on NVIDIA A100-SXM4-80GB, "
+    assert warning == ["::warning title=traceanalyze gate::different devices: the baseline ran on NVIDIA "
+                       "A100-SXM4-80GB, "
                        "this run on A100%0A::error title=x::injected%0A::add-mask::y; its times and regime shares are "
                        "not comparable (make the baseline on the same device); cannot compare: the baseline rows "
                        "are shown, not judged"]
@@ -126,7 +130,8 @@ def test_gate_on_actions_writes_only_its_own_commands_and_well_formed_junit(host
     assert ("this run on A100 ::error title=x::injected ::add-mask::y; its times" in text)  # one line, as a quote
     root = ElementTree.parse(tmp_path / "junit.xml").getroot()
     values = [p.get("value") for p in root.iter("property") if p.get("name") == "warning"]
-    assert values[0].startswith(f"different devices: the baseline ran on NVIDIA A100-SXM4-80GB, this run on {DEVICE};")  # as &#10;
+    # as &#10;
+    assert values[0].startswith(f"different devices: the baseline ran on NVIDIA A100-SXM4-80GB, this run on {DEVICE};")
 
 
 def test_a_control_character_in_the_device_name_keeps_junit_well_formed(hostile, tmp_path):
@@ -158,8 +163,10 @@ def parsed_elements(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium) for the headless DOM check")
-@pytest.mark.parametrize("command", [["report", "hostile.json.gz", "-f", "html"], ["diff", "base.json.gz", "hostile.json.gz", "-f", "html"]])
+@pytest.mark.skipif(CHROMIUM is None,
+                    reason="no chromium on PATH (apt-get install chromium) for the headless DOM check")
+@pytest.mark.parametrize("command", [["report", "hostile.json.gz", "-f", "html"],
+                                     ["diff", "base.json.gz", "hostile.json.gz", "-f", "html"]])
 def test_headless_chromium_runs_nothing_from_the_trace(hostile, tmp_path, command):
     page = tmp_path / "page.html"
     result = run(*command, "-o", page, cwd=hostile)
@@ -171,19 +178,22 @@ def test_headless_chromium_runs_nothing_from_the_trace(hostile, tmp_path, comman
     elements = parsed_elements(dom)
     assert not {tag for tag, _ in elements} & {"img", "script", "iframe"}  # no element from a trace string
     assert not [name for _, attrs in elements for name, _ in attrs if name.startswith("on")]  # nor an event handler
-    assert not [value for _, attrs in elements for _, value in attrs if (value or "").strip().lower().startswith("javascript:")]
+    assert not [value for _, attrs in elements for _, value in attrs
+                if (value or "").strip().lower().startswith("javascript:")]
     assert "&lt;img src=x onerror=" in dom  # the names are there, as text
 
 
 def test_json_text_escapes_what_the_encoder_leaves_raw():
-    assert escape.json_text('{"k": "a\x7f\x9b2J\u202e\u2028\ufeffb"}') == '{"k": "a\\u007f\\u009b2J\\u202e\\u2028\\ufeffb"}'
+    encoded = '{"k": "a\x7f\x9b2J\u202e\u2028\ufeffb"}'
+    assert escape.json_text(encoded) == '{"k": "a\\u007f\\u009b2J\\u202e\\u2028\\ufeffb"}'
     assert json.loads(escape.json_text(json.dumps("a\x7f\x9b\u202e", ensure_ascii=False))) == "a\x7f\x9b\u202e"
 
 
 JSON_RAW = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
-@pytest.mark.parametrize("command", [["report", "c1.json.gz", "-f", "json"], ["diff", "base.json.gz", "c1.json.gz", "-f", "json"],
+@pytest.mark.parametrize("command", [["report", "c1.json.gz", "-f", "json"],
+                                     ["diff", "base.json.gz", "c1.json.gz", "-f", "json"],
                                      ["gate", "c1.json.gz", "--baseline", "base.json.gz", "--max-regression", "1%",
                                       "--allow-unreliable", "-f", "json"]])
 def test_json_output_carries_no_raw_control_or_formatting_character(hostile, command):
@@ -206,4 +216,5 @@ def test_an_error_naming_a_hostile_file_name_stays_one_line(tmp_path):
     (tmp_path / name).write_text("x")
     result = run("report", name, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == "traceanalyze: error: bad\\n::error::y\\x1b[2J.json: not JSON (a Chrome/Kineto trace is a JSON object)\n"
+    assert result.stderr == ("traceanalyze: error: bad\\n::error::y\\x1b[2J.json: not JSON "
+                             "(a Chrome/Kineto trace is a JSON object)\n")

@@ -53,7 +53,8 @@ def test_every_report_format_stays_small(long_names, form):
 
 def test_the_step_summary_stays_under_one_mib(long_names, tmp_path):
     summary = tmp_path / "summary.md"
-    result = run("gate", long_names / "long.json", "--baseline", FIXTURE, "--max-regression", "1%", "--allow-unreliable",
+    result = run("gate", long_names / "long.json", "--baseline", FIXTURE, "--max-regression", "1%",
+                 "--allow-unreliable",
                  "--max-idle-fraction", "0.01", "--no-cache", cwd=tmp_path,
                  env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     assert result.returncode == 1, result.stderr[-2000:]

@@ -105,7 +105,8 @@ def repeated_ids_trace(n: int) -> dict:
     for i in range(n):
         events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 3,
                        "args": {"External id": 5}})
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10 * i + 1,
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": 10 * i + 1,
                        "dur": 1, "args": {"External id": 5, "correlation": 7}})
         events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10 * i + 3, "dur": 5,
                        "args": {"External id": 5, "correlation": 7, "device": 0, "stream": 7}})
@@ -125,7 +126,8 @@ def test_repeated_ids_stay_linear_and_are_counted(tmp_path):
     assert seconds < 30, f"{seconds:.1f} s"
     health = trace_health(trace)
     assert health.filter(pl.col("finding") == "repeated_correlation_ids")["count"].to_list() == [n - 1]
-    assert health.filter(pl.col("finding") == "repeated_external_ids")["count"].to_list() == [n - 1]  # the n ops of id 5
+    # the n ops of id 5
+    assert health.filter(pl.col("finding") == "repeated_external_ids")["count"].to_list() == [n - 1]
     assert linked_gpu(trace)["launch_start_ns"].unique().to_list() == [1000]  # the first launch, for every kernel
     assert report.ranks[0].devices.height == 1
 
@@ -161,7 +163,8 @@ def test_an_unreadable_file_is_one_line(tmp_path, monkeypatch, command):
 def test_integers_beyond_their_columns_load(tmp_path):
     """A device id, stream, correlation, world size and device properties beyond int32/int64: a
     value its column cannot hold counts as absent (device from the pid, then 0), never a traceback."""
-    event = {**EVENT, "pid": 3, "args": {"device": 10**30, "stream": -(10**25), "correlation": 10**40, "grid": [1, 1, 1]}}
+    event = {**EVENT, "pid": 3, "args": {"device": 10**30, "stream": -(10**25), "correlation": 10**40,
+                                         "grid": [1, 1, 1]}}
     path = tmp_path / "huge.json"
     path.write_text(json.dumps({"traceEvents": [event, {**event, "ts": 5.0}],
                                 "distributedInfo": {"rank": 3, "world_size": 10**30},
@@ -194,7 +197,8 @@ def test_a_rank_beyond_int32_is_refused_however_written(tmp_path, rank):
     document["distributedInfo"] = {"rank": rank, "world_size": 8}
     path = tmp_path / "rank.json"
     path.write_text(json.dumps(document))
-    with pytest.raises(TraceFormatError, match=r"rank.json: distributedInfo.rank \S+ is not a rank \(at most 2\^31 - 1\)$"):
+    with pytest.raises(TraceFormatError,
+                       match=r"rank.json: distributedInfo.rank \S+ is not a rank \(at most 2\^31 - 1\)$"):
         load_trace(path)
 
 

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "synthetic_training.json.gz"
 
 
-def run(*args, cwd: Path, env: dict[str, str] | None = None, file_limit: int | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args, cwd: Path, env: dict[str, str] | None = None,
+        file_limit: int | None = None) -> subprocess.CompletedProcess[str]:
     def limit() -> None:
         if file_limit is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
@@ -82,8 +83,10 @@ def test_a_step_summary_that_is_the_input_is_refused(tmp_path, trace, summary):
 
 
 def test_two_outputs_naming_one_file_are_refused(tmp_path, trace):
-    result = run("gate", trace, "--max-idle-fraction", "1", "--junit", tmp_path / "v.txt", "-o", tmp_path / "v.txt", cwd=tmp_path)
-    assert one_error_line(result) == f"traceanalyze: error: {tmp_path / 'v.txt'}: given to both --output and --junit; choose another file"
+    result = run("gate", trace, "--max-idle-fraction", "1", "--junit", tmp_path / "v.txt", "-o", tmp_path / "v.txt",
+                 cwd=tmp_path)
+    assert one_error_line(result) == (f"traceanalyze: error: {tmp_path / 'v.txt'}: given to both --output and --junit; "
+                                      "choose another file")
 
 
 def test_a_failed_write_keeps_the_previous_output_whole(tmp_path, trace):
@@ -97,7 +100,8 @@ def test_a_failed_write_keeps_the_previous_output_whole(tmp_path, trace):
 
 def test_a_junit_write_that_fails_leaves_no_partial_file(tmp_path, trace):
     junit = tmp_path / "junit.xml"
-    result = run("gate", trace, "--max-idle-fraction", "1", "--allow-unreliable", "--junit", junit, cwd=tmp_path, file_limit=100)
+    result = run("gate", trace, "--max-idle-fraction", "1", "--allow-unreliable", "--junit", junit, cwd=tmp_path,
+                 file_limit=100)
     assert "cannot write: File too large" in one_error_line(result)
     assert not junit.exists() and leftovers(tmp_path) == []
 
@@ -149,5 +153,6 @@ def test_refusal_compares_files_not_names(tmp_path):
 
 def test_calibrate_refuses_one_file_for_the_device_file_and_the_chart(tmp_path):
     result = run("calibrate", "--quick", "--output", tmp_path / "d.json", "--plot", tmp_path / "d.json", cwd=tmp_path)
-    assert one_error_line(result) == f"traceanalyze: error: {tmp_path / 'd.json'}: given to both --output and --plot; choose another file"
+    assert one_error_line(result) == (f"traceanalyze: error: {tmp_path / 'd.json'}: given to both --output and --plot; "
+                                      "choose another file")
     assert list(tmp_path.iterdir()) == []

@@ -100,5 +100,6 @@ def test_a_stream_wait_record_takes_the_first_call_of_its_id(tmp_path):
     path.write_text(json.dumps({"traceEvents": stream_waits(3), "deviceProperties": H100}))
     trace = load_trace(path)
     linked = linked_gpu(trace).sort("start_ns")
-    assert linked["launch_start_ns"].to_list() == [linked["launch_start_ns"][0]] * 3  # all linked to the first copy call
+    # all linked to the first copy call
+    assert linked["launch_start_ns"].to_list() == [linked["launch_start_ns"][0]] * 3
     assert after_stream_wait(linked, trace).to_list() == [True, False, False]

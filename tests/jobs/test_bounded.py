@@ -34,7 +34,8 @@ def reports(request, tmp_path_factory):
         folder = DLRM
     else:
         folder = mr.write_job(tmp_path_factory.mktemp("job"))
-    return (traceanalyze.analyze(folder, run=RunOptions(workers=1)), traceanalyze.analyze(folder, run=RunOptions(workers=1, rank_frames="bounded")))
+    return (traceanalyze.analyze(folder, run=RunOptions(workers=1)),
+            traceanalyze.analyze(folder, run=RunOptions(workers=1, rank_frames="bounded")))
 
 
 @pytest.mark.parametrize("render", [render_json, render_markdown, lambda r: render_terminal(_every_rank(r), width=100)],
@@ -63,5 +64,6 @@ def test_pooled_kernels_from_parts_equal_the_pooled_rows(reports):
     expected = attribution.kernels_by_name(rows)
     # float sums are summed per rank first: equal to the last digits, counts and times exactly
     assert_frame_equal(full.kernels, expected, check_exact=False, rel_tol=1e-12)
-    assert full.kernels.select("name", "bound", "count", "total_ns").equals(expected.select("name", "bound", "count", "total_ns"))
+    assert full.kernels.select("name", "bound", "count",
+                               "total_ns").equals(expected.select("name", "bound", "count", "total_ns"))
     assert_frame_equal(full.ops, attribution.kernels_by_op(rows), check_exact=False, rel_tol=1e-12)

@@ -37,7 +37,8 @@ def dlrm():
 def _tips(page: str, chart: str) -> list[list[str]]:
     """The tooltips of the marks of every `<svg data-chart=chart>` of the page, chart by chart."""
     svgs = re.findall(rf'<svg[^>]*data-chart="{chart}"[^>]*>(.*?)</svg>', page, flags=re.S)
-    return [[unescape(t) for t in re.findall(r'class="mark"[^>]*><title>(.*?)</title>', svg, flags=re.S)] for svg in svgs]
+    return [[unescape(t) for t in re.findall(r'class="mark"[^>]*><title>(.*?)</title>', svg, flags=re.S)]
+            for svg in svgs]
 
 
 def test_dlrm_html_is_the_same_from_bounded_ranks(dlrm):
@@ -118,4 +119,5 @@ def test_what_a_rank_sends_does_not_grow_with_its_kernels(tmp_path):
     assert abs(sent_big - sent_small) < 0.01 * sent_small
     for timeline in big.charts.timelines:  # at most a row per pixel bin and category, whatever the kernels
         for row in timeline.rows:
-            assert row.intervals.is_empty() and row.bins.height <= plots.MAX_MARKS // 2 * row.bins["category"].n_unique()
+            assert row.intervals.is_empty()
+            assert row.bins.height <= plots.MAX_MARKS // 2 * row.bins["category"].n_unique()

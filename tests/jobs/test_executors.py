@@ -18,7 +18,8 @@ from traceanalyze.renderers.jsonout import render_json
 from traceanalyze import RunOptions
 
 DLRM = SHARED_TRACES_DIR / "param_v100_dlrm_4ranks"
-needs_dlrm = pytest.mark.skipif(not DLRM.is_dir(), reason=f"{DLRM} is absent (the shared traces sit next to the repository)")
+needs_dlrm = pytest.mark.skipif(not DLRM.is_dir(),
+                                reason=f"{DLRM} is absent (the shared traces sit next to the repository)")
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,8 @@ def test_dask_local_cluster_gives_the_same_json():
     assert _json(traceanalyze.analyze(DLRM, run=RunOptions(executor="dask", workers=2))) == _all_at_once(DLRM)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (pip install 'traceanalyze[ray]')")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                    reason="Ray is not installed (pip install 'traceanalyze[ray]')")
 @needs_dlrm
 def test_ray_gives_the_same_json(monkeypatch):
     import ray

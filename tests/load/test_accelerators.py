@@ -41,9 +41,11 @@ def mtia_events() -> list[dict]:
 def test_categories():
     assert [gpu_category_kind(c) for c in ("mtia_ccp_events", "kernel", "xpu_kernel", "npu_memcpy", "hpu_memset")] == \
         ["kernel", "kernel", "kernel", "memcpy", "memset"]
-    assert [gpu_category_kind(c) for c in ("cpu_kernel", "cpu_op", "gpu_user_annotation", "kernel_x", "python_function")] == \
+    assert [gpu_category_kind(c) for c in ("cpu_kernel", "cpu_op", "gpu_user_annotation", "kernel_x",
+                                           "python_function")] == \
         [None] * 5
-    assert [is_runtime_category(c) for c in ("mtia_runtime", "xpu_runtime", "cuda_driver", "cpu_runtime", "cpu_op")] == \
+    assert [is_runtime_category(c) for c in ("mtia_runtime", "xpu_runtime", "cuda_driver", "cpu_runtime",
+                                             "cpu_op")] == \
         [True, True, True, False, False]
     assert runtime_kind(LAUNCH) == "launch"
 
@@ -53,7 +55,8 @@ def test_mtia_trace(tmp_path):
     path.write_text(json.dumps({"traceEvents": mtia_events()}))
     trace = load_trace(path)
     assert trace.gpu.sort("start_ns").select("name", "kind", "stream", "start_ns", "duration_ns").rows() == [
-        *[(f"job_{i}", "kernel", i % 2, (10 * i + 3) * 1000, 4000) for i in range(5)], ("copy", "memcpy", 5, 60_000, 1000)]
+        *[(f"job_{i}", "kernel", i % 2, (10 * i + 3) * 1000, 4000)
+          for i in range(5)], ("copy", "memcpy", 5, 60_000, 1000)]
     assert trace.runtime.select("kind").to_series().to_list() == ["launch"] * 5
     linked = linked_gpu(trace).sort("start_ns")
     assert linked["launch_start_ns"].to_list() == [10_000 * i for i in range(5)] + [None]
@@ -77,7 +80,8 @@ def test_every_decode_path_routes_them(path_name):
         chunk = columnar.chunk_tables(text, False)
     else:
         chunk = msgspec_chunk(text) if path_name == "msgspec" else _general_chunk(text, False)
-    assert chunk.frames["gpu"].select("name", "kind").rows() == [*((f"job_{i}", "kernel") for i in range(5)), ("copy", "memcpy")]
+    expected = [*((f"job_{i}", "kernel") for i in range(5)), ("copy", "memcpy")]
+    assert chunk.frames["gpu"].select("name", "kind").rows() == expected
     assert chunk.frames["runtime"].height == 5
 
 
@@ -86,8 +90,10 @@ def test_device_family_rules():
     assert device_family(has_device_work=True, runtime_names=["hipLaunchKernel"], device_names=[]) == "ROCm"
     assert device_family(has_device_work=True, runtime_names=[], device_names=["AMD Instinct MI300X VF"]) == "ROCm"
     assert device_family(has_device_work=True, runtime_names=[LAUNCH], device_names=[]) == "MTIA"
-    assert device_family(has_device_work=True, runtime_names=["zeCommandListAppendLaunchKernel"], device_names=[]) == "accelerator"
-    assert device_family(has_device_work=False, runtime_names=[], device_names=["NVIDIA H100"], cuda_runtime_version=12) == "none"
+    assert device_family(has_device_work=True, runtime_names=["zeCommandListAppendLaunchKernel"],
+                         device_names=[]) == "accelerator"
+    assert device_family(has_device_work=False, runtime_names=[], device_names=["NVIDIA H100"],
+                         cuda_runtime_version=12) == "none"
     assert device_family(has_device_work=False, runtime_names=["cudaLaunchKernel"], device_names=[]) == "CUDA"
 
 

@@ -217,7 +217,8 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(damage, tmp_path, cache_everythi
 
 
 def test_the_entry_of_another_file_is_not_taken(tmp_path, cache_everything, parses):
-    one, other, folder = write_trace(tmp_path / "one.json", 3), write_trace(tmp_path / "other.json", 5), tmp_path / "cache"
+    one, other, folder = write_trace(tmp_path / "one.json",
+                                     3), write_trace(tmp_path / "other.json", 5), tmp_path / "cache"
     load_trace(one, cache=folder)
     load_trace(other, cache=folder)
     key = cache.entry_key(one, include_python=False, include_flows=False)
@@ -352,7 +353,8 @@ def test_a_hit_counts_as_a_recent_use(tmp_path, cache_everything):
 
 
 def test_temporary_files_of_dead_writers_are_removed(tmp_path):
-    stale, fresh = tmp_path / f"{cache_files.TEMPORARY_PREFIX}a.part", tmp_path / f"{cache_files.TEMPORARY_PREFIX}b.part"
+    stale = tmp_path / f"{cache_files.TEMPORARY_PREFIX}a.part"
+    fresh = tmp_path / f"{cache_files.TEMPORARY_PREFIX}b.part"
     stale.write_bytes(b"half")
     fresh.write_bytes(b"being written")
     old = time.time() - cache_files.STALE_TEMPORARY_SECONDS - 60

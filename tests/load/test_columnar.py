@@ -29,7 +29,8 @@ from traceanalyze.load.chunk import SKIP_NO_DUR, SKIP_NO_PHASE, SKIP_NO_TS_OR_NA
 from traceanalyze.load.chrome import EventChunks, NotStreamable
 from traceanalyze.load.fast import msgspec_chunk
 
-pytestmark = pytest.mark.skipif(not columnar.available(), reason="the C scanner is not built (no C compiler at install)")
+pytestmark = pytest.mark.skipif(not columnar.available(),
+                                reason="the C scanner is not built (no C compiler at install)")
 
 
 def assert_same_chunk(fast, reference) -> None:
@@ -350,7 +351,8 @@ def test_real_traces_through_the_scanner_and_threads(path: Path, finished: str, 
     elif finished == "in pairs":
         monkeypatch.setattr(decode, "FINISH_PIECES", 2)
     monkeypatch.setattr(nesting, "NATIVE_NESTING_MIN_OPS", 0)
-    assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 6), workers=2), whole_document(path))
+    assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 6), workers=2),
+                whole_document(path))
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 15, 16, 17, 255, 4079, 4080, 4081, 70_000])
@@ -428,7 +430,8 @@ def python_event(**overrides) -> dict:
     # the name and args of a python_function event are passed over unless python events are kept
     json.dumps([op(), python_event(name='a "quoted" \u00e9 \\ name'), kernel()]),
     json.dumps([python_event(name=None), python_event(args=None), python_event(args={"a": [1, {"b": [2.5e3, None]}]})]),
-    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Python id":1,"Python id":2}}]',  # repeated key
+    # a repeated key
+    '[{"ph":"X","cat":"python_function","name":"f","ts":1,"dur":1,"args":{"Python id":1,"Python id":2}}]',
 
     # the category after the name and args: those were read in full
     '[{"name":"g","args":{"External id":"not an int"},"ph":"X","cat":"python_function","ts":1,"dur":1}]',

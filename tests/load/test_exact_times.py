@@ -39,7 +39,8 @@ def event(i: int, ts: str, dur: str, args: str | None = None) -> str:
 
 
 def chunk_text(extra: list[str] = ()) -> bytes:
-    return ("[" + ", ".join([event(i, t, d) for i, (t, d) in enumerate(zip(TEXTS, DURATIONS))] + list(extra)) + "]").encode()
+    events = [event(i, t, d) for i, (t, d) in enumerate(zip(TEXTS, DURATIONS))]
+    return ("[" + ", ".join(events + list(extra)) + "]").encode()
 
 
 EXPECTED = {f"k{i}": (text_ns(t), text_ns(d)) for i, (t, d) in enumerate(zip(TEXTS, DURATIONS))}
@@ -47,7 +48,8 @@ EXPECTED = {f"k{i}": (text_ns(t), text_ns(d)) for i, (t, d) in enumerate(zip(TEX
 
 def times_of(chunk) -> dict[str, tuple[int, int]]:
     gpu = chunk.frames["gpu"]
-    return {name: (start, duration) for name, start, duration in gpu.select("name", "start_ns", "duration_ns").iter_rows()}
+    return {name: (start, duration)
+            for name, start, duration in gpu.select("name", "start_ns", "duration_ns").iter_rows()}
 
 
 def test_the_floats_really_lose_the_nanoseconds():
@@ -80,7 +82,8 @@ def test_general_path():
 
 def test_tolerant_path_keeps_the_digits():
     """An event whose args hold a wrongly typed value is repaired by re-encoding it: the digits survive."""
-    bad = event(99, "1712345678901234.567", "1", '{"device": 0, "stream": 7, "correlation": 99, "grid": "x", "flops": [1]}')
+    bad = event(99, "1712345678901234.567", "1",
+                '{"device": 0, "stream": 7, "correlation": 99, "grid": "x", "flops": [1]}')
     chunk = _general_chunk(chunk_text([bad]), False)
     assert chunk.malformed == 0
     assert times_of(chunk) == {**EXPECTED, "k99": (1712345678901234567, 1000)}
@@ -91,7 +94,8 @@ def test_tolerant_path_keeps_the_digits():
 def test_whole_document_path(extra):
     """The whole-document decoder, typed, and (an event with a wrongly typed arg) untyped then
     converted event by event (`events_tolerant`)."""
-    document, malformed = decode_document(b'{"traceEvents": %s}' % chunk_text(extra), path=None)  # type: ignore[arg-type]
+    document, malformed = decode_document(b'{"traceEvents": %s}' % chunk_text(extra),
+                                          path=None)  # type: ignore[arg-type]
     expected = {**EXPECTED, "k99": (1712345678901234567, 1000)} if extra else EXPECTED
     assert times_of(general_tables(document.traceEvents, include_python=False, malformed=malformed)) == expected
 
@@ -125,8 +129,10 @@ def test_launch_delays_and_gaps_from_such_timestamps_are_exact(tmp_path):
 
     b = TraceBuilder(base_us=0.0)
     b.launch_kernel(launch_us=0.567, launch_dur_us=0.123, start_us=0.999, dur_us=10.001, name="k1")
-    b.launch_kernel(launch_us=2.001, launch_dur_us=0.5, start_us=20.374, dur_us=1.25, name="k2")  # queued: gap cause launch
-    b.launch_kernel(launch_us=31.249, launch_dur_us=0.25, start_us=31.751, dur_us=1, name="k3")  # launched 249 ns into the gap: host
+    b.launch_kernel(launch_us=2.001, launch_dur_us=0.5, start_us=20.374, dur_us=1.25,
+                    name="k2")  # queued: gap cause launch
+    b.launch_kernel(launch_us=31.249, launch_dur_us=0.25, start_us=31.751, dur_us=1,
+                    name="k3")  # launched 249 ns into the gap: host
     base = Decimal("1712345678901234.000")
     document = b.to_dict()
     for event in document["traceEvents"]:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from traceanalyze.native import compiled
 
 _native = compiled()
-pytestmark = pytest.mark.skipif(_native is None, reason="the compiled extension is not built (TRACEANALYZE_NO_NATIVE or no C compiler)")
+pytestmark = pytest.mark.skipif(_native is None,
+                                reason="the compiled extension is not built (TRACEANALYZE_NO_NATIVE or no C compiler)")
 
 
 def numbered(text: bytes, offsets: list[int], lengths: list[int]) -> tuple[list[int], list[int]]:

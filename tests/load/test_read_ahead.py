@@ -81,7 +81,8 @@ def test_a_read_error_reaches_the_consumer_as_one_line():
         next(blocks)
 
 
-@pytest.mark.skipif(_native is None, reason="the compiled extension is not built (TRACEANALYZE_NO_NATIVE or no C compiler)")
+@pytest.mark.skipif(_native is None,
+                    reason="the compiled extension is not built (TRACEANALYZE_NO_NATIVE or no C compiler)")
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.binary(max_size=64), st.sampled_from(["bytes", "memoryview", "bytearray"]),
                           st.integers(0, 8)), max_size=8))
@@ -99,7 +100,8 @@ def test_concat_is_bytes_join(parts):
     assert joined == b"".join(made)
 
 
-@pytest.mark.skipif(_native is None, reason="the compiled extension is not built (TRACEANALYZE_NO_NATIVE or no C compiler)")
+@pytest.mark.skipif(_native is None,
+                    reason="the compiled extension is not built (TRACEANALYZE_NO_NATIVE or no C compiler)")
 def test_concat_refuses_what_is_no_buffer():
     with pytest.raises(TypeError):
         _native.concat((b"[", 3, b"]"))

@@ -35,7 +35,8 @@ from traceanalyze.load.fast import msgspec_chunk
 KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", *(k.decode() for k, _ in ARG_KEYS)]
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
-                    st.sampled_from(["X", "kernel", "cpu_op", "ac2g", "s", "f", "python_function", "\\u00e9", "\\ud800"]))
+                    st.sampled_from(["X", "kernel", "cpu_op", "ac2g", "s", "f", "python_function",
+                                     "\\u00e9", "\\ud800"]))
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
                       st.dictionaries(st.sampled_from(KEYS), inner, max_size=5)), max_leaves=12)
 events = st.dictionaries(st.sampled_from(KEYS), values, max_size=10)

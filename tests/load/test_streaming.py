@@ -95,7 +95,8 @@ def test_real_traces_in_small_chunks(path, chunks):
 @pytest.mark.parametrize("path", decoder_trace_params())
 def test_python_functions_kept_when_asked(path):
     reference = whole_document(path, include_python=True)
-    assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 8), workers=1, include_python=True), reference,
+    assert_same(load_file(path, include_flows=True, block_size=block_size_for(path, 8), workers=1, include_python=True),
+                reference,
                 python=True)
 
 
@@ -398,4 +399,5 @@ def test_make_big_trace_replicates_with_offsets(tmp_path):
     assert big.steps["step"].n_unique() == big.steps.height
     # every copy links only to itself: one launch per correlation, as in the base
     assert big.runtime["correlation"].drop_nulls().n_unique() == big.runtime["correlation"].drop_nulls().len()
-    assert big.gpu.join(big.runtime, on=["rank", "correlation"]).height >= copies * one.gpu.join(one.runtime, on=["rank", "correlation"]).height - one.gpu.height
+    linked = big.gpu.join(big.runtime, on=["rank", "correlation"]).height
+    assert linked >= copies * one.gpu.join(one.runtime, on=["rank", "correlation"]).height - one.gpu.height

@@ -231,7 +231,8 @@ def gpu_step_annotation_starts(trace: Trace, rounds: bool) -> list[int]:
     """HTA-rounded starts of the `gpu_user_annotation` events named `ProfilerStep#N` (not in our
     tables): HTA's last step starts at the last of any non-GPU event of that name, and where the GPU
     runs behind the CPU (an H100 trace of 8192² FP32 matmuls), that is the GPU-side copy."""
-    return [math.ceil(value) * 1000 if rounds else round(value * 1000) for value in _gpu_step_annotation_ts(trace.source)]
+    return [math.ceil(value) * 1000 if rounds else round(value * 1000)
+            for value in _gpu_step_annotation_ts(trace.source)]
 
 
 def _gpu_step_annotation_ts(path: Path) -> tuple[float, ...]:
@@ -273,7 +274,8 @@ def locate_extras(trace: Trace, hta: HtaRun, rounds: bool) -> pl.DataFrame:
     if wanted.is_empty():
         return pl.DataFrame(schema=BUSY_SCHEMA)
     cpu_side = pl.concat([trace.cpu_ops.select("name", "start_ns", "end_ns"),
-                          trace.runtime.select("name", "start_ns", "end_ns")]).with_columns(pl.col("name").cast(pl.String))
+                          trace.runtime.select("name", "start_ns",
+                                               "end_ns")]).with_columns(pl.col("name").cast(pl.String))
     ours = cpu_side.with_columns(hta_times(cpu_side, rounds)["start_ns"].alias("hta_start_ns"))
     found = wanted.select("source", "name", "stream", "correlation", pl.col("start_ns").alias("hta_start_ns")).join(
         ours, on=["name", "hta_start_ns"], how="left"

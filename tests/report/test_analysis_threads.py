@@ -39,7 +39,8 @@ def test_one_thread_and_three_give_the_same_report_on_real_traces(name):
                      rank_report(trace, dataclasses.replace(options, analysis_threads=1)))
 
 
-FIRST_WAVE = ((report_model.roofline, "kernel_roofline"), (report_model, "_time_parts"), (report_model, "_launch_parts"))
+FIRST_WAVE = ((report_model.roofline, "kernel_roofline"), (report_model, "_time_parts"),
+              (report_model, "_launch_parts"))
 EVERY_TASK = (*FIRST_WAVE, (report_model, "_kernel_parts"), (report_model.attribution, "attribution"),
               (report_model.attribution, "step_attribution"))
 

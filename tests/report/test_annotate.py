@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -45,8 +46,9 @@ def test_annotated_trace_is_the_original_plus_gap_and_finding_slices(tmp_path):
     rank = build_report(traceanalyze.load_trace(FIXTURE)).ranks[0]
     slices = [e for e in added if e["ph"] == "X"]
     gap_slices = [e for e in slices if e["name"].startswith("idle: ")]
+    gaps = rank.gaps.select("start_ns", "duration_ns", "cause").iter_rows()
     assert sorted((round(e["ts"] * 1000), round(e["dur"] * 1000), e["name"]) for e in gap_slices) == sorted(
-        (start, duration, f"idle: {cause}") for start, duration, cause in rank.gaps.select("start_ns", "duration_ns", "cause").iter_rows())
+        (start, duration, f"idle: {cause}") for start, duration, cause in gaps)
     spans = sum(len(s) for s in rank.findings["spans"].to_list())
     assert len(slices) - len(gap_slices) == spans and spans > 0
     assert len(judged) == rank.roofline.filter(pl.col("correlation").is_not_null()).height
@@ -123,7 +125,8 @@ def test_each_correlation_and_name_is_matched_in_time_order_then_file_order():
     figures = pl.DataFrame({"correlation": [1, 1, 1, 2], "name_id": [0, 0, 0, 0], "bound": ["a", "b", "c", "d"],
                             "roof": None, "intensity_flop_per_byte": None, "roof_fraction": [0.1, 0.2, 0.3, 0.4],
                             "nth": [0, 1, 2, 0]},
-                           schema_overrides={"name_id": pl.Int32, "roof": pl.String, "intensity_flop_per_byte": pl.Float64})
+                           schema_overrides={"name_id": pl.Int32, "roof": pl.String,
+                                             "intensity_flop_per_byte": pl.Float64})
     candidates = _candidates([(0, 1, 0, 9.0), (5, 1, 0, 1.0), (7, 1, 0, 1.0), (8, 2, 0, 0.0), (9, 3, 0, 0.0),
                               (11, 1, 0, 20.0)])  # a fourth event of correlation 1: no fourth op
     marked = _matched([candidates], _Judged(figures, {"k": 0}))

@@ -6,7 +6,8 @@ import polars as pl
 
 from traceanalyze.report.chart_inputs import _gap_labels
 
-LONG_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1>>(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+LONG_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+               "at::detail::Array<char*, 1>>(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)")
 
 
 def gaps(rows: list[dict]) -> pl.DataFrame:
@@ -19,18 +20,21 @@ def test_each_gap_label_names_cause_step_cpu_side_and_next_kernel():
     frame = gaps([
         {"cause": "sync", "step": 3, "cpu_op": "aten::item", "annotation": "fwd", "sync_call": "cudaStreamSynchronize",
          "next_gpu_op": LONG_KERNEL},
-        {"cause": "host", "step": None, "cpu_op": None, "annotation": "optimizer", "sync_call": None, "next_gpu_op": "k"},
+        {"cause": "host", "step": None, "cpu_op": None, "annotation": "optimizer", "sync_call": None,
+         "next_gpu_op": "k"},
         {"cause": "host", "step": 12, "cpu_op": "", "annotation": "", "sync_call": "", "next_gpu_op": None},
         {"cause": "data", "step": 0, "cpu_op": None, "annotation": None, "sync_call": None, "next_gpu_op": ""},
         {"cause": "sync", "step": 4, "cpu_op": "aten::item", "annotation": None, "sync_call": "cudaStreamSynchronize",
          "next_gpu_op": LONG_KERNEL},
     ])
     assert _gap_labels(frame).to_list() == [
-        "GPU idle (sync, step 3) — CPU at aten::item in cudaStreamSynchronize; next: at::native::vectorized_elementwise_kernel",
+        "GPU idle (sync, step 3) — CPU at aten::item in cudaStreamSynchronize; next: "
+        "at::native::vectorized_elementwise_kernel",
         "GPU idle (host) — CPU at optimizer; next: k",
         "GPU idle (host, step 12) — CPU at no CPU op; next: –",
         "GPU idle (data, step 0) — CPU at no CPU op; next: –",
-        "GPU idle (sync, step 4) — CPU at aten::item in cudaStreamSynchronize; next: at::native::vectorized_elementwise_kernel",
+        "GPU idle (sync, step 4) — CPU at aten::item in cudaStreamSynchronize; next: "
+        "at::native::vectorized_elementwise_kernel",
     ]
 
 
@@ -52,11 +56,14 @@ def timeline_of(kernels: int, gaps_count: int):
     from traceanalyze.report.chart_inputs import _timelines
 
     ops = pl.DataFrame({"device": [0] * kernels, "stream": [7] * kernels,
-                        "start_ns": [2000 * i for i in range(kernels)], "end_ns": [2000 * i + 1000 for i in range(kernels)],
+                        "start_ns": [2000 * i for i in range(kernels)],
+                        "end_ns": [2000 * i + 1000 for i in range(kernels)],
                         "regime": ["bandwidth"] * kernels, "name": [f"k{i % 3}" for i in range(kernels)]})
     gap_rows = [{"device": 0, "start_ns": 2000 * i + 1000, "end_ns": 2000 * i + 2000, "cause": "host", "step": None,
-                 "cpu_op": "aten::mm", "annotation": None, "sync_call": None, "next_gpu_op": "k1"} for i in range(gaps_count)]
-    gap_frame = gaps(gap_rows).with_columns(pl.lit(0, dtype=pl.Int32).alias("device"), start_ns=pl.Series([r["start_ns"] for r in gap_rows], dtype=pl.Int64),
+                 "cpu_op": "aten::mm", "annotation": None, "sync_call": None, "next_gpu_op": "k1"}
+                for i in range(gaps_count)]
+    gap_frame = gaps(gap_rows).with_columns(pl.lit(0, dtype=pl.Int32).alias("device"),
+                                            start_ns=pl.Series([r["start_ns"] for r in gap_rows], dtype=pl.Int64),
                                              end_ns=pl.Series([r["end_ns"] for r in gap_rows], dtype=pl.Int64))
     idle = pl.DataFrame({"device": [0], "window_start_ns": [0], "window_end_ns": [2000 * kernels]})
     streams = pl.DataFrame({"device": [0], "stream": [7], "busy_ns": [1000 * kernels]})

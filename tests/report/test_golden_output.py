@@ -39,7 +39,8 @@ RENDERINGS = {
 def test_output_matches_its_golden_file(tmp_path, name):
     path = verdict_trace(tmp_path)
     text = RENDERINGS[name](traceanalyze.analyze(path))
-    text = text.replace(str(path), "<trace>").replace(f"traceanalyze {traceanalyze.__version__}", "traceanalyze <version>")
+    text = text.replace(str(path), "<trace>").replace(f"traceanalyze {traceanalyze.__version__}",
+                                                      "traceanalyze <version>")
     golden = GOLDEN / name
     if UPDATE:
         golden.parent.mkdir(exist_ok=True)

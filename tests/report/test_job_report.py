@@ -49,10 +49,12 @@ def test_json_sections(folder):
     assert second["wait_us"] == 3 * mr.DELAY_US and second["transfer_us"] == mr.TRANSFER_US
     assert second["busbw_bytes_per_s"] == pytest.approx(mr.MESSAGE_BYTES / 2e-3 * 1.5)
     assert [(p["rank"], p["arrival_us"], p["wait_us"]) for p in second["per_rank"]] == [
-        (r, mr.DELAY_US if r == mr.STRAGGLER else 0.0, 0.0 if r == mr.STRAGGLER else mr.DELAY_US) for r in range(mr.RANKS)]
+        (r, mr.DELAY_US if r == mr.STRAGGLER else 0.0, 0.0 if r == mr.STRAGGLER
+         else mr.DELAY_US) for r in range(mr.RANKS)]
     stragglers = doc["stragglers"]
     # the straggler's host idle in step 2's window: before its late compute kernel, after the all-reduce
-    straggler_host_us = (20 + mr.DELAY_US) + mr.step_start(mr.DELAY_STEP) + mr.STEP_US - mr.collective_end(mr.DELAY_STEP)
+    straggler_host_us = ((20 + mr.DELAY_US) + mr.step_start(mr.DELAY_STEP) + mr.STEP_US
+                         - mr.collective_end(mr.DELAY_STEP))
     assert stragglers["slowest_rank"] == mr.STRAGGLER
     assert stragglers["steps"] == [{"step": mr.DELAY_STEP, "slowest_rank": mr.STRAGGLER, "behind_us": mr.DELAY_US,
                                     "others_wait_us": 3 * mr.DELAY_US, "collectives_last": 1, "ranks": mr.RANKS,

@@ -115,7 +115,8 @@ def mm_op(b: TraceBuilder, start: float, m: int, k: int, n: int, *, dur: float) 
 def elementwise(b: TraceBuilder, name: str, start: float, numel: int, *, dur: float) -> None:
     op = b.cpu_op(name, start, 10, input_dims=[[numel], [numel], []], input_types=[BF16, BF16, "Scalar"],
                   input_strides=[[1], [1], []], concrete_inputs=["", "", "1"])
-    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op, name=ELEMENTWISE)
+    b.launch_kernel(launch_us=start + 2, launch_dur_us=4, start_us=start + 20, dur_us=dur, external_id=op,
+                    name=ELEMENTWISE)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,8 @@ def test_markdown_numbers_are_the_model_numbers(synthetic):
     rank = synthetic.ranks[0]
     text = render_markdown(synthetic)
     idle = rank.idle.row(0, named=True)
-    assert f"GPU idle **{format_percent(idle['idle_fraction'])}** of a {format_duration_ns(idle['window_ns'])} window" in text
+    idle_text = format_percent(idle["idle_fraction"])
+    assert f"GPU idle **{idle_text}** of a {format_duration_ns(idle['window_ns'])} window" in text
     for key in ("overhead", "bandwidth", "compute"):
         share = rank.attribution[key][0]
         assert re.search(rf"^\| {key} +\| `[█·]+` +\| {re.escape(format_percent(share))} ", text, re.M), key
@@ -197,7 +199,8 @@ def test_chart_marks_count_the_data(synthetic):
     (steps,) = charts(tree, "steps")
     assert steps["marks"] == 2 * rank.steps.height  # busy and idle per step
     (regimes,) = charts(tree, "regimes")
-    rows = pl.concat([rank.attribution.select(*plots.REGIME_COLOURS), rank.step_attribution.select(*plots.REGIME_COLOURS)])
+    rows = pl.concat([rank.attribution.select(*plots.REGIME_COLOURS),
+                      rank.step_attribution.select(*plots.REGIME_COLOURS)])
     assert regimes["marks"] == sum(1 for row in rows.iter_rows() for v in row if v > 0)
     (causes,) = charts(tree, "causes")
     assert causes["marks"] == rank.gaps["cause"].n_unique()
@@ -243,8 +246,10 @@ def test_timeline_is_binned_and_capped():
 
 
 def test_roofline_escapes_and_skips_unplottable_points():
-    points = [plots.RooflinePoint("a<b>", 10.0, 1e12, 5.0, "bandwidth"), plots.RooflinePoint("zero", 0.0, 0.0, 5.0, "bandwidth")]
-    svg = plots.roofline_chart(points, [plots.Roof(312e12, "312 TFLOP/s", "bf16 tensor")], [plots.Roof(2e12, "memory 2 TB/s")])
+    points = [plots.RooflinePoint("a<b>", 10.0, 1e12, 5.0, "bandwidth"),
+              plots.RooflinePoint("zero", 0.0, 0.0, 5.0, "bandwidth")]
+    svg = plots.roofline_chart(points, [plots.Roof(312e12, "312 TFLOP/s", "bf16 tensor")],
+                               [plots.Roof(2e12, "memory 2 TB/s")])
     assert svg.count('class="mark"') == 1
     assert "a&lt;b&gt;" in svg and "a<b>" not in svg
 

@@ -29,7 +29,8 @@ def two_devices() -> TraceBuilder:
 
 
 def doc_of(builder: TraceBuilder, tmp_path, **options):
-    return report_to_dict(build_report(traceanalyze.load_trace(builder.write(tmp_path / "t.json")), ReportOptions(**options)))
+    return report_to_dict(build_report(traceanalyze.load_trace(builder.write(tmp_path / "t.json")),
+                                       ReportOptions(**options)))
 
 
 def test_json_idle_per_device_is_not_overwritten_by_the_peaks(tmp_path):
@@ -105,7 +106,8 @@ def test_json_launch_latency_by_kind_and_kernel(tmp_path):
 
 
 def test_terminal_latency_tables(tmp_path):
-    text = render_terminal(build_report(traceanalyze.load_trace(latency_trace().write(tmp_path / "t.json"))), details=True)
+    text = render_terminal(build_report(traceanalyze.load_trace(latency_trace().write(tmp_path / "t.json"))),
+                           details=True)
     lines = text.splitlines()
     assert any(line.split()[:4] == ["kernels", "launch", "→", "start"] and line.split()[4] == "4" for line in lines)
     assert any(line.split()[:4] == ["communication", "launch", "→", "start"] for line in lines)

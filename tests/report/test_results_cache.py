@@ -48,7 +48,8 @@ def write_trace(path: Path, kernels: int = 4) -> Path:
 
 
 def write_device_file(path: Path, bandwidth: float) -> Path:
-    path.write_text(json.dumps({"format": "traceanalyze-device", "version": 1, "memory_bandwidth_bytes_per_s": bandwidth,
+    path.write_text(json.dumps({"format": "traceanalyze-device", "version": 1,
+                                "memory_bandwidth_bytes_per_s": bandwidth,
                                 "default_flops_per_s": 1e12}))
     return path
 
@@ -285,7 +286,8 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(damage, tmp_path, cache_eve
     DAMAGE[damage](entry)
     analyzed = analyze(path, run=RunOptions(cache=folder))
     assert len(analyses) == 2 and rendered(analyzed) == rendered(first)
-    assert_same_rank(analyze(path, run=RunOptions(cache=folder)).ranks[0], first.ranks[0])  # rewritten: read back, not analysed
+    assert_same_rank(analyze(path, run=RunOptions(cache=folder)).ranks[0],
+                     first.ranks[0])  # rewritten: read back, not analysed
     assert len(analyses) == 2
 
 
@@ -311,7 +313,8 @@ def test_a_wrong_schema_is_a_miss_even_when_the_checksums_hold(tmp_path, cache_e
 def _write_header(folder: Path, key, report: RankReport, frames: dict[str, pl.DataFrame], scalars) -> None:
     cache_files.write_entry_file(folder, key.entry_name(), lambda handle: cache_files.write_frames(
         handle, results_cache.MAGIC, frames,
-        lambda entries: results_cache.ResultsHeader(key=key, event_count=1, op_depth=1, scalars=scalars, frames=entries),
+        lambda entries: results_cache.ResultsHeader(key=key, event_count=1, op_depth=1, scalars=scalars,
+                                                    frames=entries),
         results_cache.COMPRESSION))
 
 
@@ -332,7 +335,8 @@ def test_a_missing_frame_or_a_field_of_the_wrong_type_is_a_miss(tmp_path, cache_
 
 
 def test_the_entry_of_another_file_or_options_is_not_taken(tmp_path, cache_everything, analyses):
-    one, other, folder = write_trace(tmp_path / "one.json", 3), write_trace(tmp_path / "other.json", 5), tmp_path / "cache"
+    one, other, folder = write_trace(tmp_path / "one.json",
+                                     3), write_trace(tmp_path / "other.json", 5), tmp_path / "cache"
     analysed(one, folder)
     analysed(other, folder)
     analysed(one, folder, ReportOptions(window="steps"))
@@ -388,7 +392,8 @@ def real_outcomes(tmp_path_factory) -> dict[Path, tuple[dict[str, str], dict[str
         results_cache.frame_schemas()
         calls: list[Path] = []
         real = results_cache.rank_report
-        patch.setattr(results_cache, "rank_report", lambda trace, options: calls.append(trace.source) or real(trace, options))
+        patch.setattr(results_cache, "rank_report", lambda trace, options: calls.append(trace.source)
+                      or real(trace, options))
         for path in REAL_INPUTS:
             folder = tmp_path_factory.mktemp("results")
             first = analyze(path, run=RunOptions(cache=folder, workers=1))

@@ -111,7 +111,8 @@ def test_terminal_roofline_and_fusion(report):
     fusion = text[text.index("FUSION"):]
     assert "aten::add → aten::mul" in fusion and "block" in fusion
     compute = report.ranks[0].recoverable.filter(pl.col("regime") == "compute").row(0, named=True)
-    assert compute["roof_share"] == pytest.approx((2 * M * N * K / 312e12) / 1e-3)  # the mm's time at its roof / its time
+    # the mm's time at its roof / its time
+    assert compute["roof_share"] == pytest.approx((2 * M * N * K / 312e12) / 1e-3)
 
 
 def test_device_file_overrides_the_table(trace_path, tmp_path):

@@ -47,5 +47,6 @@ def test_real_trace_reports_round_trip(path):
 def test_a_wrong_type_names_its_field():
     document = json.loads(render_json(traceanalyze.analyze(FIXTURE)))
     document["ranks"][0]["streams"][0]["busy_us"] = "12"
-    with pytest.raises(msgspec.ValidationError, match=r"Expected `float`, got `str` - at `\$.ranks\[0\].streams\[0\].busy_us`"):
+    with pytest.raises(msgspec.ValidationError,
+                       match=r"Expected `float`, got `str` - at `\$.ranks\[0\].streams\[0\].busy_us`"):
         report_from_builtins(document)

@@ -28,8 +28,8 @@ EVIDENCE = ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_sc
 ACTION = ("remove the sync from the step: keep the value on the device, or read it every N steps / after the step; "
           "find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`")
 BIGGER_EVIDENCE = ("1 compute-bound BF16 kernel, 100 µs = 91% of GPU busy (top "
-                   "`ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn`) at 55% of the BF16 roof 312 TFLOP/s; "
-                   "NVIDIA B200 (HGX B200): 2250 TFLOP/s (7.21×)")  # 100 of 110 µs busy; 2250 / 312
+                   "`ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn`) at 55% of the BF16 roof "
+                   "312 TFLOP/s; NVIDIA B200 (HGX B200): 2250 TFLOP/s (7.21×)")  # 100 of 110 µs busy; 2250 / 312
 BIGGER_ACTION = ("a GPU with a higher BF16 roof (the highest in our table: NVIDIA B200 (HGX B200)), "
                  "or less work per step (a smaller model, fewer or smaller matmuls)")
 # The replay (docs/whatif.md) predicts each finding's saving: removing the sync, the `.item()` no longer
@@ -77,8 +77,9 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
         "found for the compute time (49% of the window).",
         "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
         f"predicted saving {SYNC_SAVING}, confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION
-        + "\n- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs (45% of the window), "
-        f"predicted saving {BIGGER_SAVING}, confidence low. Evidence: " + BIGGER_EVIDENCE + ". Fix: " + BIGGER_ACTION,
+        + "\n- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs "
+        f"(45% of the window), predicted saving {BIGGER_SAVING}, confidence low. Evidence: " + BIGGER_EVIDENCE
+        + ". Fix: " + BIGGER_ACTION,
         "",
     ]
     assert details.rstrip().endswith("</details>")

@@ -1,5 +1,5 @@
-"""The torch half of `traceanalyze calibrate`: `measure`, and the timed micro-benchmarks behind it (torch is passed in, never imported here
-at module level).
+"""The torch half of `traceanalyze calibrate`: `measure`, and the timed micro-benchmarks behind it
+(torch is passed in, never imported here at module level).
 
 - the essay's sweep: `out = x * c` repeated r times in ONE kernel, so memory traffic stays 2·N
   elements (read x, write a preallocated out) while the FLOPs grow with r (r per element, spread
@@ -57,11 +57,13 @@ def plan_for(torch: Any, device: str, *, size: int | None, quick: bool) -> Bench
         sweep = size or default
         free, _total = torch.cuda.mem_get_info()
         sweep = min(sweep, max(1 << 20, int(free * 0.4) // (3 * 4)))  # x, out, and a spare copy
-        return BenchPlan("cuda", sweep, 4096 if quick else 8192, samples=5 if quick else 10, min_sample_s=0.01 if quick else 0.05)
+        return BenchPlan("cuda", sweep, 4096 if quick else 8192, samples=5 if quick else 10, min_sample_s=0.01 if quick
+                         else 0.05)
     sweep = size or (1 << (21 if quick else 25))  # 8 MiB (in the last-level cache) / 128 MiB (DRAM)
     threads = 1 if quick else torch.get_num_threads()
     return BenchPlan(
-        "cpu", sweep, 256 if quick else 1024, samples=5 if quick else 7, min_sample_s=0.005 if quick else 0.05, threads=threads,
+        "cpu", sweep, 256 if quick else 1024, samples=5 if quick else 7, min_sample_s=0.005 if quick else 0.05,
+        threads=threads,
         compile_on_cpu=True,
     )
 

@@ -47,7 +47,8 @@ def render_table(calibration: Calibration) -> str:
         lines += [header, "-" * len(header)]
         for point in calibration.sweep:
             lines.append(
-                f"{point.repeat:>5}  {point.flop_per_byte:>9.3g}  {format_si(point.runtime_s, 's', fractions=True):>11}  "
+                f"{point.repeat:>5}  {point.flop_per_byte:>9.3g}  "
+                f"{format_si(point.runtime_s, 's', fractions=True):>11}  "
                 f"{format_si(point.flops_per_s, 'FLOP/s'):>16}  {format_si(point.bytes_per_s, 'B/s'):>12}"
             )
         lines.append("")
@@ -55,18 +56,20 @@ def render_table(calibration: Calibration) -> str:
         copies = ", ".join(f"{dtype} {format_si(rate, 'B/s')}" for dtype, rate in calibration.copy_bytes_per_s.items())
         lines.append(f"copy: {copies}")
     if calibration.matmul_flops_per_s:
-        matmuls = ", ".join(f"{peak_label(key, kind)} {format_si(rate, 'FLOP/s')}" for key, rate in calibration.matmul_flops_per_s.items())
+        matmuls = ", ".join(f"{peak_label(key, kind)} {format_si(rate, 'FLOP/s')}"
+                            for key, rate in calibration.matmul_flops_per_s.items())
         lines.append(f"matmul n={calibration.matmul_size}: {matmuls}")
     lines.append("")
-    lines.append(f"bandwidth roof: {format_si(roofs.bandwidth_bytes_per_s, 'B/s')} (the best of the copies and the sweep's "
-                 f"flat part, {format_si(roofs.sweep_bandwidth_bytes_per_s, 'B/s')})")
+    lines.append(f"bandwidth roof: {format_si(roofs.bandwidth_bytes_per_s, 'B/s')} (the best of the copies and the "
+                 f"sweep's flat part, {format_si(roofs.sweep_bandwidth_bytes_per_s, 'B/s')})")
     if calibration.sweep:
         if roofs.flat_until_repeat is None:
             shape = "runtime grows from the first r: compute-bound at every r measured"
         elif roofs.flat_until_repeat == max(p.repeat for p in calibration.sweep):
             shape = "runtime flat at every r measured: bandwidth-bound throughout (the compute roof is a lower bound)"
         else:
-            shape = f"runtime flat (bandwidth-bound) for r <= {roofs.flat_until_repeat}, then growing with r (compute-bound)"
+            shape = (f"runtime flat (bandwidth-bound) for r <= {roofs.flat_until_repeat}, "
+                     "then growing with r (compute-bound)")
         lines.append(f"pointwise compute roof: {format_si(roofs.compute_flops_per_s, 'FLOP/s')}; {shape}")
         lines.append(
             f"ridge point: compute roof / bandwidth roof = {roofs.ridge_flop_per_byte:.3g} FLOP/byte "
@@ -107,5 +110,6 @@ def render_svg(calibration: Calibration) -> str:
         panels,
         title=f"x = x * c repeated r times: {calibration.device_name}",
         x_label=f"r (compute intensity = r/{2 * element_bytes} FLOP/byte)",
-        footer=f"traceanalyze calibrate, {calibration.date}, torch {calibration.torch_version}: {calibration.sweep_method}",
+        footer=f"traceanalyze calibrate, {calibration.date}, torch {calibration.torch_version}: "
+        f"{calibration.sweep_method}",
     )

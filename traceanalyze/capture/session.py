@@ -448,7 +448,8 @@ def _explain(options: CaptureOptions, recorder: _Recorder, outcome: Outcome) -> 
         if outcome in ("exception", "interrupted"):
             return [f"the script stopped early; the trace of what ran is in {where}"]
         if recorder.whole_run:
-            seen = "no optimizer step" if options.steps_from is None else f"no record_function region named {options.steps_from!r}"
+            seen = ("no optimizer step" if options.steps_from is None
+                    else f"no record_function region named {options.steps_from!r}")
             return [f"{seen} was seen, so the trace covers the whole run ({where}); --steps-from NAME or "
                     "--duration SECONDS choose a window"]
         notes = [f"trace of {captured} step{'s' if captured != 1 else ''} written to {where}"]

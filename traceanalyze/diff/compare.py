@@ -68,7 +68,8 @@ class Diff:
         """Added, removed, slower and faster kernels, in that order, biggest change in total time first."""
         order = {"added": 0, "removed": 1, "slower": 2, "faster": 3}
         rows = [k for k in self.kernels if k.status in order]
-        return tuple(sorted(rows, key=lambda k: (order[k.status], -abs((k.new_total_us or 0.0) - (k.base_total_us or 0.0)))))
+        return tuple(sorted(rows, key=lambda k: (order[k.status],
+                                                 -abs((k.new_total_us or 0.0) - (k.base_total_us or 0.0)))))
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ class _Listed:
 def _kernels(report: ReportV1) -> tuple[dict[str, _Listed], bool]:
     """Kernels by name, per rank (entries of one name with several bounds summed), and whether some
     list was full (so it may be truncated)."""
-    lists: list[tuple[int, list[Any]]] = [(rank.rank or 0, rank.kernels) for rank in report.ranks] or [(0, report.kernels)]
+    lists: list[tuple[int, list[Any]]] = [(rank.rank or 0, rank.kernels)
+                                          for rank in report.ranks] or [(0, report.kernels)]
     merged: dict[str, _Listed] = {}
     for rank, rows in lists:
         for row in rows:
@@ -166,12 +168,14 @@ def _metric_rows(b: Measured, n: Measured, base: ReportV1, new: ReportV1,
                   _relative(float(len(b.steps)), float(len(n.steps))), "count"),
     ]
     b_step, n_step = b.statistic("step_time_ms", statistic), n.statistic("step_time_ms", statistic)
-    rows.append(MetricRow("step_time_ms", f"step time ({statistic})", "ms", b_step, n_step, _relative(b_step, n_step), "relative"))
+    rows.append(MetricRow("step_time_ms", f"step time ({statistic})", "ms", b_step, n_step, _relative(b_step, n_step),
+                          "relative"))
     b_idle, n_idle = b.statistic("idle_fraction", statistic), n.statistic("idle_fraction", statistic)
     rows.append(MetricRow("step_idle_fraction", f"GPU idle per step ({statistic})", "fraction", b_idle, n_idle,
                           _points(b_idle, n_idle), "points"))
     b_win, n_win = b.window.get("idle_fraction"), n.window.get("idle_fraction")
-    rows.append(MetricRow("idle_fraction", "GPU idle (whole window)", "fraction", b_win, n_win, _points(b_win, n_win), "points"))
+    rows.append(MetricRow("idle_fraction", "GPU idle (whole window)", "fraction", b_win, n_win, _points(b_win, n_win),
+                          "points"))
     for regime in REGIMES:
         b_share, n_share = b.window.get(regime), n.window.get(regime)
         rows.append(MetricRow(f"attribution.{regime}", f"{regime} share", "fraction", b_share, n_share,
@@ -179,9 +183,11 @@ def _metric_rows(b: Measured, n: Measured, base: ReportV1, new: ReportV1,
     for key, label in (("p50", "launch → start p50"), ("p99", "launch → start p99")):
         b_lat = getattr(base.summary.launch_to_start_us, key)
         n_lat = getattr(new.summary.launch_to_start_us, key)
-        rows.append(MetricRow(f"launch_to_start_{key}_us", label, "us", b_lat, n_lat, _relative(b_lat, n_lat), "relative"))
+        rows.append(MetricRow(f"launch_to_start_{key}_us", label, "us", b_lat, n_lat, _relative(b_lat, n_lat),
+                              "relative"))
     b_busy, n_busy = base.summary.gpu_busy_us, new.summary.gpu_busy_us
-    rows.append(MetricRow("gpu_busy_us", "GPU busy (whole window)", "us", b_busy, n_busy, _relative(b_busy, n_busy), "relative"))
+    rows.append(MetricRow("gpu_busy_us", "GPU busy (whole window)", "us", b_busy, n_busy, _relative(b_busy, n_busy),
+                          "relative"))
     return rows
 
 

@@ -24,26 +24,31 @@ def _table(rows: list[list[str]], headers: list[str], *, code_first: bool = Fals
 
 
 def _regime_bars(diff: Diff) -> str:
-    shares = {row.name.removeprefix("attribution."): (row.base, row.new) for row in diff.metrics if row.name.startswith("attribution.")}
+    shares = {row.name.removeprefix("attribution."): (row.base, row.new) for row in diff.metrics
+              if row.name.startswith("attribution.")}
     if not shares or all(b is None and n is None for b, n in shares.values()):
         return ""
     by_name = {row.name: row for row in diff.metrics}
     rows = []
     for label, index in (("base", 0), ("new", 1)):
         busy_us = (by_name["gpu_busy_us"].base, by_name["gpu_busy_us"].new)[index] if "gpu_busy_us" in by_name else None
-        idle = (by_name["idle_fraction"].base, by_name["idle_fraction"].new)[index] if "idle_fraction" in by_name else None
+        idle = ((by_name["idle_fraction"].base, by_name["idle_fraction"].new)[index]
+                if "idle_fraction" in by_name else None)
         # the window, so that bar labels and tooltips read as times: busy / (1 − idle fraction)
         window_ns = busy_us * 1000 / (1 - idle) if busy_us and idle is not None and idle < 1 else 1.0
         values = {key: (shares.get(key, (None, None))[index] or 0.0) * window_ns for key in REGIME_KEYS}
         rows.append(plots.BarRow(label, values, sum(values.values())))
-    svg = plots.stacked_bars(rows, plots.REGIME_COLOURS, kind="diff-regimes", title="Where the GPU time goes: base and new")
-    return f'<figure class="chart">{svg}<figcaption>Shares of each run\'s window (overhead = GPU idle).</figcaption></figure>'
+    svg = plots.stacked_bars(rows, plots.REGIME_COLOURS, kind="diff-regimes",
+                             title="Where the GPU time goes: base and new")
+    caption = "Shares of each run's window (overhead = GPU idle)."
+    return f'<figure class="chart">{svg}<figcaption>{caption}</figcaption></figure>'
 
 
 def render_diff_html(diff: Diff, *, top: int = 10) -> str:
     header = (f"<code>{esc(diff.base_source)}</code> ({steps_text(diff.base_steps)}) → "
               f"<code>{esc(diff.new_source)}</code> ({steps_text(diff.new_steps)})")
-    header += "".join(f'<p class="warning" style="color:#a40000"><strong>Warning:</strong> {esc(warning)}</p>' for warning in diff.warnings)
+    header += "".join(f'<p class="warning" style="color:#a40000"><strong>Warning:</strong> {esc(warning)}</p>'
+                      for warning in diff.warnings)
     if diff.scaling:
         header = f"<p><strong>Scaling:</strong> {esc(diff.scaling)}</p>" + header
     changed = diff.changed_kernels

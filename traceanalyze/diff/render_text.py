@@ -86,18 +86,15 @@ def metric_cells(diff: Diff) -> list[list[str]]:
     return [[m.label, _value(m.base, m.unit), _value(m.new, m.unit), _change(m)] for m in diff.metrics]
 
 
-def _us(value: float | None) -> str:
-    return scaled_time(value)
-
-
 def _kernel_change(k: KernelRow) -> str:
     return "–" if k.change is None else f"{100 * k.change:+.1f}%"
 
 
 def kernel_cells(k: KernelRow, width: int) -> list[str]:
-    counts = f"{k.base_count if k.base_count is not None else '–'} → {k.new_count if k.new_count is not None else '–'}"
-    return [kernel_label(k.name, width), counts, _us(k.base_mean_us), _us(k.new_mean_us), _kernel_change(k),
-            _us(k.base_total_us), _us(k.new_total_us), status_mark(k)]
+    base_count = k.base_count if k.base_count is not None else "–"
+    counts = f"{base_count} → {k.new_count if k.new_count is not None else '–'}"
+    return [kernel_label(k.name, width), counts, scaled_time(k.base_mean_us), scaled_time(k.new_mean_us),
+            _kernel_change(k), scaled_time(k.base_total_us), scaled_time(k.new_total_us), status_mark(k)]
 
 
 KERNEL_HEADERS = ["kernel", "calls", "base / call", "new / call", "change", "base total", "new total", "status"]
@@ -123,7 +120,8 @@ def render_diff_terminal(diff: Diff, *, top: int = 10, width: int | None = None)
 
     def kernels(listed: list[KernelRow]) -> list[str]:
         names = Shrinkable(lambda room: [kernel_label(k.name, room) for k in listed])
-        return text_table([kernel_cells(k, 56) for k in listed], KERNEL_HEADERS, width=width, shrink={0: names}).splitlines()
+        return text_table([kernel_cells(k, 56) for k in listed], KERNEL_HEADERS, width=width,
+                          shrink={0: names}).splitlines()
 
     opening = ["SCALING (one program at different sizes)", f"  {diff.scaling}", ""] if diff.scaling else []
     lines = [*opening, f"traceanalyze diff: {_title(diff)}", f"  {summary_line(diff)}",
@@ -168,7 +166,8 @@ def render_diff_markdown(diff: Diff, *, top: int = 10) -> str:
     lines += [f"> ⚠️ **Warning:** {_md(warning)}" for warning in diff.warnings] + ([""] if diff.warnings else [])
     lines += _md_table(metric_cells(diff), METRIC_HEADERS) + [""]
     changed = diff.changed_kernels
-    lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}", ""]
+    lines += [f"**Kernels that changed** (mean time per call, ±{100 * diff.min_change:g}% or more): {len(changed)}",
+              ""]
     if changed:
         lines += _md_table([_md_kernel_row(k) for k in changed], KERNEL_HEADERS, code_first=True) + [""]
     lines += [f"**Top {top_kernels(diff, top)} by total time**", ""]

@@ -33,8 +33,10 @@ BUDGETS: tuple[BudgetSpec, ...] = (
     BudgetSpec("min_compute", "compute", "min", "fraction", "compute share", "--min-compute"),
     BudgetSpec("max_step_time_ms", "step_time_ms", "max", "ms", "step time", "--max-step-time-ms"),
     BudgetSpec("max_launch_p99_us", "launch_p99_us", "max", "us", "launch overhead p99", "--max-launch-p99-us"),
-    BudgetSpec("max_wait_fraction", "wait_fraction", "max", "fraction", "collective wait fraction", "--max-wait-fraction"),
-    BudgetSpec("max_exposed_comm", "exposed_comm", "max", "fraction", "exposed communication share", "--max-exposed-comm"),
+    BudgetSpec("max_wait_fraction", "wait_fraction", "max", "fraction", "collective wait fraction",
+               "--max-wait-fraction"),
+    BudgetSpec("max_exposed_comm", "exposed_comm", "max", "fraction", "exposed communication share",
+               "--max-exposed-comm"),
 )
 RankMode = Literal["worst", "pooled"]
 RANK_MODES: tuple[RankMode, ...] = ("worst", "pooled")
@@ -219,14 +221,15 @@ def resolve_options(file_values: Mapping[str, Any], flags: Mapping[str, Any]) ->
     baseline = merged.get("baseline")
     max_regression = merged.get("max_regression")
     if baseline is not None and max_regression is None:
-        raise ConfigError("a baseline needs --max-regression (e.g. 5% or 0.05): how much worse than the baseline may it get?")
+        raise ConfigError("a baseline needs --max-regression (e.g. 5% or 0.05): how much worse than the "
+                          "baseline may it get?")
     if max_regression is not None and baseline is None:
         raise ConfigError("--max-regression needs a baseline (--baseline BASE.json or a trace)")
     if not thresholds and baseline is None:
         raise ConfigError(
             "nothing to check: give a budget (--max-idle-fraction 0.15, --max-overhead, --min-compute, "
-            "--max-step-time-ms, --max-launch-p99-us, --max-wait-fraction, --max-exposed-comm), a --baseline with --max-regression, "
-            "or a [tool.traceanalyze.gate] table in pyproject.toml"
+            "--max-step-time-ms, --max-launch-p99-us, --max-wait-fraction, --max-exposed-comm), a --baseline with "
+            "--max-regression, or a [tool.traceanalyze.gate] table in pyproject.toml"
         )
     return GateOptions(
         thresholds=thresholds,

@@ -225,9 +225,11 @@ def device_mismatch(base: Measured, new: Measured) -> str | None:
     """A warning when the two sides ran on different devices (by name), else None: their times and
     regime shares then differ for reasons no code change made.
 
-    >>> device_mismatch(Measured("b", (), {}, {}, devices=("NVIDIA A100-SXM4-80GB",)),
-    ...                 Measured("n", (), {}, {}, devices=("NVIDIA H100 80GB HBM3",)))
-    'different devices: the baseline ran on NVIDIA A100-SXM4-80GB, this run on NVIDIA H100 80GB HBM3; its times and regime shares are not comparable (make the baseline on the same device)'
+    >>> print(device_mismatch(Measured("b", (), {}, {}, devices=("NVIDIA A100-SXM4-80GB",)),
+    ...                       Measured("n", (), {}, {}, devices=("NVIDIA H100 80GB HBM3",))))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    different devices: the baseline ran on NVIDIA A100-SXM4-80GB, this run on NVIDIA H100 80GB HBM3; its
+    times and regime shares are not comparable (make the baseline on the same device)
     """
     if not base.devices or not new.devices or base.devices == new.devices:
         return None
@@ -252,7 +254,8 @@ def unreliable_findings(findings: Iterable[Finding]) -> list[str]:
             count, ranks, detail = grouped[name]
             where = f" on {len(ranks)} ranks" if len(ranks) > 1 else ""
             graph_note = (f"; the trace has {graphs} CUDA-graph launch{'es' if graphs != 1 else ''}, and a replay "
-                          "whose kernels were not recorded is one of these: its GPU time is missing from idle and busy time"
+                          "whose kernels were not recorded is one of these: its GPU time is missing from idle and "
+                          "busy time"
                           if name == "launches_without_gpu_work" and graphs else "")
             lines.append(f"{name} ({count}{where}): {detail}{graph_note}")
     return lines

@@ -80,7 +80,8 @@ def render_verdict_terminal(verdict: Verdict, *, width: int | None = None) -> st
     if verdict.baseline is not None:
         lines += ["", f"  against the baseline {verdict.baseline} ({steps_text(verdict.baseline_steps)}), "
                       f"max regression {_limit(verdict)}:"]
-        lines += text_table([_regression_row(r) for r in verdict.regressions], REGRESSION_HEADERS, width=width).splitlines()
+        lines += text_table([_regression_row(r) for r in verdict.regressions], REGRESSION_HEADERS,
+                            width=width).splitlines()
     if verdict.problems:
         head = "numbers not trustworthy (judged anyway, --allow-unreliable):" if verdict.allow_unreliable else \
             "cannot judge (pass --allow-unreliable to judge anyway):"

@@ -25,6 +25,7 @@ from traceanalyze.gate.budgets import BUDGETS, BudgetSpec, GateOptions, Statisti
 from traceanalyze.gate.metrics import (MODELLED_REGIMES, REGIMES, Measured, coverage_mismatch, device_mismatch,
                                       is_job_note, skipped_steps_notes, unreliable_findings)
 from traceanalyze.gate.comparable import device_reason, skip_steps_reason, window_reason
+from traceanalyze.units import plural
 
 Status = Literal["pass", "fail", "unmeasured", "info"]
 Outcome = Literal["pass", "fail", "error"]
@@ -130,7 +131,7 @@ def format_value(value: float | None, unit: str, *, percent_decimals: int = 2) -
 
 def steps_text(count: int | None) -> str:
     """3 → "3 steps", 1 → "1 step"."""
-    return f"{count} step{'' if count == 1 else 's'}"
+    return plural(count, "step")  # type: ignore[arg-type]
 
 
 def format_margin(value: float, unit: str) -> str:
@@ -162,7 +163,8 @@ def _check(spec: BudgetSpec, threshold: float, measured: Measured, basis: Basis,
     margin = threshold - value if spec.kind == "max" else value - threshold
     passed = margin >= -_tolerance(threshold)
     if passed:
-        message = (f"{spec.label} {format_value(value, spec.unit)} ({where}) {bound} {format_value(threshold, spec.unit)}: "
+        message = (f"{spec.label} {format_value(value, spec.unit)} ({where}) {bound} "
+                   f"{format_value(threshold, spec.unit)}: "
                    f"passes by {format_margin(max(margin, 0.0), spec.unit)}")
     else:
         over = "over" if spec.kind == "max" else "under"
@@ -212,7 +214,8 @@ def _regression_message(label: str, unit: str, base: float | None, new: float | 
         return f"{label}: not compared (baseline {format_value(base, unit)}, now {format_value(new, unit)})"
     limit = _change_text(threshold, kind).lstrip("+")
     verb = {"pass": "within", "fail": "beyond", "info": "not judged; limit"}[status]
-    return f"{label} {format_value(base, unit)} → {format_value(new, unit)} ({_change_text(change, kind)}, {verb} {limit})"
+    change_text = _change_text(change, kind)
+    return f"{label} {format_value(base, unit)} → {format_value(new, unit)} ({change_text}, {verb} {limit})"
 
 
 def _regression(name: str, label: str, unit: str, base: float | None, new: float | None, change: float | None,
@@ -243,7 +246,8 @@ def _regressions(new: Measured, base: Measured, threshold: float, statistic: Sta
         for regime in REGIMES:
             base_ms, new_ms = base.statistic(f"{regime}_ms", statistic), new.statistic(f"{regime}_ms", statistic)
             share = (new_ms - base_ms) / base_step if base_ms is not None and new_ms is not None and base_step else None
-            rows.append(_regression(f"{regime}_ms", REGIME_LABELS[regime], "ms", base_ms, new_ms, share, "share_of_base_step",
+            rows.append(_regression(f"{regime}_ms", REGIME_LABELS[regime], "ms", base_ms, new_ms, share,
+                                    "share_of_base_step",
                                     threshold, judged=judged and not (mismatch and regime in MODELLED_REGIMES),
                                     base_share=base.statistic(regime, statistic),
                                     new_share=new.statistic(regime, statistic)))

@@ -12,12 +12,15 @@ from __future__ import annotations
 import polars as pl
 
 from traceanalyze.analysis.roofline import ON_ROOFLINE
-from traceanalyze.renderers.blocks import Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table
-from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, coverage_sentence, cpu_name, peak_figures, roof_footnotes, roof_fraction_cell
+from traceanalyze.renderers.blocks import (Block, BulletList, Cell, Chart, Code, Figures, Group, Heading, Inline,
+                                           Paragraph, Strong, Table)
+from traceanalyze.renderers.wording import (CAUSE_HINTS, CAUSE_WORDS, coverage_sentence, cpu_name,
+                                            peak_figures, roof_footnotes, roof_fraction_cell)
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.summaries import Summary, listed_collectives, listed_steps
+from traceanalyze.report.summaries import Summary
 from traceanalyze.renderers.verdict_document import findings_blocks
-from traceanalyze.units import distinct_short_names, format_count, format_duration_ns, format_percent, format_rate, format_si, plural, short_name
+from traceanalyze.units import (distinct_short_names, format_count, format_duration_ns, format_percent, format_rate,
+                                format_si, plural, short_name)
 from traceanalyze.version import __version__
 
 
@@ -73,7 +76,8 @@ def _headline(report: Report) -> list[Block]:
     if window.window_ns:
         per_window = _per_window(window.device_windows)
         items.append(("GPU idle", format_percent(window.idle_fraction),
-                      f"{format_duration_ns(window.idle_ns)} of a {format_duration_ns(window.window_ns)} window{per_window}"))
+                      f"{format_duration_ns(window.idle_ns)} of a {format_duration_ns(window.window_ns)} "
+                      f"window{per_window}"))
         biggest = _biggest_regime(report.summary)
         if biggest is not None:
             key, share, ns = biggest
@@ -103,7 +107,8 @@ def _device_lines(report: RankReport) -> list[Block]:
     joined = report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left")
     return [
         Paragraph((
-            f"device {row['device']} ({row['name'] or 'unnamed'}): GPU idle ", Strong(format_percent(row["idle_fraction"])),
+            f"device {row['device']} ({row['name'] or 'unnamed'}): GPU idle ",
+            Strong(format_percent(row["idle_fraction"])),
             f" of a {format_duration_ns(row['window_ns'])} window (busy {format_duration_ns(row['gpu_busy_ns'])}, "
             f"idle {format_duration_ns(row['gpu_idle_ns'])}, {row['gpu_ops']} GPU ops)",
         ))
@@ -137,7 +142,8 @@ def _gap_table(report: RankReport, limit: int) -> Table:
             Cell(str(g["cause"]), key=str(g["cause"])), where, _cpu_cell(g["annotation"], 44),
             _num("–" if g["step"] is None else str(g["step"])), following,
         ))
-    return Table(("#", "duration", "% of window", "at", "cause", "CPU op at gap start", "annotation", "step", "next GPU op"),
+    return Table(("#", "duration", "% of window", "at", "cause", "CPU op at gap start", "annotation", "step",
+                  "next GPU op"),
                  tuple(rows))
 
 
@@ -163,10 +169,12 @@ def _small_kernels(report: RankReport, min_run: int) -> list[Block]:
     ))]
     runs = report.small_kernel_runs
     if runs.height:
-        blocks.append(Paragraph((f"{runs.height} run(s) of ≥{min_run} back-to-back small kernels — candidates for CUDA graphs or torch.compile:",)))
+        blocks.append(Paragraph((f"{runs.height} run(s) of ≥{min_run} back-to-back small kernels — "
+                                 "candidates for CUDA graphs or torch.compile:",)))
         blocks.append(Table(
             ("kernels", "span", "GPU busy", "stream", "first kernel"),
-            tuple((_num(str(r["kernels"])), _num(format_duration_ns(r["span_ns"])), _num(format_duration_ns(r["busy_ns"])),
+            tuple((_num(str(r["kernels"])), _num(format_duration_ns(r["span_ns"])),
+                   _num(format_duration_ns(r["busy_ns"])),
                    _num(str(r["stream"])), _name(r["first_kernel"], 44)) for r in runs.head(5).iter_rows(named=True)),
         ))
     return blocks
@@ -177,8 +185,10 @@ def _queue(report: RankReport) -> list[Block]:
     if not queue.height:
         return []
     deepest = queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)  # ties: the first stream
-    full = f", full (≥1024) for {format_duration_ns(deepest['time_at_full_ns'])}" if deepest["time_at_full_ns"] else ""
-    return [Paragraph((f"launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}{full}",))]
+    at_full = deepest["time_at_full_ns"]
+    full = f", full (≥1024) for {format_duration_ns(at_full)}" if at_full else ""
+    return [Paragraph((f"launch queue: deepest on stream {deepest['stream']} at "
+                       f"{plural(deepest['max_depth'], 'op')}{full}",))]
 
 
 def _step_table(steps: pl.DataFrame) -> Table:
@@ -199,7 +209,8 @@ def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: 
     blocks.append(Chart("causes", report))
     blocks += _cause_table(report.idle_causes)
     if report.gap_count:
-        blocks.append(Heading(level + 1, f"Longest idle gaps ({min(limit, report.gap_count)} of {report.gap_count})", f"{anchor}-gaps"))
+        blocks.append(Heading(level + 1, f"Longest idle gaps ({min(limit, report.gap_count)} of {report.gap_count})",
+                              f"{anchor}-gaps"))
         blocks.append(_gap_table(report, limit))
     blocks.append(Heading(level + 1, "Kernel launch latency", f"{anchor}-latency"))
     blocks += _latency_table(report.latency_stats)
@@ -207,7 +218,7 @@ def _overhead(report: RankReport, limit: int, level: int, anchor: str, min_run: 
     blocks += _small_kernels(report, min_run)
     blocks += _queue(report)
     if report.steps.height:
-        listed, title = listed_steps(report.steps)
+        listed, title = report.listed_steps
         blocks.append(Heading(level + 1, title, f"{anchor}-steps"))
         blocks.append(Chart("steps", report))
         blocks.append(_step_table(listed))
@@ -220,7 +231,8 @@ def _peaks(report: RankReport) -> list[Block]:
         peaks = choice.peaks
         if peaks is None:
             continue
-        items.append((f"device {choice.device}: ", Strong(peaks.display_name), f" ({choice.source}) — {peak_figures(peaks)}"))
+        items.append((f"device {choice.device}: ", Strong(peaks.display_name),
+                      f" ({choice.source}) — {peak_figures(peaks)}"))
     return [BulletList(tuple(items))] if items else []
 
 
@@ -257,21 +269,26 @@ def _kernels(report: RankReport, level: int, anchor: str, omitted: str = "") -> 
     for i, (short, r) in enumerate(zip(names, shown.iter_rows(named=True)), 1):
         modelled = r["bound"] in ON_ROOFLINE
         rows.append((
-            _num(str(i)), Cell(short, full=r["name"] if r["name"] != short else None, code=True), _name(r["op"], 24), _num(str(r["count"])),
+            _num(str(i)), Cell(short, full=r["name"] if r["name"] != short else None, code=True), _name(r["op"], 24),
+            _num(str(r["count"])),
             _num(format_duration_ns(r["total_ns"])), _num(format_percent(r["total_ns"] / total)),
             _num(f"{r['intensity']:.3g}" if modelled and r["intensity"] is not None else "–"),
             _num(format_rate(r["achieved_flops_per_s"], "FLOP/s") if modelled else "–"),
             _num(format_rate(r["achieved_bytes_per_s"], "B/s") if modelled or r["bound"] == "memcpy" else "–"),
-            _num(roof_fraction_cell(r["pct_of_roof"], str(r["bound"]))), Cell(r["roof"] or "–"), Cell(str(r["bound"]), key=str(r["bound"])),
+            _num(roof_fraction_cell(r["pct_of_roof"], str(r["bound"]))), Cell(r["roof"] or "–"),
+            Cell(str(r["bound"]), key=str(r["bound"])),
         ))
-    blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"), Chart("roofline", report, omitted=omitted)]
-    blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof", "roof", "bound"), tuple(rows)))
+    blocks: list[Block] = [Heading(level, "Roofline — kernels by total time", f"{anchor}-roofline"),
+                           Chart("roofline", report, omitted=omitted)]
+    blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof",
+                         "roof", "bound"), tuple(rows)))
     blocks.extend(Paragraph((line.strip(),)) for line in roof_footnotes(shown))
     reasons = report.unmodeled.select("unmodeled_reason", "count", "duration_ns")
     if reasons.height:
         blocks.append(Paragraph(("unmodeled kernels, by reason:",)))
         blocks.append(Table(("time", "kernels", "reason"), tuple(
-            (_num(format_duration_ns(ns)), _num(str(count)), Cell(reason or "–")) for reason, count, ns in reasons.head(6).iter_rows()
+            (_num(format_duration_ns(ns)), _num(str(count)), Cell(reason or "–"))
+            for reason, count, ns in reasons.head(6).iter_rows()
         )))
     return blocks
 
@@ -281,7 +298,8 @@ def _fusion(report: RankReport, level: int, anchor: str) -> list[Block]:
         return []
     rows = tuple(
         (_name(r["ops"], 56), _name(r["annotation"], 24), _num(str(r["occurrences"])), _num(str(r["kernels"])),
-         _num(format_duration_ns(r["duration_ns"])), _num(format_count(r["bytes_saved"], "B")), _num(format_duration_ns(r["time_saved_ns"])))
+         _num(format_duration_ns(r["duration_ns"])), _num(format_count(r["bytes_saved"], "B")),
+         _num(format_duration_ns(r["time_saved_ns"])))
         for r in report.fusion.head(FUSION_LIMIT).iter_rows(named=True)
     )
     return [
@@ -296,7 +314,8 @@ def _cpu_ops(report: RankReport, level: int, anchor: str) -> list[Block]:
         return []
     rows = tuple((_name(r["name"], 60), _num(str(r["count"])), _num(format_duration_ns(r["total_ns"])))
                  for r in report.cpu_ops_top.iter_rows(named=True))
-    return [Heading(level, "CPU — busiest ops (inclusive time)", f"{anchor}-cpu"), Table(("op", "calls", "total"), rows)]
+    return [Heading(level, "CPU — busiest ops (inclusive time)", f"{anchor}-cpu"),
+            Table(("op", "calls", "total"), rows)]
 
 
 def _health(report: RankReport, level: int, anchor: str) -> list[Block]:
@@ -304,7 +323,8 @@ def _health(report: RankReport, level: int, anchor: str) -> list[Block]:
         return []
     rows = tuple((Cell(r["finding"], code=True), _num(str(r["count"])), Cell(r["affects"]), Cell(r["detail"] or ""))
                  for r in report.health.iter_rows(named=True))
-    return [Heading(level, "Trace health", f"{anchor}-health"), Table(("finding", "count", "makes unreliable", "detail"), rows)]
+    return [Heading(level, "Trace health", f"{anchor}-health"),
+            Table(("finding", "count", "makes unreliable", "detail"), rows)]
 
 
 def rank_blocks(report: RankReport, *, limit: int, level: int, anchor: str, min_run: int = 8,
@@ -330,11 +350,13 @@ def _ranks_overview(report: Report, charted: list[int]) -> list[Block]:
         window = r.summary.window
         biggest = _biggest_regime(r.summary)
         top = biggest[0] if biggest is not None else "–"
-        rows.append((_num(str(r.rank)), _num(format_duration_ns(window.window_ns)), _num(format_percent(window.idle_fraction)),
+        rows.append((_num(str(r.rank)), _num(format_duration_ns(window.window_ns)),
+                     _num(format_percent(window.idle_fraction)),
                      _num(format_duration_ns(r.summary.latency["launch_to_start_ns"].p50)), _num(str(r.gap_count)),
                      Cell(top, key=top if top != "–" else None)))
     blocks: list[Block] = [Heading(2, "Ranks", "ranks"), Chart("ranks"),
-                           Table(("rank", "GPU window", "idle", "launch→start p50", "gaps", "biggest regime"), tuple(rows))]
+                           Table(("rank", "GPU window", "idle", "launch→start p50", "gaps", "biggest regime"),
+                                 tuple(rows))]
     if len(charted) < len(report.ranks):  # said where charts are drawn only (HTML)
         blocks.append(Chart("charted-ranks", omitted=(
             f"The timeline and roofline charts below are drawn for {len(charted)} of the {len(report.ranks)} ranks: "
@@ -361,7 +383,8 @@ def document(report: Report) -> list[Block]:
     min_run = report.options.min_small_kernel_run
     blocks: list[Block] = [
         Heading(1, "traceanalyze report", "top"),
-        Paragraph(("source: ", Code(str(report.source)), f" — window: {report.options.window} — traceanalyze {__version__}")),
+        Paragraph(("source: ", Code(str(report.source)),
+                   f" — window: {report.options.window} — traceanalyze {__version__}")),
     ]
     blocks += [Paragraph(("note: ", note), note=True) for note in report.notes]  # before any claim about the job
     blocks += _headline(report)
@@ -378,8 +401,8 @@ def document(report: Report) -> list[Block]:
     for rank in report.ranks:
         anchor = f"rank-{rank.rank}"
         omitted = "" if rank.rank in charted else (
-            f"Timeline and roofline not drawn: they are for {len(charted)} of the {len(report.ranks)} ranks (see Ranks); "
-            f"this rank's alone: traceanalyze report {rank.source} --format html")
+            f"Timeline and roofline not drawn: they are for {len(charted)} of the {len(report.ranks)} ranks "
+            f"(see Ranks); this rank's alone: traceanalyze report {rank.source} --format html")
         inner = rank_blocks(rank, limit=min(limit, 5), level=3, anchor=anchor, min_run=min_run, omitted=omitted)
         blocks.append(Group(anchor, _rank_summary(rank), tuple(inner)))
     return blocks
@@ -416,9 +439,10 @@ def job_blocks(report: Report) -> list[Block]:
                                  f": the other ranks waited {format_duration_ns(caused['caused_wait_ns'])} for it in "
                                  f"{plural(caused['collectives_last'], 'collective')} it arrived last at.")))
         for row in job.stragglers.filter(pl.col("slowest_rank") == slowest).iter_rows(named=True):
-            blocks.append(Paragraph((f"Step {row['step']}: it arrived {format_duration_ns(row['behind_ns'])} after the others "
-                                     f"(cost them {format_duration_ns(row['others_wait_ns'])}); its largest idle cause: "
-                                     f"{row['cause'] or '–'} {format_duration_ns(row['cause_ns'])} — "
+            blocks.append(Paragraph((f"Step {row['step']}: it arrived {format_duration_ns(row['behind_ns'])} "
+                                     f"after the others (cost them {format_duration_ns(row['others_wait_ns'])}); "
+                                     f"its largest idle cause: {row['cause'] or '–'} "
+                                     f"{format_duration_ns(row['cause_ns'])} — "
                                      f"{CAUSE_WORDS.get(row['cause'] or '', 'no idle gaps in that step')}.",)))
     if job.steps.height:
         blocks.append(Chart("job-heatmap"))
@@ -428,11 +452,11 @@ def job_blocks(report: Report) -> list[Block]:
 
 
 def _collectives_table(report: Report) -> Table:
-    job = report.job
-    listed = listed_collectives(job, COLLECTIVES_LISTED).sort("wait_ns", "seq", descending=[True, False])
+    listed = report.listed_collectives.most_waited
     rows = tuple(
         (Cell(r["process_group"]), _num(str(r["seq"])), Cell(r["collective"]), _num(str(r["ranks"])),
-         _num(format_si(r["message_bytes"], "B") if r["message_bytes"] is not None else "–"), _num(str(r["last_rank"])),
+         _num(format_si(r["message_bytes"], "B") if r["message_bytes"] is not None else "–"),
+         _num(str(r["last_rank"])),
          _num(format_duration_ns(r["max_wait_ns"])), _num(format_duration_ns(r["wait_ns"])),
          _num(format_duration_ns(r["transfer_ns"])), _num(format_rate(r["busbw_bytes_per_s"], "B/s")),
          _num(format_percent(r["link_fraction"])))

@@ -5,9 +5,10 @@ from files users did not write; every renderer passes them through one function 
   paragraph separators, bidirectional overrides, lone surrogates) become visible escapes
   (`\\x1b`, `\\n`, `\\u202e`), so no terminal escape sequence (OSC 52/0/8, CSI `\\x1b[2J`) reaches
   a terminal and a name stays on one line;
-* `markdown`: control characters but tab made visible (a newline too: a name stays on its line), then Markdown punctuation that could start markup backslash-escaped
-  (raw HTML `<img …>`, links and images `[x](…)`, code spans, table cells `|`); `markdown_plain`
-  escapes only those that inject (used by the gate verdict, whose names hold `_`);
+* `markdown`: control characters but tab made visible (a newline too: a name stays on its line),
+  then Markdown punctuation that could start markup backslash-escaped (raw HTML `<img …>`, links
+  and images `[x](…)`, code spans, table cells `|`); `markdown_plain` escapes only those that
+  inject (used by the gate verdict, whose names hold `_`);
 * `html`: control characters but newline and tab made visible, then `& < > " '` escaped (text
   and attribute values; a newline there is only white space);
 * `xml_document`: a finished XML document with the characters XML 1.0 forbids made visible, so a

@@ -24,7 +24,6 @@ from traceanalyze.renderers.html_text import esc, inline_html, text_block_html
 from traceanalyze.renderers.svg import GRID, MUTED, WIDTH, contrast_ink, coord, svg_document, text_element, tooltip
 from traceanalyze.report.chart_inputs import RankCharts
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.summaries import listed_collectives
 from traceanalyze.renderers.verdict_document import verdict_blocks
 from traceanalyze.units import format_duration_ns, format_percent, format_rate
 from traceanalyze.version import __version__
@@ -60,19 +59,23 @@ nav.toc a { white-space: nowrap; }
 .figure .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .figure .value { font-size: 24px; font-weight: 650; margin: 2px 0; }
 .figure .detail { color: var(--muted); font-size: 12.5px; }
-.note { border-left: 4px solid #ddcc77; background: #fbf8ec; padding: 8px 12px; border-radius: 0 6px 6px 0; font-size: 14px; }
+.note { border-left: 4px solid #ddcc77; background: #fbf8ec; padding: 8px 12px; \
+border-radius: 0 6px 6px 0; font-size: 14px; }
 .table-wrap { overflow-x: auto; margin: 8px 0 14px; }
 table { border-collapse: collapse; font-size: 13px; width: 100%; }
-th, td { padding: 5px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; white-space: nowrap; }
+th, td { padding: 5px 8px; border-bottom: 1px solid var(--line); text-align: left; \
+vertical-align: top; white-space: nowrap; }
 td.wrap { white-space: normal; min-width: 220px; }
 th { font-weight: 600; color: var(--muted); background: var(--soft); white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:hover { background: #fafbfd; }
 td code { background: none; padding: 0; }
 .chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
-.bar { display: inline-block; width: 160px; height: 10px; background: #eee; border-radius: 2px; vertical-align: middle; }
+.bar { display: inline-block; width: 160px; height: 10px; background: #eee; \
+border-radius: 2px; vertical-align: middle; }
 .bar > span { display: block; height: 100%; border-radius: 2px; }
-figure.chart { margin: 14px 0 18px; padding: 12px 14px 8px; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
+figure.chart { margin: 14px 0 18px; padding: 12px 14px 8px; border: 1px solid var(--line); \
+border-radius: 8px; background: #fff; }
 figure.chart svg { display: block; max-width: 100%; height: auto; }
 figure.chart figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
 details.rank { margin: 26px 0; border: 1px solid var(--line); border-radius: 8px; padding: 4px 18px 12px; }
@@ -97,7 +100,8 @@ def _cell(cell: Cell, tag: str = "td") -> str:
         colour = KEY_COLOURS.get(cell.key or "", plots.MUTED)
         width = max(0.0, min(1.0, cell.share)) * 100
         inner = (f'<span class="bar" '
-                 f'title="{esc(format_percent(cell.share))}"><span style="width:{width:.1f}%;background:{colour}"></span></span>')
+                 f'title="{esc(format_percent(cell.share))}"><span '
+                 f'style="width:{width:.1f}%;background:{colour}"></span></span>')
     elif cell.code and cell.text not in ("", "–"):
         inner = f"<code>{esc(cell.text)}</code>"
     else:
@@ -109,7 +113,8 @@ def _cell(cell: Cell, tag: str = "td") -> str:
 
 def _table(table: Table) -> str:
     numeric = [bool(table.rows) and all(row[i].numeric for row in table.rows) for i in range(len(table.headers))]
-    head = "".join(f'<th{" class=num" if numeric[i] else ""}>{esc(h.strip())}</th>' for i, h in enumerate(table.headers))
+    head = "".join(f'<th{" class=num" if numeric[i] else ""}>{esc(h.strip())}</th>'
+                   for i, h in enumerate(table.headers))
     body = "\n".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
     return f'<div class="table-wrap"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table></div>'
 
@@ -163,7 +168,8 @@ def render_html(report: Report) -> str:
     body = "\n".join(_block(b, report) for b in [*verdict_blocks(report.verdict()), *blocks[2:]])
     name = report.source.name or str(report.source)
     meta = inline_html(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
-    return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?", f'<div class="meta">{meta}</div>\n{_toc(blocks)}', body)
+    return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?",
+                f'<div class="meta">{meta}</div>\n{_toc(blocks)}', body)
 
 
 def page(title: str, heading: str, header_html: str, body_html: str) -> str:
@@ -251,7 +257,8 @@ def _regimes_chart(rank: RankReport) -> str:
     if steps.height:
         rows.append(plots.BarRow("per step", None))
         for row in steps.head(MAX_STEP_ROWS).iter_rows(named=True):
-            rows.append(_attribution_row(f"step {row['step']}" + (f" · device {row['device']}" if devices > 1 else ""), row))
+            rows.append(_attribution_row(f"step {row['step']}" + (f" · device {row['device']}" if devices > 1 else ""),
+                                         row))
         if steps.height > MAX_STEP_ROWS:
             caption = f"first {MAX_STEP_ROWS} of {steps.height} steps shown"
     svg = plots.stacked_bars(rows, plots.REGIME_COLOURS, kind="regimes",
@@ -269,8 +276,10 @@ def _causes_chart(rank: RankReport) -> str:
     for device in devices:
         part = totals.filter(pl.col("device") == device)
         values = {str(c): ns for c, ns in part.select("cause", "duration_ns").iter_rows()}
-        rows.append(plots.BarRow("idle time" if len(devices) == 1 else f"device {device}", values, sum(values.values())))
-    return _figure(plots.stacked_bars(rows, plots.CAUSE_COLOURS, kind="causes", title="Idle time by cause", show_title=False))
+        rows.append(plots.BarRow("idle time" if len(devices) == 1 else f"device {device}", values,
+                                 sum(values.values())))
+    return _figure(plots.stacked_bars(rows, plots.CAUSE_COLOURS, kind="causes", title="Idle time by cause",
+                                      show_title=False))
 
 
 def _timeline_charts(rank: RankReport) -> str:
@@ -279,7 +288,8 @@ def _timeline_charts(rank: RankReport) -> str:
     for timeline in charts.timelines:
         start, end = timeline.window
         svg = plots.timeline_chart(timeline.rows, timeline.window,
-                                   title=f"GPU timeline — device {timeline.device}, {format_duration_ns(end - start)} window",
+                                   title=f"GPU timeline — device {timeline.device}, "
+                                   f"{format_duration_ns(end - start)} window",
                                    legends=timeline.legends, markers=timeline.markers, note=timeline.note)
         caption = ("Each lane is a stream; the last lane is the device's idle time (no stream busy). "
                    + ("Long traces are drawn at one bin per pixel: a bin takes the colour of what covers most of it, "
@@ -298,7 +308,8 @@ def _latency_chart(rank: RankReport) -> str:
         row = stats.row(0, named=True)
         markers = [(row[k], f"{k} {format_duration_ns(row[k])}") for k in ("p50", "p90", "p99")]
     svg = plots.log_histogram(charts.launch_latency, kind="latency", title="Launch → start, per launched GPU op",
-                              x_label="time from the launch call's start to the GPU op's start (log scale)", markers=markers)
+                              x_label="time from the launch call's start to the GPU op's start (log scale)",
+                              markers=markers)
     return _figure(svg, "A long launch → start made of queue wait is healthy (the CPU runs ahead); "
                    "launch overhead on an idle GPU is time lost.")
 
@@ -308,7 +319,8 @@ def _steps_chart(rank: RankReport) -> str:
     if steps.is_empty():
         return ""
     multi = steps["device"].n_unique() > 1
-    bars = [plots.StepBar(f"{r['step']}" + (f"·d{r['device']}" if multi else ""), r["gpu_busy_ns"], r["gpu_idle_ns"], r["idle_fraction"])
+    bars = [plots.StepBar(f"{r['step']}" + (f"·d{r['device']}" if multi else ""), r["gpu_busy_ns"], r["gpu_idle_ns"],
+                          r["idle_fraction"])
             for r in steps.iter_rows(named=True)]
     return _figure(plots.step_bars(bars, title="GPU busy and idle per step"))
 
@@ -329,17 +341,21 @@ def _roofline_chart(rank: RankReport) -> str:
             continue
         tip = (f"{r['name']}\n{r['op'] or 'no op'} · {r['count']} calls · {format_duration_ns(r['total_ns'])}\n"
                f"{r['intensity']:.3g} FLOP/B · {format_rate(r['achieved_flops_per_s'], 'FLOP/s')} · "
-               f"{format_rate(r['achieved_bytes_per_s'], 'B/s')} · {format_percent(r['pct_of_roof'])} of roof ({r['roof'] or '–'}) · {r['bound']}-bound")
-        points.append(plots.RooflinePoint(r["name"], r["intensity"], r["achieved_flops_per_s"], r["total_ns"], str(r["bound"]),
+               f"{format_rate(r['achieved_bytes_per_s'], 'B/s')} · {format_percent(r['pct_of_roof'])} of roof "
+               f"({r['roof'] or '–'}) · {r['bound']}-bound")
+        points.append(plots.RooflinePoint(r["name"], r["intensity"], r["achieved_flops_per_s"], r["total_ns"],
+                                          str(r["bound"]),
                                           tip, i if i <= KERNEL_LIMIT else None))
     if not points and not compute:
-        return _figure(plots.empty_chart("roofline", "roofline: nothing to plot — no kernel has both a FLOP/byte model and "
+        return _figure(plots.empty_chart("roofline",
+                                         "roofline: nothing to plot — no kernel has both a FLOP/byte model and "
                                          "a device peak (see the reasons below)"))
     footnote = ""
     if hidden_ns:
         footnote = (f"not plotted: {format_percent(hidden_ns / total_ns if total_ns else None)} of GPU op time "
                     "(copies, collectives, kernels with no FLOPs or no FLOP/byte model)")
-    svg = plots.roofline_chart(points, compute, bandwidth, title="Roofline — one dot per kernel name", footnote=footnote)
+    svg = plots.roofline_chart(points, compute, bandwidth, title="Roofline — one dot per kernel name",
+                               footnote=footnote)
     return _figure(svg, "Numbers next to dots are rows of the table below. Dots under the slope are bandwidth-bound, "
                    "under a flat roof compute-bound; the gap to the roof is time a better kernel could save.")
 
@@ -349,7 +365,6 @@ def _roofline_chart(rank: RankReport) -> str:
 # collectives on one aligned clock (each rank's wait, then the transfer), and per-collective wait
 # and transfer bars. Inputs come from `Report.job`; drawing from report.plots and report.svg.
 JOB_COLOURS = {"wait": "#CC3311", "transfer": "#009988"}
-COLLECTIVE_BARS = 20
 
 
 def _shade(fraction: float) -> str:
@@ -371,7 +386,8 @@ def heatmap(report: Report) -> str:
     cell_w = max(40.0, min(110.0, (WIDTH - left - 20) / max(len(columns), 1)))
     body = [text_element(0, 16, title, size=14, weight="600")]
     for j, step in enumerate(columns):
-        body.append(text_element(left + (j + 0.5) * cell_w, top - 6, f"step {step}", anchor="middle", size=11, fill=MUTED))
+        body.append(text_element(left + (j + 0.5) * cell_w, top - 6, f"step {step}", anchor="middle", size=11,
+                                 fill=MUTED))
     for i, rank in enumerate(ranks):
         y = top + i * (cell_h + 2)
         body.append(text_element(left - 8, y + cell_h / 2 + 4, f"rank {rank}", anchor="end", size=11))
@@ -384,14 +400,16 @@ def heatmap(report: Report) -> str:
                 continue
             share = row["wait_ns"] / row["step_ns"] if row["step_ns"] else 0.0
             colour = _shade(share)
-            tip = (f"rank {rank}, step {step}: {format_duration_ns(row['step_ns'])}; waiting {format_duration_ns(row['wait_ns'])} "
+            tip = (f"rank {rank}, step {step}: {format_duration_ns(row['step_ns'])}; waiting "
+                   f"{format_duration_ns(row['wait_ns'])} "
                    f"({format_percent(share)}), compute {format_duration_ns(row['compute_ns'])}, "
                    f"comm {format_duration_ns(row['comm_ns'])}, idle {format_duration_ns(row['idle_ns'])}")
             body.append(f'<rect class="mark" x="{coord(x)}" y="{coord(y)}" width="{coord(cell_w - 2)}" '
                         f'height="{cell_h}" '
                         f'fill="{colour}">{tooltip(tip)}</rect>')
             body.append(text_element(x + (cell_w - 2) / 2, y + cell_h / 2 + 4, format_duration_ns(row["step_ns"]),
-                                     anchor="middle", size=10, fill=contrast_ink(colour), extra=' pointer-events="none"'))
+                                     anchor="middle", size=10, fill=contrast_ink(colour),
+                                     extra=' pointer-events="none"'))
     height = top + len(ranks) * (cell_h + 2) + 10
     return svg_document("job-heatmap", WIDTH, height, title, body)
 
@@ -410,8 +428,10 @@ def collective_timeline(report: Report) -> str:
             pl.concat_str(label, pl.lit("waited "), (pl.col("wait_ns") / 1000).round(1).cast(pl.String), pl.lit(" µs"))
             .alias("label"))
         transfers = mine.select(
-            (pl.col("arrival_ns") + pl.col("wait_ns")).alias("start_ns"), pl.col("end_ns"), pl.lit("transfer").alias("category"),
-            pl.concat_str(label, pl.lit("transfer "), (pl.col("transfer_ns") / 1000).round(1).cast(pl.String), pl.lit(" µs"))
+            (pl.col("arrival_ns") + pl.col("wait_ns")).alias("start_ns"), pl.col("end_ns"),
+            pl.lit("transfer").alias("category"),
+            pl.concat_str(label, pl.lit("transfer "), (pl.col("transfer_ns") / 1000).round(1).cast(pl.String),
+                          pl.lit(" µs"))
             .alias("label"))
         intervals = pl.concat([waits, transfers]).filter(pl.col("end_ns") > pl.col("start_ns")).sort("start_ns")
         rows.append(plots.TimelineRow(f"rank {rank}", intervals, JOB_COLOURS))
@@ -422,7 +442,7 @@ def collective_timeline(report: Report) -> str:
 
 def collective_bars(report: Report) -> str:
     """Per collective (the most waited on), the longest wait of a rank and the transfer."""
-    listed = listed_collectives(report.job, COLLECTIVE_BARS)
+    listed = report.listed_collectives.bars
     rows = [plots.BarRow(f"{r['collective']} #{r['seq']} ({r['process_group']})",
                          {"wait": r["max_wait_ns"], "transfer": r["transfer_ns"]},
                          float(r["max_wait_ns"] + r["transfer_ns"]))

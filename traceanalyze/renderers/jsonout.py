@@ -17,7 +17,7 @@ from traceanalyze.report.model import RankReport, Report
 from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
 from traceanalyze.report.summaries import (
-    SMALL_KERNEL_RUNS_LISTED, LatencyFigures, SmallKernelSummary, Summary, listed_collectives,
+    SMALL_KERNEL_RUNS_LISTED, LatencyFigures, ListedCollectives, SmallKernelSummary, Summary,
 )
 from traceanalyze.units import json_us as _us
 from traceanalyze.version import __version__
@@ -226,7 +226,8 @@ def _steps(report: RankReport) -> list[schema.Step]:
 def _devices(report: RankReport) -> list[schema.Device]:
     named = report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left")
     return [
-        schema.Device(device=r["device"], name=r["name"], window_us=_us(r["window_ns"]), gpu_busy_us=_us(r["gpu_busy_ns"]),
+        schema.Device(device=r["device"], name=r["name"], window_us=_us(r["window_ns"]),
+                      gpu_busy_us=_us(r["gpu_busy_ns"]),
                       gpu_idle_us=_us(r["gpu_idle_ns"]), idle_fraction=r["idle_fraction"], gpu_ops=r["gpu_ops"])
         for r in named.iter_rows(named=True)
     ]
@@ -250,7 +251,8 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
         summary=summary,
         devices=_devices(report),
         streams=[
-            schema.Stream(device=r["device"], stream=r["stream"], gpu_ops=r["gpu_ops"], busy_us=_us(r["busy_ns"]),  # type: ignore[arg-type]
+            schema.Stream(device=r["device"], stream=r["stream"], gpu_ops=r["gpu_ops"],
+                          busy_us=_us(r["busy_ns"]),  # type: ignore[arg-type]
                           idle_fraction=r["idle_fraction"])
             for r in report.streams.iter_rows(named=True)
         ],
@@ -314,7 +316,7 @@ def report_v1(report: Report) -> schema.ReportV1:
         ops=_ops(report.ops),
         ops_total=report.ops.height,
         ranks=[_with_job_health(_rank_entry(r, limit), report.job.health) for r in ranks],
-        **job_sections(report.job),
+        **job_sections(report.job, report.listed_collectives),
     )
 
 
@@ -341,20 +343,22 @@ def render_json(report: Report) -> str:
 # -- the job's sections (a folder of ranks) ------------------------------------------------------------------
 # The JSON report's job-level sections (`collectives`, `stragglers`, `overlap`,
 # `clock_offsets`, docs/report-json.md) from `analysis.job.JobAnalysis`. Times in µs.
-def job_sections(job: JobAnalysis) -> dict[str, Any]:
+def job_sections(job: JobAnalysis, listed: ListedCollectives) -> dict[str, Any]:
     """The keyword arguments of `schema.ReportV1` for the job-level sections."""
     return {
-        "collectives": collectives(job),
+        "collectives": collectives(listed),
         "collectives_total": job.collectives.height,
         "stragglers": stragglers(job),
         "overlap": [
-            schema.Overlap(rank=r["rank"], communication_us=_us(r["communication_ns"]), overlapped_us=_us(r["overlapped_ns"]),  # type: ignore[arg-type]
+            schema.Overlap(rank=r["rank"], communication_us=_us(r["communication_ns"]),
+                           overlapped_us=_us(r["overlapped_ns"]),  # type: ignore[arg-type]
                            exposed_us=_us(r["exposed_ns"]), overlap_fraction=_number(r["overlap_fraction"]),
                            wait_us=_us(r["wait_ns"]), hideable_us=_us(r["hideable_ns"]))
             for r in job.overlap.iter_rows(named=True)
         ],
         "clock_offsets": [
-            schema.ClockOffset(rank=r["rank"], reference_rank=r["reference_rank"], offset_us=_us(r["offset_ns"]),  # type: ignore[arg-type]
+            schema.ClockOffset(rank=r["rank"], reference_rank=r["reference_rank"],
+                               offset_us=_us(r["offset_ns"]),  # type: ignore[arg-type]
                                collectives=r["collectives"], residual_median_abs_us=_us(r["residual_median_abs_ns"]),
                                residual_max_abs_us=_us(r["residual_max_abs_ns"]))
             for r in job.clock_offsets.iter_rows(named=True)
@@ -362,13 +366,13 @@ def job_sections(job: JobAnalysis) -> dict[str, Any]:
     }
 
 
-def collectives(job: JobAnalysis) -> list[schema.Collective]:
-    listed = listed_collectives(job)
-    per_rank = job.matched.join(listed.select("process_group", "seq", "first_arrival_ns"), on=["process_group", "seq"])
+def collectives(chosen: ListedCollectives) -> list[schema.Collective]:
+    listed = chosen.in_order
     ranks: dict[tuple[str, int], list[schema.CollectiveRank]] = {}
-    for r in per_rank.sort("rank").iter_rows(named=True):
+    for r in chosen.per_rank.iter_rows(named=True):
         ranks.setdefault((r["process_group"], r["seq"]), []).append(schema.CollectiveRank(
-            rank=r["rank"], arrival_us=_us(r["arrival_ns"] - r["first_arrival_ns"]), wait_us=_us(r["wait_ns"]),  # type: ignore[arg-type]
+            rank=r["rank"], arrival_us=_us(r["arrival_ns"] - r["first_arrival_ns"]),  # type: ignore[arg-type]
+            wait_us=_us(r["wait_ns"]),  # type: ignore[arg-type]
             transfer_us=_us(r["transfer_ns"]), duration_us=_us(r["duration_ns"])))  # type: ignore[arg-type]
     return [
         schema.Collective(
@@ -376,9 +380,12 @@ def collectives(job: JobAnalysis) -> list[schema.Collective]:
             protocol=r["protocol"], ranks=r["ranks"], message_bytes=r["message_bytes"],
             first_arrival_ts_us=_us(r["first_arrival_ns"]),  # type: ignore[arg-type]
             last_arrival_us=_us(r["last_arrival_ns"] - r["first_arrival_ns"]),  # type: ignore[arg-type]
-            last_rank=r["last_rank"], wait_us=_us(r["wait_ns"]), max_wait_us=_us(r["max_wait_ns"]),  # type: ignore[arg-type]
-            transfer_us=_us(r["transfer_ns"]), algbw_bytes_per_s=_number(r["algbw_bytes_per_s"]),  # type: ignore[arg-type]
-            busbw_bytes_per_s=_number(r["busbw_bytes_per_s"]), link_peak_bytes_per_s=_number(r["link_peak_bytes_per_s"]),
+            last_rank=r["last_rank"], wait_us=_us(r["wait_ns"]),
+            max_wait_us=_us(r["max_wait_ns"]),  # type: ignore[arg-type]
+            transfer_us=_us(r["transfer_ns"]),
+            algbw_bytes_per_s=_number(r["algbw_bytes_per_s"]),  # type: ignore[arg-type]
+            busbw_bytes_per_s=_number(r["busbw_bytes_per_s"]),
+            link_peak_bytes_per_s=_number(r["link_peak_bytes_per_s"]),
             link_fraction=_number(r["link_fraction"]), consistent=r["consistent"],
             per_rank=ranks.get((r["process_group"], r["seq"]), []),
         )
@@ -389,15 +396,20 @@ def collectives(job: JobAnalysis) -> list[schema.Collective]:
 def stragglers(job: JobAnalysis) -> schema.Stragglers:
     return schema.Stragglers(
         slowest_rank=job.slowest_rank,
-        waits_caused=[schema.WaitCaused(rank=r["rank"], caused_wait_us=_us(r["caused_wait_ns"]),  # type: ignore[arg-type]
+        waits_caused=[schema.WaitCaused(rank=r["rank"],
+                                        caused_wait_us=_us(r["caused_wait_ns"]),  # type: ignore[arg-type]
                                         collectives_last=r["collectives_last"])
                       for r in job.waits_caused.iter_rows(named=True)],
-        steps=[schema.StragglerStep(step=r["step"], slowest_rank=r["slowest_rank"], behind_us=_us(r["behind_ns"]),  # type: ignore[arg-type]
-                                    others_wait_us=_us(r["others_wait_ns"]), collectives_last=r["collectives_last"],  # type: ignore[arg-type]
+        steps=[schema.StragglerStep(step=r["step"], slowest_rank=r["slowest_rank"],
+                                    behind_us=_us(r["behind_ns"]),  # type: ignore[arg-type]
+                                    others_wait_us=_us(r["others_wait_ns"]),
+                                    collectives_last=r["collectives_last"],  # type: ignore[arg-type]
                                     ranks=r["ranks"], cause=r["cause"], cause_us=_us(r["cause_ns"]))
                for r in job.stragglers.iter_rows(named=True)],
-        rank_steps=[schema.RankStep(rank=r["rank"], device=r["device"], step=r["step"], step_us=_us(r["step_ns"]),  # type: ignore[arg-type]
-                                    compute_us=_us(r["compute_ns"]), comm_us=_us(r["comm_ns"]), idle_us=_us(r["idle_ns"]),  # type: ignore[arg-type]
+        rank_steps=[schema.RankStep(rank=r["rank"], device=r["device"], step=r["step"],
+                                    step_us=_us(r["step_ns"]),  # type: ignore[arg-type]
+                                    compute_us=_us(r["compute_ns"]), comm_us=_us(r["comm_ns"]),
+                                    idle_us=_us(r["idle_ns"]),  # type: ignore[arg-type]
                                     wait_us=_us(r["wait_ns"]), work_us=_us(r["work_ns"]))  # type: ignore[arg-type]
                     for r in job.steps.iter_rows(named=True)],
     )

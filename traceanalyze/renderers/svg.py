@@ -130,7 +130,8 @@ class Log:
 
 def empty_chart(kind: str, message: str, *, width: float = WIDTH, height: float = 60) -> str:
     return svg_document(kind, width, height, message, [
-        f'<rect x="0.5" y="0.5" width="{coord(width - 1)}" height="{coord(height - 1)}" fill="#fafafa" stroke="{GRID}"/>',
+        f'<rect x="0.5" y="0.5" width="{coord(width - 1)}" height="{coord(height - 1)}" fill="#fafafa" '
+        f'stroke="{GRID}"/>',
         text_element(width / 2, height / 2 + 4, message, anchor="middle", fill=MUTED),
     ])
 
@@ -191,7 +192,8 @@ def line_chart(panels: Sequence[Panel], *, title: str, x_label: str, footer: str
     height = TITLE_HEIGHT + PANEL_HEIGHT + FOOTER_HEIGHT + FOOTER_LINE * max(0, len(footer_lines) - 1)
     body = [f'<rect width="{width}" height="{height}" fill="white"/>',
             text_element(width / 2, 22, title, anchor="middle", size=15, weight="bold")]
-    body += [_panel(panel, PANEL_WIDTH * index, TITLE_HEIGHT, x_low, x_high, x_label) for index, panel in enumerate(panels)]
+    body += [_panel(panel, PANEL_WIDTH * index, TITLE_HEIGHT, x_low, x_high, x_label)
+             for index, panel in enumerate(panels)]
     first_line_y = height - 8 - FOOTER_LINE * max(0, len(footer_lines) - 1)
     body += [text_element(8, first_line_y + FOOTER_LINE * number, line, size=11, fill=MUTED)
              for number, line in enumerate(footer_lines)]

@@ -13,11 +13,11 @@ from traceanalyze.analysis.launch import QUEUE_FULL_DEPTH
 from traceanalyze.model import DEVICE_FAMILIES
 from traceanalyze.renderers.roofline_text import roofline_details, roofline_section
 from traceanalyze.renderers.text_table import Shrinkable, fit_lines, terminal_width, text_table
-from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, COLLECTIVES_LISTED, cpu_name
+from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, cpu_name
 from traceanalyze.report.model import RankReport, Report, ReportOptions
-from traceanalyze.report.summaries import listed_collectives, listed_steps
 from traceanalyze.renderers.verdict_text import verdict_lines
-from traceanalyze.units import distinct_short_names, format_duration_ns, format_percent, format_rate, format_si, plural, short_name
+from traceanalyze.units import (distinct_short_names, format_duration_ns, format_percent, format_rate, format_si,
+                                plural, short_name)
 
 
 WINDOW_LABELS = {"activity": "device activity span", "steps": "ProfilerStep span"}
@@ -33,7 +33,8 @@ def window_kind(report: RankReport, window: str) -> str:
 def _idle_line(report: RankReport, window: str) -> list[str]:
     lines = []
     label = WINDOW_LABELS[window_kind(report, window)]
-    for row in report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left").iter_rows(named=True):
+    for row in report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"],
+                                how="left").iter_rows(named=True):
         lines.append(
             f"  device {row['device']} ({row['name'] or 'unnamed'}): GPU idle {format_percent(row['idle_fraction'])} "
             f"of a {format_duration_ns(row['window_ns'])} window ({label}) "
@@ -122,13 +123,14 @@ def _small_kernel_lines(report: RankReport, min_run: int, width: int | None = No
     summary = report.small_kernel_summary
     if summary.kernels_with_launch == 0:
         return []
-    lines = [f"  {summary.count} of {plural(summary.kernels_with_launch, 'launched kernel')} run shorter than their launch "
-             f"call takes on the CPU ({format_percent(summary.share_of_kernel_time)} of kernel time): the CPU cannot keep the "
-             "GPU fed with these."]
+    lines = [f"  {summary.count} of {plural(summary.kernels_with_launch, 'launched kernel')} run shorter than their "
+             f"launch call takes on the CPU ({format_percent(summary.share_of_kernel_time)} of kernel time): "
+             "the CPU cannot keep the GPU fed with these."]
     runs = report.small_kernel_runs
     if runs.height:
-        lines.append(f"  {plural(runs.height, 'run')} of ≥{min_run} back-to-back small kernels (each starting within its "
-                     "launch call's CPU time of the previous one's end) — candidates for CUDA graphs or torch.compile:")
+        lines.append(f"  {plural(runs.height, 'run')} of ≥{min_run} back-to-back small kernels (each starting within "
+                     "its launch call's CPU time of the previous one's end) — candidates for CUDA graphs or "
+                     "torch.compile:")
         listed = runs.head(5)
         rows = [[r["kernels"], format_duration_ns(r["span_ns"]), format_duration_ns(r["busy_ns"]), r["stream"],
                  short_name(r["first_kernel"], 44)] for r in listed.iter_rows(named=True)]
@@ -150,7 +152,8 @@ def _launch_headline(report: RankReport) -> list[str]:
     if not overhead.count:
         return []
     return [f"  launch overhead p50 {format_duration_ns(overhead.p50)}, p99 {format_duration_ns(overhead.p99)} over "
-            f"{plural(overhead.count, 'launch', 'launches')} (launch → start less the queue wait behind earlier work; "
+            f"{plural(overhead.count, 'launch', 'launches')} "
+            "(launch → start less the queue wait behind earlier work; "
             f"queue wait p50 {format_duration_ns(queue.p50)}, healthy when the GPU is busy)"]
 
 
@@ -161,12 +164,13 @@ def _overhead_details(report: RankReport, options: ReportOptions, width: int | N
     lines.extend(_small_kernel_lines(report, options.min_small_kernel_run, width))
     queue = report.queue
     if queue.height:
-        deepest = queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)  # ties: the first stream
+        deepest = queue.sort("max_depth", descending=True,
+                             maintain_order=True).row(0, named=True)  # ties: the first stream
         lines.append(f"  launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}"
                      + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
                         if deepest["time_at_full_ns"] else ""))
     if report.steps.height:
-        listed, title = listed_steps(report.steps)
+        listed, title = report.listed_steps
         lines.append(f"  {title[0].lower() + title[1:]}:")
         lines.append(_step_table(listed, width))
     return lines
@@ -257,7 +261,8 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
         if row.get("saving_ns") is not None:
             gain += f", predicted saving {format_duration_ns(row['saving_ns'])}"
         where = f" rank {row['rank']}" if len(report.ranks) > 1 else ""
-        head = f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, confidence {row['confidence']}"
+        head = (f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, "
+                f"confidence {row['confidence']}")
         lines += textwrap.wrap(head, width, subsequent_indent="   ")
         lines += textwrap.wrap(f"evidence: {row['evidence']}", width, initial_indent="   ", subsequent_indent="     ")
         lines += textwrap.wrap(f"action: {row['action']}", width, initial_indent="   ", subsequent_indent="     ")
@@ -278,7 +283,8 @@ def predicted_line(replay: pl.DataFrame) -> list[str]:
         before, after, what = row["measured_ns"], row["predicted_window_ns"], "window"
     change = (after - before) / before if before else 0.0
     applied = ", ".join(row["predicted_ids"])
-    return [f"predicted: {format_duration_ns(before)} → {format_duration_ns(after)} {what} ({change:+.0%}".replace("-", "−")
+    predicted = f"predicted: {format_duration_ns(before)} → {format_duration_ns(after)} {what} ({change:+.0%}"
+    return [predicted.replace("-", "−")
             + f") with {applied} (docs/whatif.md)"]
 
 
@@ -307,7 +313,8 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
         lines.extend(_ranks_overview(report, width))
         lines.append("")
         if not details:
-            lines.extend([f"details of rank {', '.join(str(r.rank) for r in shown)} only (--details shows every rank)", ""])
+            lines.extend([f"details of rank {', '.join(str(r.rank) for r in shown)} only (--details shows every rank)",
+                          ""])
     for rank_report in shown:
         lines.extend(_rank_section(rank_report, limit if len(report.ranks) == 1 else min(limit, 5), options, width))
         lines.append("")
@@ -340,7 +347,8 @@ def job_section(report: Report, width: int | None = None) -> list[str]:
                      + ("" if job.collectives.height else " (no collective matched across ranks)"))
     else:
         caused = job.waits_caused.filter(pl.col("rank") == slowest).row(0, named=True)
-        lines.append(f"  rank {slowest} is the straggler: the other ranks waited {format_duration_ns(caused['caused_wait_ns'])} "
+        lines.append(f"  rank {slowest} is the straggler: the other ranks waited "
+                     f"{format_duration_ns(caused['caused_wait_ns'])} "
                      f"for it in {plural(caused['collectives_last'], 'collective')} it arrived last at")
         for row in job.stragglers.filter(pl.col("slowest_rank") == slowest).iter_rows(named=True):
             why = CAUSE_WORDS.get(row["cause"] or "", "no idle gaps in that step")
@@ -388,16 +396,18 @@ def _collectives_table(report: Report, width: int | None) -> list[str]:
     job = report.job
     if job.collectives.is_empty():
         return []
-    listed = listed_collectives(job, COLLECTIVES_LISTED).sort("wait_ns", "seq", descending=[True, False])
+    listed = report.listed_collectives.most_waited
     rows = [[r["process_group"], r["seq"], r["collective"], r["ranks"],
              format_si(r["message_bytes"], "B") if r["message_bytes"] is not None else "–", r["last_rank"],
-             format_duration_ns(r["max_wait_ns"]), format_duration_ns(r["wait_ns"]), format_duration_ns(r["transfer_ns"]),
+             format_duration_ns(r["max_wait_ns"]), format_duration_ns(r["wait_ns"]),
+             format_duration_ns(r["transfer_ns"]),
              format_rate(r["busbw_bytes_per_s"], "B/s"), format_percent(r["link_fraction"])]
             for r in listed.iter_rows(named=True)]
     return [f"  collectives waited on the most ({len(rows)} of {job.collectives.height} matched):",
             text_table(rows, ["group", "#", "collective", "ranks", "size", "last rank", "max wait", "total wait",
                               "transfer", "bus bw", "of link"], width=width, keys=2,
-                       shrink={0: Shrinkable(lambda room: [_cut(str(r["process_group"]), room) for r in listed.iter_rows(named=True)],
+                       shrink={0: Shrinkable(lambda room: [_cut(str(r["process_group"]), room)
+                                                           for r in listed.iter_rows(named=True)],
                                              min_width=8)})]
 
 

@@ -114,4 +114,3 @@ CAUSE_WORDS = {
     "stream_wait": "its queued work waited on another stream's event",
     "other": "gaps of unknown cause (no launch recorded, or clock skew)",
 }
-COLLECTIVES_LISTED = 8  # collectives a terminal or document report lists (the JSON: schema.COLLECTIVE_LIMIT)

@@ -19,7 +19,8 @@ from traceanalyze.renderers.verdict_document import verdict_html
 from traceanalyze.report.chart_inputs import RankCharts, rank_charts
 from traceanalyze.report.groups import Diagnosis, HostTables, JobInputs, LaunchTables, OverheadTables, RooflineTables
 from traceanalyze.report.notes import job_notes
-from traceanalyze.report.summaries import SmallKernelSummary, Summary
+from traceanalyze.report import summaries
+from traceanalyze.report.summaries import ListedCollectives, SmallKernelSummary, Summary
 from traceanalyze.report.verdict import Verdict, VerdictFinding, ranked_findings, verdict, verdict_findings
 from traceanalyze.whatif import job_replay
 
@@ -160,6 +161,12 @@ class RankReport:
         return verdict_findings(self.findings, self.summary.attribution.window_ns)
 
     @property
+    def listed_steps(self) -> tuple[pl.DataFrame, str]:
+        """The per-step table's rows and title (report.summaries.listed_steps): every step in step
+        order, or the slowest `STEPS_LISTED` of many."""
+        return summaries.listed_steps(self.steps)
+
+    @property
     def gap_count(self) -> int:
         """How many idle gaps the rank has (`gaps` may hold only the longest: `bounded`)."""
         return int(self.idle_causes["gaps"].sum()) if self.idle_causes.height else 0
@@ -198,6 +205,11 @@ class Report:
         then the notes every rank of several carries."""
         return tuple(job_notes([r.rank for r in self.ranks], [r.world_size for r in self.ranks],
                                [r.notes for r in self.ranks]))
+
+    @cached_property
+    def listed_collectives(self) -> ListedCollectives:
+        """The collectives each format lists, in its order (report.summaries.chosen_collectives)."""
+        return summaries.chosen_collectives(self.job)
 
     @cached_property
     def replay(self) -> pl.DataFrame:

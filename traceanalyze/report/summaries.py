@@ -27,6 +27,8 @@ from traceanalyze.report.schema import COLLECTIVE_LIMIT
 LATENCY_METRICS = ("launch_to_start_ns", "queue_wait_ns", "launch_overhead_ns", "launch_cpu_ns", "launch_delay_ns")
 SMALL_KERNEL_RUNS_LISTED = 10
 STEPS_LISTED = 20  # a per-step table of more steps shows the slowest this many (every step: JSON, charts)
+COLLECTIVES_LISTED = 8  # collectives a terminal or document report lists (the JSON: schema.COLLECTIVE_LIMIT)
+COLLECTIVE_BARS = 20  # collectives the HTML report's bar chart shows
 
 
 def listed_steps(steps: pl.DataFrame, most: int = STEPS_LISTED) -> tuple[pl.DataFrame, str]:
@@ -195,3 +197,22 @@ def listed_collectives(job: JobAnalysis, limit: int = COLLECTIVE_LIMIT) -> pl.Da
         .head(limit)
         .sort("process_group", "seq")
     )
+
+
+@dataclass(frozen=True)
+class ListedCollectives:
+    """The collectives each format lists, chosen once (`chosen_collectives`; renderers only read)."""
+
+    in_order: pl.DataFrame  # the COLLECTIVE_LIMIT most waited on, by (process group, sequence): JSON
+    per_rank: pl.DataFrame  # each rank's row of `in_order`'s collectives (+ first_arrival_ns), by rank: JSON
+    most_waited: pl.DataFrame  # the COLLECTIVES_LISTED most waited on, most waited first: terminal, Markdown
+    bars: pl.DataFrame  # the COLLECTIVE_BARS most waited on, by (process group, sequence): the HTML bars
+
+
+def chosen_collectives(job: JobAnalysis) -> ListedCollectives:
+    """Which collectives each format lists, and in what order (`ListedCollectives`)."""
+    in_order = listed_collectives(job)
+    per_rank = job.matched.join(in_order.select("process_group", "seq", "first_arrival_ns"),
+                                on=["process_group", "seq"]).sort("rank")
+    most_waited = listed_collectives(job, COLLECTIVES_LISTED).sort("wait_ns", "seq", descending=[True, False])
+    return ListedCollectives(in_order, per_rank, most_waited, listed_collectives(job, COLLECTIVE_BARS))

@@ -70,7 +70,8 @@ def paired_nodes(cpu_ops: pl.DataFrame, forward: pl.DataFrame) -> pl.DataFrame:
     nodes = cpu_ops.select("rank", "sequence_number", "name", "op_id", "input_dims", "input_types").filter(
         pl.col("name").is_in(forward["node_name"].unique().to_list()) & pl.col("sequence_number").is_not_null()
     ).select(  # each filter after its select: a filter copies every column it keeps
-        "rank", "sequence_number", pl.col("name").cast(pl.String).alias("node_name"), pl.col("op_id").alias("node_op_id"),
+        "rank", "sequence_number", pl.col("name").cast(pl.String).alias("node_name"),
+        pl.col("op_id").alias("node_op_id"),
         pl.col("input_dims").list.first().alias("grad_dims"),
         pl.col("input_types").list.first().cast(pl.String).alias("grad_type"))
     keys = ["rank", "sequence_number", "node_name"]
@@ -157,7 +158,8 @@ def _embedding_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Sch
             if node_op_id in wanted:
                 if backward is None:
                     backward = embedding_tbe.backward_cost(*args, grad=grad)
-                rows.append(((position, 1), _cost_row(node_op_id, backward, schema, "lookup sizes from its forward op")))
+                rows.append(((position, 1), _cost_row(node_op_id, backward, schema,
+                                                      "lookup sizes from its forward op")))
     # forwards without a backward (inference) still have a cost when Concrete Inputs hold total_D
     unpaired = pending.filter(pl.col("name").is_in(is_forward) & ~pl.col("op_id").is_in(list(paired_forward)))
     for group, members in _distinct(unpaired, arguments, ["op_id"]):
@@ -201,9 +203,11 @@ def _cat_rows(pending: pl.DataFrame, cpu_ops: pl.DataFrame, schema: pl.Schema) -
         parents, on="parent_id").filter(pl.col("parent_name").is_in(SPLIT_BACKWARD_NODES))
     split_rows = []
     for group, members in _distinct(inside_split, ["parent_dims", "parent_types"], ["op_id"]):
-        parts = [(d, t) for d, t in zip(group["parent_dims"] or [], group["parent_types"] or []) if d and element_size(t or "")]
+        parts = [(d, t) for d, t in zip(group["parent_dims"] or [], group["parent_types"] or []) if d
+                 and element_size(t or "")]
         cost = _cat_cost(parts, None)
         if cost is not None:
-            split_rows.extend((position, _cost_row(op_id, cost, schema, "inputs from the gradients of the split's backward node"))
+            split_rows.extend((position, _cost_row(op_id, cost, schema,
+                                                   "inputs from the gradients of the split's backward node"))
                               for position, op_id in members)
     return [row for _, row in rows] + [row for _, row in sorted(split_rows, key=lambda item: item[0])]

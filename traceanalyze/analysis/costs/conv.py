@@ -158,7 +158,8 @@ def _conv_backward_part(args: Args, name: str) -> OpCost:
         raise Unmodelled("shape arguments incomplete: convolution backward sizes not recorded")
     # sizes of a batch or a weight: as many dimensions as the gradient (3 or more), none negative
     if len(sizes) < 3 or len(sizes) != len(gout.shape) or min(sizes) < 0:
-        raise Unmodelled(f"shape arguments incomplete: convolution backward sizes {sizes} do not fit grad_output {list(gout.shape)}")
+        raise Unmodelled(f"shape arguments incomplete: convolution backward sizes {sizes} do not fit grad_output "
+                         f"{list(gout.shape)}")
     other = args.need(2, "weight" if name.endswith("input") else "input")
     if name.endswith("input"):
         w, grad = other, gout.like(sizes)

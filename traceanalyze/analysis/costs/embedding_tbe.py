@@ -26,7 +26,8 @@ from traceanalyze.analysis.costs.embedding import EMBEDDING
 from traceanalyze.analysis.costs.family import OpCost
 from traceanalyze.analysis.costs.tensors import Args, Tensor, Unmodelled, total_bytes
 
-FORWARD_NAME = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)|dense_embedding_codegen_lookup)_function$")
+FORWARD_NAME = re.compile(r"^fbgemm::(?:split_embedding_codegen_lookup_(\w+?)|dense_embedding_codegen_lookup)"
+                          r"_function$")
 BACKWARD_NAME = re.compile(r"^torch::autograd::CppNode<SplitLookupFunction_(\w+?)_Op>$")
 
 # FLOPs per updated weight element of the optimizer fused into the backward (after the gradient
@@ -102,7 +103,8 @@ def _lookup(args: Args, name: str) -> _Lookup:
         weights = args.need(layout.tables[0], "weights")
     per_sample = args.tensor(layout.per_sample_weights)
     weighted = per_sample is not None and per_sample.numel > 0
-    read = [indices, offsets] + ([per_sample] if weighted else []) + [t for i in layout.metadata if (t := args.tensor(i))]
+    read = [indices, offsets] + ([per_sample] if weighted
+                                 else []) + [t for i in layout.metadata if (t := args.tensor(i))]
     states = []
     if layout.states_from is not None:
         states = [t for i in range(layout.states_from, len(args))
@@ -176,7 +178,8 @@ def backward_cost(name: str, dims: Sequence[Any], types: Sequence[str], concrete
         if optimizer == "dense":
             moved = total_bytes(look.read) + out.nbytes + look.weights.nbytes + 2 * row_bytes
         else:
-            state_bytes = sum((dim if s.numel == look.weights.numel else 1) * look.lookups * s.itemsize for s in look.states)
+            state_bytes = sum((dim if s.numel == look.weights.numel else 1) * look.lookups * s.itemsize
+                              for s in look.states)
             moved = total_bytes(look.read) + out.nbytes + 2 * row_bytes + 2 * state_bytes
         flops = gathered * ((2 if look.weighted else 1) + OPTIMIZER_FLOPS[optimizer])
         note = "; ".join(n for n in (_mean_dim_note(look), "repeated rows counted each time (upper bound)") if n)

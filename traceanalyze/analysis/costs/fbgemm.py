@@ -20,8 +20,10 @@ def _fbgemm_permute(args: Args, name: str) -> OpCost:
     tensors = args.tensors()
     if not tensors:
         raise Unmodelled("shape arguments incomplete: no tensor arguments recorded")
-    moved = tensors[1:] if name in ("fbgemm::permute_2D_sparse_data", "fbgemm::permute_sparse_features") else tensors[:1]
-    return OpCost(0.0, total_bytes(tensors) + total_bytes(moved), COPY, False, moved[0].cls if moved else tensors[0].cls)
+    moved = tensors[1:] if name in ("fbgemm::permute_2D_sparse_data",
+                                    "fbgemm::permute_sparse_features") else tensors[:1]
+    return OpCost(0.0, total_bytes(tensors) + total_bytes(moved), COPY, False, moved[0].cls if moved
+                  else tensors[0].cls)
 
 
 def _fbgemm_cumsum(args: Args, name: str) -> OpCost:

@@ -94,7 +94,8 @@ def op_costs(cpu_ops: pl.DataFrame) -> pl.DataFrame:
     schema = {**OP_COSTS_SCHEMA, "model_flops": pl.Float64, "model_source": OP_COSTS_SCHEMA["flops_source"]}
     per_group = pl.DataFrame(columns, schema={k: schema[k] for k in columns})
     per_row = per_group.with_columns(groups["_row"]).explode("_row").sort("_row")
-    trace_flops = frame["flops"] if "flops" in frame.columns else pl.Series("flops", [None] * frame.height, dtype=pl.Float64)
+    trace_flops = (frame["flops"] if "flops" in frame.columns
+                   else pl.Series("flops", [None] * frame.height, dtype=pl.Float64))
     return per_row.with_columns(
         frame["op_id"].alias("op_id"),
         trace_flops.cast(pl.Float64).alias("_trace_flops"),

@@ -35,10 +35,12 @@ def _vllm_rotary(args: Args, name: str) -> OpCost:
     """_C::rotary_embedding(positions, query, key, head_size, cos_sin_cache, is_neox): rotates query
     and key in place with the cache rows of `positions` (gathered: numel(positions) rows); 3 FLOPs
     per element (two multiplies and an add)."""
-    positions, query, key, cache = args.need(0, "positions"), args.need(1, "query"), args.tensor(2), args.need(4, "cos_sin_cache")
+    positions, query, key = args.need(0, "positions"), args.need(1, "query"), args.tensor(2)
+    cache = args.need(4, "cos_sin_cache")
     gathered = cache.like((positions.numel,) + cache.shape[1:])
     rotated = [query] + ([key] if key is not None else [])
-    return OpCost(float(3 * sum(t.numel for t in rotated)), total_bytes([positions, gathered] + rotated) + total_bytes(rotated),
+    return OpCost(float(3 * sum(t.numel for t in rotated)),
+                  total_bytes([positions, gathered] + rotated) + total_bytes(rotated),
                   ELEMENTWISE, False, query.cls)
 
 

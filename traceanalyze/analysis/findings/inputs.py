@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks
+# a duration for a sentence (the rule modules import it from here): the one rule, units.format_duration_ns
+from traceanalyze.units import format_duration_ns as format_ns  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,6 @@ def column(frame: pl.DataFrame, *names: str) -> str:
 def busy_ns(inputs: FindingInputs) -> int:
     """GPU busy time summed over this rank's device windows."""
     return int(inputs.attribution["busy_ns"].sum()) if inputs.attribution.height else 0
-
-
-def format_ns(value: float) -> str:
-    """A duration for a sentence: 1.21 ms, 45.5 µs, 2.30 s, 800 ns."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} ns"
 
 
 KERNEL_NAME_CHARS = 80  # a kernel name in a sentence: no argument list, at most this long

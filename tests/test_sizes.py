@@ -2,9 +2,7 @@
 600-line cap of tests/test_architecture.py measures size, not width), and no function whose body
 is over 60 lines without a reason in its docstring (a paragraph starting "Long:").
 
-The line rule holds for the package, tests/ and scripts/. The lines over 120 characters left in
-modules other branches were editing this round are listed with their count (`LONG_LINES_LEFT`,
-`LONG_TEST_LINES_LEFT`): a module may only lose them; any other module has none."""
+The line rule holds for the package, tests/ and scripts/, with no exception."""
 
 from __future__ import annotations
 
@@ -16,16 +14,6 @@ PACKAGE = REPOSITORY / "traceanalyze"
 MAX_LINE = 120
 MAX_BODY_LINES = 60
 
-LONG_LINES_LEFT = {
-}
-# the same for the test modules and scripts (paths relative to the repository)
-LONG_TEST_LINES_LEFT = {
-}
-# functions of other branches' modules over 60 lines this round, to be split or given a reason
-LONG_FUNCTIONS_LEFT = {
-    ("analysis/health.py", "trace_health"), ("capture/session.py", "_run_capture"),
-    ("load/chunk_workers.py", "decode_in_threads"), ("load/general.py", "general_tables"),
-}
 
 
 def _modules() -> dict[str, Path]:
@@ -41,15 +29,15 @@ def long_lines(path: Path) -> int:
     return sum(len(line) > MAX_LINE for line in path.read_text().splitlines())
 
 
-def test_no_line_over_120_characters_but_those_left_listed():
+def test_no_line_over_120_characters_in_the_package():
     over = {name: count for name, path in _modules().items()
-            if (count := long_lines(path)) > LONG_LINES_LEFT.get(name, 0)}
+            if (count := long_lines(path))}
     assert over == {}, f"lines over {MAX_LINE} characters (wrap them): {over}"
 
 
-def test_no_line_over_120_characters_in_tests_and_scripts_but_those_left_listed():
+def test_no_line_over_120_characters_in_tests_and_scripts():
     over = {name: count for name, path in _tests_and_scripts().items()
-            if (count := long_lines(path)) > LONG_TEST_LINES_LEFT.get(name, 0)}
+            if (count := long_lines(path))}
     assert over == {}, f"lines over {MAX_LINE} characters (wrap them): {over}"
 
 
@@ -69,7 +57,7 @@ def long_functions(path: Path) -> list[tuple[str, int, bool]]:
 def test_no_function_over_60_lines_without_a_reason():
     unexplained = sorted((name, function, lines) for name, path in _modules().items()
                          for function, lines, explained in long_functions(path)
-                         if lines > MAX_BODY_LINES and not explained and (name, function) not in LONG_FUNCTIONS_LEFT)
+                         if lines > MAX_BODY_LINES and not explained)
     assert unexplained == []
 
 

@@ -10,6 +10,10 @@ from traceanalyze.model import HEALTH_SCHEMA, LAUNCH_KINDS, Trace, linked_gpu
 
 
 def trace_health(trace: Trace) -> pl.DataFrame:
+    """The trace's health findings: one row per problem of the recording (docs/limits.md).
+
+    Long: one short check per health finding, in the order docs/limits.md lists them; splitting
+    them into functions would only pass `add` around."""
     rows: list[dict] = []
 
     def add(rank: int, finding: str, count: int, affects: str, detail: str) -> None:

@@ -87,6 +87,10 @@ def run_capture(options: CaptureOptions) -> CaptureResult:
 
 
 def _run_capture(options: CaptureOptions) -> CaptureResult:
+    """Run the script under the profiler and write the trace and run.json as one unit.
+
+    Long: the capture's steps (check, environment, profiler, script, exit status, atomic writes)
+    in the order they happen, each a few lines that share the same local state."""
     options.check()
     script = resolve_script(options.script)
     torch = import_torch()

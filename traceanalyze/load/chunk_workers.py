@@ -83,7 +83,10 @@ def decode_in_threads(pieces: Iterable[tuple[bytes | memoryview, ...]], workers:
 
     A thread scans a piece and, when it holds `decode.FINISH_ROWS` rows or more, finishes it; the
     scanned pieces of fewer rows are finished together in order, by the next free thread, once
-    they hold that many (`decode.finish_pieces`): one `ChunkTables` for several pieces."""
+    they hold that many (`decode.finish_pieces`): one `ChunkTables` for several pieces.
+
+    Long: the threads' hand-offs (scan, finish, order) share one queue and its bookkeeping;
+    written in one place so the order of results can be read from top to bottom."""
     from concurrent.futures import ThreadPoolExecutor
 
     from traceanalyze.load import decode as decoding

@@ -70,7 +70,10 @@ class _Columns:
 
 
 def general_tables(events: list[Event], *, include_python: bool, malformed: int = 0) -> ChunkTables:
-    """Events → chunk frames, one event at a time (handles any value of any type)."""
+    """Events → chunk frames, one event at a time (handles any value of any type).
+
+    Long: one branch per event kind (CPU op, GPU op, runtime call, memory, counters), each
+    appending to its own columns; the fallback decoder is kept as one readable loop."""
     skipped: dict[str, tuple[int, int]] = {}
 
     def skip(reason: str, index: int) -> None:

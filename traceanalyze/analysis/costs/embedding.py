@@ -20,7 +20,8 @@ def _embedding(args: Args, name: str) -> OpCost:
 def _embedding_backward(args: Args, name: str) -> OpCost:
     """embedding_backward / embedding_dense_backward(grad_output, indices, num_weights, ...): one
     accumulate per gradient element into a `[num_weights, D]` weight gradient."""
-    grad, indices = args.need(0, "grad_output"), args.need(1, "indices")
+    grad = args.need(0, "grad_output")
+    args.need(1, "indices")  # recorded, or the op is not modelled
     num_weights = args.scalar(2)
     if not isinstance(num_weights, int) or isinstance(num_weights, bool):
         raise Unmodelled("shape arguments incomplete: num_weights not recorded")

@@ -27,7 +27,8 @@ def _reduction_code(args: Args, i: int) -> tuple[int, str]:
 def _pointwise_loss(args: Args, name: str) -> OpCost:
     if name.endswith("_backward"):
         base = name[: -len("_backward")]
-        grad, x = args.need(0, "grad_output"), args.need(1, "self")
+        args.need(0, "grad_output")  # recorded, or the op is not modelled
+        x = args.need(1, "self")
         flops = float(x.numel * (_LOSS_FLOPS.get(base, 2)))
         operands = {"binary_cross_entropy": 4, "mse_loss": 3}.get(base, 3)  # then reduction [, beta]
         return OpCost(flops, total_bytes(reads(args, operands)) + x.nbytes, LOSS, False, x.cls)

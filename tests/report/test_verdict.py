@@ -23,8 +23,14 @@ def golden_report(tmp_path):
     return build_report(traceanalyze.load_trace(verdict_trace(tmp_path)))
 
 
+# the sync's gain: what its remedy takes out of the run (docs/whatif.md, Bounds): the
+# `cudaStreamSynchronize` [12, 200] µs no longer blocks (its whole 188 µs span), the CPU time from the gap's
+# start (120) to the fill kernel's launch (200) is moved off the step (inside that span): 188 µs, 92% of
+# the 205 µs window; it bounds the saving (95 µs)
+SYNC_GAIN_WORDS = ("gain 188 µs: the time its remedy takes out of the run, the CPU time it frees included "
+                   "(it bounds the saving)")
 EVIDENCE = ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
-            "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs")
+            "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs; " + SYNC_GAIN_WORDS)
 ACTION = ("remove the sync from the step: keep the value on the device, or read it every N steps / after the step; "
           "find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`")
 BIGGER_EVIDENCE = ("1 compute-bound BF16 kernel, 100 µs = 91% of GPU busy (top "
@@ -44,7 +50,7 @@ GOLDEN_TERMINAL = [
     "[OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU] C compute 49% · O overhead 46% · U unmodeled 5%",
     ("the largest saving lies in overhead, not compute: 46% of the window from finding 1, more than any change "
      "found for the compute time (49% of the window)")[:99] + "…",
-    ("1. The CPU waits for the GPU inside the step (sync) — gain ≤ 95 µs (46% of the window), "
+    ("1. The CPU waits for the GPU inside the step (sync) — gain ≤ 188 µs (92% of the window), "
      f"predicted saving {SYNC_SAVING} [high]")[:99] + "…",
     ("   " + EVIDENCE)[:99] + "…",  # cut to 100 columns; the FINDINGS section below has it whole
     ("   → " + ACTION)[:99] + "…",
@@ -75,7 +81,7 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
         "`OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU` C compute 49% · O overhead 46% · U unmodeled 5%",
         "> The largest saving lies in overhead, not compute: 46% of the window from finding 1, more than any change "
         "found for the compute time (49% of the window).",
-        "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
+        "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 188 µs (92% of the window), "
         f"predicted saving {SYNC_SAVING}, confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION
         + "\n- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs "
         f"(45% of the window), predicted saving {BIGGER_SAVING}, confidence low. Evidence: " + BIGGER_EVIDENCE
@@ -90,7 +96,7 @@ def test_json_findings_array(tmp_path):
     assert doc["schema_version"] == "1.1"
     assert [(f["id"], round(f["gain_us"], 1), f["confidence"], f["regime"]) for f in doc["findings"]] == [
         # by predicted saving: removing the sync saves 95 µs of the window, the faster roof 86.1 µs
-        ("sync-in-step", 95.0, "high", "overhead"), ("bigger-gpu-bf16", 92.4, "low", "compute")]
+        ("sync-in-step", 188.0, "high", "overhead"), ("bigger-gpu-bf16", 92.4, "low", "compute")]
 
 
 @pytest.mark.parametrize("path", real_trace_params())
@@ -133,6 +139,6 @@ def test_the_elsewhere_line_is_figures_in_the_model_and_a_sentence_in_the_render
     from traceanalyze.renderers.verdict_text import elsewhere_text
     from traceanalyze.report.verdict import Elsewhere
 
-    why = Elsewhere(regime="overhead", dominant="compute", gain_share=0.4, dominant_share=0.55)
+    why = Elsewhere(regime="overhead", dominant="compute", saving_share=0.4, dominant_share=0.55)
     assert elsewhere_text(why) == ("the largest saving lies in overhead, not compute: 40% of the window from "
                                    "finding 1, more than any change found for the compute time (55% of the window)")

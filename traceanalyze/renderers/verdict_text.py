@@ -48,7 +48,7 @@ def gain_text(f: VerdictFinding) -> str:
 def elsewhere_text(e: Elsewhere) -> str:
     """Why the verdict's first finding is not in its dominant regime, as one sentence."""
     return (f"the largest saving lies in {e.regime}, not {e.dominant}: "
-            f"{e.gain_share:.0%} of the window from finding 1, more than any change found for the "
+            f"{e.saving_share:.0%} of the window from finding 1, more than any change found for the "
             f"{e.dominant} time ({e.dominant_share:.0%} of the window)")
 
 

@@ -36,17 +36,19 @@ class VerdictFinding:
     confidence: str
     regime: str | None = None
     saving_ns: float | None = None  # the replay's predicted saving (docs/whatif.md); None: not modelled
+    expected_share: float | None = None  # what findings are ranked by (the saving, else the gain) / Σ window
 
 
 @dataclass(frozen=True)
 class Elsewhere:
     """The first finding lies in `regime`, not in the `dominant` one: finding 1 would save
-    `gain_share` of the window, more than any change found for the dominant regime's time
+    `saving_share` of the window (its predicted saving, or its gain where the replay does not model
+    it: what findings are ranked by), more than any change found for the dominant regime's time
     (`dominant_share` of the window)."""
 
     regime: str
     dominant: str
-    gain_share: float
+    saving_share: float
     dominant_share: float
 
 
@@ -89,12 +91,12 @@ def _elsewhere(shares: dict[str, float] | None, dominant: str | None,
     """When the first finding belongs to another regime than the one that holds most of the window
     (its fix saves more than any found for the dominant regime): the figures that say why."""
     first = chosen[0] if chosen else None
-    if (not shares or dominant is None or first is None or first.gain_share is None
+    if (not shares or dominant is None or first is None or first.expected_share is None
             or first.regime in (None, dominant)):
         return None
     if first.regime not in shares and first.regime not in REGIME_WORDS:
         return None
-    return Elsewhere(regime=first.regime, dominant=dominant, gain_share=first.gain_share,
+    return Elsewhere(regime=first.regime, dominant=dominant, saving_share=first.expected_share,
                      dominant_share=shares[dominant])
 
 
@@ -104,9 +106,11 @@ def verdict_findings(found: pl.DataFrame, window_ns: int | None) -> tuple[Verdic
 
 
 def _verdict_finding(row: dict, window_ns: int | None) -> VerdictFinding:
-    gain = row["gain_ns"]
+    gain, saving = row["gain_ns"], row.get("saving_ns")
+    expected = saving if saving is not None else gain
     return VerdictFinding(rank=row["rank"], id=row["id"], title=row["title"], evidence=row["evidence"],
                           action=row["action"], gain_ns=gain,
                           gain_share=gain / window_ns if gain is not None and window_ns else None,
                           confidence=str(row["confidence"]), regime=str(row["regime"]) if row.get("regime") else None,
-                          saving_ns=row.get("saving_ns"))
+                          saving_ns=saving,
+                          expected_share=expected / window_ns if expected is not None and window_ns else None)

@@ -47,11 +47,15 @@ GAP_READ = ("start_ns", "end_ns", "duration_ns", "step", "cpu_op", "annotation",
 
 
 def _cpu_spans(gaps: pl.DataFrame) -> tuple[tuple[int, int, int], ...]:
-    """`(tid, start_ns, end_ns)` of each gap whose thread is known: the CPU time in it."""
+    """`(tid, start_ns, end_ns)` of each gap whose thread is known: the CPU time in it up to the
+    launch of the work that ended it (that launch call stays: the work still has to be launched)."""
     if "cpu_tid" not in gaps.columns:
         return ()
-    known = gaps.filter(pl.col("cpu_tid").is_not_null())
-    return tuple((int(t), int(s), int(e)) for t, s, e in known.select("cpu_tid", "start_ns", "end_ns").iter_rows())
+    launch = pl.col("next_launch_start_ns") if "next_launch_start_ns" in gaps.columns else pl.lit(None, pl.Int64)
+    end = pl.when(launch.is_not_null() & (launch > pl.col("start_ns")) & (launch < pl.col("end_ns")))
+    known = gaps.filter(pl.col("cpu_tid").is_not_null()).select(
+        "cpu_tid", "start_ns", end.then(launch).otherwise(pl.col("end_ns")).alias("end_ns"))
+    return tuple((int(t), int(s), int(e)) for t, s, e in known.iter_rows())
 
 
 def _gaps_of(bucketed: pl.DataFrame, bucket: str) -> pl.DataFrame:

@@ -43,6 +43,13 @@ class RankCharts:
     compute_roofs: tuple[plots.Roof, ...]
     bandwidth_roofs: tuple[plots.Roof, ...]
 
+    @property
+    def idle_by_cause_per_device(self) -> list[tuple[int, dict[str, int]]]:
+        """Per device (ascending): its idle time by gap cause (the causes chart's bars)."""
+        return [(device, {str(c): ns for c, ns in self.idle_by_cause.filter(pl.col("device") == device)
+                          .select("cause", "duration_ns").iter_rows()})
+                for device in self.idle_by_cause["device"].unique().sort().to_list()]
+
 
 def rank_charts(*, roofline: pl.DataFrame, gaps: pl.DataFrame, idle: pl.DataFrame, streams: pl.DataFrame,
                 steps: pl.DataFrame, latency: pl.DataFrame) -> RankCharts:

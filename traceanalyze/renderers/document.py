@@ -16,7 +16,8 @@ from traceanalyze.renderers.blocks import (Block, BulletList, Cell, Chart, Code,
                                            Paragraph, Strong, Table)
 from traceanalyze.renderers.wording import (CAUSE_HINTS, CAUSE_WORDS, coverage_sentence, cpu_name,
                                             peak_figures, roof_footnotes, roof_fraction_cell)
-from traceanalyze.report.model import CHARTED_RANKS, RankReport, Report  # noqa: F401 (CHARTED_RANKS: tests read it here)
+# CHARTED_RANKS: how many ranks' charts a job's document draws (Report.charted_ranks), named here too
+from traceanalyze.report.model import CHARTED_RANKS, RankReport, Report  # noqa: F401
 from traceanalyze.report.summaries import Summary
 from traceanalyze.renderers.verdict_document import findings_blocks
 from traceanalyze.units import (distinct_short_names, format_count, format_duration_ns, format_percent, format_rate,

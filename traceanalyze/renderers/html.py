@@ -13,6 +13,7 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.roofline import ON_ROOFLINE
@@ -413,7 +414,7 @@ def collective_timeline(report: Report) -> str:
     """One lane per rank on the reference rank's clock: for each matched collective, the rank's
     wait (arrival → last arrival) then its transfer (→ end)."""
     lanes, window = report.collective_lanes
-    rows = [plots.TimelineRow(f"rank {rank}", intervals, JOB_COLOURS) for rank, intervals in lanes]
+    rows = [replace(lane, label=f"rank {rank}", colours=JOB_COLOURS) for rank, lane in lanes]
     return plots.timeline_chart(rows, window, title="Collectives on one clock (ranks aligned by their clock offsets)",
                                 legends=[("", JOB_COLOURS)], kind="job-timeline")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -16,7 +16,7 @@ from traceanalyze.analysis.job import JobAnalysis
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.renderers.verdict_document import verdict_html
-from traceanalyze.report.chart_inputs import RankCharts, rank_charts
+from traceanalyze.report.chart_inputs import RankCharts, binned_rows, rank_charts
 from traceanalyze.report.groups import Diagnosis, HostTables, JobInputs, LaunchTables, OverheadTables, RooflineTables
 from traceanalyze.report.notes import job_notes, missing_ranks_note
 from traceanalyze.report import summaries
@@ -30,6 +30,9 @@ from traceanalyze.whatif import job_replay
 # a job of 256 ranks drew 70 MB of HTML; the job's own charts cover every rank
 CHARTED_RANKS = 8
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
+
+if TYPE_CHECKING:  # the plots load where charts are made
+    from traceanalyze.renderers.plots import TimelineRow
 
 
 @dataclass(frozen=True)
@@ -305,10 +308,15 @@ class Report:
         return views.ranks_and_steps(self.job.steps)
 
     @cached_property
-    def collective_lanes(self) -> tuple[tuple[tuple[int, pl.DataFrame], ...], tuple[int, int]]:
-        """Per rank, its matched collectives' wait and transfer intervals, and their window
-        (report.views.collective_lanes)."""
-        return views.collective_lanes(self.job.matched)
+    def collective_lanes(self) -> tuple[tuple[tuple[int, TimelineRow], ...], tuple[int, int]]:
+        """Per rank, its matched collectives' wait and transfer intervals (report.views.collective_lanes)
+        as the timeline draws them (`chart_inputs.binned_rows`: clipped, or in pixel bins), and
+        their window. The lanes carry no colours and no label: the chart's words."""
+        from traceanalyze.renderers.plots import TimelineRow
+
+        lanes, window = views.collective_lanes(self.job.matched)
+        rows = binned_rows([TimelineRow("", intervals, {}) for _, intervals in lanes], window)
+        return tuple((rank, row) for (rank, _), row in zip(lanes, rows)), window
 
     @property
     def longest_gaps(self) -> list[tuple[dict[str, Any], int]]:

@@ -284,7 +284,7 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     options = replace(report.options, details=details)
     limit = options.max_gaps
     shown = report.ranks if details or len(report.ranks) == 1 else tuple(
-        r for r in report.ranks if r.rank in detail_ranks(report))
+        r for r in report.ranks if r.rank in report.detail_ranks)
     verdict = report.verdict()
     opening = verdict_lines(verdict, width)
     # findings the verdict shows uncut (output to a file or a log: lines kept whole) are not repeated below
@@ -315,16 +315,6 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
 # The terminal's job-level screen for a folder of ranks: which rank holds the job back, how much
 # time the others lose to it, why it is slow, then ranks × steps, exposed communication and the
 # collectives waited on the most. Reads `Report.job` (analysis.job); computes nothing.
-def detail_ranks(report: Report) -> list[int]:
-    """The ranks whose full sections the terminal shows without `--details`: the slowest rank
-    (else the rank with the most GPU idle)."""
-    slowest = report.job.slowest_rank
-    if slowest is not None:
-        return [slowest]
-    idle = [(r.summary.window.idle_fraction or 0.0, -r.rank, r.rank) for r in report.ranks]
-    return [max(idle)[2]] if idle else []
-
-
 def job_section(report: Report, width: int | None = None) -> list[str]:
     job = report.job
     lines = ["JOB — which rank holds the others back?"]

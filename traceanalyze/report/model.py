@@ -331,6 +331,16 @@ class Report:
         order = sorted(self.ranks, key=lambda r: (r.rank != slowest, -(r.summary.window.idle_fraction or 0.0), r.rank))
         return [r.rank for r in order[:CHARTED_RANKS]]
 
+    @property
+    def detail_ranks(self) -> list[int]:
+        """The ranks whose full sections the terminal shows without `--details`: the slowest rank
+        (else the rank with the most GPU idle; ties: the lowest rank)."""
+        slowest = self.job.slowest_rank
+        if slowest is not None:
+            return [slowest]
+        idle = [(r.summary.window.idle_fraction or 0.0, -r.rank, r.rank) for r in self.ranks]
+        return [max(idle)[2]] if idle else []
+
     def listed_findings(self, ranks: tuple[int, ...] | None = None,
                         whole: tuple[tuple[int, str], ...] = ()) -> tuple[pl.DataFrame, int]:
         """`all_findings` less `whole` (shown uncut already), the job's and those of `ranks` (None:

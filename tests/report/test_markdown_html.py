@@ -237,11 +237,14 @@ def test_timeline_is_binned_and_capped():
     frame = pl.DataFrame({"start_ns": [i * 100 for i in range(n)], "end_ns": [i * 100 + 60 for i in range(n)],
                           "category": ["compute" if i % 2 else "bandwidth" for i in range(n)],
                           "label": ["k"] * n})
+    from traceanalyze.report.chart_inputs import binned_rows
+
     rows = [plots.TimelineRow(f"stream {s}", frame, plots.REGIME_COLOURS) for s in range(8)]
-    svg = plots.timeline_chart(rows, (0, n * 100), title="t", max_marks=1000)
+    svg = plots.timeline_chart(binned_rows(rows, (0, n * 100), max_marks=1000), (0, n * 100), title="t")
     marks = svg.count('class="mark"')
     assert 8 <= marks <= 1000
-    exact = plots.timeline_chart([plots.TimelineRow("s", frame.head(10), plots.REGIME_COLOURS)], (0, 1000), title="t")
+    exact = plots.timeline_chart(binned_rows([plots.TimelineRow("s", frame.head(10), plots.REGIME_COLOURS)], (0, 1000)),
+                                 (0, 1000), title="t")
     assert exact.count('class="mark"') == 10
 
 

@@ -138,7 +138,7 @@ def analysis_code() -> list[Path]:
              package / "units.py", package / "figures.py", Path(__file__), Path(__file__).with_name("rank.py"),
              Path(__file__).with_name("identity.py"),
              *(report / name for name in ("model.py", "groups.py", "notes.py", "summaries.py", "verdict.py",
-                                          "chart_inputs.py", "schema.py")),
+                                          "chart_inputs.py", "schema.py", "views.py")),
              *(renderers / name for name in ("escape.py", "blocks.py", "html_text.py", "svg.py",
                                              "verdict_text.py", "verdict_document.py")),
              *(renderers / "plots").rglob("*.py")]

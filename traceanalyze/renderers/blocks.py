@@ -75,7 +75,7 @@ class Chart:
 
     kind: str
     rank: Any = None  # a report.model.RankReport (not imported: the blocks sit below the report model)
-    omitted: str = ""  # when set, the chart is not drawn and this says why (a rank past `document.CHARTED_RANKS`)
+    omitted: str = ""  # when set, the chart is not drawn and this says why (a rank past `Report.charted_ranks`)
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,7 +16,8 @@ from traceanalyze.renderers.blocks import (Block, BulletList, Cell, Chart, Code,
                                            Paragraph, Strong, Table)
 from traceanalyze.renderers.wording import (CAUSE_HINTS, CAUSE_WORDS, coverage_sentence, cpu_name,
                                             peak_figures, roof_footnotes, roof_fraction_cell)
-from traceanalyze.report.model import RankReport, Report
+# CHARTED_RANKS: how many ranks' charts a job's document draws (Report.charted_ranks), named here too
+from traceanalyze.report.model import CHARTED_RANKS, RankReport, Report  # noqa: F401
 from traceanalyze.report.summaries import Summary
 from traceanalyze.renderers.verdict_document import findings_blocks
 from traceanalyze.units import (distinct_short_names, format_count, format_duration_ns, format_percent, format_rate,
@@ -104,7 +105,7 @@ def _notes(report: RankReport) -> list[Block]:
 
 
 def _device_lines(report: RankReport) -> list[Block]:
-    joined = report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left")
+    joined = report.idle_by_device_named
     return [
         Paragraph((
             f"device {row['device']} ({row['name'] or 'unnamed'}): GPU idle ",
@@ -181,10 +182,9 @@ def _small_kernels(report: RankReport, min_run: int) -> list[Block]:
 
 
 def _queue(report: RankReport) -> list[Block]:
-    queue = report.queue
-    if not queue.height:
+    deepest = report.deepest_launch_queue  # ties: the first stream
+    if deepest is None:
         return []
-    deepest = queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)  # ties: the first stream
     at_full = deepest["time_at_full_ns"]
     full = f", full (≥1024) for {format_duration_ns(at_full)}" if at_full else ""
     return [Paragraph((f"launch queue: deepest on stream {deepest['stream']} at "
@@ -262,7 +262,7 @@ def _kernels(report: RankReport, level: int, anchor: str, omitted: str = "") -> 
     kernels = report.kernels
     if kernels.is_empty():
         return []
-    total = kernels["total_ns"].sum()
+    total = report.kernel_time_ns
     rows = []
     shown = kernels.head(KERNEL_LIMIT)
     names = distinct_short_names(shown["name"].to_list(), 40)
@@ -282,7 +282,7 @@ def _kernels(report: RankReport, level: int, anchor: str, omitted: str = "") -> 
                            Chart("roofline", report, omitted=omitted)]
     blocks.append(Table(("#", "kernel", "op", "calls", "total", "share", "FLOP/B", "FLOP/s", "bytes/s", "% of roof",
                          "roof", "bound"), tuple(rows)))
-    blocks.extend(Paragraph((line.strip(),)) for line in roof_footnotes(shown))
+    blocks.extend(Paragraph((line.strip(),)) for line in roof_footnotes(report.roof_notes(KERNEL_LIMIT)))
     reasons = report.unmodeled.select("unmodeled_reason", "count", "duration_ns")
     if reasons.height:
         blocks.append(Paragraph(("unmodeled kernels, by reason:",)))
@@ -396,7 +396,7 @@ def document(report: Report) -> list[Block]:
         blocks += rank_blocks(single, limit=limit, level=2, anchor="rank-%d" % single.rank, min_run=min_run)
         return blocks
     blocks += job_blocks(report)
-    charted = charted_ranks(report)
+    charted = report.charted_ranks
     blocks += _ranks_overview(report, charted)
     for rank in report.ranks:
         anchor = f"rank-{rank.rank}"
@@ -408,17 +408,6 @@ def document(report: Report) -> list[Block]:
     return blocks
 
 
-# the ranks of a job whose timeline and roofline charts are drawn: each is some 200 KB of SVG, and
-# a job of 256 ranks drew 70 MB of HTML; the job's own charts cover every rank
-CHARTED_RANKS = 8
-
-
-def charted_ranks(report: Report) -> list[int]:
-    """The ranks whose timeline and roofline a job's report draws (`CHARTED_RANKS` at most): the
-    straggler, then the most idle, then by rank."""
-    slowest = report.job.slowest_rank
-    order = sorted(report.ranks, key=lambda r: (r.rank != slowest, -(r.summary.window.idle_fraction or 0.0), r.rank))
-    return [r.rank for r in order[:CHARTED_RANKS]]
 
 
 # -- the job's blocks (a folder of ranks) ------------------------------------------------------------------
@@ -429,16 +418,15 @@ def charted_ranks(report: Report) -> list[int]:
 def job_blocks(report: Report) -> list[Block]:
     job = report.job
     blocks: list[Block] = [Heading(2, "Job — which rank holds the others back?", "job")]
-    slowest = job.slowest_rank
-    if slowest is None:
+    straggler = report.straggler
+    if straggler is None:
         blocks.append(Paragraph(("No rank waited for another in a matched collective"
                                  + ("." if job.collectives.height else " (no collective matched across ranks)."),)))
     else:
-        caused = job.waits_caused.filter(pl.col("rank") == slowest).row(0, named=True)
-        blocks.append(Paragraph((Strong(f"rank {slowest} is the straggler"),
-                                 f": the other ranks waited {format_duration_ns(caused['caused_wait_ns'])} for it in "
-                                 f"{plural(caused['collectives_last'], 'collective')} it arrived last at.")))
-        for row in job.stragglers.filter(pl.col("slowest_rank") == slowest).iter_rows(named=True):
+        blocks.append(Paragraph((Strong(f"rank {straggler.rank} is the straggler"),
+                                 f": the other ranks waited {format_duration_ns(straggler.caused_wait_ns)} for it in "
+                                 f"{plural(straggler.collectives_last, 'collective')} it arrived last at.")))
+        for row in straggler.steps.iter_rows(named=True):
             blocks.append(Paragraph((f"Step {row['step']}: it arrived {format_duration_ns(row['behind_ns'])} "
                                      f"after the others (cost them {format_duration_ns(row['others_wait_ns'])}); "
                                      f"its largest idle cause: {row['cause'] or '–'} "

@@ -13,7 +13,7 @@ Examples
 
 from __future__ import annotations
 
-import polars as pl
+from dataclasses import replace
 
 from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.roofline import ON_ROOFLINE
@@ -272,11 +272,9 @@ def _causes_chart(rank: RankReport) -> str:
     if totals.is_empty():
         return ""
     rows = []
-    devices = totals["device"].unique().sort().to_list()
-    for device in devices:
-        part = totals.filter(pl.col("device") == device)
-        values = {str(c): ns for c, ns in part.select("cause", "duration_ns").iter_rows()}
-        rows.append(plots.BarRow("idle time" if len(devices) == 1 else f"device {device}", values,
+    per_device = _charts(rank).idle_by_cause_per_device
+    for device, values in per_device:
+        rows.append(plots.BarRow("idle time" if len(per_device) == 1 else f"device {device}", values,
                                  sum(values.values())))
     return _figure(plots.stacked_bars(rows, plots.CAUSE_COLOURS, kind="causes", title="Idle time by cause",
                                       show_title=False))
@@ -302,10 +300,9 @@ def _latency_chart(rank: RankReport) -> str:
     charts = _charts(rank)
     if not charts.launches:
         return ""
-    stats = rank.latency_stats.filter(pl.col("metric") == "launch_to_start_ns")
+    row = rank.launch_to_start_stats
     markers = []
-    if stats.height and stats["count"][0]:
-        row = stats.row(0, named=True)
+    if row is not None:
         markers = [(row[k], f"{k} {format_duration_ns(row[k])}") for k in ("p50", "p90", "p99")]
     svg = plots.log_histogram(charts.launch_latency, kind="latency", title="Launch → start, per launched GPU op",
                               x_label="time from the launch call's start to the GPU op's start (log scale)",
@@ -318,7 +315,7 @@ def _steps_chart(rank: RankReport) -> str:
     steps = rank.steps
     if steps.is_empty():
         return ""
-    multi = steps["device"].n_unique() > 1
+    multi = rank.steps_on_several_devices
     bars = [plots.StepBar(f"{r['step']}" + (f"·d{r['device']}" if multi else ""), r["gpu_busy_ns"], r["gpu_idle_ns"],
                           r["idle_fraction"])
             for r in steps.iter_rows(named=True)]
@@ -333,7 +330,7 @@ def _roofline_chart(rank: RankReport) -> str:
     compute, bandwidth = list(charts.compute_roofs), list(charts.bandwidth_roofs)
     points = []
     hidden_ns = 0
-    total_ns = kernels["total_ns"].sum()
+    total_ns = rank.kernel_time_ns
     for i, r in enumerate(kernels.iter_rows(named=True), 1):
         plotted = (r["bound"] in ON_ROOFLINE and (r["intensity"] or 0) > 0 and (r["achieved_flops_per_s"] or 0) > 0)
         if not plotted:
@@ -378,8 +375,7 @@ def heatmap(report: Report) -> str:
     """Ranks (rows) × steps (columns): each cell the rank's step time, shaded by the share of it
     spent waiting in collectives for other ranks."""
     steps = report.job.steps
-    ranks = sorted(steps["rank"].unique().to_list())
-    columns = sorted(steps["step"].unique().to_list())
+    ranks, columns = report.step_grid
     cells = {(r["rank"], r["step"]): r for r in steps.iter_rows(named=True)}
     title = "Step time per rank (shade: share of the step spent waiting for other ranks)"
     left, top, cell_h = 80, 40, 24
@@ -417,25 +413,8 @@ def heatmap(report: Report) -> str:
 def collective_timeline(report: Report) -> str:
     """One lane per rank on the reference rank's clock: for each matched collective, the rank's
     wait (arrival → last arrival) then its transfer (→ end)."""
-    matched = report.job.matched
-    rows = []
-    for rank in sorted(matched["rank"].unique().to_list()):
-        mine = matched.filter(pl.col("rank") == rank)
-        label = pl.format("{} #{}: ", pl.col("collective"), pl.col("seq"))
-        waits = mine.filter(pl.col("wait_ns") > 0).select(
-            pl.col("arrival_ns").alias("start_ns"), (pl.col("arrival_ns") + pl.col("wait_ns")).alias("end_ns"),
-            pl.lit("wait").alias("category"),
-            pl.concat_str(label, pl.lit("waited "), (pl.col("wait_ns") / 1000).round(1).cast(pl.String), pl.lit(" µs"))
-            .alias("label"))
-        transfers = mine.select(
-            (pl.col("arrival_ns") + pl.col("wait_ns")).alias("start_ns"), pl.col("end_ns"),
-            pl.lit("transfer").alias("category"),
-            pl.concat_str(label, pl.lit("transfer "), (pl.col("transfer_ns") / 1000).round(1).cast(pl.String),
-                          pl.lit(" µs"))
-            .alias("label"))
-        intervals = pl.concat([waits, transfers]).filter(pl.col("end_ns") > pl.col("start_ns")).sort("start_ns")
-        rows.append(plots.TimelineRow(f"rank {rank}", intervals, JOB_COLOURS))
-    window = (int(matched["arrival_ns"].min()), int(matched["end_ns"].max()))
+    lanes, window = report.collective_lanes
+    rows = [replace(lane, label=f"rank {rank}", colours=JOB_COLOURS) for rank, lane in lanes]
     return plots.timeline_chart(rows, window, title="Collectives on one clock (ranks aligned by their clock offsets)",
                                 legends=[("", JOB_COLOURS)], kind="job-timeline")
 

@@ -14,7 +14,6 @@ from traceanalyze.analysis.job import JobAnalysis
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.report import schema
 from traceanalyze.report.model import RankReport, Report
-from traceanalyze.report.notes import missing_ranks_note
 from traceanalyze.report.schema import KERNEL_LIMIT, SCHEMA_VERSION
 from traceanalyze.report.summaries import (
     SMALL_KERNEL_RUNS_LISTED, LatencyFigures, ListedCollectives, SmallKernelSummary, Summary,
@@ -121,15 +120,10 @@ def _gap(row: dict[str, Any], window_start_ns: int) -> schema.Gap:
     )
 
 
-def _gaps(reports: list[RankReport], limit: int) -> list[schema.Gap]:
-    """The `limit` longest gaps over `reports`, each with its start in its device's window."""
-    rows = []
-    for report in reports:
-        starts = {(r["rank"], r["device"]): r["window_start_ns"] for r in report.idle.iter_rows(named=True)}
-        for row in report.gaps.head(limit).iter_rows(named=True):
-            rows.append(_gap(row, starts[(row["rank"], row["device"])]))
-    rows.sort(key=lambda g: -g.duration_us)
-    return rows[:limit]
+def _gaps(longest: list[tuple[dict[str, Any], int]]) -> list[schema.Gap]:
+    """The longest gaps (`RankReport.longest_gaps`, `Report.longest_gaps`), each with its start in
+    its device's window."""
+    return [_gap(row, start) for row, start in longest]
 
 
 def _small_kernels(summary: SmallKernelSummary, runs: pl.DataFrame) -> schema.SmallKernels:
@@ -224,7 +218,7 @@ def _steps(report: RankReport) -> list[schema.Step]:
 
 
 def _devices(report: RankReport) -> list[schema.Device]:
-    named = report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"], how="left")
+    named = report.idle_by_device_named
     return [
         schema.Device(device=r["device"], name=r["name"], window_us=_us(r["window_ns"]),
                       gpu_busy_us=_us(r["gpu_busy_ns"]),
@@ -238,7 +232,7 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
     summary = schema.RankSummary(
         **_summary_fields(report.summary),
         small_kernels=_small_kernels(report.small_kernel_summary, report.small_kernel_runs),
-        steps=report.steps["step"].n_unique() if report.steps.height else 0,
+        steps=report.step_count,
         replay=_replay(report.replay, report.replay_steps),
     )
     return schema.Rank(
@@ -259,7 +253,7 @@ def _rank_entry(report: RankReport, limit: int) -> schema.Rank:
         steps=_steps(report),
         cpu_steps=[schema.CpuStep(step=r["step"], duration_us=_us(r["duration_ns"]))  # type: ignore[arg-type]
                    for r in report.cpu_steps.iter_rows(named=True)],
-        idle_gaps=_gaps([report], limit),
+        idle_gaps=_gaps(report.longest_gaps(limit)),
         device=(peaks or [None])[0],
         peaks=peaks,
         launch_latency_by_kind=_latency_by_group(report),
@@ -299,31 +293,29 @@ def report_v1(report: Report) -> schema.ReportV1:
     """The report model as the JSON schema's `ReportV1`."""
     ranks = list(report.ranks)
     limit = report.options.max_gaps
-    missing = missing_ranks_note([r.rank for r in ranks], [r.world_size for r in ranks])
     return schema.ReportV1(
         schema_version=SCHEMA_VERSION,
         tool=schema.Tool(name="traceanalyze", version=__version__),
         source=str(report.source),
         options=schema.Options(window=report.options.window, max_gaps=limit, skip_steps=report.options.skip_steps),
-        notes=sorted({note for r in ranks for note in r.notes} | ({missing} if missing else set())),
+        notes=list(report.every_note),
         summary=schema.Summary(**_summary_fields(report.summary), ranks=len(ranks),
                                replay=_replay(report.replay)),
         findings=_findings(report),
-        idle_gaps=_gaps(ranks, limit),
+        idle_gaps=_gaps(report.longest_gaps),
         device=next((p for r in ranks for p in _peaks(r)), None),
         kernels=_kernels(report.kernels),
         kernels_total=report.kernels.height,
         ops=_ops(report.ops),
         ops_total=report.ops.height,
-        ranks=[_with_job_health(_rank_entry(r, limit), report.job.health) for r in ranks],
+        ranks=[_with_job_health(_rank_entry(r, limit), report.job_health_of(r.rank)) for r in ranks],
         **job_sections(report.job, report.listed_collectives),
     )
 
 
-def _with_job_health(entry: schema.Rank, health: pl.DataFrame) -> schema.Rank:
-    """A rank's entry with the job-level health findings about it (clock residuals, unmatched
-    collectives) after its own."""
-    mine = health.filter(pl.col("rank") == entry.rank)
+def _with_job_health(entry: schema.Rank, mine: pl.DataFrame) -> schema.Rank:
+    """A rank's entry with the job-level health findings about it (`mine`: clock residuals,
+    unmatched collectives) after its own."""
     if mine.is_empty():
         return entry
     extra = [schema.Health(finding=r["finding"], count=r["count"], affects=r["affects"], detail=r["detail"])

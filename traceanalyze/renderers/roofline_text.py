@@ -66,12 +66,12 @@ def kernel_table(report: RankReport, width: int | None = None, limit: int = 12) 
     names = distinct_short_names(shown["name"].to_list(), 40)
     ops = [short_name(op, 24) for op in shown["op"].to_list()]
     rows = [[name, op, *rest[1:]]
-            for name, op, rest in zip(names, ops, _roofline_rows(shown, names, kernels["total_ns"].sum()))]
+            for name, op, rest in zip(names, ops, _roofline_rows(shown, names, report.kernel_time_ns))]
     shrink = {0: Shrinkable(lambda room: distinct_short_names(shown["name"].to_list(), room)),
               1: Shrinkable(lambda room: [short_name(op, room) for op in shown["op"].to_list()], min_width=12)}
     return ["ROOFLINE — kernels by total time",
             text_table(rows, ["kernel", "op", *COLUMNS], width=width, shrink=shrink),
-            *roof_footnotes(shown)]
+            *roof_footnotes(report.roof_notes(limit))]
 
 
 def op_table(report: RankReport, width: int | None = None, limit: int = 8) -> list[str]:
@@ -80,7 +80,7 @@ def op_table(report: RankReport, width: int | None = None, limit: int = 8) -> li
         return []
     shown = ops.head(limit)
     names = [short_name(op or "(no op)", 40) for op in shown["op"].to_list()]
-    rows = _roofline_rows(shown, names, ops["total_ns"].sum())
+    rows = _roofline_rows(shown, names, report.op_time_ns)
     shrink = {0: Shrinkable(lambda room: [short_name(op or "(no op)", room) for op in shown["op"].to_list()])}
     return ["  top ops by kernel time (their kernels together):",
             text_table(rows, ["op", *COLUMNS], width=width, shrink=shrink)]
@@ -135,6 +135,6 @@ def roofline_details(report: RankReport) -> list[str]:
     if not report.has_gpu:
         return []
     parts = {"top ops": report.ops.height > 0,
-             "unmodeled kernels by reason": bool((report.roofline["regime"] == "unmodeled").any()),
+             "unmodeled kernels by reason": report.has_unmodeled_kernels,
              "fusion opportunities": report.fusion.height > 0}
     return [name for name, present in parts.items() if present]

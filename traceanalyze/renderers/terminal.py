@@ -33,8 +33,7 @@ def window_kind(report: RankReport, window: str) -> str:
 def _idle_line(report: RankReport, window: str) -> list[str]:
     lines = []
     label = WINDOW_LABELS[window_kind(report, window)]
-    for row in report.idle.join(report.devices.select("rank", "device", "name"), on=["rank", "device"],
-                                how="left").iter_rows(named=True):
+    for row in report.idle_by_device_named.iter_rows(named=True):
         lines.append(
             f"  device {row['device']} ({row['name'] or 'unnamed'}): GPU idle {format_percent(row['idle_fraction'])} "
             f"of a {format_duration_ns(row['window_ns'])} window ({label}) "
@@ -162,10 +161,8 @@ def _overhead_details(report: RankReport, options: ReportOptions, width: int | N
     lines = ["  launch latency (launched GPU ops without clock skew):", _latency_table(report.latency_by_group, width)]
     lines.extend(_kernel_latency_table(report.latency_by_kernel, width))
     lines.extend(_small_kernel_lines(report, options.min_small_kernel_run, width))
-    queue = report.queue
-    if queue.height:
-        deepest = queue.sort("max_depth", descending=True,
-                             maintain_order=True).row(0, named=True)  # ties: the first stream
+    deepest = report.deepest_launch_queue
+    if deepest is not None:
         lines.append(f"  launch queue: deepest on stream {deepest['stream']} at {plural(deepest['max_depth'], 'op')}"
                      + (f", full (≥{QUEUE_FULL_DEPTH}) for {format_duration_ns(deepest['time_at_full_ns'])}"
                         if deepest["time_at_full_ns"] else ""))
@@ -207,10 +204,10 @@ def _rank_section(report: RankReport, limit: int, options: ReportOptions, width:
         lines.extend(_overhead_details(report, options, width) if options.details else _launch_headline(report))
     lines.extend(roofline_section(report, width, details=options.details))
     if not report.has_gpu and report.cpu_steps.height:
-        durations = report.cpu_steps["duration_ns"]
+        median, least, most = report.cpu_step_spread
         lines.append("")
-        lines.append(f"CPU steps: {report.cpu_steps.height}, median {format_duration_ns(durations.median())}, "
-                     f"min {format_duration_ns(durations.min())}, max {format_duration_ns(durations.max())}")
+        lines.append(f"CPU steps: {report.cpu_steps.height}, median {format_duration_ns(median)}, "
+                     f"min {format_duration_ns(least)}, max {format_duration_ns(most)}")
     if not report.has_gpu and report.cpu_ops_top.height:
         top = report.cpu_ops_top
         lines.append("")
@@ -240,19 +237,9 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
     """Every finding in full, wrapped to `width` (when `ranks` is given: the job's and those of
     `ranks`, the ranks whose sections are shown): the details behind the verdict. `whole`: the
     `(rank, id)` of findings the verdict above already shows uncut, not repeated."""
-    found = report.all_findings()
-    if whole and found.height:
-        found = found.filter(~pl.struct("rank", "id").is_in(
-            pl.DataFrame(whole, schema={"rank": found.schema["rank"], "id": pl.String}, orient="row")
-            .to_struct().implode()))
-    if not found.height:
+    found, others = report.listed_findings(ranks, whole)
+    if not found.height and not others:
         return []
-    job = report.job.findings.select("rank", "id") if report.job.findings.height else None
-    listed = pl.col("rank").is_in(ranks) if ranks is not None else pl.lit(True)
-    if job is not None:
-        listed = listed | pl.struct("rank", "id").is_in(job.to_struct().implode())
-    others = found.filter(~listed).height
-    found = found.filter(listed)
     scope = f": the job's and rank {', '.join(map(str, ranks or ()))}'s" if others else ""
     above = f", after the {len(whole)} in the verdict above" if whole else ""
     lines = [f"FINDINGS (largest expected saving first{above}; docs/findings.md){scope}"]
@@ -297,7 +284,7 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     options = replace(report.options, details=details)
     limit = options.max_gaps
     shown = report.ranks if details or len(report.ranks) == 1 else tuple(
-        r for r in report.ranks if r.rank in detail_ranks(report))
+        r for r in report.ranks if r.rank in report.detail_ranks)
     verdict = report.verdict()
     opening = verdict_lines(verdict, width)
     # findings the verdict shows uncut (output to a file or a log: lines kept whole) are not repeated below
@@ -328,37 +315,25 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
 # The terminal's job-level screen for a folder of ranks: which rank holds the job back, how much
 # time the others lose to it, why it is slow, then ranks × steps, exposed communication and the
 # collectives waited on the most. Reads `Report.job` (analysis.job); computes nothing.
-def detail_ranks(report: Report) -> list[int]:
-    """The ranks whose full sections the terminal shows without `--details`: the slowest rank
-    (else the rank with the most GPU idle)."""
-    slowest = report.job.slowest_rank
-    if slowest is not None:
-        return [slowest]
-    idle = [(r.summary.window.idle_fraction or 0.0, -r.rank, r.rank) for r in report.ranks]
-    return [max(idle)[2]] if idle else []
-
-
 def job_section(report: Report, width: int | None = None) -> list[str]:
     job = report.job
     lines = ["JOB — which rank holds the others back?"]
-    slowest = job.slowest_rank
-    if slowest is None:
+    straggler = report.straggler
+    if straggler is None:
         lines.append("  no rank waited for another in a matched collective"
                      + ("" if job.collectives.height else " (no collective matched across ranks)"))
     else:
-        caused = job.waits_caused.filter(pl.col("rank") == slowest).row(0, named=True)
-        lines.append(f"  rank {slowest} is the straggler: the other ranks waited "
-                     f"{format_duration_ns(caused['caused_wait_ns'])} "
-                     f"for it in {plural(caused['collectives_last'], 'collective')} it arrived last at")
-        for row in job.stragglers.filter(pl.col("slowest_rank") == slowest).iter_rows(named=True):
+        lines.append(f"  rank {straggler.rank} is the straggler: the other ranks waited "
+                     f"{format_duration_ns(straggler.caused_wait_ns)} "
+                     f"for it in {plural(straggler.collectives_last, 'collective')} it arrived last at")
+        for row in straggler.steps.iter_rows(named=True):
             why = CAUSE_WORDS.get(row["cause"] or "", "no idle gaps in that step")
             lines.append(f"  step {row['step']}: it arrived {format_duration_ns(row['behind_ns'])} after the others "
                          f"(cost them {format_duration_ns(row['others_wait_ns'])}); its largest idle: "
                          f"{row['cause'] or '–'} {format_duration_ns(row['cause_ns'])} — {why}")
-        others = job.waits_caused.filter((pl.col("rank") != slowest) & (pl.col("caused_wait_ns") > 0))
-        if others.height:
+        if straggler.others.height:
             lines.append("  others who made ranks wait: " + ", ".join(
-                f"rank {r} {format_duration_ns(ns)}" for r, ns in others.select("rank", "caused_wait_ns").iter_rows()))
+                f"rank {r} {format_duration_ns(ns)}" for r, ns in straggler.others.iter_rows()))
     lines.extend(_ranks_table(report, width))
     lines.extend(_collectives_table(report, width))
     lines.extend(_clock_lines(report))
@@ -367,21 +342,17 @@ def job_section(report: Report, width: int | None = None) -> list[str]:
 
 def _ranks_table(report: Report, width: int | None) -> list[str]:
     job = report.job
-    steps = job.steps
     caused = dict(job.waits_caused.select("rank", "caused_wait_ns").iter_rows())
     overlap = {r["rank"]: r for r in job.overlap.iter_rows(named=True)}
     rows = []
     for r in report.ranks:
-        mine = steps.filter(pl.col("rank") == r.rank)
+        count, medians = report.job_step_medians(r.rank)
         window = r.summary.window
         exposed = overlap.get(r.rank)
         rows.append([
-            r.rank, mine.height,
-            format_duration_ns(mine["step_ns"].median()) if mine.height else "–",
-            format_duration_ns(mine["compute_ns"].median()) if mine.height else "–",
-            format_duration_ns(mine["comm_ns"].median()) if mine.height else "–",
-            format_duration_ns(mine["idle_ns"].median()) if mine.height else "–",
-            format_duration_ns(mine["wait_ns"].median()) if mine.height else "–",
+            r.rank, count,
+            *(format_duration_ns(medians[k]) if count else "–"
+              for k in ("step_ns", "compute_ns", "comm_ns", "idle_ns", "wait_ns")),
             format_percent(window.idle_fraction),
             format_duration_ns(exposed["exposed_ns"]) if exposed else "–",
             format_percent(exposed["overlap_fraction"]) if exposed else "–",
@@ -419,7 +390,7 @@ def _clock_lines(report: Report) -> list[str]:
     offsets = report.job.clock_offsets
     if offsets.height < 2:
         return []
-    worst = offsets["residual_max_abs_ns"].max()
+    worst = report.job_clock_residual_ns
     parts = ", ".join(f"rank {r} {o / 1e3:+.1f} µs" for r, o in offsets.select("rank", "offset_ns").iter_rows()
                       if r != offsets["reference_rank"][0])
     return [f"  clocks aligned to rank {offsets['reference_rank'][0]} from the collectives' ends: {parts} "

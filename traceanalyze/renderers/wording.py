@@ -5,10 +5,10 @@ the same thing."""
 
 from __future__ import annotations
 
-import polars as pl
 
 from traceanalyze.analysis.devices import DevicePeaks
 from traceanalyze.report.model import RankReport
+from traceanalyze.report.views import RoofNotes, Tf32Figures
 from traceanalyze.units import format_duration_ns, format_percent, format_rate
 
 
@@ -67,39 +67,29 @@ def roof_fraction_cell(fraction: float | None, regime: str | None = None) -> str
     return format_percent(fraction) + (("†" if regime == "memcpy" else "*") if fraction > 1 else "")
 
 
-def roof_footnotes(table: pl.DataFrame) -> list[str]:
-    """One line for each mark of `roof_fraction_cell` used in `table`, one for the TF32 roof of
-    FP32 matmul-like kernels, and one per reason a copy has no roof."""
+def roof_footnotes(notes: RoofNotes) -> list[str]:
+    """One line for each mark of `roof_fraction_cell` used in a kernel table (`notes`:
+    `RankReport.roof_notes`), one for the TF32 roof of FP32 matmul-like kernels, and one per reason
+    a copy has no roof."""
     lines = []
-    above = table["pct_of_roof"].fill_null(0) > 1
-    copy = table["bound"].cast(pl.String) == "memcpy"
-    if (above & ~copy).any():
+    if notes.kernel_above_roof:
         lines.append("  * above 100% of the roof: bytes are an ideal-cache lower bound (every input read once from "
                      "memory), so data served from L2 cache, or a Winograd/FFT convolution doing fewer FLOPs "
                      "than counted, beats the roof")
-    if (above & copy).any():
+    if notes.copy_above_roof:
         lines.append("  † a copy above 100% of its link's roof: the link peak in the table is wrong for this system "
                      "(its link is faster than the datasheet's), or the copy never crossed that link (device-local)")
-    tf32 = tf32_sentence(table)
-    if tf32:
-        lines.append(f"  TF32: {tf32}")
-    for reason in table["no_roof_reason"].drop_nulls().unique().sort().to_list():
+    if notes.tf32 is not None:
+        lines.append(f"  TF32: {tf32_sentence(notes.tf32)}")
+    for reason in notes.no_roof_reasons:
         lines.append(f"  – % of roof left empty: {reason}")
     return lines
 
 
-def tf32_sentence(table: pl.DataFrame) -> str | None:
+def tf32_sentence(tf32: Tf32Figures) -> str:
     """FP32 matmul-like kernels judged against the FP32 SIMT roof, against the device's TF32
     tensor-core roof as well (`tf32_peak_flops_per_s`, docs/roofline.md)."""
-    if "tf32_peak_flops_per_s" not in table.columns:
-        return None
-    fp32 = table.filter(pl.col("tf32_peak_flops_per_s").is_not_null() & (pl.col("total_ns") > 0))
-    if fp32.is_empty():
-        return None
-    at_tf32 = (fp32["flops"] / fp32["tf32_peak_flops_per_s"]).sum() * 1e9
-    share = at_tf32 / fp32["total_ns"].sum()
-    peak = fp32["tf32_peak_flops_per_s"].max()
-    total = format_duration_ns(fp32['total_ns'].sum())
+    share, peak, total = tf32.share, tf32.peak_flops_per_s, format_duration_ns(tf32.total_ns)
     return (f"FP32 matmul/convolution kernels ({total}) run on the FP32 SIMT roof; "
             f"against the TF32 tensor-core roof ({format_rate(peak, 'FLOP/s')}) they reach {format_percent(share)}: "
             "allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, torch.backends.cudnn.allow_tf32 = True, or "

@@ -7,7 +7,8 @@ The roofline's dots come from the per-name kernel table every report keeps."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -23,7 +24,7 @@ MAX_TIMELINE_LANES = 16  # streams per device drawn in the timeline (busiest fir
 
 @dataclass(frozen=True)
 class DeviceTimeline:
-    """One device's timeline chart: its lanes (`plots.binned_rows`: bounded), window and marks."""
+    """One device's timeline chart: its lanes (`binned_rows`: bounded), window and marks."""
 
     device: int
     window: tuple[int, int]
@@ -42,6 +43,13 @@ class RankCharts:
     launch_latency: plots.LogBins | None  # their launch → start, by cause (None: none positive)
     compute_roofs: tuple[plots.Roof, ...]
     bandwidth_roofs: tuple[plots.Roof, ...]
+
+    @property
+    def idle_by_cause_per_device(self) -> list[tuple[int, dict[str, int]]]:
+        """Per device (ascending): its idle time by gap cause (the causes chart's bars)."""
+        return [(device, {str(c): ns for c, ns in self.idle_by_cause.filter(pl.col("device") == device)
+                          .select("cause", "duration_ns").iter_rows()})
+                for device in self.idle_by_cause["device"].unique().sort().to_list()]
 
 
 def rank_charts(*, roofline: pl.DataFrame, gaps: pl.DataFrame, idle: pl.DataFrame, streams: pl.DataFrame,
@@ -100,7 +108,7 @@ def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, al
         shown = streams.head(MAX_TIMELINE_LANES)["stream"].sort().to_list()
         device_ops = ops.filter(pl.col("device") == device)
         gaps = all_gaps.filter(pl.col("device") == device)
-        # past this many intervals the lanes are binned (`plots.binned_rows`), and binned lanes
+        # past this many intervals the lanes are binned (`binned_rows`), and binned lanes
         # draw no interval's own tooltip: none is made (on 1 GB, 800k labels of up to 100 characters)
         labelled = (device_ops.filter(pl.col("stream").is_in(shown)).height + gaps.height
                     <= min(plots.EXACT_TIMELINE_MARKS, plots.MAX_MARKS))
@@ -125,7 +133,7 @@ def _timelines(ops: pl.DataFrame, all_gaps: pl.DataFrame, idle: pl.DataFrame, al
         steps = all_steps.filter(pl.col("device") == device)
         markers = tuple(plots.Marker(r["window_start_ns"], f"step {r['step']}") for r in steps.iter_rows(named=True))
         note = f"{len(shown)} busiest of {streams.height} streams shown" if streams.height > len(shown) else ""
-        timelines.append(DeviceTimeline(device, (start, end), tuple(plots.binned_rows(lanes, (start, end))),
+        timelines.append(DeviceTimeline(device, (start, end), tuple(binned_rows(lanes, (start, end))),
                                         tuple(lg for lg in legends if lg[1]), markers, note))
     return timelines
 
@@ -169,3 +177,67 @@ def _roofs(roofline: pl.DataFrame) -> tuple[list[plots.Roof], list[plots.Roof]]:
                  for v in modelled["peak_bytes_per_s"].drop_nulls().unique().sort(descending=True).to_list()]
     return compute, bandwidth
 
+
+
+# -- the timeline's lanes as drawn: clipped, or cut into pixel bins -----------------------------------------
+def binned_rows(rows: Sequence[plots.TimelineRow], window: tuple[int, int], *, width: float | None = None,
+                max_marks: int | None = None) -> list[plots.TimelineRow]:
+    """`rows` as `plots.timeline_chart` draws them over `window`: up to `EXACT_TIMELINE_MARKS`
+    intervals in all, each lane's intervals clipped to the window, by start (`clipped`); else each
+    lane cut into pixel-wide bins of a chart `width` wide (`lane_bins`, at most `max_marks` over
+    the chart) in place of its intervals, so that what is kept does not grow with the intervals.
+    Rows binned already are returned as they are."""
+    from traceanalyze.renderers import plots
+
+    width = plots.WIDTH if width is None else width
+    max_marks = plots.MAX_MARKS if max_marks is None else max_marks
+    rows = list(rows)
+    start, end = window
+    if any(r.bins is not None for r in rows):
+        return rows
+    if sum(r.intervals.height for r in rows) <= min(plots.EXACT_TIMELINE_MARKS, max_marks):
+        return [replace(r, intervals=clipped(r.intervals, start, end)) for r in rows]
+    bins = max(1, min(int(width - plots.TIMELINE_RIGHT_PAD - plots.TIMELINE_LABEL_WIDTH),
+                      max_marks // max(len(rows), 1)))
+    return [replace(r, intervals=r.intervals.clear(), bins=lane_bins(r.intervals, start, end, bins)) for r in rows]
+
+
+def clipped(frame: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
+    """A lane's intervals (`start_ns, end_ns, category, label`) clipped to `start`–`end`, the
+    empty ones dropped, by start."""
+    return (
+        frame.select(
+            pl.col("start_ns").clip(start, end),
+            pl.col("end_ns").clip(start, end),
+            pl.col("category").cast(pl.String),
+            pl.col("label").cast(pl.String),
+        )
+        .filter(pl.col("end_ns") > pl.col("start_ns"))
+        .sort("start_ns")
+    )
+
+
+def lane_bins(intervals: pl.DataFrame, start: int, end: int, bins: int) -> pl.DataFrame:
+    """A lane's intervals cut into `bins` equal bins of `start`–`end`: per bin and category the
+    time covered and the number of intervals (`bin`, `category`, `covered`, `count`; `bin_ns`
+    repeats the bin's width), by bin, most covered first."""
+    frame = clipped(intervals, start, end)
+    bin_ns = max(1, -(-(end - start) // bins))
+    return (
+        frame.with_columns(
+            ((pl.col("start_ns") - start) // bin_ns).alias("b0"),
+            ((pl.col("end_ns") - 1 - start) // bin_ns).alias("b1"),
+        )
+        .with_columns(pl.int_ranges("b0", pl.col("b1") + 1).alias("bin"))
+        .explode("bin")
+        .with_columns(
+            (
+                pl.min_horizontal("end_ns", pl.col("bin") * bin_ns + start + bin_ns)
+                - pl.max_horizontal("start_ns", pl.col("bin") * bin_ns + start)
+            ).alias("covered")
+        )
+        .group_by("bin", "category")
+        .agg(pl.col("covered").sum(), pl.len().alias("count"))
+        .sort(["bin", "covered", "category"], descending=[False, True, False])  # ties by name: the same every run
+        .with_columns(pl.lit(bin_ns, dtype=pl.Int64).alias("bin_ns"))
+    )

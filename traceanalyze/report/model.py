@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -16,15 +16,23 @@ from traceanalyze.analysis.job import JobAnalysis
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.roofline import PeakChoice, PeakOverrides
 from traceanalyze.renderers.verdict_document import verdict_html
-from traceanalyze.report.chart_inputs import RankCharts, rank_charts
+from traceanalyze.report.chart_inputs import RankCharts, binned_rows, rank_charts
 from traceanalyze.report.groups import Diagnosis, HostTables, JobInputs, LaunchTables, OverheadTables, RooflineTables
-from traceanalyze.report.notes import job_notes
+from traceanalyze.report.notes import job_notes, missing_ranks_note
 from traceanalyze.report import summaries
 from traceanalyze.report.summaries import ListedCollectives, SmallKernelSummary, Summary
+from traceanalyze.report import views
+from traceanalyze.report.views import RoofNotes, Straggler
 from traceanalyze.report.verdict import Verdict, VerdictFinding, ranked_findings, verdict, verdict_findings
 from traceanalyze.whatif import job_replay
 
+# the ranks of a job whose timeline and roofline charts are drawn: each is some 200 KB of SVG, and
+# a job of 256 ranks drew 70 MB of HTML; the job's own charts cover every rank
+CHARTED_RANKS = 8
 DEFAULT_MAX_GAPS = 10  # idle gaps listed per report (the CLI's --max-gaps and `analyze(max_gaps=)`)
+
+if TYPE_CHECKING:  # the plots load where charts are made
+    from traceanalyze.renderers.plots import TimelineRow
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,59 @@ class RankReport:
         return summaries.listed_steps(self.steps)
 
     @property
+    def idle_by_device_named(self) -> pl.DataFrame:
+        """`idle` with each device's `name` from `devices` (null when unnamed)."""
+        return views.named_idle(self.idle, self.devices)
+
+    @property
+    def deepest_launch_queue(self) -> dict[str, Any] | None:
+        """The row of `queue` of the stream whose launch queue grew deepest (ties: the first)."""
+        return views.deepest_queue(self.queue)
+
+    @property
+    def cpu_step_spread(self) -> tuple[Any, Any, Any]:
+        """(median, min, max) of the CPU steps' durations (ns)."""
+        return views.spread(self.cpu_steps["duration_ns"])
+
+    @property
+    def kernel_time_ns(self) -> int:
+        """The GPU time of every kernel of `kernels` (the share column's denominator)."""
+        return self.kernels["total_ns"].sum()
+
+    @property
+    def op_time_ns(self) -> int:
+        """The kernel time of every op of `ops` (the share column's denominator)."""
+        return self.ops["total_ns"].sum()
+
+    def roof_notes(self, shown: int) -> RoofNotes:
+        """What the footnotes of the kernel table say about its first `shown` rows."""
+        return views.roof_notes(self.kernels.head(shown))
+
+    def longest_gaps(self, limit: int) -> list[tuple[dict[str, Any], int]]:
+        """The `limit` longest idle gaps, each with its device window's start (report.views.longest_gaps)."""
+        return views.longest_gaps([(self.idle, self.gaps)], limit)
+
+    @property
+    def step_count(self) -> int:
+        """How many distinct ProfilerSteps `steps` holds (a step on two devices counted once)."""
+        return self.steps["step"].n_unique() if self.steps.height else 0
+
+    @property
+    def steps_on_several_devices(self) -> bool:
+        """Whether `steps` holds the steps of more than one device."""
+        return self.steps["device"].n_unique() > 1
+
+    @property
+    def has_unmodeled_kernels(self) -> bool:
+        """Whether any kernel of `roofline` has no FLOP/byte model (regime "unmodeled")."""
+        return bool((self.roofline["regime"] == "unmodeled").any())
+
+    @property
+    def launch_to_start_stats(self) -> dict[str, Any] | None:
+        """The row of `latency_stats` for launch → start, when it counted a launch."""
+        return views.metric_row(self.latency_stats, "launch_to_start_ns")
+
+    @property
     def gap_count(self) -> int:
         """How many idle gaps the rank has (`gaps` may hold only the longest: `bounded`)."""
         return int(self.idle_causes["gaps"].sum()) if self.idle_causes.height else 0
@@ -206,6 +267,12 @@ class Report:
         return tuple(job_notes([r.rank for r in self.ranks], [r.world_size for r in self.ranks],
                                [r.notes for r in self.ranks]))
 
+    @property
+    def every_note(self) -> tuple[str, ...]:
+        """Every note of any rank, and the missing ranks' note, each once, sorted (the JSON's `notes`)."""
+        missing = missing_ranks_note([r.rank for r in self.ranks], [r.world_size for r in self.ranks])
+        return tuple(sorted({note for r in self.ranks for note in r.notes} | ({missing} if missing else set())))
+
     @cached_property
     def listed_collectives(self) -> ListedCollectives:
         """The collectives each format lists, in its order (report.summaries.chosen_collectives)."""
@@ -215,6 +282,70 @@ class Report:
     def replay(self) -> pl.DataFrame:
         """One row: the ranks' replays together (whatif.job_replay, docs/whatif.md)."""
         return job_replay([r.replay for r in self.ranks])
+
+    @cached_property
+    def straggler(self) -> Straggler | None:
+        """The slowest rank, the wait it caused and its straggling steps (None: no rank waited)."""
+        return views.straggler(self.job.slowest_rank, self.job.waits_caused, self.job.stragglers)
+
+    def job_step_medians(self, rank: int) -> tuple[int, dict[str, Any]]:
+        """How many steps of the job's per-step split (`job.steps`) are `rank`'s, and the median of
+        each part over them (report.views.step_medians)."""
+        return views.step_medians(self.job.steps, rank)
+
+    @property
+    def job_clock_residual_ns(self) -> int | None:
+        """The largest residual of the clock alignment over the ranks (`job.clock_offsets`)."""
+        return self.job.clock_offsets["residual_max_abs_ns"].max()  # type: ignore[return-value]
+
+    def job_health_of(self, rank: int) -> pl.DataFrame:
+        """The job-level health findings (`job.health`) about `rank`."""
+        return views.rows_of_rank(self.job.health, rank)
+
+    @property
+    def step_grid(self) -> tuple[list[int], list[int]]:
+        """The ranks and step numbers of the job's per-step split, each ascending (the heatmap's axes)."""
+        return views.ranks_and_steps(self.job.steps)
+
+    @cached_property
+    def collective_lanes(self) -> tuple[tuple[tuple[int, TimelineRow], ...], tuple[int, int]]:
+        """Per rank, its matched collectives' wait and transfer intervals (report.views.collective_lanes)
+        as the timeline draws them (`chart_inputs.binned_rows`: clipped, or in pixel bins), and
+        their window. The lanes carry no colours and no label: the chart's words."""
+        from traceanalyze.renderers.plots import TimelineRow
+
+        lanes, window = views.collective_lanes(self.job.matched)
+        rows = binned_rows([TimelineRow("", intervals, {}) for _, intervals in lanes], window)
+        return tuple((rank, row) for (rank, _), row in zip(lanes, rows)), window
+
+    @property
+    def longest_gaps(self) -> list[tuple[dict[str, Any], int]]:
+        """The `options.max_gaps` longest idle gaps over the ranks, each with its device window's start."""
+        return views.longest_gaps([(r.idle, r.gaps) for r in self.ranks], self.options.max_gaps)
+
+    @property
+    def charted_ranks(self) -> list[int]:
+        """The ranks whose timeline and roofline a job's report draws (`CHARTED_RANKS` at most): the
+        straggler, then the most idle, then by rank."""
+        slowest = self.job.slowest_rank
+        order = sorted(self.ranks, key=lambda r: (r.rank != slowest, -(r.summary.window.idle_fraction or 0.0), r.rank))
+        return [r.rank for r in order[:CHARTED_RANKS]]
+
+    @property
+    def detail_ranks(self) -> list[int]:
+        """The ranks whose full sections the terminal shows without `--details`: the slowest rank
+        (else the rank with the most GPU idle; ties: the lowest rank)."""
+        slowest = self.job.slowest_rank
+        if slowest is not None:
+            return [slowest]
+        idle = [(r.summary.window.idle_fraction or 0.0, -r.rank, r.rank) for r in self.ranks]
+        return [max(idle)[2]] if idle else []
+
+    def listed_findings(self, ranks: tuple[int, ...] | None = None,
+                        whole: tuple[tuple[int, str], ...] = ()) -> tuple[pl.DataFrame, int]:
+        """`all_findings` less `whole` (shown uncut already), the job's and those of `ranks` (None:
+        every rank); and how many others were left out."""
+        return views.findings_listed(self.all_findings(), self.job.findings, ranks, whole)
 
     def all_findings(self) -> pl.DataFrame:
         """Every rank's findings and the job's (the straggler, exposed communication: filed under

@@ -21,11 +21,13 @@ from traceanalyze.renderers.plots.palette import (
 )
 from traceanalyze.renderers.plots.roofline import Roof, RooflinePoint, roofline_chart
 from traceanalyze.renderers.plots.steps import StepBar, step_bars
-from traceanalyze.renderers.plots.timeline import Marker, TimelineRow, binned_rows, lane_bins, timeline_chart
+from traceanalyze.renderers.plots.timeline import (
+    TIMELINE_LABEL_WIDTH, TIMELINE_RIGHT_PAD, Marker, TimelineRow, timeline_chart,
+)
 
 __all__ = [
     "BUSY_COLOUR", "BarRow", "CAUSE_COLOURS", "EXACT_TIMELINE_MARKS", "LogBins", "MAX_MARKS",
     "MUTED", "Marker", "REGIME_COLOURS", "Roof", "RooflinePoint", "Series", "StepBar",
-    "TimelineRow", "WIDTH", "binned_rows", "empty_chart", "lane_bins", "log_bins", "log_histogram",
+    "TIMELINE_LABEL_WIDTH", "TIMELINE_RIGHT_PAD", "TimelineRow", "WIDTH", "empty_chart", "log_bins", "log_histogram",
     "roofline_chart", "stacked_bars", "step_bars", "timeline_chart",
 ]

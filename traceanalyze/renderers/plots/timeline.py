@@ -1,17 +1,13 @@
 """The GPU timeline (HTML report): one lane per stream, each interval drawn or, past
-`EXACT_TIMELINE_MARKS` intervals, binned."""
+`EXACT_TIMELINE_MARKS` intervals, its pixel bins (cut by `report.chart_inputs.binned_rows`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import polars as pl
-from traceanalyze.renderers.plots.palette import (
-    EXACT_TIMELINE_MARKS,
-    MAX_MARKS,
-)
 from traceanalyze.renderers.svg import (
     AXIS,
     INK,
@@ -41,7 +37,8 @@ class TimelineRow:
     intervals: pl.DataFrame
     colours: Mapping[str, str]
     what: str = "busy"  # the word for covered time in binned tooltips ("busy", "idle")
-    bins: pl.DataFrame | None = None  # the lane cut into pixel bins (`lane_bins`), in place of `intervals`
+    # the lane cut into pixel bins (`report.chart_inputs.lane_bins`), in place of `intervals`
+    bins: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -66,21 +63,6 @@ class _Run:
 TIMELINE_LABEL_WIDTH, TIMELINE_RIGHT_PAD = 118, 16
 
 
-def binned_rows(rows: Sequence[TimelineRow], window: tuple[int, int], *, width: float = WIDTH,
-                max_marks: int = MAX_MARKS) -> list[TimelineRow]:
-    """`rows` as `timeline_chart` draws them: unchanged up to `EXACT_TIMELINE_MARKS` intervals
-    in all, else each lane cut into pixel-wide bins (`lane_bins`, at most `max_marks` over the
-    chart) in place of its intervals, so that what is kept does not grow with the intervals."""
-    rows = list(rows)
-    if any(r.bins is not None for r in rows) or sum(r.intervals.height for r in rows) <= min(
-        EXACT_TIMELINE_MARKS, max_marks
-    ):
-        return rows
-    start, end = window
-    bins = max(1, min(int(width - TIMELINE_RIGHT_PAD - TIMELINE_LABEL_WIDTH), max_marks // max(len(rows), 1)))
-    return [replace(r, intervals=r.intervals.clear(), bins=lane_bins(r.intervals, start, end, bins)) for r in rows]
-
-
 def timeline_chart(
     rows: Sequence[TimelineRow],
     window: tuple[int, int],
@@ -90,15 +72,12 @@ def timeline_chart(
     markers: Sequence[Marker] = (),
     width: float = WIDTH,
     note: str = "",
-    max_marks: int = MAX_MARKS,
     kind: str = "timeline",
 ) -> str:
-    """Lanes of intervals over `window` (ns). Up to `EXACT_TIMELINE_MARKS` intervals each is
-    drawn with its own tooltip; beyond, each lane is cut into pixel-wide bins (at most
-    `max_marks` over the chart), a bin takes the colour of the category covering most of it and
-    an opacity by how much of it is covered, and equal neighbours merge into one rect. `rows`
-    may come binned already (`binned_rows`, with the same `width` and `max_marks`)."""
-    rows = binned_rows(rows, window, width=width, max_marks=max_marks)
+    """Lanes of intervals over `window` (ns), as `report.chart_inputs.binned_rows` made them (with
+    the same `width`): a lane's intervals, clipped to the window and by start, each drawn with its
+    own tooltip; or a binned lane (`bins`): a bin takes the colour of the category covering most of
+    it and an opacity by how much of it is covered, and equal neighbours merge into one rect."""
     start, end = window
     span = max(end - start, 1)
     label_width, right_pad = TIMELINE_LABEL_WIDTH, TIMELINE_RIGHT_PAD
@@ -157,22 +136,9 @@ def timeline_chart(
     return svg_document(kind, width, height, title, body + marks + axis)
 
 
-def _clipped(frame: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
-    return (
-        frame.select(
-            pl.col("start_ns").clip(start, end),
-            pl.col("end_ns").clip(start, end),
-            pl.col("category").cast(pl.String),
-            pl.col("label").cast(pl.String),
-        )
-        .filter(pl.col("end_ns") > pl.col("start_ns"))
-        .sort("start_ns")
-    )
-
-
 def _exact_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int, end: int) -> list[str]:
     marks = []
-    for s, e, category, label in _clipped(row.intervals, start, end).iter_rows():
+    for s, e, category, label in row.intervals.select("start_ns", "end_ns", "category", "label").iter_rows():
         x0, x1 = x(s), x(e)
         colour = row.colours.get(category, MUTED)
         tip = f"{label}\n{category} · {format_duration_ns(e - s)} at {format_duration_ns(s - start)}"
@@ -184,32 +150,6 @@ def _exact_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int,
     return marks
 
 
-def lane_bins(intervals: pl.DataFrame, start: int, end: int, bins: int) -> pl.DataFrame:
-    """A lane's intervals cut into `bins` equal bins of `start`–`end`: per bin and category the
-    time covered and the number of intervals (`bin`, `category`, `covered`, `count`; `bin_ns`
-    repeats the bin's width), by bin, most covered first."""
-    frame = _clipped(intervals, start, end)
-    bin_ns = max(1, -(-(end - start) // bins))
-    return (
-        frame.with_columns(
-            ((pl.col("start_ns") - start) // bin_ns).alias("b0"),
-            ((pl.col("end_ns") - 1 - start) // bin_ns).alias("b1"),
-        )
-        .with_columns(pl.int_ranges("b0", pl.col("b1") + 1).alias("bin"))
-        .explode("bin")
-        .with_columns(
-            (
-                pl.min_horizontal("end_ns", pl.col("bin") * bin_ns + start + bin_ns)
-                - pl.max_horizontal("start_ns", pl.col("bin") * bin_ns + start)
-            ).alias("covered")
-        )
-        .group_by("bin", "category")
-        .agg(pl.col("covered").sum(), pl.len().alias("count"))
-        .sort(["bin", "covered", "category"], descending=[False, True, False])  # ties by name: the same every run
-        .with_columns(pl.lit(bin_ns, dtype=pl.Int64).alias("bin_ns"))
-    )
-
-
 def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int, end: int) -> list[str]:
     per_bin = row.bins
     if per_bin is None or per_bin.is_empty():
@@ -217,11 +157,10 @@ def _binned_lane(row: TimelineRow, x: Linear, ly: float, lane: float, start: int
     bin_ns = int(per_bin["bin_ns"][0])
     last = (end - start - 1) // bin_ns
     runs: list[_Run] = []
-    # one pass over the rows, a bin's rows together (a polars group per bin cost 60 ms a lane:
-    # 7 s for the timelines of 64 ranks)
-    ordered = per_bin.sort("bin", maintain_order=True)
+    # one pass over the rows (by bin: `lane_bins`), a bin's rows together (a polars group per bin
+    # cost 60 ms a lane: 7 s for the timelines of 64 ranks)
     bins, all_categories, all_covered, all_counts = (
-        ordered[c].to_list() for c in ("bin", "category", "covered", "count")
+        per_bin[c].to_list() for c in ("bin", "category", "covered", "count")
     )
     for first, after in _runs_of_equal(bins):
         b = int(bins[first])

@@ -192,7 +192,7 @@ def test_report_detected_past_the_first_mebibyte(tmp_path, base):
     path.write_text(json.dumps(document, sort_keys=True))
     assert is_saved_report(path)
     saved = load_report(path, build=lambda p: pytest.fail("built a report from a saved one"))
-    assert saved.schema_version == "1.1"  # 1.1: findings (issue 14)
+    assert saved.schema_version == "1.2"  # 1.1: findings (issue 14); 1.2: bound_us
 
 
 def test_render_json_round_trip(base):

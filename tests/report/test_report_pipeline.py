@@ -24,7 +24,7 @@ REQUIRED_SUMMARY = {"window_us", "gpu_busy_us", "gpu_idle_us", "idle_fraction", 
 
 
 def check_contract(doc: dict) -> None:
-    assert doc["schema_version"] == "1.1"  # 1.1: the findings array (issue 14)
+    assert doc["schema_version"] == "1.2"  # 1.1: the findings array (issue 14); 1.2: bound_us
     assert REQUIRED_SUMMARY <= doc["summary"].keys()
     assert {"count", "p50", "p90", "p99"} <= doc["summary"]["launch_to_start_us"].keys()
     for gap in doc["idle_gaps"]:

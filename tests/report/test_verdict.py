@@ -23,14 +23,12 @@ def golden_report(tmp_path):
     return build_report(traceanalyze.load_trace(verdict_trace(tmp_path)))
 
 
-# the sync's gain: what its remedy takes out of the run (docs/whatif.md, Bounds): the
-# `cudaStreamSynchronize` [12, 200] µs no longer blocks (its whole 188 µs span), the CPU time from the gap's
-# start (120) to the fill kernel's launch (200) is moved off the step (inside that span): 188 µs, 92% of
-# the 205 µs window; it bounds the saving (95 µs)
-SYNC_GAIN_WORDS = ("gain 188 µs: the time its remedy takes out of the run, the CPU time it frees included "
-                   "(it bounds the saving)")
+# the sync's gain: the 95 µs gap it names (46% of the 205 µs window). Its bound: what its remedy takes out
+# of the run (docs/whatif.md, Bounds): the `cudaStreamSynchronize` [12, 200] µs no longer blocks (its whole
+# 188 µs span), the CPU time from the gap's start (120) to the fill kernel's launch (200) is moved off the
+# step (inside that span): 188 µs; the saving (95 µs) lies within both
 EVIDENCE = ("1 sync gap, 95 µs; 1× `cudaStreamSynchronize` in `aten::_local_scalar_dense` = "
-            "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs; " + SYNC_GAIN_WORDS)
+            "`.item()` / `float(t)` / `bool(t)` / `if t:`, 95 µs")
 ACTION = ("remove the sync from the step: keep the value on the device, or read it every N steps / after the step; "
           "find every sync with `torch.cuda.set_sync_debug_mode(\"warn\")`")
 BIGGER_EVIDENCE = ("1 compute-bound BF16 kernel, 100 µs = 91% of GPU busy (top "
@@ -50,7 +48,7 @@ GOLDEN_TERMINAL = [
     "[OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU] C compute 49% · O overhead 46% · U unmodeled 5%",
     ("the largest saving lies in overhead, not compute: 46% of the window from finding 1, more than any change "
      "found for the compute time (49% of the window)")[:99] + "…",
-    ("1. The CPU waits for the GPU inside the step (sync) — gain ≤ 188 µs (92% of the window), "
+    ("1. The CPU waits for the GPU inside the step (sync) — gain ≤ 95 µs (46% of the window), "
      f"predicted saving {SYNC_SAVING} [high]")[:99] + "…",
     ("   " + EVIDENCE)[:99] + "…",  # cut to 100 columns; the FINDINGS section below has it whole
     ("   → " + ACTION)[:99] + "…",
@@ -81,7 +79,7 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
         "`OOOOOOOOOOOOOOCCCCCCCCCCCCCCCU` C compute 49% · O overhead 46% · U unmodeled 5%",
         "> The largest saving lies in overhead, not compute: 46% of the window from finding 1, more than any change "
         "found for the compute time (49% of the window).",
-        "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 188 µs (92% of the window), "
+        "- **The CPU waits for the GPU inside the step (sync)** — gain ≤ 95 µs (46% of the window), "
         f"predicted saving {SYNC_SAVING}, confidence high. Evidence: " + EVIDENCE + ". Fix: " + ACTION
         + "\n- **BF16 matmuls near this GPU's roof, with no faster format on it** — gain ≤ 92.4 µs "
         f"(45% of the window), predicted saving {BIGGER_SAVING}, confidence low. Evidence: " + BIGGER_EVIDENCE
@@ -93,10 +91,14 @@ def test_markdown_verdict_golden_and_details_closed(tmp_path):
 
 def test_json_findings_array(tmp_path):
     doc = json.loads(render_json(golden_report(tmp_path)))
-    assert doc["schema_version"] == "1.1"
-    assert [(f["id"], round(f["gain_us"], 1), f["confidence"], f["regime"]) for f in doc["findings"]] == [
-        # by predicted saving: removing the sync saves 95 µs of the window, the faster roof 86.1 µs
-        ("sync-in-step", 188.0, "high", "overhead"), ("bigger-gpu-bf16", 92.4, "low", "compute")]
+    assert doc["schema_version"] == "1.2"
+    assert [(f["id"], round(f["gain_us"], 1), round(f["bound_us"], 1), f["confidence"], f["regime"])
+            for f in doc["findings"]] == [
+        # by predicted saving: removing the sync saves 95 µs of the window, the faster roof 86.1 µs; the
+        # sync's bound is the 188 µs its remedy takes out, the roof's its gain
+        ("sync-in-step", 95.0, 188.0, "high", "overhead"), ("bigger-gpu-bf16", 92.4, 92.4, "low", "compute")]
+    # the gains name disjoint time: they add up to at most the 205 µs window (the bounds need not)
+    assert sum(f["gain_us"] for f in doc["findings"]) <= 205 < sum(f["bound_us"] for f in doc["findings"])
 
 
 @pytest.mark.parametrize("path", real_trace_params())
@@ -142,3 +144,18 @@ def test_the_elsewhere_line_is_figures_in_the_model_and_a_sentence_in_the_render
     why = Elsewhere(regime="overhead", dominant="compute", saving_share=0.4, dominant_share=0.55)
     assert elsewhere_text(why) == ("the largest saving lies in overhead, not compute: 40% of the window from "
                                    "finding 1, more than any change found for the compute time (55% of the window)")
+
+
+def test_a_saving_beyond_its_gain_says_why_and_within_what():
+    """A finding whose replay saves more than its gain (its remedy frees CPU time that shortens gaps
+    other findings name) says so, with its bound; one within its gain says nothing more."""
+    from traceanalyze.renderers.verdict_text import gain_text
+    from traceanalyze.report.verdict import VerdictFinding
+
+    beyond = VerdictFinding(rank=0, id="sync-in-step", title="", evidence="", action="", gain_ns=30_900.0,
+                            gain_share=0.015, confidence="high", saving_ns=254_000.0, bound_ns=292_000.0)
+    assert gain_text(beyond) == ("gain ≤ 30.9 µs (2% of the window), predicted saving 254 µs, beyond its gain: the "
+                                 "time its remedy frees shortens gaps other findings name (at most 292 µs)")
+    within = VerdictFinding(rank=0, id="x", title="", evidence="", action="", gain_ns=300_000.0, gain_share=0.5,
+                            confidence="high", saving_ns=254_000.0, bound_ns=300_000.0)
+    assert gain_text(within) == "gain ≤ 300 µs (50% of the window), predicted saving 254 µs"

@@ -5,6 +5,7 @@ synthetic traces with hand-made findings and remedies (the rules that fill `reme
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import polars as pl
 import pytest
@@ -14,7 +15,7 @@ import traceanalyze
 from traceanalyze.analysis.findings.finding import Finding, Remedy, findings_frame
 from traceanalyze.renderers.formats import RENDERERS
 from traceanalyze.renderers.terminal import predicted_line
-from traceanalyze.whatif import job_replay, predict, replay_frame, with_notes
+from traceanalyze.whatif import job_replay, predict, replay_frame, saving_bounds, with_notes
 
 US = 1_000
 
@@ -58,9 +59,13 @@ def test_each_finding_gets_the_windows_reduction_and_the_top_ones_are_predicted_
     assert noted["missing-op"].evidence.startswith("; the replay cannot predict its saving (no GPU op on device 0 "
                                                    "stream 7")
     assert noted["unmodelled"].evidence == noted["retime"].evidence == ""
-    # the graph takes out more than its 50 µs bound (the nine launch calls and the CPU time between
-    # them, the kernels' launch latencies): its gain becomes that time, at most the 92 µs window
-    assert savings["graph"].removed_ns > 92 * US and noted["graph"].gain_ns == 92 * US
+    # the graph takes out more than its 50 µs gain (the nine launch calls and the CPU time between
+    # them, the kernels' launch latencies): its bound is that time, at most the 92 µs window; its
+    # gain stays 50 µs; an unmodelled finding's bound is its gain; one with neither has none
+    assert savings["graph"].removed_ns > 92 * US and noted["graph"].gain_ns == 50 * US
+    bounds = saving_bounds([graphed, shorter, unknown, missing], prediction)
+    assert bounds == [92 * US, 1000 * US, 500 * US, 10 * US]
+    assert saving_bounds([replace(unknown, gain_ns=None)], predict(chain, [replace(unknown, gain_ns=None)])) == [None]
     # together the graph's kernels back to back, the last one 1 µs: 19 µs, not 92 − 72 − 1
     assert prediction.combined_ids == ("graph", "retime")
     assert prediction.combined.window_ns == 19 * US

@@ -12,8 +12,8 @@ import pytest
 from builder import TraceBuilder
 
 import traceanalyze
-from traceanalyze.analysis.findings.finding import Finding, Remedy
-from traceanalyze.whatif import Unmodelled, apply, build_graph, predict, replay, with_notes
+from traceanalyze.analysis.findings.finding import Finding, Remedy, findings_frame
+from traceanalyze.whatif import Unmodelled, apply, build_graph, predict, replay, saving_bounds, with_notes
 from traceanalyze.whatif.graph import GPU
 from traceanalyze.whatif.predict import span
 
@@ -119,7 +119,7 @@ def test_removing_the_cpu_time_of_a_sync(tmp_path):
     assert gpu_times(trace, [gap_part]) == [(10, 50), (50, 60)]
 
 
-def test_the_time_a_remedy_takes_out_bounds_its_saving_and_becomes_the_gain(tmp_path):
+def test_the_time_a_remedy_takes_out_bounds_its_saving_and_the_gain_stays_the_time_named(tmp_path):
     trace = sync_then_launch(tmp_path)
     base = _base(trace)
     gap_part = Remedy("remove_cpu", cpu_spans=((TID, base + 50 * US, base + 52 * US),))
@@ -131,12 +131,15 @@ def test_the_time_a_remedy_takes_out_bounds_its_saving_and_becomes_the_gain(tmp_
     prediction = predict(trace, [sync])
     (saving,) = prediction.savings
     assert (saving.saving_ns, saving.removed_ns) == (20 * US, 32 * US)
-    (bounded,) = with_notes([sync], prediction)
-    assert bounded.gain_ns == 32 * US
-    assert bounded.evidence == "2 gaps; gain 32 µs: the time its remedy takes out of the run, the CPU time it frees " \
-                               "included (it bounds the saving)"
-    # a remedy that takes out less than the rule's gain leaves the gain as it is
-    assert with_notes([replace(sync, gain_ns=40 * US)], prediction)[0].gain_ns == 40 * US
+    # the gain stays the 2 µs the finding names (other findings may name the rest); the bound is 32 µs
+    assert with_notes([sync], prediction) == [sync]
+    assert saving_bounds([sync], prediction) == [32 * US]
+    frame = findings_frame(0, [sync], [saving.saving_ns], saving_bounds([sync], prediction))
+    assert frame.select("gain_ns", "saving_ns", "bound_ns").row(0) == (2 * US, 20 * US, 32 * US)
+    # a remedy that takes out less than the rule's gain: the gain is the bound
+    assert saving_bounds([replace(sync, gain_ns=40 * US)], prediction) == [40 * US]
+    # no gain: the time the remedy takes out; neither (not modelled, no gain): none
+    assert saving_bounds([replace(sync, gain_ns=None)], prediction) == [32 * US]
 
 
 def test_cuda_graph_launches_replay_exactly(tmp_path):

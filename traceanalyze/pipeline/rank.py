@@ -16,6 +16,7 @@ from traceanalyze.analysis import attribution, collectives, idle, launch, overla
 from traceanalyze.analysis.device_match import matched_devices
 from traceanalyze.analysis.findings import (FindingInputs, excluded_ns, findings_frame, gap_buckets, job_findings,
                                             rank_findings)
+from traceanalyze.analysis.findings.finding import ranked
 from traceanalyze.analysis.health import trace_health
 from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.job import job_analysis
@@ -26,7 +27,8 @@ from traceanalyze.pipeline.identity import job_identity
 from traceanalyze.report.model import RankReport, Report, ReportOptions, with_charts
 from traceanalyze.report.summaries import idle_causes, small_kernel_summary, summarise
 from traceanalyze.units import format_duration_ns
-from traceanalyze.whatif import predict, replay_frame, with_notes
+from traceanalyze.whatif import predict, replay_frame, saving_bounds, with_notes
+from traceanalyze.whatif.barriers import with_straggler_saving
 
 
 def build_report(trace: Trace, options: ReportOptions | None = None) -> Report:
@@ -56,7 +58,7 @@ def combine_ranks(ranks: list[RankReport], options: ReportOptions, source: Path)
     summary = summarise([r.idle for r in ranks], [r.attribution for r in ranks], [r.idle_causes for r in ranks], pooled)
     job = job_analysis([r.collectives for r in ranks], [r.step_split for r in ranks], [r.overlap for r in ranks],
                        _collective_link(ranks))
-    job = replace(job, findings=job_findings(job))
+    job = replace(job, findings=ranked(with_straggler_saving(job_findings(job), job.matched)))
     return Report(source=source, options=options, ranks=ranks, latency_stats=pooled, kernels=kernels, ops=ops,
                   summary=summary, job=job)
 
@@ -143,7 +145,8 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         found_list = rank_findings(inputs, bucketed)
         step_attribution = by_step.result()
     prediction = predict(trace, found_list)  # the replay (docs/whatif.md): each finding's saving
-    found = findings_frame(meta.rank, with_notes(found_list, prediction), [s.saving_ns for s in prediction.savings])
+    found = findings_frame(meta.rank, with_notes(found_list, prediction), [s.saving_ns for s in prediction.savings],
+                           saving_bounds(found_list, prediction))
     return RankReport(
         rank=meta.rank,
         source=meta.source,

@@ -284,6 +284,7 @@ def _findings(report: Report) -> list[schema.Finding]:
                        evidence=row["evidence"], action=row["action"],
                        gain_us=None if row["gain_ns"] is None else row["gain_ns"] / 1000,
                        saving_us=None if row["saving_ns"] is None else row["saving_ns"] / 1000,
+                       bound_us=None if row["bound_ns"] is None else row["bound_ns"] / 1000,
                        confidence=str(row["confidence"]))
         for row in (found.iter_rows(named=True) if found.height else ())
     ]

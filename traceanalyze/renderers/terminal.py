@@ -15,7 +15,7 @@ from traceanalyze.renderers.roofline_text import roofline_details, roofline_sect
 from traceanalyze.renderers.text_table import Shrinkable, fit_lines, terminal_width, text_table
 from traceanalyze.renderers.wording import CAUSE_HINTS, CAUSE_WORDS, cpu_name
 from traceanalyze.report.model import RankReport, Report, ReportOptions
-from traceanalyze.renderers.verdict_text import verdict_lines
+from traceanalyze.renderers.verdict_text import beyond_gain_text, verdict_lines
 from traceanalyze.units import (distinct_short_names, format_duration_ns, format_percent, format_rate, format_si,
                                 plural, short_name)
 
@@ -247,6 +247,8 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
         gain = "no time estimate" if row["gain_ns"] is None else f"gain ≤ {format_duration_ns(row['gain_ns'])}"
         if row.get("saving_ns") is not None:
             gain += f", predicted saving {format_duration_ns(row['saving_ns'])}"
+            if row["gain_ns"] is not None and row["saving_ns"] > row["gain_ns"]:
+                gain += beyond_gain_text(row["bound_ns"])
         where = f" rank {row['rank']}" if len(report.ranks) > 1 else ""
         head = (f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, "
                 f"confidence {row['confidence']}")

@@ -42,7 +42,14 @@ def gain_text(f: VerdictFinding) -> str:
         return "no time estimate"
     share = f" ({f.gain_share:.0%} of the window)" if f.gain_share is not None else ""
     saving = f", predicted saving {format_duration_ns(f.saving_ns)}" if f.saving_ns is not None else ""
-    return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}{saving}"
+    beyond = beyond_gain_text(f.bound_ns) if f.beyond_gain else ""
+    return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}{saving}{beyond}"
+
+
+def beyond_gain_text(bound_ns: float | None) -> str:
+    """Why a predicted saving exceeds its finding's gain, with the bound it stays within."""
+    most = f" (at most {format_duration_ns(bound_ns)})" if bound_ns is not None else ""
+    return f", beyond its gain: the time its remedy frees shortens gaps other findings name{most}"
 
 
 def elsewhere_text(e: Elsewhere) -> str:

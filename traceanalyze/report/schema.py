@@ -18,8 +18,8 @@ import msgspec
 
 from traceanalyze.renderers.escape import json_text
 
-SCHEMA_VERSION = "1.1"  # 1.1: the `findings` array
-KNOWN_SCHEMA_VERSIONS = ("1.0", SCHEMA_VERSION)
+SCHEMA_VERSION = "1.2"  # 1.1: the `findings` array; 1.2: `bound_us`, and `gain_us` the time a finding names
+KNOWN_SCHEMA_VERSIONS = ("1.0", "1.1", SCHEMA_VERSION)
 KERNEL_LIMIT = 50  # kernels (and ops) listed per report and per rank, the longest in total first
 COLLECTIVE_LIMIT = 50  # collectives listed, the most waited on first (then in order)
 
@@ -392,6 +392,7 @@ class Finding(Struct, kw_only=True):
     action: str
     gain_us: Optional[Number] = None  # None: not estimated (a note, a change of recording)
     saving_us: Optional[Number] = None  # the replay's predicted saving; None: not modelled (docs/whatif.md)
+    bound_us: Optional[Number] = None  # the most the action can save (≥ gain_us; docs/whatif.md, "Bounds")
     confidence: str
 
 

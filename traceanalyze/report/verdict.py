@@ -37,6 +37,12 @@ class VerdictFinding:
     regime: str | None = None
     saving_ns: float | None = None  # the replay's predicted saving (docs/whatif.md); None: not modelled
     expected_share: float | None = None  # what findings are ranked by (the saving, else the gain) / Σ window
+    bound_ns: float | None = None  # the most the action can save (≥ gain; docs/whatif.md, "Bounds")
+
+    @property
+    def beyond_gain(self) -> bool:
+        """The replay predicts more than the gain: the remedy also frees time other findings name."""
+        return self.saving_ns is not None and self.gain_ns is not None and self.saving_ns > self.gain_ns
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,8 @@ def verdict(summary: Summary, found: pl.DataFrame, ranks: int, top: int = TOP_FI
     shares = summary.attribution.shares
     window = summary.attribution.window_ns
     dominant = max(shares, key=lambda key: shares[key]) if shares and any(shares.values()) else None
-    shown = found.filter(pl.col("gain_ns").is_null() | (pl.col("gain_ns") >= MIN_VERDICT_SHARE * (window or 0))) \
+    largest = pl.max_horizontal("gain_ns", "saving_ns")  # what it names, or what it saves where that is more
+    shown = found.filter(pl.col("gain_ns").is_null() | (largest >= MIN_VERDICT_SHARE * (window or 0))) \
         if found.height else found
     chosen = [_verdict_finding(row, window) for row in (shown.head(top).iter_rows(named=True) if shown.height else ())]
     warmup = found.filter(pl.col("id") == "warmup-excluded") if found.height else found
@@ -113,4 +120,5 @@ def _verdict_finding(row: dict, window_ns: int | None) -> VerdictFinding:
                           gain_share=gain / window_ns if gain is not None and window_ns else None,
                           confidence=str(row["confidence"]), regime=str(row["regime"]) if row.get("regime") else None,
                           saving_ns=saving,
-                          expected_share=expected / window_ns if expected is not None and window_ns else None)
+                          expected_share=expected / window_ns if expected is not None and window_ns else None,
+                          bound_ns=row.get("bound_ns", gain))

@@ -17,6 +17,7 @@ from traceanalyze.whatif.predict import (
     job_replay,
     predict,
     replay_frame,
+    saving_bounds,
     with_notes,
 )
 from traceanalyze.whatif.replay import Timing, replay
@@ -41,5 +42,6 @@ __all__ = [
     "replay",
     "replay_frame",
     "replay_job",
+    "saving_bounds",
     "with_notes",
 ]

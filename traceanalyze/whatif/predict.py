@@ -17,7 +17,6 @@ import numpy as np
 import polars as pl
 
 from traceanalyze.analysis.findings.finding import Finding
-from traceanalyze.analysis.findings.inputs import format_ns
 from traceanalyze.model import Trace
 from traceanalyze.whatif.graph import GPU, MARK, Graph, build_graph
 from traceanalyze.whatif.replay import Timing, replay, reproduces_recording
@@ -263,20 +262,27 @@ def job_replay(replays: Sequence[pl.DataFrame]) -> pl.DataFrame:
 
 def with_notes(found: Sequence[Finding], prediction: RankPrediction) -> list[Finding]:
     """The findings as the replay leaves them: each whose remedies the replay could not apply
-    (`Unmodelled`: an op this rank's trace lacks) saying so in its evidence; each whose remedies
-    take more time out of the run than its rule's gain (the CPU time a remedy frees also shortens
-    later gaps) with that time as its gain, at most the window, saying so: then every modelled
-    finding's saving lies within its gain (docs/whatif.md, "Bounds"). A finding without remedies
-    is left as it is (its rule says why, when it says anything)."""
+    (`Unmodelled`: an op this rank's trace lacks) saying so in its evidence. A finding without
+    remedies is left as it is (its rule says why, when it says anything)."""
     out = []
     for finding, saving in zip(found, prediction.savings, strict=True):
         if finding.remedies and saving.saving_ns is None:
             finding = replace(finding, evidence=f"{finding.evidence}; the replay cannot predict its saving "
                                                 f"({saving.why})")
-        elif saving.removed_ns is not None and saving.removed_ns > (finding.gain_ns or 0.0):
-            bound = min(saving.removed_ns, float(prediction.measured.window_ns))
-            finding = replace(finding, gain_ns=bound,
-                              evidence=f"{finding.evidence}; gain {format_ns(bound)}: the time its remedy takes "
-                                       "out of the run, the CPU time it frees included (it bounds the saving)")
         out.append(finding)
+    return out
+
+
+def saving_bounds(found: Sequence[Finding], prediction: RankPrediction) -> list[float | None]:
+    """Per finding, the most its action can save: its rule's gain, or the time its remedies take
+    out of the run (`Saving.removed_ns`, at most the window) where that is more, e.g. the CPU time a
+    removed sync frees, which shortens later gaps that other findings name (docs/whatif.md,
+    "Bounds"). Every modelled finding's saving lies within it; the gains stay the time each finding
+    names (disjoint: they add up to at most the window), the bounds may overlap."""
+    window = float(prediction.measured.window_ns)
+    out: list[float | None] = []
+    for finding, saving in zip(found, prediction.savings, strict=True):
+        removed = None if saving.removed_ns is None else min(saving.removed_ns, window)
+        known = [value for value in (finding.gain_ns, removed) if value is not None]
+        out.append(max(known) if known else None)
     return out

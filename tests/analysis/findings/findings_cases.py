@@ -11,7 +11,6 @@ import polars as pl
 from builder import TraceBuilder
 
 import traceanalyze
-from traceanalyze.pipeline import rank as rank_pipeline
 from traceanalyze.pipeline.rank import build_report
 
 A100 = dict(device_name="NVIDIA A100-SXM4-80GB", num_sms=108, total_memory=85899345920, compute_capability=(8, 0))
@@ -55,9 +54,3 @@ def findings_of(b: TraceBuilder, tmp_path: Path, rename: dict[str, str] | None =
     frame: pl.DataFrame = report_of(b, tmp_path, rename).ranks[0].findings
     return {row["id"]: row for row in frame.iter_rows(named=True)}
 
-
-def rules_gains_kept(monkeypatch) -> None:
-    """Reports built after this keep each rule's own gain: the replay does not raise it to the time
-    the remedy takes out of the run (`whatif.with_notes`, docs/whatif.md "Bounds"), for the tests of
-    a rule's bound."""
-    monkeypatch.setattr(rank_pipeline, "with_notes", lambda found, prediction: list(found))

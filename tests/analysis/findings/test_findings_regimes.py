@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from builder import TraceBuilder
-from findings_cases import A100, BF16, BF16_GEMM, F32, H100, SGEMM, V100, findings_of, mm, report_of, rules_gains_kept
+from findings_cases import A100, BF16, BF16_GEMM, F32, H100, SGEMM, V100, findings_of, mm, report_of
 
 import traceanalyze
 from traceanalyze.analysis.devices import device_peaks
@@ -50,19 +50,17 @@ def attention_trace(layers: int = 4, second: str = "aten::bmm", pause_us: float 
     return b
 
 
-def test_attention_scores_from_baddbmm_are_attention_too(tmp_path, monkeypatch):
+def test_attention_scores_from_baddbmm_are_attention_too(tmp_path):
     """GPT-2 style: `torch.baddbmm(bias, q, kᵀ, alpha=scale)` makes the scores; same gain as with bmm."""
-    rules_gains_kept(monkeypatch)
     row = findings_of(attention_trace(baddbmm=True), tmp_path)["unfused-attention"]
     io = 4 * HEADS * SEQ * DIM * 2 / H100_PEAKS.memory_bandwidth_bytes_per_s * 1e9
     assert row["evidence"].startswith("4 attention chains (aten::baddbmm → aten::mul → aten::_softmax → aten::bmm)")
     assert row["gain_ns"] == pytest.approx(4 * (40_000 - io))
 
 
-def test_unfused_attention_is_one_sdpa_kernel(tmp_path, monkeypatch):
+def test_unfused_attention_is_one_sdpa_kernel(tmp_path):
     """4 chains of 40 µs: each SDPA kernel reads Q, K, V and writes O once (4 × 1.21 M bf16
     elements, 9.7 MB: 2.9 µs at 3.35 TB/s), more than the two matmuls' 0.95 GFLOP at 50% of 989."""
-    rules_gains_kept(monkeypatch)
     found = findings_of(attention_trace(), tmp_path)
     row = found["unfused-attention"]
     io = 4 * HEADS * SEQ * DIM * 2 / H100_PEAKS.memory_bandwidth_bytes_per_s * 1e9
@@ -162,8 +160,7 @@ def optimizer_trace(kernel: str, n: int = 40) -> TraceBuilder:
     return b
 
 
-def test_an_optimizer_step_of_many_kernels_is_told_fused(tmp_path, monkeypatch):
-    rules_gains_kept(monkeypatch)
+def test_an_optimizer_step_of_many_kernels_is_told_fused(tmp_path):
     report = report_of(optimizer_trace("void at::native::vectorized_elementwise_kernel<4, add>(int)"), tmp_path)
     rank = report.ranks[0]
     found = {row["id"]: row for row in rank.findings.iter_rows(named=True)}

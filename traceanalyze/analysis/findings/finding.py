@@ -32,8 +32,13 @@ FINDINGS_SCHEMA = pl.Schema(
         "title": pl.String,
         "evidence": pl.String,
         "action": pl.String,
-        "gain_ns": pl.Float64,  # an upper bound on the time the action recovers; null: not estimated
+        # an upper bound on what the action recovers of the time the finding names (a rank's findings
+        # name disjoint time: their gains add up to at most its window); null: not estimated
+        "gain_ns": pl.Float64,
         "saving_ns": pl.Float64,  # the window's reduction the replay predicts (docs/whatif.md); null: not modelled
+        # the most the action can save: its gain, or the time its remedy takes out of the run where
+        # that is more (freed CPU time shortens later gaps too: docs/whatif.md, "Bounds")
+        "bound_ns": pl.Float64,
         "confidence": pl.Enum(CONFIDENCES),
         "spans": pl.List(pl.Struct({"start_ns": pl.Int64, "end_ns": pl.Int64})),
     }
@@ -100,15 +105,17 @@ def spans_of(frame: pl.DataFrame) -> tuple[tuple[int, int], ...]:
     return tuple((int(start), int(end)) for start, end in kept.select("start_ns", "end_ns").iter_rows())
 
 
-def findings_frame(rank: int, found: list[Finding], savings: Sequence[float | None] | None = None) -> pl.DataFrame:
+def findings_frame(rank: int, found: list[Finding], savings: Sequence[float | None] | None = None,
+                   bounds: Sequence[float | None] | None = None) -> pl.DataFrame:
     """The findings of one rank as a frame (`savings`: the replay's predicted saving of each, None:
-    not modelled), `ranked`."""
+    not modelled; `bounds`: the most each can save, by default its gain), `ranked`."""
     saved = list(savings) if savings is not None else [None] * len(found)
+    bound = list(bounds) if bounds is not None else [f.gain_ns for f in found]
     rows = [
         {"rank": rank, "id": f.id, "regime": f.regime, "title": f.title, "evidence": f.evidence,
-         "action": f.action, "gain_ns": f.gain_ns, "saving_ns": saving, "confidence": f.confidence,
+         "action": f.action, "gain_ns": f.gain_ns, "saving_ns": saving, "bound_ns": most, "confidence": f.confidence,
          "spans": [{"start_ns": s, "end_ns": e} for s, e in f.spans]}
-        for f, saving in zip(found, saved, strict=True)
+        for f, saving, most in zip(found, saved, bound, strict=True)
     ]
     return ranked(pl.DataFrame(rows, schema=FINDINGS_SCHEMA))
 

@@ -94,10 +94,11 @@ def _topological(rows: _Rows) -> list[int]:
     return placed
 
 
-def replayed_ends(matched: pl.DataFrame, lateness: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per matched row (in `_rows` order): its recorded end and its replayed end, with `lateness`
-    (per row) taken out of the work before each arrival; None when the ranks met their collectives
-    in contradicting orders (no replay order exists)."""
+def replayed_ends(matched: pl.DataFrame,
+                  lateness: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per matched row (in `_rows` order): its rank, its recorded end and its replayed end, with
+    `lateness` (per row) taken out of the work before each arrival; None when the ranks met their
+    collectives in contradicting orders (no replay order exists)."""
     rows = _rows(matched)
     size = len(rows.rank)
     order = _topological(rows)
@@ -125,12 +126,13 @@ def replayed_ends(matched: pl.DataFrame, lateness: np.ndarray | None = None) -> 
         if left[collective] == 0:
             last[collective] = latest[collective]
     replayed = rows.end - (rows.last_arrival[rows.collective] - last[rows.collective])
-    return rows.end, replayed
+    return rows.rank, rows.end, replayed
 
 
 def straggler_saving(matched: pl.DataFrame, rank: int) -> int | None:
-    """How much earlier the job's last collective would end if `rank` arrived at each collective it
-    arrived last at when the next-latest rank did (ns); None without collectives it arrived last at."""
+    """How much earlier each rank's last collective would end if `rank` arrived at each collective
+    it arrived last at when the next-latest rank did, summed over the ranks (ns: time summed over
+    ranks, as the job's gains and its window are); None without collectives it arrived last at."""
     if matched.is_empty():
         return None
     rows = _rows(matched)
@@ -140,8 +142,9 @@ def straggler_saving(matched: pl.DataFrame, rank: int) -> int | None:
     ends = replayed_ends(matched, lateness)
     if ends is None:
         return None
-    recorded, replayed = ends
-    return int(recorded.max() - replayed.max())
+    ranks, recorded, replayed = ends
+    per_rank = pl.DataFrame({"rank": ranks, "recorded": recorded, "replayed": replayed}).group_by("rank").max()
+    return int((per_rank["recorded"] - per_rank["replayed"]).sum())
 
 
 def with_straggler_saving(found: pl.DataFrame, matched: pl.DataFrame) -> pl.DataFrame:
@@ -155,8 +158,8 @@ def with_straggler_saving(found: pl.DataFrame, matched: pl.DataFrame) -> pl.Data
         saving = straggler_saving(matched, row["rank"]) if row["id"] == "straggler" else None
         if saving is not None:
             row = {**row, "saving_ns": float(saving), "bound_ns": max(float(saving), row["gain_ns"] or 0.0),
-                   "evidence": f"{row['evidence']}; predicted saving: the job's last collective ends that much "
-                               f"earlier if rank {row['rank']} arrives at each of those collectives with the "
-                               "next-latest rank (the job replayed at its collectives)"}
+                   "evidence": f"{row['evidence']}; predicted saving: how much earlier each rank's last collective "
+                               f"ends, summed over the ranks, if rank {row['rank']} arrives at each of those "
+                               "collectives with the next-latest rank (the job replayed at its collectives)"}
         rows.append(row)
     return pl.DataFrame(rows, schema=found.schema)

@@ -28,6 +28,11 @@ def _job(tmp_path, **variant):
     return traceanalyze.analyze(mr.write_job(tmp_path / "job", **variant), run=RunOptions(workers=1))
 
 
+PREDICTED = ("; predicted saving: how much earlier each rank's last collective ends, summed over the ranks, if rank "
+             "{rank} arrives at each of those collectives with the next-latest rank (the job replayed at its "
+             "collectives)")
+
+
 def _finding(report, id_):
     rows = report.job.findings.filter(pl.col("id") == id_)
     return rows.row(0, named=True) if rows.height else None
@@ -57,7 +62,8 @@ def test_straggler_names_the_late_rank_its_cost_and_why(report):
         f"collective wait): " + ", ".join(f"rank {r} 5 ms" for r in others)
         + f"; in step {mr.DELAY_STEP} it arrived 5 ms after the others' median; there it had more GPU idle waiting for "
         f"its CPU to launch work (host: data loading, Python, framework): {own_host / 1000:.3g} ms, 5 ms more than the "
-        "other ranks' median")
+        "other ranks' median" + PREDICTED.format(rank=mr.STRAGGLER))
+    assert row["saving_ns"] == mr.RANKS * delay  # each rank's last all-reduce 5 ms sooner (tests/whatif/test_barriers)
     assert "rank 2's CPU late" in row["action"]
     # how far behind the others it was, on its own clock
     early, late = mr.arrival(0, mr.DELAY_STEP), mr.arrival(mr.STRAGGLER, mr.DELAY_STEP)
@@ -69,7 +75,9 @@ def test_straggler_that_reaches_its_step_late(tmp_path):
     row = _finding(report, "straggler")
     assert row["rank"] == 1 and row["gain_ns"] == 3 * 4_000 * US
     assert row["evidence"].endswith("; in step 3 it arrived 4 ms after the others' median; it began that step 4 ms "
-                                    "after the other ranks (their median): the delay arose before the step")
+                                    "after the other ranks (their median): the delay arose before the step"
+                                    + PREDICTED.format(rank=1))
+    assert row["saving_ns"] == mr.RANKS * 4_000 * US
     assert row["action"].startswith("look at what rank 1 does between steps and in the step before")
 
 
@@ -97,7 +105,8 @@ def test_exposed_communication_is_the_transfer_not_the_wait(report):
     assert row["evidence"] == (
         "38 ms of communication ran with no compute beside it (97% of it, summed over 4 ranks); at most 23 ms of that "
         "is transfer that overlap could hide: rank 1 6 ms, rank 2 6 ms, rank 3 6 ms, rank 0 5 ms; the other 15 ms or "
-        "more is waiting for late peers (no overlap hides it)")
+        "more is waiting for late peers (no overlap hides it); the replay cannot predict its saving (it does not model "
+        "overlap)")
     assert "async_op=True" in row["action"]
     # rank 1's transfers, on its clock
     assert row["spans"] == [{"start_ns": _on_clock(1, mr.collective_end(s) - mr.TRANSFER_US),
@@ -142,14 +151,19 @@ def test_the_verdict_and_the_json_lead_with_the_job_findings(report, tmp_path):
 
 
 @pytest.mark.skipif(not DLRM.is_dir(), reason=f"{DLRM} is absent (the shared traces sit next to the repository)")
-def test_dlrm_names_rank_2_the_straggler_first():
+def test_dlrm_names_rank_2_the_straggler_in_the_verdict():
     from traceanalyze.analysis.findings.inputs import format_ns
 
     result = CliRunner().invoke(app, ["report", str(DLRM), "--width", "200"])
     assert result.exit_code == 0, result.output
-    first = next(line for line in result.output.splitlines() if line.startswith("1. "))
-    assert first.startswith("1. The other ranks wait for this rank (straggler) (rank 2)")
     report = traceanalyze.analyze(DLRM)
+    # ranked by expected saving: the hideable transfers' bound (no replay models overlap), then the
+    # straggler's predicted saving, summed over the ranks like its gain
+    saving = format_ns(_finding(report, "straggler")["saving_ns"])
+    listed = [line for line in result.output.splitlines() if line[:3] in ("1. ", "2. ")]
+    assert listed[0].startswith("1. Collective transfers are not hidden behind compute (rank 1) — gain ≤ 13.2 ms")
+    assert listed[1].startswith("2. The other ranks wait for this rank (straggler) (rank 2) — gain ≤ 16.4 ms (26% of "
+                                f"the window), predicted saving {saving} [high]")
     row = _finding(report, "straggler")
     assert row["rank"] == 2
     # the gain and the victims, recomputed from the matched collectives

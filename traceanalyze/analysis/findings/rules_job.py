@@ -187,6 +187,7 @@ def exposed_communication(job: JobAnalysis) -> list[tuple[int, Finding]]:
                 f"{_ranks_text(ordered.select('rank', 'hideable_ns').rows())}")
     if waiting:
         evidence += f"; the other {format_ns(waiting)} or more is waiting for late peers (no overlap hides it)"
+    evidence += "; the replay cannot predict its saving (it does not model overlap)"
     offset = _offset(job, rank)
     transfers = (
         job.matched.filter((pl.col("rank") == rank) & (pl.col("end_ns") > pl.col("last_arrival_ns")))

@@ -121,7 +121,10 @@ def test_report_fits(analysed):
             assert too_wide(render_terminal(report, width=width, details=details), width) == [], (width, details)
     verdict = verdict_lines(report.verdict(), 100)
     assert 1 <= len(verdict) <= VERDICT_MAX_LINES
-    assert render_terminal(report, width=100).splitlines()[: len(verdict)] == verdict
+    lines = render_terminal(report, width=100).splitlines()
+    notes = [f"note: {note}" for note in report.notes]  # the job's notes (a folder's), before any claim
+    opening = [*notes, ""] if notes else []
+    assert lines[: len(opening) + len(verdict)] == [*opening, *verdict]
 
 
 def test_info_gate_and_diff_fit(analysed):

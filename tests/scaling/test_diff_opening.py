@@ -32,7 +32,7 @@ def test_json_and_html_carry_it_too(tmp_path):
 
     runs = (cpu_run(tmp_path, 8), cpu_run(tmp_path, 32))
     document = json.loads(diff(*runs, "-f", "json").output)
-    assert document["schema_version"] == "1.2" and document["scaling"].startswith("4.0× the work took 1.2× the time")
+    assert document["schema_version"] == "1.1" and document["scaling"].startswith("4.0× the work took 1.2× the time")
     page = diff(*runs, "-f", "html").output
     assert "<strong>Scaling:</strong> 4.0× the work took" in page
     assert json.loads(diff(runs[0], cpu_run(tmp_path, 8, name="again.json"), "-f", "json").output)["scaling"] is None

@@ -376,17 +376,23 @@ def _rank_summary(report: RankReport) -> tuple[Inline, ...]:
     return tuple(parts)
 
 
-def document(report: Report) -> list[Block]:
-    """The report as blocks, in reading order: headline numbers, the ranks (multi-rank reports),
-    then each rank's sections as the terminal report orders them."""
-    limit = report.options.max_gaps
-    min_run = report.options.min_small_kernel_run
-    blocks: list[Block] = [
+def opening(report: Report) -> list[Block]:
+    """What a document says before its verdict: its title, its source line, and the job's notes
+    (missing, skipped or renumbered ranks, not one job: before any claim about the job)."""
+    return [
         Heading(1, "traceanalyze report", "top"),
         Paragraph(("source: ", Code(str(report.source)),
                    f" — window: {report.options.window} — traceanalyze {__version__}")),
+        *(Paragraph(("note: ", note), note=True) for note in report.notes),
     ]
-    blocks += [Paragraph(("note: ", note), note=True) for note in report.notes]  # before any claim about the job
+
+
+def document(report: Report) -> list[Block]:
+    """The report as blocks, in reading order: the `opening`, headline numbers, the ranks
+    (multi-rank reports), then each rank's sections as the terminal report orders them."""
+    limit = report.options.max_gaps
+    min_run = report.options.min_small_kernel_run
+    blocks: list[Block] = opening(report)
     blocks += _headline(report)
     if len(report.ranks) == 1:
         single = report.ranks[0]

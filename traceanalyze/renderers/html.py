@@ -19,7 +19,7 @@ from traceanalyze.analysis.attribution import ATTRIBUTION_KEYS
 from traceanalyze.analysis.roofline import ON_ROOFLINE
 from traceanalyze.renderers import plots
 from traceanalyze.renderers.blocks import Block, Cell, Chart, Figures, Group, Heading, Paragraph, Strong, Table
-from traceanalyze.renderers.document import KERNEL_LIMIT, document
+from traceanalyze.renderers.document import KERNEL_LIMIT, document, opening
 from traceanalyze.renderers.html_text import esc, inline_html, text_block_html
 from traceanalyze.renderers.svg import GRID, MUTED, WIDTH, contrast_ink, coord, svg_document, text_element, tooltip
 from traceanalyze.report.chart_inputs import RankCharts
@@ -163,9 +163,9 @@ def render_html(report: Report) -> str:
     --------
     >>> html = render_html(report)  # doctest: +SKIP
     """
-    blocks = document(report)
-    # blocks[1] is the source line; the header shows it
-    body = "\n".join(_block(b, report) for b in [*verdict_blocks(report.verdict()), *blocks[2:]])
+    blocks, head = document(report), len(opening(report))
+    # blocks[1] is the source line; the header shows it; the job's notes come before the verdict
+    body = "\n".join(_block(b, report) for b in [*blocks[2:head], *verdict_blocks(report.verdict()), *blocks[head:]])
     name = report.source.name or str(report.source)
     meta = inline_html(blocks[1].parts) if isinstance(blocks[1], Paragraph) else ""
     return page(f"traceanalyze — {name}", "Why is the GPU not going brrrr?",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from traceanalyze.renderers.blocks import (
     Block, BulletList, Cell, Code, Figures, Group, Heading, Inline, Paragraph, Strong, Table,
 )
-from traceanalyze.renderers.document import document
+from traceanalyze.renderers.document import document, opening
 from traceanalyze.renderers.html_text import inline_html
 from traceanalyze.renderers.md import md_code, md_escape, md_table
 from traceanalyze.report.model import Report
@@ -70,9 +70,9 @@ def render_markdown(report: Report) -> str:
     --------
     >>> Path("summary.md").write_text(render_markdown(report))  # doctest: +SKIP
     """
-    blocks = document(report)
-    verdict = [text for text in (_md_block(b) for b in [*blocks[:2], *verdict_blocks(report.verdict())]) if text]
-    details = [text for text in (_md_block(b) for b in blocks[2:]) if text]
+    blocks, head = document(report), len(opening(report))  # the opening, then the verdict
+    verdict = [text for text in (_md_block(b) for b in [*blocks[:head], *verdict_blocks(report.verdict())]) if text]
+    details = [text for text in (_md_block(b) for b in blocks[head:]) if text]
     # the verdict alone fits a PR comment; the details stay closed (GitHub renders Markdown inside
     # <details> when blank lines surround it)
     body = "\n\n".join(details)

@@ -291,9 +291,9 @@ def render_terminal(report: Report, *, width: int | None = None, details: bool |
     opening = verdict_lines(verdict, width)
     # findings the verdict shows uncut (output to a file or a log: lines kept whole) are not repeated below
     whole = tuple((f.rank, f.id) for f in verdict.top) if opening == verdict_lines(verdict, UNCUT) else ()
-    lines = [*opening, *predicted_line(report.replay), ""]
-    said = report.notes
-    lines += [*(f"note: {note}" for note in said), *([""] if said else [])]  # the first screen: before any claim
+    said = report.notes  # the job's notes (missing, skipped or renumbered ranks): before any claim
+    lines = [*(f"note: {note}" for note in said), *([""] if said else [])]
+    lines += [*opening, *predicted_line(report.replay), ""]
     lines += [f"traceanalyze report — {report.source}", ""]
     lines += findings_section(report, width, tuple(r.rank for r in shown), whole)
     if len(report.ranks) > 1:

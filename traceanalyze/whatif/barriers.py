@@ -130,9 +130,10 @@ def replayed_ends(matched: pl.DataFrame,
 
 
 def straggler_saving(matched: pl.DataFrame, rank: int) -> int | None:
-    """How much earlier each rank's last collective would end if `rank` arrived at each collective
-    it arrived last at when the next-latest rank did, summed over the ranks (ns: time summed over
-    ranks, as the job's gains and its window are); None without collectives it arrived last at."""
+    """How much earlier each other rank's last collective would end if `rank` arrived at each
+    collective it arrived last at when the next-latest rank did, summed over those ranks (ns: the
+    time the others save, as its gain is the wait they had; its own run is its own findings'); None
+    without collectives it arrived last at."""
     if matched.is_empty():
         return None
     rows = _rows(matched)
@@ -143,7 +144,8 @@ def straggler_saving(matched: pl.DataFrame, rank: int) -> int | None:
     if ends is None:
         return None
     ranks, recorded, replayed = ends
-    per_rank = pl.DataFrame({"rank": ranks, "recorded": recorded, "replayed": replayed}).group_by("rank").max()
+    others = pl.DataFrame({"rank": ranks, "recorded": recorded, "replayed": replayed}).filter(pl.col("rank") != rank)
+    per_rank = others.group_by("rank").max()
     return int((per_rank["recorded"] - per_rank["replayed"]).sum())
 
 
@@ -158,8 +160,8 @@ def with_straggler_saving(found: pl.DataFrame, matched: pl.DataFrame) -> pl.Data
         saving = straggler_saving(matched, row["rank"]) if row["id"] == "straggler" else None
         if saving is not None:
             row = {**row, "saving_ns": float(saving), "bound_ns": max(float(saving), row["gain_ns"] or 0.0),
-                   "evidence": f"{row['evidence']}; predicted saving: how much earlier each rank's last collective "
-                               f"ends, summed over the ranks, if rank {row['rank']} arrives at each of those "
+                   "evidence": f"{row['evidence']}; predicted saving: how much earlier the other ranks' last "
+                               f"collectives end, summed, if rank {row['rank']} arrives at each of those "
                                "collectives with the next-latest rank (the job replayed at its collectives)"}
         rows.append(row)
     return pl.DataFrame(rows, schema=found.schema)

@@ -50,81 +50,82 @@ def _rows(matched: pl.DataFrame) -> _Rows:
 
 def _lateness(rows: _Rows, rank: int) -> np.ndarray:
     """Per row: how much later than the next-latest rank `rank` arrived, at the collectives it
-    arrived last at (0 elsewhere)."""
+    arrived last at (0 elsewhere). Ties in arrival: the later row (higher rank) counts as later."""
     out = np.zeros(len(rows.rank), np.int64)
-    for collective in np.unique(rows.collective):
-        members = np.flatnonzero(rows.collective == collective)
-        if len(members) < 2:
-            continue
-        order = members[np.argsort(rows.arrival[members], kind="stable")]
-        latest, next_latest = order[-1], order[-2]
-        if rows.rank[latest] == rank:
-            out[latest] = rows.arrival[latest] - rows.arrival[next_latest]
+    if len(out) < 2:
+        return out
+    order = np.lexsort((rows.arrival, rows.collective))  # by collective, then arrival (stable)
+    collective = rows.collective[order]
+    last = np.flatnonzero(np.append(collective[1:] != collective[:-1], True))  # each collective's latest
+    first = np.append(0, last[:-1] + 1)
+    shared = last > first  # collectives of two rows or more
+    latest, next_latest = order[last[shared]], order[last[shared] - 1]
+    mine = rows.rank[latest] == rank
+    out[latest[mine]] = rows.arrival[latest[mine]] - rows.arrival[next_latest[mine]]
     return out
 
 
-def _topological(rows: _Rows) -> list[int]:
-    """Rows in an order where each comes after what its arrival reads: its rank's previous row, and
-    every row of that row's collective (its end follows the collective's last arrival). Fewer rows
-    than there are when the ranks met their collectives in orders that contradict each other."""
-    size = len(rows.rank)
-    previous = np.full(size, -1)
+def _previous(rows: _Rows) -> np.ndarray:
+    """Per row: the row before it on its rank (-1 for a rank's first)."""
+    previous = np.full(len(rows.rank), -1)
     same = np.flatnonzero(rows.rank[1:] == rows.rank[:-1]) + 1
     previous[same] = same - 1
-    members: dict[int, list[int]] = {}
-    for row, collective in enumerate(rows.collective.tolist()):
-        members.setdefault(collective, []).append(row)
-    waiting = np.zeros(size, np.int64)  # rows of the previous row's collective not yet placed (+1: the row)
-    readers: dict[int, list[int]] = {}  # collective → rows whose previous row belongs to it
-    for row in range(size):
-        before = previous[row]
-        if before >= 0:
-            collective = int(rows.collective[before])
-            waiting[row] = len(members[collective])
-            readers.setdefault(collective, []).append(row)
-    ready = [row for row in range(size) if waiting[row] == 0]
-    placed: list[int] = []
+    return previous
+
+
+def _collective_order(rows: _Rows, previous: np.ndarray) -> list[int] | None:
+    """The collectives in an order where each comes after those its rows follow on their ranks
+    (the rows of a collective are replayed together, after every row they read); None when the
+    ranks met their collectives in orders that contradict each other (no such order)."""
+    count = len(rows.last_arrival)
+    follows = previous >= 0
+    pairs = np.unique(rows.collective[previous[follows]] * count + rows.collective[follows])
+    source, target = pairs // count, pairs % count
+    waiting = np.bincount(target, minlength=count)
+    starts = np.searchsorted(source, np.arange(count + 1))  # `pairs` is sorted by source
+    ready = np.flatnonzero(waiting == 0).tolist()
+    order: list[int] = []
     while ready:
-        row = ready.pop()
-        placed.append(row)
-        for reader in readers.get(int(rows.collective[row]), ()):
-            waiting[reader] -= 1
-            if waiting[reader] == 0:
-                ready.append(reader)
-    return placed
+        collective = ready.pop()
+        order.append(collective)
+        for after in target[starts[collective]:starts[collective + 1]].tolist():
+            waiting[after] -= 1
+            if waiting[after] == 0:
+                ready.append(after)
+    return order if len(order) == count else None
 
 
 def replayed_ends(matched: pl.DataFrame,
                   lateness: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per matched row (in `_rows` order): its rank, its recorded end and its replayed end, with
     `lateness` (per row) taken out of the work before each arrival; None when the ranks met their
-    collectives in contradicting orders (no replay order exists)."""
+    collectives in contradicting orders (no replay order exists). One collective at a time, its
+    rows together."""
     rows = _rows(matched)
-    size = len(rows.rank)
-    order = _topological(rows)
-    if len(order) < size:
+    previous = _previous(rows)
+    order = _collective_order(rows, previous)
+    if order is None:
         return None
-    late = np.zeros(size, np.int64) if lateness is None else lateness
-    arrival = np.zeros(size, np.int64)
-    last = rows.last_arrival.copy()  # the replayed last arrival per collective, once all its rows are placed
-    latest = np.full(len(last), np.iinfo(np.int64).min)
-    left = np.bincount(rows.collective, minlength=len(last))
-    for row in order:
-        before = row - 1 if row and rows.rank[row - 1] == rows.rank[row] else -1
-        if before < 0:
-            arrival[row] = rows.arrival[row] - late[row]
-        else:
-            recorded_gap = int(rows.arrival[row] - rows.end[before])
-            if recorded_gap >= 0:  # the previous collective had ended: this one followed its end
-                shift = rows.last_arrival[rows.collective[before]] - last[rows.collective[before]]
-                arrival[row] = rows.end[before] - shift + max(recorded_gap - late[row], 0)
-            else:  # issued while the previous one ran (another stream or group): it followed that arrival
-                arrival[row] = arrival[before] + max(int(rows.arrival[row] - rows.arrival[before]) - late[row], 0)
-        collective = rows.collective[row]
-        latest[collective] = max(latest[collective], arrival[row])
-        left[collective] -= 1
-        if left[collective] == 0:
-            last[collective] = latest[collective]
+    late = np.zeros(len(rows.rank), np.int64) if lateness is None else lateness
+    arrival = np.zeros(len(rows.rank), np.int64)
+    last = rows.last_arrival.copy()  # the replayed last arrival per collective
+    by_collective = np.argsort(rows.collective, kind="stable")
+    bounds = np.searchsorted(rows.collective[by_collective], np.arange(len(last) + 1))
+    for collective in order:
+        members = by_collective[bounds[collective]:bounds[collective + 1]]
+        before = previous[members]
+        times = rows.arrival[members] - late[members]  # a rank's first collective: its own time, less its lead
+        follows = before >= 0
+        row, prior = members[follows], before[follows]
+        gap = rows.arrival[row] - rows.end[prior]
+        # the previous collective had ended: this one followed its (replayed) end by the work between
+        prior_end = rows.end[prior] - (rows.last_arrival[rows.collective[prior]] - last[rows.collective[prior]])
+        after_end = prior_end + np.maximum(gap - late[row], 0)
+        # issued while the previous one ran (another stream or group): it followed that arrival
+        after_arrival = arrival[prior] + np.maximum(rows.arrival[row] - rows.arrival[prior] - late[row], 0)
+        times[follows] = np.where(gap >= 0, after_end, after_arrival)
+        arrival[members] = times
+        last[collective] = times.max()
     replayed = rows.end - (rows.last_arrival[rows.collective] - last[rows.collective])
     return rows.rank, rows.end, replayed
 

@@ -51,3 +51,29 @@ def test_every_saving_lies_between_zero_and_its_gain_and_the_gains_fit_the_run(p
                 assert saving <= bound + 1, where  # bounds are floats, savings whole ns
         if replay["predicted_window_ns"] is not None:
             assert 0 <= replay["predicted_window_ns"] <= replayed
+
+
+def _job_gains_and_window(report) -> tuple[float, int]:
+    """Σ of a job's gains (every rank's findings but those about the recording, and the job's own,
+    whose gains are summed over ranks) and its window (the ranks' windows summed, as the verdict's)."""
+    ranks = sum(r.findings.filter(pl.col("regime").cast(pl.String) != "trace")["gain_ns"].drop_nulls().sum()
+                for r in report.ranks)
+    window = sum(int(r.attribution["window_ns"].sum()) for r in report.ranks if r.attribution.height)
+    return ranks + report.job.findings["gain_ns"].drop_nulls().sum(), window
+
+
+def test_a_jobs_gains_fit_its_summed_window(tmp_path):
+    """The straggler's waits, the exposed transfers and each rank's own findings name disjoint
+    time: on the synthetic job (tests/multirank.py) and the shared DLRM folder they add up to at
+    most the ranks' windows summed."""
+    import multirank as mr
+    from shared_traces import SHARED_TRACES_DIR
+
+    folders = [mr.write_job(tmp_path / "job")]
+    if (SHARED_TRACES_DIR / "param_v100_dlrm_4ranks").is_dir():
+        folders.append(SHARED_TRACES_DIR / "param_v100_dlrm_4ranks")
+    for folder in folders:
+        report = traceanalyze.analyze(folder)
+        assert report.job.findings.height >= 2  # the straggler and the exposed transfers are both counted
+        gains, window = _job_gains_and_window(report)
+        assert gains <= window, (folder, gains, window)

@@ -247,8 +247,7 @@ def findings_section(report: Report, width: int, ranks: tuple[int, ...] | None =
         gain = "no time estimate" if row["gain_ns"] is None else f"gain ≤ {format_duration_ns(row['gain_ns'])}"
         if row.get("saving_ns") is not None:
             gain += f", predicted saving {format_duration_ns(row['saving_ns'])}"
-            if row["gain_ns"] is not None and row["saving_ns"] > row["gain_ns"]:
-                gain += beyond_gain_text(row["bound_ns"])
+            gain += beyond_gain_text(row["gain_ns"], row["saving_ns"], row["bound_ns"])
         where = f" rank {row['rank']}" if len(report.ranks) > 1 else ""
         head = (f"{number}. [{row['id']}]{where} {row['title']} — {gain}, {row['regime']}, "
                 f"confidence {row['confidence']}")

@@ -42,12 +42,15 @@ def gain_text(f: VerdictFinding) -> str:
         return "no time estimate"
     share = f" ({f.gain_share:.0%} of the window)" if f.gain_share is not None else ""
     saving = f", predicted saving {format_duration_ns(f.saving_ns)}" if f.saving_ns is not None else ""
-    beyond = beyond_gain_text(f.bound_ns) if f.beyond_gain else ""
+    beyond = beyond_gain_text(f.gain_ns, f.saving_ns, f.bound_ns)
     return f"gain ≤ {format_duration_ns(f.gain_ns)}{share}{saving}{beyond}"
 
 
-def beyond_gain_text(bound_ns: float | None) -> str:
-    """Why a predicted saving exceeds its finding's gain, with the bound it stays within."""
+def beyond_gain_text(gain_ns: float | None, saving_ns: float | None, bound_ns: float | None) -> str:
+    """Why a predicted saving exceeds its finding's gain, with the bound it stays within ("" when
+    it does not exceed it)."""
+    if gain_ns is None or saving_ns is None or saving_ns <= gain_ns:
+        return ""
     most = f" (at most {format_duration_ns(bound_ns)})" if bound_ns is not None else ""
     return f", beyond its gain: the time its remedy frees shortens gaps other findings name{most}"
 

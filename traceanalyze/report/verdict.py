@@ -39,11 +39,6 @@ class VerdictFinding:
     expected_share: float | None = None  # what findings are ranked by (the saving, else the gain) / Σ window
     bound_ns: float | None = None  # the most the action can save (≥ gain; docs/whatif.md, "Bounds")
 
-    @property
-    def beyond_gain(self) -> bool:
-        """The replay predicts more than the gain: the remedy also frees time other findings name."""
-        return self.saving_ns is not None and self.gain_ns is not None and self.saving_ns > self.gain_ns
-
 
 @dataclass(frozen=True)
 class Elsewhere:

@@ -17,6 +17,14 @@ from traceanalyze import cli
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic_training.json.gz"
 
 
+@pytest.fixture(autouse=True)
+def no_cluster_client(monkeypatch):
+    """Each test starts as a fresh `traceanalyze` process does: no cluster client imported (other
+    tests of this session import Ray or Dask; `cli.run` then rightly leaves through the teardown)."""
+    for name in ("ray", "dask.distributed", "distributed"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+
 def _traceanalyze(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "traceanalyze", *argv], capture_output=True, text=True, timeout=300)
 

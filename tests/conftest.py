@@ -70,17 +70,23 @@ def wide_text_output(monkeypatch):
 
 @pytest.fixture
 def analyses(monkeypatch) -> list[Path]:
-    """The rank files `rank_report` analyses (rather than the cache of analysed ranks serving
-    them), in order."""
-    from traceanalyze.pipeline import results_cache
+    """The rank files `rank_report` analyses, or `rank_reports` several together (a folder's small
+    ranks: `mapreduce.analyse_files`), rather than the cache of analysed ranks serving them, in
+    order."""
+    from traceanalyze.pipeline import mapreduce, results_cache
 
     results_cache.frame_schemas()  # the schemas' own probe is not counted
     calls: list[Path] = []
-    real = results_cache.rank_report
+    one, several = results_cache.rank_report, mapreduce.rank_reports
 
-    def counting(trace, options):
+    def counting_one(trace, options):
         calls.append(trace.source)
-        return real(trace, options)
+        return one(trace, options)
 
-    monkeypatch.setattr(results_cache, "rank_report", counting)
+    def counting_several(traces, options):
+        calls.extend(trace.source for trace in traces)
+        return several(traces, options)
+
+    monkeypatch.setattr(results_cache, "rank_report", counting_one)
+    monkeypatch.setattr(mapreduce, "rank_reports", counting_several)
     return calls

@@ -107,22 +107,30 @@ def step_attribution(roofline: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFram
     return _fractions(_regime_time_in(roofline.select(*DEVICE, "start_ns", "end_ns", "regime"), bounds))
 
 
+def _regime_sums(is_regime: pl.Expr) -> dict[str, pl.Expr]:
+    """A regime's kernels, their summed recoverable time and time at the roof over actual time."""
+    return {
+        "kernels": is_regime.sum(),
+        "recoverable_ns": pl.col("recoverable_ns").filter(is_regime).sum(),
+        "roof_share": pl.col("ideal_ns").filter(is_regime).sum() / pl.col("duration_ns").filter(is_regime).sum(),
+    }
+
+
 def recoverable(roofline: pl.DataFrame, attributed: pl.DataFrame, *, left_out_idle_ns: int = 0) -> pl.DataFrame:
     """Per regime of `ATTRIBUTION_KEYS` → `regime, recoverable_ns, roof_share`: overhead = the idle
     time less `left_out_idle_ns` (the warm-up and autotune gaps no steady-state step has,
     `findings.excluded_ns`); bandwidth/compute/latency = Σ per kernel max(0, actual − time at the roof), and
     `roof_share` = Σ time at the roof / Σ actual time of their kernels (how close they get to it);
     null for the other regimes. What to change is the findings' job (analysis/findings)."""
-    kernels = (
-        roofline.select("regime", "recoverable_ns", "ideal_ns", "duration_ns")  # a filter copies what it keeps
-        .filter(pl.col("regime").is_in(["bandwidth", "compute", "latency"]))
-        .group_by("regime")
-        .agg(
-            pl.col("recoverable_ns").sum(), (pl.col("ideal_ns").sum() / pl.col("duration_ns").sum()).alias("roof_share")
-        )
-        .with_columns(pl.col("regime").cast(pl.String))
-    )
-    found = {r["regime"]: r for r in kernels.iter_rows(named=True)}
+    # each regime's sums over its kernels in row order, in one pass (a group_by would sum them in
+    # another order where polars knows the regimes sorted: a rank alone, not among others)
+    kernel_regimes = ("bandwidth", "compute", "latency")
+    sums = roofline.select(
+        expr.alias(f"{regime}\x00{name}") for regime in kernel_regimes
+        for name, expr in _regime_sums(pl.col("regime") == regime).items()
+    ).row(0, named=True)
+    found = {regime: {name: sums[f"{regime}\x00{name}"] for name in ("recoverable_ns", "roof_share")}
+             for regime in kernel_regimes if sums[f"{regime}\x00kernels"]}
     idle = float(attributed["overhead_ns"].sum()) - left_out_idle_ns if attributed.height else 0.0
     rows = []
     for regime in ATTRIBUTION_KEYS:

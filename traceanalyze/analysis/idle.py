@@ -11,7 +11,7 @@ from typing import Literal
 
 import polars as pl
 
-from traceanalyze.figures import EMPTY_IS_ZERO, fraction_column
+from traceanalyze.figures import EMPTY_IS_ZERO, fraction_column, share_column
 from traceanalyze.analysis.cpu_context import in_place, cpu_context, step_at
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.analysis.names import contains
@@ -190,7 +190,8 @@ def idle_gaps(trace: Trace, *, window: Window = "activity", tree: OpTree | None 
     gaps = (
         gaps.hstack(context).hstack(after_sync)
         .with_columns(
-            ((pl.col("duration_ns") / (pl.col("window_end_ns") - pl.col("window_start_ns")))).alias("share_of_window")
+            share_column(pl.col("duration_ns"), pl.col("window_end_ns") - pl.col("window_start_ns"))
+            .alias("share_of_window")
         )
         .select(_GAP_COLUMNS)
     )

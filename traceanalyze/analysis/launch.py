@@ -163,7 +163,8 @@ def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | N
     graphs or torch.compile remove): a small kernel continues the run of the small kernel before it
     on its stream when it starts at most its own launch call's CPU time after that one ends (the
     idle a launch-bound sequence leaves) → `rank, device, stream, kernels, first_start_ns,
-    last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, most kernels first. `small`:
+    last_end_ns, span_ns, busy_ns, first_kernel, last_kernel`, most kernels first (then the longest
+    span, then in stream and start order). `small`:
     `small_kernels(trace)` if already computed."""
     kernels = (small_kernels(trace) if small is None else small).select(SMALL_READ).sort(*STREAM, "start_ns")
     previous_small = pl.col("small").shift(1).over(STREAM)
@@ -185,7 +186,10 @@ def small_kernel_runs(trace: Trace, *, min_run: int = 8, small: pl.DataFrame | N
         .filter(pl.col("kernels") >= min_run)
         .with_columns((pl.col("last_end_ns") - pl.col("first_start_ns")).alias("span_ns"))
         .drop("_run")
-        .sort(["kernels", "span_ns"], descending=True)
+        # ties (as many kernels over as long a span) in stream and time order: the same order
+        # however the rows were grouped (one rank, or several analysed together)
+        .sort(["kernels", "span_ns", *STREAM, "first_start_ns"],
+              descending=[True, True, *(False for _ in STREAM), False])
     )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from traceanalyze.errors import ConfigError, TraceFormatError
 from traceanalyze.pipeline.failures import USERINFO, guarded, without_credentials
-from traceanalyze.pipeline.mapreduce import analyse_file, analyse_file_or_skip, reduce_ranks
+from traceanalyze.pipeline.mapreduce import analyse_file, analyse_file_or_skip, analyse_files, reduce_ranks
 from traceanalyze.pipeline.urls import SourceUrl
 from traceanalyze.cache_files import CacheSetting
 from traceanalyze.load.chunk_workers import main_script_hidden
@@ -40,9 +40,9 @@ def run_local(paths: list[str], options: ReportOptions, workers: int | None = No
     if address is not None:
         raise ConfigError("--executor-address is for ray and dask; the local executor runs on this machine")
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
-    task = task or analyse_file
+    task = task or analyse_file  # resolved here: the worker runs what this module names now
     if count == 1:
-        return [task(p, options, limits, cache) for p in paths]
+        return analyse_batch(paths, options, limits, cache, task, pickled=False)
     from traceanalyze.load.chunk_workers import spawn_pool
 
     size = batch_size(len(paths), count)
@@ -69,11 +69,14 @@ def batch_size(ranks: int, workers: int) -> int:
 
 
 def analyse_batch(paths: list[str], options: ReportOptions, limits: LoadLimits, cache: CacheSetting,
-                  task: Callable | None) -> list[RankReport]:
+                  task: Callable | None, *, pickled: bool = True) -> list[RankReport]:
     """`task` (default `mapreduce.analyse_file`) of each of `paths`, in order, in one worker task
-    (whose results are pickled back to the parent)."""
-    task = task or analyse_file
-    return [task(p, options, limits, cache, pickled=True) for p in paths]
+    (whose results are pickled back to the parent): small ranks analysed together
+    (`mapreduce.analyse_files`)."""
+    if task in (None, analyse_file, analyse_file_or_skip):
+        return analyse_files(paths, options, limits, cache, pickled=pickled,  # type: ignore[return-value]
+                             skip_bad=task is analyse_file_or_skip)
+    return [task(p, options, limits, cache, pickled=pickled) for p in paths]
 
 
 def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,

@@ -11,9 +11,10 @@ from pathlib import Path
 import polars as pl
 
 from traceanalyze.cache_files import CacheSetting
+from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
-from traceanalyze.pipeline.rank import combine_ranks
+from traceanalyze.pipeline.rank import combine_ranks, rank_reports
 
 
 def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
@@ -52,6 +53,88 @@ def analyse_file_or_skip(path: str, options: ReportOptions, limits: LoadLimits =
         return analyse_file(path, options, limits, cache, pickled=pickled)
     except TraceAnalyzeError as error:
         return SkippedRank(path=path, error=" ".join(str(error).split()))
+
+
+SMALL_RANK_EVENTS = 20_000  # a rank file of at most this many events is analysed together with others
+BATCH_EVENTS = 100_000  # the events of the small ranks analysed together, at most (their tables held at once)
+
+
+def analyse_files(paths: list[str], options: ReportOptions, limits: LoadLimits = LoadLimits(),
+                  cache: CacheSetting = False, *, pickled: bool = False,
+                  skip_bad: bool = False) -> list[RankReport | SkippedRank]:
+    """`analyse_file` of each of `paths` (`analyse_file_or_skip` with `skip_bad`), in order. The
+    local files of at most `SMALL_RANK_EVENTS` events are analysed together, up to `BATCH_EVENTS`
+    at a time (`rank.rank_reports`): most of a small rank's analysis is a fixed number of polars
+    queries, paid then once per batch. The same reports as one file at a time
+    (tests/jobs/test_rank_batches.py); a batch whose analysis fails is analysed one rank at a time,
+    so that the error names its file."""
+    from traceanalyze.load import load_rank
+    from traceanalyze.pipeline.results_cache import cached_report
+
+    results: list[RankReport | SkippedRank | None] = [None] * len(paths)
+    held: list[tuple[int, object, object]] = []  # (index, LookedUp, Trace) of the small ranks waiting
+
+    def attempt(index: int, work) -> None:
+        try:
+            results[index] = work()
+        except TraceAnalyzeError as error:
+            if not skip_bad:
+                raise
+            results[index] = SkippedRank(path=paths[index], error=" ".join(str(error).split()))
+
+    for index, path in enumerate(paths):
+        if "://" in path and not path.startswith("file://"):
+            attempt(index, lambda: analyse_file(path, options, limits, cache, pickled=pickled))
+            continue
+        local = Path(path.removeprefix("file://"))
+        looked_up = trace = None
+
+        def load(local: Path = local) -> None:
+            nonlocal looked_up, trace
+            looked_up = cached_report(local, options, cache=cache, max_events=limits.events,
+                                      max_op_depth=limits.op_depth)
+            if looked_up.report is not None:
+                return _leaving(looked_up.report, options, copy=not pickled)
+            trace = load_rank(local, limits=limits, cache=cache)
+            return None
+
+        attempt(index, load)
+        if trace is None:
+            continue
+        if trace.meta[0].event_count > SMALL_RANK_EVENTS:
+            attempt(index, lambda: _analysed([(index, looked_up, trace)], options, pickled)[0])
+            continue
+        held.append((index, looked_up, trace))
+        if sum(t.meta[0].event_count for _, _, t in held) >= BATCH_EVENTS:
+            _flush(held, options, pickled, attempt)
+            held = []
+    _flush(held, options, pickled, attempt)
+    return results  # type: ignore[return-value]
+
+
+def _flush(held: list, options: ReportOptions, pickled: bool, attempt) -> None:
+    """Analyse the small ranks `held` together, or one by one when that fails (bad input)."""
+    if not held:
+        return
+    try:
+        reports = _analysed(held, options, pickled)
+    except TraceAnalyzeError:
+        for item in held:
+            attempt(item[0], lambda item=item: _analysed([item], options, pickled)[0])
+        return
+    for (index, _, _), report in zip(held, reports):
+        attempt(index, lambda report=report: report)
+
+
+def _analysed(held: list, options: ReportOptions, pickled: bool) -> list[RankReport]:
+    """`rank_reports` of the traces `held` (`(index, LookedUp, Trace)`), each cached, as they
+    leave the worker."""
+    from traceanalyze.pipeline.results_cache import store_report, trace_sizes
+
+    reports = rank_reports([trace for _, _, trace in held], options)
+    for (_, looked_up, trace), report in zip(held, reports):
+        store_report(looked_up, report, options, trace_sizes(trace))
+    return [_leaving(report, options, copy=not pickled) for report in reports]
 
 
 def _leaving(report: RankReport, options: ReportOptions, *, copy: bool = True) -> RankReport:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import polars as pl
@@ -22,7 +22,8 @@ from traceanalyze.analysis.idle import Window
 from traceanalyze.analysis.job import job_analysis
 from traceanalyze.analysis.op_tree import OpTree
 from traceanalyze.analysis.skip_steps import SkippedSteps, skip_steps, skipped_steps
-from traceanalyze.model import Trace
+from traceanalyze.analysis.roofline import PeakChoice
+from traceanalyze.model import Trace, concat_traces
 from traceanalyze.pipeline.identity import job_identity
 from traceanalyze.report.model import RankReport, Report, ReportOptions, with_charts
 from traceanalyze.report.summaries import idle_causes, small_kernel_summary, summarise
@@ -72,10 +73,47 @@ def _collective_link(ranks: tuple[RankReport, ...]) -> float | None:
 
 def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
     """Every analysis of one rank: the map of a job (a pure function of the rank's `Trace`; what
-    a worker runs on each rank file).
+    a worker runs on each rank file)."""
+    return rank_reports([trace], options)[0]
 
-    Long: the order in which the analyses wait on each other (which thread's result each one reads)
-    is written out in one place, so that the threads' waits can be read from top to bottom."""
+
+def rank_reports(traces: list[Trace], options: ReportOptions) -> list[RankReport]:
+    """`rank_report` of each of `traces` (single-rank traces of distinct ranks), in order. The
+    per-op analyses run once over the ranks together (`per_op_parts`: every one keyed by rank),
+    whose cost is mostly a fixed number of polars queries, whatever the rows; what reads one rank
+    (its aggregates, findings and replay: `finished`) runs per rank. The same reports, frame for
+    frame, as one rank at a time (tests/jobs/test_rank_batches.py)."""
+    started = [started_rank(trace, options) for trace in traces]
+    reports: list[RankReport | None] = [None] * len(started)
+    with _analysis_pool(_workers(options)) as pool:
+        for batch in batches(started):
+            if len(batch) == 1:
+                start = started[batch[0]]
+                slices = [per_op_parts(start.trace, start.window, start.peaks, options, pool)]
+            else:
+                joined = concat_traces([started[i].trace for i in batch])
+                parts = per_op_parts(joined, started[batch[0]].window,
+                                     tuple(c for i in batch for c in started[i].peaks), options, pool)
+                slices = by_rank(parts, [started[i].trace for i in batch])
+            for index, part in zip(batch, slices):
+                reports[index] = finished(started[index], part, options, pool)
+    return reports  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class StartedRank:
+    """A rank about to be analysed: its trace (steps skipped), the notes said so far, its window
+    and the peaks of its devices."""
+
+    trace: Trace
+    notes: tuple[str, ...]
+    window: Window
+    peaks: tuple[PeakChoice, ...]
+
+
+def started_rank(trace: Trace, options: ReportOptions) -> StartedRank:
+    """What `rank_report` settles before any analysis: steps skipped, the window (the GPU span
+    when there are no steps), what the trace lacks, the peaks."""
     meta = trace.meta[0]
     notes: list[str] = []
     if options.skip_steps:
@@ -110,40 +148,98 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
                 f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
                 "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
             )
-    # independent analyses run side by side in threads: the roofline, the timeline group and the
-    # launch group (each reading only `trace`), then what reads the roofline. polars releases the
-    # GIL while it works, so one's Python glue overlaps another's collects. What they all share is
-    # computed first: the join of GPU ops to their launches, and the op tree that the roofline's and
-    # the gaps' walks up it read (let go once both are done: 13 MB for 1.6 M ops)
+    return StartedRank(trace=trace, notes=tuple(notes), window=window, peaks=tuple(peaks))
+
+
+def batches(started: list[StartedRank]) -> list[list[int]]:
+    """The ranks analysed together (indices into `started`): those of one window, a rank number
+    once per batch (a folder's files may claim the same rank)."""
+    groups: dict[tuple[Window, int], list[int]] = {}
+    seen: dict[tuple[Window, int], int] = {}
+    for index, start in enumerate(started):
+        rank = start.trace.meta[0].rank
+        occurrence = seen[start.window, rank] = seen.get((start.window, rank), -1) + 1
+        groups.setdefault((start.window, occurrence), []).append(index)
+    return list(groups.values())
+
+
+def per_op_parts(trace: Trace, window: Window, peaks: tuple[PeakChoice, ...], options: ReportOptions,
+                 pool: Executor) -> dict[str, pl.DataFrame]:
+    """The analyses of `trace`'s ranks that are keyed by rank (a `rank` column in every frame):
+    the roofline, the timeline (gaps, steps, idle, streams, health, overlap), the launches, the
+    attribution. Independent groups run side by side in `pool`'s threads: polars releases the GIL
+    while it works, so one's Python glue overlaps another's collects. What they all share is
+    computed first: the join of GPU ops to their launches, and the op tree that the roofline's and
+    the gaps' walks up it read (let go once both are done: 13 MB for 1.6 M ops)."""
     trace.launch_rows  # noqa: B018
     tree = OpTree.of(trace.cpu_ops)
-    with _analysis_pool(_workers(options)) as pool:
-        roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks, choices=peaks, tree=tree)
-        time_done = pool.submit(_time_parts, trace, window, tree)
-        launch_done = pool.submit(_launch_parts, trace, options)
-        per_kernel = roofline_done.result()
-        # what reads the roofline, in turn side by side
-        attribution_done = pool.submit(attribution.attribution, per_kernel, trace, window=window)
-        kernel_done = pool.submit(_kernel_parts, per_kernel, trace)
-        timeline = time_done.result()
-        del tree
-        steps, gaps = timeline["steps"], timeline["gaps"]
-        by_step = pool.submit(attribution.step_attribution, per_kernel, steps)  # beside the findings
-        launches = launch_done.result()
-        # each idle gap's finding, once for both uses: beside the roofline's last readers
-        bucketed_done = pool.submit(gap_buckets, gaps, steps, launches["small_kernel_runs"]) if gaps.height else None
-        attributed, kernel = attribution_done.result(), kernel_done.result()
-        inputs = FindingInputs(
-            rank=meta.rank, device_family=meta.device_family,
-            peaks=next((choice.peaks for choice in peaks if choice.peaks is not None), None),
-            roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"],
-            fusion=kernel["fusion"], fusion_runs=kernel.pop("fusion_runs"), attribution=attributed,
-            health=timeline["health"], cpu_ops=trace.cpu_ops,
-            cpu_steps=trace.steps, skipped_steps=options.skip_steps,
-        )
-        bucketed = bucketed_done.result() if bucketed_done is not None else None
-        found_list = rank_findings(inputs, bucketed)
-        step_attribution = by_step.result()
+    roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks, choices=list(peaks), tree=tree)
+    time_done = pool.submit(_time_parts, trace, window, tree)
+    launch_done = pool.submit(_launch_parts, trace, options)
+    per_kernel = roofline_done.result()
+    attribution_done = pool.submit(attribution.attribution, per_kernel, trace, window=window)
+    timeline = time_done.result()
+    del tree
+    by_step = pool.submit(attribution.step_attribution, per_kernel, timeline["steps"])
+    return {"roofline": per_kernel, **timeline, **launch_done.result(), "attribution": attribution_done.result(),
+            "step_attribution": by_step.result()}
+
+
+OP_ID_COLUMNS = ("op_id", "cost_op_id")  # the roofline's ids of CPU ops, shifted by `concat_traces`
+
+
+def by_rank(parts: dict[str, pl.DataFrame], traces: list[Trace]) -> list[dict[str, pl.DataFrame]]:
+    """`per_op_parts` of several ranks (`traces`, in the order they were joined) → those of each
+    rank, with the CPU op ids of each rank's own trace (`concat_traces` shifts them)."""
+    split = {name: frame.partition_by("rank", as_dict=True, include_key=True) for name, frame in parts.items()}
+    slices = []
+    shift = 0
+    for trace in traces:
+        key = (trace.meta[0].rank,)
+        part = {name: frames[key] if key in frames else parts[name].clear() for name, frames in split.items()}
+        roofline_ids = [c for c in OP_ID_COLUMNS if c in part["roofline"].columns
+                        and part["roofline"].schema[c].is_integer()]
+        if shift and roofline_ids:
+            part["roofline"] = part["roofline"].with_columns(pl.col(c) - shift for c in roofline_ids)
+        slices.append(part)
+        shift += trace.cpu_ops.height
+    return slices
+
+
+def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: ReportOptions,
+             pool: Executor) -> RankReport:
+    """One rank's `RankReport` from its `per_op_parts`: what reads the rank alone (its totals by
+    kernel and op, latency statistics, collectives, findings, the replay)."""
+    trace, meta = start.trace, start.trace.meta[0]
+    per_kernel, gaps, steps = parts["roofline"], parts["gaps"], parts["steps"]
+    kernel_done = pool.submit(_kernel_parts, per_kernel, trace)
+    bucketed_done = pool.submit(gap_buckets, gaps, steps, parts["small_kernel_runs"]) if gaps.height else None
+    per_op = parts["latency"]
+    launches = {
+        "latency": per_op,
+        "latency_stats": launch.latency_stats(per_op),
+        "latency_by_kernel": launch.latency_by_kernel(per_op),
+        "latency_by_group": launch.latency_by_group(per_op),
+        "small_kernel_runs": parts["small_kernel_runs"],
+        "small_kernel_summary": small_kernel_summary(parts["small_kernels"]),
+        "queue": parts["queue"],
+    }
+    timeline = {name: parts[name] for name in TIMELINE_PER_OP}
+    # one rank's own: its health (checked rank by rank), top CPU ops, collectives (numbered per rank)
+    timeline |= {"health": trace_health(trace), "cpu_ops_top": _top_cpu_ops(trace),
+                 "collectives": collectives.rank_collectives(trace)}
+    kernel = kernel_done.result()
+    attributed = parts["attribution"]
+    inputs = FindingInputs(
+        rank=meta.rank, device_family=meta.device_family,
+        peaks=next((choice.peaks for choice in start.peaks if choice.peaks is not None), None),
+        roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"],
+        fusion=kernel["fusion"], fusion_runs=kernel.pop("fusion_runs"), attribution=attributed,
+        health=timeline["health"], cpu_ops=trace.cpu_ops,
+        cpu_steps=trace.steps, skipped_steps=options.skip_steps,
+    )
+    bucketed = bucketed_done.result() if bucketed_done is not None else None
+    found_list = rank_findings(inputs, bucketed)
     prediction = predict(trace, found_list)  # the replay (docs/whatif.md): each finding's saving
     found = findings_frame(meta.rank, with_notes(found_list, prediction), [s.saving_ns for s in prediction.savings],
                            saving_bounds(found_list, prediction))
@@ -154,14 +250,14 @@ def rank_report(trace: Trace, options: ReportOptions) -> RankReport:
         device_family=meta.device_family,
         rank_source=meta.rank_source,
         job_identity=job_identity(meta),
-        has_gpu=has_gpu,
-        notes=tuple(notes),
+        has_gpu=trace.gpu.height > 0,
+        notes=start.notes,
         devices=_devices(trace),
         cpu_steps=trace.steps.select("step", "duration_ns"),
-        peaks=tuple(peaks),
+        peaks=start.peaks,
         roofline=per_kernel,
         attribution=attributed,
-        step_attribution=step_attribution,
+        step_attribution=parts["step_attribution"],
         recoverable=attribution.recoverable(per_kernel, attributed, left_out_idle_ns=excluded_ns(bucketed)),
         summary=summarise([timeline["idle"]], [attributed], [gaps], launches["latency_stats"]),
         idle_causes=idle_causes(gaps),
@@ -213,8 +309,12 @@ def _kernel_parts(per_kernel: pl.DataFrame, trace: Trace) -> dict[str, pl.DataFr
     }
 
 
-def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, object]:
-    """The timeline: steps, idle time and its gaps, streams, communication, the trace's health."""
+TIMELINE_PER_OP = ("steps", "idle", "gaps", "step_split", "streams", "overlap")
+
+
+def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, pl.DataFrame]:
+    """The timeline, keyed by rank: steps, idle time and its gaps, streams, communication
+    overlap (`TIMELINE_PER_OP`)."""
     gaps = idle.idle_gaps(trace, window=window, tree=tree)
     return {
         "steps": idle.step_breakdown(trace),
@@ -222,25 +322,19 @@ def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, object]
         "gaps": gaps,
         "step_split": stragglers.rank_steps(trace, gaps),
         "streams": idle.stream_summary(trace, window=window),
-        "health": trace_health(trace),
-        "cpu_ops_top": _top_cpu_ops(trace),
-        "collectives": collectives.rank_collectives(trace),
         "overlap": overlap.comm_overlap(trace),
     }
 
 
-def _launch_parts(trace: Trace, options: ReportOptions) -> dict[str, object]:
-    """Launch latencies, small kernels and their runs, queue depths."""
+def _launch_parts(trace: Trace, options: ReportOptions) -> dict[str, pl.DataFrame]:
+    """Per launch, keyed by rank: latencies, small kernels and their runs, queue depths."""
     per_op = launch.launch_latency(trace)
-    # computed once, used twice (`RankReport.small_kernels` makes it again), of the columns they read
+    # the columns the runs and the summary read
     small = launch.small_kernels(trace, latency=per_op.select(name for name in launch.SMALL_READ if name != "small"))
     return {
         "latency": per_op,
-        "latency_stats": launch.latency_stats(per_op),
-        "latency_by_kernel": launch.latency_by_kernel(per_op),
-        "latency_by_group": launch.latency_by_group(per_op),
+        "small_kernels": small,
         "small_kernel_runs": launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
-        "small_kernel_summary": small_kernel_summary(small),
         "queue": launch.queue_summary(trace),
     }
 

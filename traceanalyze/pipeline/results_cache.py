@@ -239,21 +239,53 @@ def analysed_rank(path: Path, options: ReportOptions, load: Callable[[], Trace],
     """`rank_report(load(), options)` for the rank file `path` (`load` reads it: through the
     cache of loaded tables, or parsing it), or the cached result when an entry matches; a new
     result is cached unless the file changed meanwhile. `cache` as `load.load_trace`'s."""
-    directory = cache_files.cache_directory(cache)
-    key = None if directory is None else results_key(path, options)
-    if directory is not None and key is not None:
-        cached = read_results(directory, key, path, max_events=max_events, max_op_depth=max_op_depth)
-        if cached is not None:
-            return cached
+    looked_up = cached_report(path, options, cache=cache, max_events=max_events, max_op_depth=max_op_depth)
+    if looked_up.report is not None:
+        return looked_up.report
     trace = load()
     report = rank_report(trace, options)
-    event_count = trace.meta[0].event_count
-    deepest = trace.cpu_ops["depth"].max() if trace.cpu_ops.height else None
-    op_depth = 0 if deepest is None else int(deepest) + 1  # type: ignore[arg-type]
+    sizes = trace_sizes(trace)
     del trace  # the tables are freed before the frames are compressed and written, not held beside them
-    if directory is not None and key is not None and results_key(path, options) == key:
-        write_results(directory, key, report, event_count=event_count, op_depth=op_depth)
+    store_report(looked_up, report, options, sizes)
     return report
+
+
+@dataclasses.dataclass(frozen=True)
+class LookedUp:
+    """A rank file looked up in the cache of analysed ranks: its entry's folder and key (None:
+    not cached) and the `RankReport` found there (None: none yet)."""
+
+    path: Path
+    directory: Path | None
+    key: ResultsKey | None
+    report: RankReport | None
+
+
+def cached_report(path: Path, options: ReportOptions, *, cache: CacheSetting, max_events: int,
+                  max_op_depth: int) -> LookedUp:
+    """The cached `RankReport` of `path` analysed with `options`, if an entry matches."""
+    directory = cache_files.cache_directory(cache)
+    key = None if directory is None else results_key(path, options)
+    report = None
+    if directory is not None and key is not None:
+        report = read_results(directory, key, path, max_events=max_events, max_op_depth=max_op_depth)
+    return LookedUp(path=path, directory=directory, key=key, report=report)
+
+
+def trace_sizes(trace: Trace) -> tuple[int, int]:
+    """What a cache entry records of the trace it was analysed from, to apply the load limits
+    when it is read: its event count and how deep its ops nest."""
+    deepest = trace.cpu_ops["depth"].max() if trace.cpu_ops.height else None
+    return trace.meta[0].event_count, 0 if deepest is None else int(deepest) + 1  # type: ignore[arg-type]
+
+
+def store_report(looked_up: LookedUp, report: RankReport, options: ReportOptions, sizes: tuple[int, int]) -> None:
+    """Cache `report`, the analysis of the trace loaded from `looked_up.path` (`sizes`:
+    `trace_sizes` of it), unless the file changed since it was looked up."""
+    if looked_up.directory is None or looked_up.key is None or results_key(looked_up.path, options) != looked_up.key:
+        return
+    event_count, op_depth = sizes
+    write_results(looked_up.directory, looked_up.key, report, event_count=event_count, op_depth=op_depth)
 
 
 def rank_scalars(report: RankReport) -> RankScalars | None:

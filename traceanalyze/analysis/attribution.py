@@ -419,14 +419,22 @@ NAME_KEYS = ["name", "regime"]
 OP_KEYS = ["op_name", "regime"]
 
 
-def name_parts(roofline: pl.DataFrame) -> pl.DataFrame:
-    """`aggregate_parts` per kernel name and bound: what `kernels_by_name` is finished from."""
-    return aggregate_parts(roofline, NAME_KEYS)
+def name_parts(roofline: pl.DataFrame, *, by_rank: bool = False) -> pl.DataFrame:
+    """`aggregate_parts` per kernel name and bound: what `kernels_by_name` is finished from
+    (`by_rank`: per rank too, a `rank` column first)."""
+    return aggregate_parts(roofline, ranked_keys(NAME_KEYS, by_rank))
 
 
-def op_parts(roofline: pl.DataFrame) -> pl.DataFrame:
-    """`aggregate_parts` of the kernels per launching op and bound: what `kernels_by_op` is finished from."""
-    return aggregate_parts(roofline.select(_AGGREGATED).filter(pl.col("kind") == "kernel"), OP_KEYS)
+def op_parts(roofline: pl.DataFrame, *, by_rank: bool = False) -> pl.DataFrame:
+    """`aggregate_parts` of the kernels per launching op and bound: what `kernels_by_op` is
+    finished from (`by_rank`: per rank too, a `rank` column first)."""
+    read = ["rank", *_AGGREGATED] if by_rank else list(_AGGREGATED)
+    return aggregate_parts(roofline.select(read).filter(pl.col("kind") == "kernel"), ranked_keys(OP_KEYS, by_rank))
+
+
+def ranked_keys(keys: list[str], by_rank: bool) -> list[str]:
+    """`keys`, after `rank` when the groups are per rank too."""
+    return ["rank", *keys] if by_rank else keys
 
 
 def kernels_by_name(roofline: pl.DataFrame) -> pl.DataFrame:
@@ -453,11 +461,13 @@ def kernels_by_op(roofline: pl.DataFrame) -> pl.DataFrame:
     return finish_parts(op_parts(roofline), OP_KEYS)
 
 
-def unmodeled_reasons(roofline: pl.DataFrame) -> pl.DataFrame:
+def unmodeled_reasons(roofline: pl.DataFrame, *, by_rank: bool = False) -> pl.DataFrame:
     """GPU ops without a FLOP/byte model, per reason → `unmodeled_reason, count, duration_ns`,
-    longest first (ties: the reason)."""
+    longest first (ties: the reason); `by_rank`: per rank too (a `rank` column first, ranks in order)."""
+    keys = ranked_keys(["unmodeled_reason"], by_rank)
     return (
-        roofline.select("regime", "unmodeled_reason", "duration_ns").filter(pl.col("regime") == "unmodeled")
-        .group_by("unmodeled_reason").agg(pl.len().alias("count"), pl.col("duration_ns").sum())
-        .sort(["duration_ns", "unmodeled_reason"], descending=[True, False], nulls_last=True)
+        roofline.select("regime", *keys, "duration_ns").filter(pl.col("regime") == "unmodeled")
+        .group_by(keys).agg(pl.len().alias("count"), pl.col("duration_ns").sum())
+        .sort([*keys[:-1], "duration_ns", "unmodeled_reason"], descending=[*(False for _ in keys[:-1]), True, False],
+              nulls_last=True)
     )

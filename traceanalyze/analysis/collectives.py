@@ -90,8 +90,8 @@ def _name_part(name: pl.Expr, choices: tuple[str, ...]) -> pl.Expr:
 
 
 def rank_collectives(trace: Trace) -> pl.DataFrame:
-    """One rank's communication kernels, ordered by start, numbered per process group (`seq`,
-    from 0) → `RANK_COLLECTIVE_SCHEMA`. `message_bytes` is the larger of the input and output
+    """Each rank's communication kernels, ordered by start, numbered per rank and process group
+    (`seq`, from 0) → `RANK_COLLECTIVE_SCHEMA`. `message_bytes` is the larger of the input and output
     element counts times the element size (nccl-tests' S: the whole array), null when the trace
     does not record them (older traces). `overlapped_ns`: how long a compute kernel (kind
     `kernel`) ran on the same device during the collective (`overlap` defines it per rank)."""
@@ -107,7 +107,7 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
     kinds.update({n: collective_kind(n) for n in comm["name"].unique(maintain_order=True).to_list()})
     element = pl.col("dtype").replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Int64)
     frame = (
-        comm.sort("start_ns", "end_ns")
+        comm.sort("rank", "start_ns", "end_ns")
         .with_columns(
             pl.col("process_group").fill_null(DEFAULT_GROUP),
             pl.coalesce(
@@ -119,7 +119,7 @@ def rank_collectives(trace: Trace) -> pl.DataFrame:
             _name_part(pl.col("name"), ("LL128", "LL", "SIMPLE")).alias("protocol"),
             (pl.max_horizontal("in_msg_nelems", "out_msg_nelems") * element).alias("message_bytes"),
         )
-        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("process_group").alias("seq"))
+        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("rank", "process_group").alias("seq"))
     )
     compute = (
         trace.gpu.select("rank", "device", "kind", "start_ns", "end_ns").filter(pl.col("kind") == "kernel").drop("kind")

@@ -89,7 +89,7 @@ def rank_reports(traces: list[Trace], options: ReportOptions) -> list[RankReport
         for batch in batches(started):
             if len(batch) == 1:
                 start = started[batch[0]]
-                slices = [per_op_parts(start.trace, start.window, start.peaks, options, pool)]
+                slices = [of_one_rank(per_op_parts(start.trace, start.window, start.peaks, options, pool))]
             else:
                 joined = concat_traces([started[i].trace for i in batch])
                 parts = per_op_parts(joined, started[batch[0]].window,
@@ -178,11 +178,12 @@ def per_op_parts(trace: Trace, window: Window, peaks: tuple[PeakChoice, ...], op
     launch_done = pool.submit(_launch_parts, trace, options)
     per_kernel = roofline_done.result()
     attribution_done = pool.submit(attribution.attribution, per_kernel, trace, window=window)
+    kernel_done = pool.submit(_kernel_parts, per_kernel, trace)
     timeline = time_done.result()
     del tree
     by_step = pool.submit(attribution.step_attribution, per_kernel, timeline["steps"])
-    return {"roofline": per_kernel, **timeline, **launch_done.result(), "attribution": attribution_done.result(),
-            "step_attribution": by_step.result()}
+    return {"roofline": per_kernel, **timeline, **launch_done.result(), **kernel_done.result(),
+            "attribution": attribution_done.result(), "step_attribution": by_step.result()}
 
 
 OP_ID_COLUMNS = ("op_id", "cost_op_id")  # the roofline's ids of CPU ops, shifted by `concat_traces`
@@ -191,12 +192,14 @@ OP_ID_COLUMNS = ("op_id", "cost_op_id")  # the roofline's ids of CPU ops, shifte
 def by_rank(parts: dict[str, pl.DataFrame], traces: list[Trace]) -> list[dict[str, pl.DataFrame]]:
     """`per_op_parts` of several ranks (`traces`, in the order they were joined) → those of each
     rank, with the CPU op ids of each rank's own trace (`concat_traces` shifts them)."""
-    split = {name: frame.partition_by("rank", as_dict=True, include_key=True) for name, frame in parts.items()}
+    split = {name: frame.partition_by("rank", as_dict=True, include_key=name not in RANK_ADDED)
+             for name, frame in parts.items()}
+    empty = {name: frame.clear() for name, frame in of_one_rank(parts).items()}  # a rank absent from a frame
     slices = []
     shift = 0
     for trace in traces:
         key = (trace.meta[0].rank,)
-        part = {name: frames[key] if key in frames else parts[name].clear() for name, frames in split.items()}
+        part = {name: frames.get(key, empty[name]) for name, frames in split.items()}
         roofline_ids = [c for c in OP_ID_COLUMNS if c in part["roofline"].columns
                         and part["roofline"].schema[c].is_integer()]
         if shift and roofline_ids:
@@ -206,13 +209,18 @@ def by_rank(parts: dict[str, pl.DataFrame], traces: list[Trace]) -> list[dict[st
     return slices
 
 
+def of_one_rank(parts: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """`per_op_parts` of one rank as its `RankReport` holds them (without the `rank` column the
+    grouped parts keep for several ranks: `RANK_ADDED`)."""
+    return {name: frame.drop("rank") if name in RANK_ADDED else frame for name, frame in parts.items()}
+
+
 def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: ReportOptions,
              pool: Executor) -> RankReport:
     """One rank's `RankReport` from its `per_op_parts`: what reads the rank alone (its totals by
-    kernel and op, latency statistics, collectives, findings, the replay)."""
+    kernel and op, latency statistics, findings, the replay)."""
     trace, meta = start.trace, start.trace.meta[0]
     per_kernel, gaps, steps = parts["roofline"], parts["gaps"], parts["steps"]
-    kernel_done = pool.submit(_kernel_parts, per_kernel, trace)
     bucketed_done = pool.submit(gap_buckets, gaps, steps, parts["small_kernel_runs"]) if gaps.height else None
     per_op = parts["latency"]
     launches = {
@@ -225,16 +233,15 @@ def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: Report
         "queue": parts["queue"],
     }
     timeline = {name: parts[name] for name in TIMELINE_PER_OP}
-    # one rank's own: its health (checked rank by rank), top CPU ops, collectives (numbered per rank)
-    timeline |= {"health": trace_health(trace), "cpu_ops_top": _top_cpu_ops(trace),
-                 "collectives": collectives.rank_collectives(trace)}
-    kernel = kernel_done.result()
+    # one rank's own: its health (checked rank by rank), top CPU ops
+    timeline |= {"health": trace_health(trace), "cpu_ops_top": _top_cpu_ops(trace)}
+    kernel = {name: parts[name] for name in RANK_ADDED} | {"fusion": attribution.fusion_summary(parts["fusion_runs"])}
     attributed = parts["attribution"]
     inputs = FindingInputs(
         rank=meta.rank, device_family=meta.device_family,
         peaks=next((choice.peaks for choice in start.peaks if choice.peaks is not None), None),
         roofline=per_kernel, gaps=gaps, steps=steps, small_kernel_runs=launches["small_kernel_runs"],
-        fusion=kernel["fusion"], fusion_runs=kernel.pop("fusion_runs"), attribution=attributed,
+        fusion=kernel["fusion"], fusion_runs=parts["fusion_runs"], attribution=attributed,
         health=timeline["health"], cpu_ops=trace.cpu_ops,
         cpu_steps=trace.steps, skipped_steps=options.skip_steps,
     )
@@ -294,26 +301,30 @@ def _analysis_pool(workers: int) -> Executor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-analysis")
 
 
+# what `_kernel_parts` groups per rank too: its `rank` column goes once the frames are split per rank
+RANK_ADDED = ("name_parts", "op_parts", "kernels", "ops", "unmodeled")
+
+
 def _kernel_parts(per_kernel: pl.DataFrame, trace: Trace) -> dict[str, pl.DataFrame]:
-    """What is read from the roofline besides the attribution: time by kernel and op, fusion
-    candidates, what has no cost model."""
-    by_name, by_op = attribution.name_parts(per_kernel), attribution.op_parts(per_kernel)
+    """What is read from the roofline besides the attribution, keyed by rank: time by kernel and
+    op, fusion candidates (their runs: the summary is a rank's own), what has no cost model."""
+    by_name = attribution.name_parts(per_kernel, by_rank=True)
+    by_op = attribution.op_parts(per_kernel, by_rank=True)
     return {
-        "fusion_runs": (runs := attribution.fusion_opportunities(per_kernel, trace.cpu_ops)),  # for the findings only
-        "fusion": attribution.fusion_summary(runs),
+        "fusion_runs": attribution.fusion_opportunities(per_kernel, trace.cpu_ops),
         "name_parts": by_name,
         "op_parts": by_op,
-        "kernels": attribution.finish_parts(by_name, attribution.NAME_KEYS),
-        "ops": attribution.finish_parts(by_op, attribution.OP_KEYS),
-        "unmodeled": attribution.unmodeled_reasons(per_kernel),
+        "kernels": attribution.finish_parts(by_name, attribution.ranked_keys(attribution.NAME_KEYS, True)),
+        "ops": attribution.finish_parts(by_op, attribution.ranked_keys(attribution.OP_KEYS, True)),
+        "unmodeled": attribution.unmodeled_reasons(per_kernel, by_rank=True),
     }
 
 
-TIMELINE_PER_OP = ("steps", "idle", "gaps", "step_split", "streams", "overlap")
+TIMELINE_PER_OP = ("steps", "idle", "gaps", "step_split", "streams", "overlap", "collectives")
 
 
 def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, pl.DataFrame]:
-    """The timeline, keyed by rank: steps, idle time and its gaps, streams, communication
+    """The timeline, keyed by rank: steps, idle time and its gaps, streams, communication and its
     overlap (`TIMELINE_PER_OP`)."""
     gaps = idle.idle_gaps(trace, window=window, tree=tree)
     return {
@@ -323,6 +334,7 @@ def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, pl.Data
         "step_split": stragglers.rank_steps(trace, gaps),
         "streams": idle.stream_summary(trace, window=window),
         "overlap": overlap.comm_overlap(trace),
+        "collectives": collectives.rank_collectives(trace),
     }
 
 

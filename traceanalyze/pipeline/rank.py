@@ -96,7 +96,7 @@ def rank_reports(traces: list[Trace], options: ReportOptions) -> list[RankReport
                                      tuple(c for i in batch for c in started[i].peaks), options, pool)
                 slices = by_rank(parts, [started[i].trace for i in batch])
             for index, part in zip(batch, slices):
-                reports[index] = finished(started[index], part, options, pool)
+                reports[index] = finished(started[index], part, options)
     return reports  # type: ignore[return-value]
 
 
@@ -166,9 +166,10 @@ def batches(started: list[StartedRank]) -> list[list[int]]:
 def per_op_parts(trace: Trace, window: Window, peaks: tuple[PeakChoice, ...], options: ReportOptions,
                  pool: Executor) -> dict[str, pl.DataFrame]:
     """The analyses of `trace`'s ranks that are keyed by rank (a `rank` column in every frame):
-    the roofline, the timeline (gaps, steps, idle, streams, health, overlap), the launches, the
-    attribution. Independent groups run side by side in `pool`'s threads: polars releases the GIL
-    while it works, so one's Python glue overlaps another's collects. What they all share is
+    the roofline, the timeline (gaps and their buckets, steps, idle, streams, overlap,
+    collectives), the launches, the attribution, the kernel and op tables. Independent groups run
+    side by side in `pool`'s threads: polars releases the GIL while it works, so one's Python glue
+    overlaps another's collects. What they all share is
     computed first: the join of GPU ops to their launches, and the op tree that the roofline's and
     the gaps' walks up it read (let go once both are done: 13 MB for 1.6 M ops)."""
     trace.launch_rows  # noqa: B018
@@ -182,7 +183,10 @@ def per_op_parts(trace: Trace, window: Window, peaks: tuple[PeakChoice, ...], op
     timeline = time_done.result()
     del tree
     by_step = pool.submit(attribution.step_attribution, per_kernel, timeline["steps"])
-    return {"roofline": per_kernel, **timeline, **launch_done.result(), **kernel_done.result(),
+    launches = launch_done.result()
+    # each idle gap's finding (its bucket), once for both uses: the findings, the recoverable time
+    bucketed = gap_buckets(timeline["gaps"], timeline["steps"], launches["small_kernel_runs"])
+    return {"roofline": per_kernel, **timeline, **launches, **kernel_done.result(), "bucketed": bucketed,
             "attribution": attribution_done.result(), "step_attribution": by_step.result()}
 
 
@@ -215,13 +219,11 @@ def of_one_rank(parts: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     return {name: frame.drop("rank") if name in RANK_ADDED else frame for name, frame in parts.items()}
 
 
-def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: ReportOptions,
-             pool: Executor) -> RankReport:
+def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: ReportOptions) -> RankReport:
     """One rank's `RankReport` from its `per_op_parts`: what reads the rank alone (its totals by
     kernel and op, latency statistics, findings, the replay)."""
     trace, meta = start.trace, start.trace.meta[0]
     per_kernel, gaps, steps = parts["roofline"], parts["gaps"], parts["steps"]
-    bucketed_done = pool.submit(gap_buckets, gaps, steps, parts["small_kernel_runs"]) if gaps.height else None
     per_op = parts["latency"]
     launches = {
         "latency": per_op,
@@ -245,7 +247,7 @@ def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: Report
         health=timeline["health"], cpu_ops=trace.cpu_ops,
         cpu_steps=trace.steps, skipped_steps=options.skip_steps,
     )
-    bucketed = bucketed_done.result() if bucketed_done is not None else None
+    bucketed = parts["bucketed"] if gaps.height else None
     found_list = rank_findings(inputs, bucketed)
     prediction = predict(trace, found_list)  # the replay (docs/whatif.md): each finding's saving
     found = findings_frame(meta.rank, with_notes(found_list, prediction), [s.saving_ns for s in prediction.savings],

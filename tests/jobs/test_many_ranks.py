@@ -56,3 +56,12 @@ def test_worker_path_gives_the_report_of_the_parent_path_on_mixed_ranks(tmp_path
     assert here.ranks[0].collectives.height and here.ranks[0].step_split.height  # what the job analyses read
     assert render_json(in_workers) == render_json(here)
     assert render_markdown(in_workers) == render_markdown(here)
+
+
+def test_every_executor_cuts_the_files_into_ordered_batches():
+    paths = [f"rank{rank}.json" for rank in range(1000)]
+    batches = executors.in_batches(paths, 2)
+    assert [len(batch) for batch in batches] == [125] * 8  # 4 tasks a worker
+    assert [p for batch in batches for p in batch] == paths
+    assert executors.in_batches(paths[:3], 16) == [["rank0.json"], ["rank1.json"], ["rank2.json"]]
+    assert executors.in_batches(paths[:9], 0) == [paths[0:2], paths[2:4], paths[4:6], paths[6:8], paths[8:9]]

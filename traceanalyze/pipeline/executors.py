@@ -1,5 +1,6 @@
 """Who runs the map of a folder: `local` (spawned processes here), `ray` (Ray tasks) or `dask`
-(Dask futures). Each submits `mapreduce.analyse_file` once per rank file, gathers the small
+(Dask futures). Each hands its workers the rank files in batches (`analyse_batch`:
+`mapreduce.analyse_files`, the small ranks of a batch analysed together), gathers the small
 `RankReport`s in file order, and the parent reduces them (`mapreduce.reduce_ranks`).
 
 On a cluster the workers read the paths themselves: give paths every worker sees (a shared
@@ -45,13 +46,12 @@ def run_local(paths: list[str], options: ReportOptions, workers: int | None = No
         return analyse_batch(paths, options, limits, cache, task, pickled=False)
     from traceanalyze.load.chunk_workers import spawn_pool
 
-    size = batch_size(len(paths), count)
     # the processes fill the cores: each one's polars threads share what is left (one each when a
     # process runs on every core), unless the environment names a number
     threads = None if "POLARS_MAX_THREADS" in os.environ else max(1, (os.cpu_count() or 1) // count)
     with spawn_pool(count, polars_threads=threads) as pool:
-        futures = [pool.submit(analyse_batch, paths[start:start + size], options, limits, cache, task)
-                   for start in range(0, len(paths), size)]
+        futures = [pool.submit(analyse_batch, batch, options, limits, cache, task)
+                   for batch in in_batches(paths, count)]
         return [report for f in futures for report in f.result()]
 
 
@@ -68,6 +68,12 @@ def batch_size(ranks: int, workers: int) -> int:
     return max(1, ranks // (workers * BATCHES_PER_WORKER))
 
 
+def in_batches(paths: list[str], workers: int) -> list[list[str]]:
+    """`paths` cut into the tasks of `workers` workers (`batch_size` files each), in order."""
+    size = batch_size(len(paths), max(1, workers))
+    return [paths[start:start + size] for start in range(0, len(paths), size)]
+
+
 def analyse_batch(paths: list[str], options: ReportOptions, limits: LoadLimits, cache: CacheSetting,
                   task: Callable | None, *, pickled: bool = True) -> list[RankReport]:
     """`task` (default `mapreduce.analyse_file`) of each of `paths`, in order, in one worker task
@@ -82,7 +88,8 @@ def analyse_batch(paths: list[str], options: ReportOptions, limits: LoadLimits, 
 def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None,
             address: str | None = None, limits: LoadLimits = LoadLimits(),
             cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
-    """Ray tasks, one per rank file, on the cluster at `address` (or a local Ray started with
+    """Ray tasks, each a batch of rank files (`analyse_batch`: its small ranks analysed together),
+    `BATCHES_PER_WORKER` per CPU of the cluster at `address` (or of a local Ray started with
     `workers` CPUs). Ray stays up afterwards if it was already initialised by the caller."""
     try:
         import ray
@@ -94,15 +101,16 @@ def run_ray(paths: list[str], options: ReportOptions, workers: int | None = None
                  log_to_driver=False, configure_logging=False)
         started = True
     try:
-        remote = ray.remote(task or analyse_file)
-        refs = [remote.remote(p, options, limits, cache) for p in paths]
-        return [_unwrap_ray(ray, ref) for ref in refs]
+        remote = ray.remote(analyse_batch)
+        slots = int(ray.cluster_resources().get("CPU", 1))
+        refs = [remote.remote(batch, options, limits, cache, task) for batch in in_batches(paths, slots)]
+        return [report for ref in refs for report in _unwrap_ray(ray, ref)]
     finally:
         if started:
             ray.shutdown()
 
 
-def _unwrap_ray(ray, ref) -> RankReport:
+def _unwrap_ray(ray, ref) -> list[RankReport]:
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as error:  # our own errors (bad input) keep their type and message
@@ -115,22 +123,30 @@ def _unwrap_ray(ray, ref) -> RankReport:
 def run_dask(paths: list[str], options: ReportOptions, workers: int | None = None,
              address: str | None = None, limits: LoadLimits = LoadLimits(),
              cache: CacheSetting = False, task: Callable | None = None) -> list[RankReport]:
-    """Dask futures, one per rank file, on the scheduler at `address` (or a `LocalCluster` of
-    `workers` single-threaded worker processes)."""
+    """Dask futures, each a batch of rank files (`analyse_batch`), `BATCHES_PER_WORKER` per worker
+    thread of the scheduler at `address` (or of a `LocalCluster` of `workers` single-threaded
+    worker processes)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
         raise ConfigError("--executor dask needs Dask: pip install 'traceanalyze[dask]'") from exc
     if address is not None:
         with Client(address, timeout=DASK_CONNECT_SECONDS) as client:
-            return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache,
-                                            pure=False))
+            return _dask_map(client, paths, options, limits, cache, task)
     count = max(1, min(len(paths), workers if workers is not None else (os.cpu_count() or 1)))
     with main_script_hidden():  # the Dask workers spawned now import only modules
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, Client(cluster) as client:
-        return client.gather(client.map(task or analyse_file, paths, options=options, limits=limits, cache=cache,
-                                        pure=False))
+        return _dask_map(client, paths, options, limits, cache, task)
+
+
+def _dask_map(client, paths: list[str], options: ReportOptions, limits: LoadLimits, cache: CacheSetting,
+              task: Callable | None) -> list[RankReport]:
+    """`analyse_batch` of each batch of `paths` on `client`'s workers, results in file order."""
+    slots = sum(client.nthreads().values()) or 1
+    futures = client.map(analyse_batch, in_batches(paths, slots), options=options, limits=limits, cache=cache,
+                         task=task, pure=False)
+    return [report for batch in client.gather(futures) for report in batch]
 
 
 DASK_CONNECT_SECONDS = 10  # how long a Dask scheduler at --executor-address may take to answer

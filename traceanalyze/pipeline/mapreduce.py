@@ -14,7 +14,9 @@ from traceanalyze.cache_files import CacheSetting
 from traceanalyze.errors import TraceAnalyzeError
 from traceanalyze.load.limits import LoadLimits
 from traceanalyze.report.model import RankReport, Report, ReportOptions
+from traceanalyze.model import Trace
 from traceanalyze.pipeline.rank import combine_ranks, rank_reports
+from traceanalyze.pipeline.results_cache import LookedUp, cached_report, store_report, trace_sizes
 
 
 def analyse_file(path: str, options: ReportOptions, limits: LoadLimits = LoadLimits(),
@@ -47,16 +49,23 @@ def analyse_file_or_skip(path: str, options: ReportOptions, limits: LoadLimits =
                          cache: CacheSetting = False, *, pickled: bool = False) -> RankReport | SkippedRank:
     """`analyse_file`, or the `SkippedRank` of a file that is bad input (a `TraceAnalyzeError`:
     truncated, not JSON, over a limit, a link loop); any other failure still ends the job."""
-    from traceanalyze.errors import TraceAnalyzeError
-
     try:
         return analyse_file(path, options, limits, cache, pickled=pickled)
     except TraceAnalyzeError as error:
-        return SkippedRank(path=path, error=" ".join(str(error).split()))
+        return _skipped(path, error, skip_bad=True)
 
 
 SMALL_RANK_EVENTS = 20_000  # a rank file of at most this many events is analysed together with others
 BATCH_EVENTS = 100_000  # the events of the small ranks analysed together, at most (their tables held at once)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loaded:
+    """A rank file of a batch, loaded: where its result goes, its cache entry, its trace."""
+
+    index: int
+    looked_up: LookedUp
+    trace: Trace
 
 
 def analyse_files(paths: list[str], options: ReportOptions, limits: LoadLimits = LoadLimits(),
@@ -69,72 +78,60 @@ def analyse_files(paths: list[str], options: ReportOptions, limits: LoadLimits =
     (tests/jobs/test_rank_batches.py); a batch whose analysis fails is analysed one rank at a time,
     so that the error names its file."""
     from traceanalyze.load import load_rank
-    from traceanalyze.pipeline.results_cache import cached_report
 
     results: list[RankReport | SkippedRank | None] = [None] * len(paths)
-    held: list[tuple[int, object, object]] = []  # (index, LookedUp, Trace) of the small ranks waiting
-
-    def attempt(index: int, work) -> None:
-        try:
-            results[index] = work()
-        except TraceAnalyzeError as error:
-            if not skip_bad:
-                raise
-            results[index] = SkippedRank(path=paths[index], error=" ".join(str(error).split()))
-
+    held: list[_Loaded] = []  # the small ranks waiting for their batch
     for index, path in enumerate(paths):
-        if "://" in path and not path.startswith("file://"):
-            attempt(index, lambda: analyse_file(path, options, limits, cache, pickled=pickled))
-            continue
-        local = Path(path.removeprefix("file://"))
-        looked_up = trace = None
-
-        def load(local: Path = local) -> None:
-            nonlocal looked_up, trace
+        try:
+            if "://" in path and not path.startswith("file://"):
+                results[index] = analyse_file(path, options, limits, cache, pickled=pickled)
+                continue
+            local = Path(path.removeprefix("file://"))
             looked_up = cached_report(local, options, cache=cache, max_events=limits.events,
                                       max_op_depth=limits.op_depth)
             if looked_up.report is not None:
-                return _leaving(looked_up.report, options, copy=not pickled)
-            trace = load_rank(local, limits=limits, cache=cache)
-            return None
-
-        attempt(index, load)
-        if trace is None:
+                results[index] = _leaving(looked_up.report, options, copy=not pickled)
+                continue
+            loaded = _Loaded(index, looked_up, load_rank(local, limits=limits, cache=cache))
+        except TraceAnalyzeError as error:
+            results[index] = _skipped(path, error, skip_bad)
             continue
-        if trace.meta[0].event_count > SMALL_RANK_EVENTS:
-            attempt(index, lambda: _analysed([(index, looked_up, trace)], options, pickled)[0])
+        if loaded.trace.meta[0].event_count > SMALL_RANK_EVENTS:  # a large rank: alone, now
+            _analyse_batch([loaded], options, results, paths, pickled=pickled, skip_bad=skip_bad)
             continue
-        held.append((index, looked_up, trace))
-        if sum(t.meta[0].event_count for _, _, t in held) >= BATCH_EVENTS:
-            _flush(held, options, pickled, attempt)
+        held.append(loaded)
+        if sum(item.trace.meta[0].event_count for item in held) >= BATCH_EVENTS:
+            _analyse_batch(held, options, results, paths, pickled=pickled, skip_bad=skip_bad)
             held = []
-    _flush(held, options, pickled, attempt)
+    _analyse_batch(held, options, results, paths, pickled=pickled, skip_bad=skip_bad)
     return results  # type: ignore[return-value]
 
 
-def _flush(held: list, options: ReportOptions, pickled: bool, attempt) -> None:
-    """Analyse the small ranks `held` together, or one by one when that fails (bad input)."""
-    if not held:
+def _analyse_batch(batch: list[_Loaded], options: ReportOptions, results: list, paths: list[str], *,
+                   pickled: bool, skip_bad: bool) -> None:
+    """The loaded ranks of `batch` analysed together into their places in `results` (each cached,
+    as it leaves the worker), or one by one when that fails (bad input: the error names its file)."""
+    if not batch:
         return
     try:
-        reports = _analysed(held, options, pickled)
-    except TraceAnalyzeError:
-        for item in held:
-            attempt(item[0], lambda item=item: _analysed([item], options, pickled)[0])
+        reports = rank_reports([item.trace for item in batch], options)
+    except TraceAnalyzeError as error:
+        if len(batch) == 1:
+            results[batch[0].index] = _skipped(paths[batch[0].index], error, skip_bad)
+            return
+        for item in batch:
+            _analyse_batch([item], options, results, paths, pickled=pickled, skip_bad=skip_bad)
         return
-    for (index, _, _), report in zip(held, reports):
-        attempt(index, lambda report=report: report)
+    for item, report in zip(batch, reports):
+        store_report(item.looked_up, report, options, trace_sizes(item.trace))
+        results[item.index] = _leaving(report, options, copy=not pickled)
 
 
-def _analysed(held: list, options: ReportOptions, pickled: bool) -> list[RankReport]:
-    """`rank_reports` of the traces `held` (`(index, LookedUp, Trace)`), each cached, as they
-    leave the worker."""
-    from traceanalyze.pipeline.results_cache import store_report, trace_sizes
-
-    reports = rank_reports([trace for _, _, trace in held], options)
-    for (_, looked_up, trace), report in zip(held, reports):
-        store_report(looked_up, report, options, trace_sizes(trace))
-    return [_leaving(report, options, copy=not pickled) for report in reports]
+def _skipped(path: str, error: TraceAnalyzeError, skip_bad: bool) -> SkippedRank:
+    """The `SkippedRank` of a bad rank file under --skip-bad-ranks; without it, the error ends the job."""
+    if not skip_bad:
+        raise error
+    return SkippedRank(path=path, error=" ".join(str(error).split()))
 
 
 def _leaving(report: RankReport, options: ReportOptions, *, copy: bool = True) -> RankReport:

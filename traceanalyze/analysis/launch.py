@@ -117,24 +117,30 @@ def latency_stats(latency: pl.DataFrame, *, by: list[str] | None = None,
                       for metric in metrics], how="vertical_relaxed")
 
 
-def latency_by_group(latency: pl.DataFrame) -> pl.DataFrame:
+def latency_by_group(latency: pl.DataFrame, *, by_rank: bool = False) -> pl.DataFrame:
     """`latency_stats` per group of GPU op kind (`LATENCY_GROUPS`: kernels, memcpy/memset,
-    communication), groups in that order, groups without launches left out → `group, metric, …`."""
+    communication), groups in that order, groups without launches left out → `group, metric, …`
+    (`by_rank`: per rank too, a `rank` column first, ranks in order)."""
     order = list(dict.fromkeys(LATENCY_GROUPS.values()))
-    grouped = latency.select("skewed", "kind", *STAT_COLUMNS).with_columns(
+    ranks = ["rank"] if by_rank else []
+    grouped = latency.select(*ranks, "skewed", "kind", *STAT_COLUMNS).with_columns(
         pl.col("kind").replace_strict(LATENCY_GROUPS, default=None, return_dtype=pl.String).alias("group")
     ).drop_nulls("group")
     position = pl.col("group").replace_strict(order, list(range(len(order))))
     return (
-        latency_stats(grouped, by=["group"], kinds=None).filter(pl.col("count") > 0).sort(position, maintain_order=True)
+        latency_stats(grouped, by=[*ranks, "group"], kinds=None).filter(pl.col("count") > 0)
+        .sort(*ranks, position, maintain_order=True)
     )
 
 
-def latency_by_kernel(latency: pl.DataFrame, *, limit: int | None = None) -> pl.DataFrame:
+def latency_by_kernel(latency: pl.DataFrame, *, limit: int | None = None, by_rank: bool = False) -> pl.DataFrame:
     """`launch_to_start` per kernel name (kernels only, no collectives, no skewed launches), most
-    launches first → `name, count, mean, p50, p90, p99, max` (ns)."""
-    stats = latency_stats(latency, by=["name"], kinds=("kernel",), metrics=("launch_to_start_ns",))
-    ordered = stats.drop("metric").sort(["count", "mean", "name"], descending=[True, True, False])
+    launches first → `name, count, mean, p50, p90, p99, max` (ns) (`by_rank`: per rank too, a
+    `rank` column first, ranks in order; `limit` then applies to all of them)."""
+    ranks = ["rank"] if by_rank else []
+    stats = latency_stats(latency, by=[*ranks, "name"], kinds=("kernel",), metrics=("launch_to_start_ns",))
+    ordered = stats.drop("metric").sort([*ranks, "count", "mean", "name"],
+                                        descending=[*(False for _ in ranks), True, True, False])
     return ordered if limit is None else ordered.head(limit)
 
 

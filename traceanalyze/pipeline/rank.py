@@ -220,16 +220,18 @@ def of_one_rank(parts: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 
 
 def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: ReportOptions) -> RankReport:
-    """One rank's `RankReport` from its `per_op_parts`: what reads the rank alone (its totals by
-    kernel and op, latency statistics, findings, the replay)."""
+    """One rank's `RankReport` from its `per_op_parts`: what reads the rank alone (its health,
+    summaries, findings, the replay)."""
     trace, meta = start.trace, start.trace.meta[0]
     per_kernel, gaps, steps = parts["roofline"], parts["gaps"], parts["steps"]
     per_op = parts["latency"]
     launches = {
         "latency": per_op,
-        "latency_stats": launch.latency_stats(per_op),
-        "latency_by_kernel": launch.latency_by_kernel(per_op),
-        "latency_by_group": launch.latency_by_group(per_op),
+        # a rank without a launch to count has no group: its statistics of nothing (counts of 0)
+        "latency_stats": parts["latency_stats"] if parts["latency_stats"].height
+        else launch.latency_stats(per_op.clear()),
+        "latency_by_kernel": parts["latency_by_kernel"],
+        "latency_by_group": parts["latency_by_group"],
         "small_kernel_runs": parts["small_kernel_runs"],
         "small_kernel_summary": small_kernel_summary(parts["small_kernels"]),
         "queue": parts["queue"],
@@ -237,7 +239,8 @@ def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: Report
     timeline = {name: parts[name] for name in TIMELINE_PER_OP}
     # one rank's own: its health (checked rank by rank), top CPU ops
     timeline |= {"health": trace_health(trace), "cpu_ops_top": _top_cpu_ops(trace)}
-    kernel = {name: parts[name] for name in RANK_ADDED} | {"fusion": attribution.fusion_summary(parts["fusion_runs"])}
+    kernel = {name: parts[name] for name in KERNEL_TABLES}
+    kernel["fusion"] = attribution.fusion_summary(parts["fusion_runs"])
     attributed = parts["attribution"]
     inputs = FindingInputs(
         rank=meta.rank, device_family=meta.device_family,
@@ -303,8 +306,10 @@ def _analysis_pool(workers: int) -> Executor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="traceanalyze-analysis")
 
 
-# what `_kernel_parts` groups per rank too: its `rank` column goes once the frames are split per rank
-RANK_ADDED = ("name_parts", "op_parts", "kernels", "ops", "unmodeled")
+# what `_kernel_parts` and `_launch_parts` group per rank too: its `rank` column goes once the frames
+# are split per rank
+KERNEL_TABLES = ("name_parts", "op_parts", "kernels", "ops", "unmodeled")
+RANK_ADDED = (*KERNEL_TABLES, "latency_stats", "latency_by_kernel", "latency_by_group")
 
 
 def _kernel_parts(per_kernel: pl.DataFrame, trace: Trace) -> dict[str, pl.DataFrame]:
@@ -341,12 +346,17 @@ def _time_parts(trace: Trace, window: Window, tree: OpTree) -> dict[str, pl.Data
 
 
 def _launch_parts(trace: Trace, options: ReportOptions) -> dict[str, pl.DataFrame]:
-    """Per launch, keyed by rank: latencies, small kernels and their runs, queue depths."""
+    """Per launch, keyed by rank: latencies and their statistics, small kernels and their runs,
+    queue depths."""
     per_op = launch.launch_latency(trace)
     # the columns the runs and the summary read
     small = launch.small_kernels(trace, latency=per_op.select(name for name in launch.SMALL_READ if name != "small"))
     return {
         "latency": per_op,
+        # the latencies are integers: their means and percentiles are exact whatever the grouping
+        "latency_stats": launch.latency_stats(per_op, by=["rank"]),
+        "latency_by_kernel": launch.latency_by_kernel(per_op, by_rank=True),
+        "latency_by_group": launch.latency_by_group(per_op, by_rank=True),
         "small_kernels": small,
         "small_kernel_runs": launch.small_kernel_runs(trace, min_run=options.min_small_kernel_run, small=small),
         "queue": launch.queue_summary(trace),

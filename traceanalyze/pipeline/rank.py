@@ -1,6 +1,7 @@
 """Run a rank's analyses and findings into the report model: `rank_report` (the map of a job: one
-rank's `Trace` → its `RankReport`, the analyses side by side in threads), `combine_ranks` (the
-reduce: the ranks' results → the `Report`, pooled tables and the job-level analyses),
+rank's `Trace` → its `RankReport`, the analyses side by side in threads), `rank_reports` (the same
+for several small ranks at once: the analyses keyed by rank run once over them), `combine_ranks`
+(the reduce: the ranks' results → the `Report`, pooled tables and the job-level analyses),
 `build_report` (both, on a loaded trace) and `bounded` (a rank cut to what the reports read)."""
 
 from __future__ import annotations
@@ -154,12 +155,12 @@ def started_rank(trace: Trace, options: ReportOptions) -> StartedRank:
 def batches(started: list[StartedRank]) -> list[list[int]]:
     """The ranks analysed together (indices into `started`): those of one window, a rank number
     once per batch (a folder's files may claim the same rank)."""
-    groups: dict[tuple[Window, int], list[int]] = {}
-    seen: dict[tuple[Window, int], int] = {}
+    groups: dict[tuple[Window, int], list[int]] = {}  # (window, how many times the rank came before) → ranks
+    seen: dict[tuple[Window, int], int] = {}  # (window, rank) → how many times it came
     for index, start in enumerate(started):
-        rank = start.trace.meta[0].rank
-        occurrence = seen[start.window, rank] = seen.get((start.window, rank), -1) + 1
-        groups.setdefault((start.window, occurrence), []).append(index)
+        key = (start.window, start.trace.meta[0].rank)
+        groups.setdefault((start.window, seen.get(key, 0)), []).append(index)
+        seen[key] = seen.get(key, 0) + 1
     return list(groups.values())
 
 
@@ -169,9 +170,9 @@ def per_op_parts(trace: Trace, window: Window, peaks: tuple[PeakChoice, ...], op
     the roofline, the timeline (gaps and their buckets, steps, idle, streams, overlap,
     collectives), the launches, the attribution, the kernel and op tables. Independent groups run
     side by side in `pool`'s threads: polars releases the GIL while it works, so one's Python glue
-    overlaps another's collects. What they all share is
-    computed first: the join of GPU ops to their launches, and the op tree that the roofline's and
-    the gaps' walks up it read (let go once both are done: 13 MB for 1.6 M ops)."""
+    overlaps another's collects. What they all share is computed first: the join of GPU ops to
+    their launches, and the op tree that the roofline's and the gaps' walks up it read (let go once
+    both are done: 13 MB for 1.6 M ops)."""
     trace.launch_rows  # noqa: B018
     tree = OpTree.of(trace.cpu_ops)
     roofline_done = pool.submit(roofline.kernel_roofline, trace, options.peaks, choices=list(peaks), tree=tree)

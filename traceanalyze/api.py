@@ -84,8 +84,8 @@ def analyze(
         raise ConfigError(f"--skip-steps must be a whole number ≥ 0, got {skip_steps!r}")
     if not isinstance(run, RunOptions):
         raise ConfigError(f"run must be a traceanalyze.RunOptions, not {type(run).__name__}")
-    if run.rank_frames not in ("full", "bounded"):
-        raise ConfigError(f"rank_frames must be 'full' or 'bounded', not {run.rank_frames!r}")
+    if run.rank_frames not in ("full", "bounded", "text"):
+        raise ConfigError(f"rank_frames must be 'full', 'bounded' or 'text', not {run.rank_frames!r}")
     for value, flag in ((peak_flops, "--peak-flops"), (peak_bandwidth, "--peak-bandwidth")):
         if value is not None and not value > 0:
             raise ConfigError(f"{flag} must be a positive number, got {value}")

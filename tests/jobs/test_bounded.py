@@ -35,18 +35,29 @@ def reports(request, tmp_path_factory):
     else:
         folder = mr.write_job(tmp_path_factory.mktemp("job"))
     return (traceanalyze.analyze(folder, run=RunOptions(workers=1)),
-            traceanalyze.analyze(folder, run=RunOptions(workers=1, rank_frames="bounded")))
+            traceanalyze.analyze(folder, run=RunOptions(workers=1, rank_frames="bounded")),
+            traceanalyze.analyze(folder, run=RunOptions(workers=1, rank_frames="text")))
 
 
 @pytest.mark.parametrize("render", [render_json, render_markdown, lambda r: render_terminal(_every_rank(r), width=100)],
                          ids=["json", "markdown", "terminal --details"])
 def test_text_formats_are_the_same_from_bounded_ranks(reports, render):
-    full, small = reports
-    assert render(small) == render(full)
+    full, small, text = reports
+    assert render(small) == render(full) == render(text)
+
+
+def test_text_ranks_carry_no_chart_inputs_and_refuse_html(reports):
+    from traceanalyze.renderers.html import render_html
+
+    _, small, text = reports
+    assert all(rank.charts is not None for rank in small.ranks)
+    assert all(rank.charts is None for rank in text.ranks)
+    with pytest.raises(ValueError, match="rank_frames='text'"):
+        render_html(text)
 
 
 def test_bounded_rank_keeps_no_per_op_rows(reports):
-    full, small = reports
+    full, small, _ = reports
     for whole, kept in zip(full.ranks, small.ranks):
         assert kept.roofline.is_empty() and kept.small_kernels.is_empty() and whole.roofline.height > 0
         assert_frame_equal(kept.gaps, whole.gaps.head(full.options.max_gaps))
@@ -59,7 +70,7 @@ def test_bounded_rank_keeps_no_per_op_rows(reports):
 
 
 def test_pooled_kernels_from_parts_equal_the_pooled_rows(reports):
-    full, _ = reports
+    full, _, _ = reports
     rows = pl.concat([r.roofline for r in full.ranks], how="vertical_relaxed")
     expected = attribution.kernels_by_name(rows)
     # float sums are summed per rank first: equal to the last digits, counts and times exactly

@@ -83,15 +83,17 @@ def analyze(trace: Path | str, *, limits: LoadLimits, window: str = "activity", 
             max_gaps: int | None = None, peak_flops: float | None = None, peak_bandwidth: float | None = None,
             device_file: Path | None = None, force_device_file: bool = False, executor: str = "local",
             workers: int | None = None, executor_address: str | None = None, cache: bool = True,
-            force_job: bool = False, skip_bad_ranks: bool = False):
+            force_job: bool = False, skip_bad_ranks: bool = False, html: bool = True):
     """`api.analyze` with the command's options (its defaults where an option is not given). A
-    folder's ranks keep only what the reports show (`RunOptions.rank_frames="bounded"`)."""
+    folder's ranks keep only what the reports show (`RunOptions.rank_frames="bounded"`; "text",
+    without what the HTML charts draw, unless the report is to be `html`)."""
     from traceanalyze.api import analyze as analyze_trace
     from traceanalyze.pipeline.options import RunOptions
 
     extra = {} if max_gaps is None else {"max_gaps": max_gaps}
     run = RunOptions(executor=executor, workers=workers, executor_address=executor_address, cache=cache,
-                     limits=limits, rank_frames="bounded", force_job=force_job, skip_bad_ranks=skip_bad_ranks)
+                     limits=limits, rank_frames="bounded" if html else "text", force_job=force_job,
+                     skip_bad_ranks=skip_bad_ranks)
     return analyze_trace(trace, window=window, skip_steps=skip_steps, peak_flops=peak_flops,  # type: ignore[arg-type]
                          peak_bandwidth=peak_bandwidth, device_file=device_file,
                          force_device_file=force_device_file, run=run, **extra)

@@ -54,7 +54,8 @@ def diff(
     def build(path: Path | str):
         return analyze(path, skip_steps=skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                        device_file=device_file, force_device_file=force_device_file,
-                       limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
+                       limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache,
+                       html=False)  # a diff draws no rank's charts
 
     from traceanalyze.sources import local_path, shown_source, source_argument
 

@@ -98,7 +98,8 @@ def gate(
     def build(path: Path | str):
         return analyze(path, skip_steps=options.skip_steps, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth,
                        device_file=device_file, force_device_file=force_device_file,
-                       limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache)
+                       limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth), cache=not no_cache,
+                       html=False)
 
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     source = source_argument(trace)

@@ -61,7 +61,7 @@ def report(
                         peak_bandwidth=peak_bandwidth, device_file=device_file, force_device_file=force_device_file,
                         limits=o.limits(max_event_mb, max_events, max_inflation, max_op_depth, max_download_mb),
                         executor=executor, workers=workers, executor_address=executor_address, cache=not no_cache,
-                        force_job=force_job, skip_bad_ranks=skip_bad_ranks)
+                        force_job=force_job, skip_bad_ranks=skip_bad_ranks, html=format.value == "html")
     except TraceAnalyzeError as error:
         fail(error)
     if details:

@@ -135,11 +135,14 @@ def _skipped(path: str, error: TraceAnalyzeError, skip_bad: bool) -> SkippedRank
 
 
 def _leaving(report: RankReport, options: ReportOptions, *, copy: bool = True) -> RankReport:
-    """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`; its
-    frames copied into buffers of their own when `copy`)."""
+    """What leaves the worker: the whole `RankReport`, or its bounded form (`rank_frames`: with
+    the HTML charts' inputs or, "text", without; its frames copied into buffers of their own when
+    `copy`)."""
     from traceanalyze.pipeline.rank import bounded
 
-    return bounded(report, options.max_gaps, copy=copy) if options.rank_frames == "bounded" else report
+    if options.rank_frames == "full":
+        return report
+    return bounded(report, options.max_gaps, copy=copy, charts=options.rank_frames == "bounded")
 
 
 def _analyse_remote(url: str, options: ReportOptions, limits: LoadLimits) -> RankReport:

@@ -29,10 +29,12 @@ class RunOptions:
         folder, False none (docs/cache.md).
     limits : LoadLimits
         What loading a file may read and hold (docs/limits.md).
-    rank_frames : "full" or "bounded"
+    rank_frames : "full", "bounded" or "text"
         A folder's ranks: "full" keeps every per-op frame (`.roofline`, every gap, every launch);
         "bounded" keeps what the reports show, so the reduce's memory does not grow with the
-        ranks' sizes (what `traceanalyze report` uses).
+        ranks' sizes (what `traceanalyze report --format html` uses); "text" the same without what
+        the HTML charts draw (each worker spares computing it: the terminal, Markdown and JSON
+        reports, `gate` and `diff`; `render_html` refuses such a report).
     force_job : bool
         Report a folder whose ranks do not look like one job (docs/limits.md) anyway, with a note,
         instead of refusing it.
@@ -45,6 +47,6 @@ class RunOptions:
     executor_address: str | None = None
     cache: CacheSetting = True
     limits: LoadLimits = field(default_factory=LoadLimits)
-    rank_frames: Literal["full", "bounded"] = "full"
+    rank_frames: Literal["full", "bounded", "text"] = "full"
     force_job: bool = False
     skip_bad_ranks: bool = False

@@ -372,20 +372,21 @@ def skipped_note(skipped: SkippedSteps) -> str:
             "(what ran or was launched before it is not counted)")
 
 
-def bounded(rank: RankReport, max_gaps: int, *, copy: bool = True) -> RankReport:
+def bounded(rank: RankReport, max_gaps: int, *, copy: bool = True, charts: bool = True) -> RankReport:
     """`rank` with its per-op frames cut to what the reports (terminal, Markdown, JSON, gate, HTML)
     read, so that a job's reduce holds small results per rank: the `max_gaps` longest gaps (the
     count stays: `gap_count`), the launch latencies the pooled statistics read (non-skewed
     kernels, memcpy and memset; their metric columns), and no roofline or small-kernel rows (their
     aggregates are kept: kernels, ops, name/op parts, unmodeled, small-kernel summary). What the
     HTML charts draw is computed first from the full frames (`charts`: the timeline binned past
-    `plots.EXACT_TIMELINE_MARKS` intervals, histogram counts, idle by cause, the roofs).
+    `plots.EXACT_TIMELINE_MARKS` intervals, histogram counts, idle by cause, the roofs), unless
+    `charts` is False (a report that will not be HTML: about 4 ms a small rank).
     `annotate` needs the full frames. `copy`: every frame copied into buffers of its own (not
     needed for a result pickled to another process: pickling copies; 31 Arrow round trips, about
     a tenth of a small rank's time)."""
     latency = rank.latency.filter(~pl.col("skewed") & pl.col("kind").cast(pl.String).is_in(launch.SUMMARY_KINDS))
     kept = replace(
-        with_charts(rank),
+        with_charts(rank) if charts else rank,
         gaps=rank.gaps.head(max_gaps),
         latency=latency.select("skewed", "kind", *launch.STAT_COLUMNS),
         roofline=rank.roofline.clear(),

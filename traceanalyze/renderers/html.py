@@ -163,6 +163,9 @@ def render_html(report: Report) -> str:
     --------
     >>> html = render_html(report)  # doctest: +SKIP
     """
+    if report.options.rank_frames == "text":
+        raise ValueError("this report's ranks were analysed without the HTML charts' inputs "
+                         "(rank_frames='text'): analyse with rank_frames='bounded' or 'full' to render HTML")
     blocks, head = document(report), len(opening(report))
     # blocks[1] is the source line; the header shows it; the job's notes come before the verdict
     body = "\n".join(_block(b, report) for b in [*blocks[2:head], *verdict_blocks(report.verdict()), *blocks[head:]])

@@ -44,8 +44,9 @@ class ReportOptions:
     details: bool = False  # terminal: every table (else the verdict and the key sections; docs/report-formats.md)
     skip_steps: int = 0  # ProfilerSteps left out at the start of each rank (analysis.skip_steps)
     # a folder of ranks: "full" keeps every rank's per-op frames (annotate, the API); "bounded"
-    # keeps what the reports show, HTML charts included (`bounded`): the parent's memory stays flat in N
-    rank_frames: Literal["full", "bounded"] = "full"
+    # keeps what the reports show, HTML charts included (`bounded`): the parent's memory stays flat in
+    # N; "text" the same without the HTML charts' inputs (the other formats, gate, diff)
+    rank_frames: Literal["full", "bounded", "text"] = "full"
     # the groups of analyses of one rank (`rank_report`) run side by side in this many threads
     # (0: one per core, at most 3); the results are the same for any number
     analysis_threads: int = 0

@@ -82,7 +82,7 @@ def rank_reports(traces: list[Trace], options: ReportOptions) -> list[RankReport
     """`rank_report` of each of `traces` (single-rank traces of distinct ranks), in order. The
     per-op analyses run once over the ranks together (`per_op_parts`: every one keyed by rank),
     whose cost is mostly a fixed number of polars queries, whatever the rows; what reads one rank
-    (its aggregates, findings and replay: `finished`) runs per rank. The same reports, frame for
+    alone (its health, summaries, findings and replay: `finished`) runs per rank. The same reports, frame for
     frame, as one rank at a time (tests/jobs/test_rank_batches.py)."""
     started = [started_rank(trace, options) for trace in traces]
     reports: list[RankReport | None] = [None] * len(started)

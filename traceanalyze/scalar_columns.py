@@ -17,12 +17,20 @@ def constants_as_scalars(frame: pl.DataFrame, *, nulls_only: bool = False) -> pl
 
     `nulls_only`: only the all-null columns (no column is read: polars knows its null count), for
     a frame whose numbers are computed with further (polars divides by a scalar as a product with
-    its reciprocal, which can differ from the quotient in the last bit), or checked often."""
+    its reciprocal, which can differ from the quotient in the last bit), or checked often.
+
+    A frame of fewer than `SCALAR_MIN_ROWS` rows is returned as it is."""
+    if frame.height < SCALAR_MIN_ROWS:
+        return frame  # the rows cost less than finding the constants (1-2 ms a table: 5 a small rank)
     if nulls_only:
         constants = _all_null(frame, _null_counts(frame)) if frame.height >= 2 else {}
     else:
         constants = constant_columns(frame)
     return frame.with_columns(constants.values()) if constants else frame
+
+
+# a frame shorter than this keeps its columns as they are: a constant column of 4,096 numbers is 32 KB
+SCALAR_MIN_ROWS = 4096
 
 
 def _null_counts(frame: pl.DataFrame) -> dict[str, int]:

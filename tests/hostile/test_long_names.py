@@ -70,3 +70,21 @@ def test_the_step_summary_is_cut_under_one_mib_whatever_the_verdict_holds():
     assert len(cut.encode()) < STEP_SUMMARY_BYTES - 1024
     assert cut.endswith("the whole verdict is in the job log)*\n")
     assert huge.startswith(cut[: cut.rfind("\n- note") + 1])  # whole lines, as they were
+
+
+@pytest.mark.parametrize("rows", [3, 5000])  # measured in one query over the rows, or per column's distinct names
+def test_a_frame_of_long_names_is_cut_short_or_long(rows):
+    import polars as pl
+
+    from traceanalyze.load import long_names
+
+    names = ["k" * 20, "K" * (MAX_NAME_CHARS + 5), None] * (rows // 3 + 1)
+    frame = pl.DataFrame({"kernel": pl.Series(names[:rows], dtype=pl.Categorical),
+                          "op": pl.Series(["aten::mm"] * rows), "annotation": pl.Series(names[:rows])})
+    bounded = long_names.bounded_frame(frame)
+    cut = "K" * MAX_NAME_CHARS + "…[+5 characters]"
+    assert bounded["kernel"].cast(pl.String).to_list()[:3] == ["k" * 20, cut, None]
+    assert bounded["annotation"].to_list()[:3] == ["k" * 20, cut, None]
+    assert bounded["op"].to_list() == frame["op"].to_list() and bounded.schema == frame.schema
+    short = frame.select("op")
+    assert long_names.bounded_frame(short) is short  # nothing to cut: the same frame

@@ -141,3 +141,14 @@ def test_join_keys_leave_out_only_one_same_non_null_value_on_both_sides():
     assert_frame_equal(left.drop("device").join(right.select(*kept, "value"), on=kept, how="left",
                                                 maintain_order="left"),
                        left.drop("device").join(right, on=["rank", "correlation"], how="left", maintain_order="left"))
+
+
+def test_a_short_frame_keeps_its_columns_as_they_are():
+    # finding the constants of a small rank's tables cost more than their rows take (1-2 ms a table)
+    from traceanalyze import scalar_columns
+
+    short = frame().head(scalar_columns.SCALAR_MIN_ROWS - 1)
+    assert constants_as_scalars(short) is short and constants_as_scalars(short, nulls_only=True) is short
+    long = frame().head(scalar_columns.SCALAR_MIN_ROWS)
+    assert long.estimated_size() - constants_as_scalars(long).estimated_size() >= 0.9 * long.select(
+        "rank", "missing", "flag").estimated_size()

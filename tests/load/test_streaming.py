@@ -36,8 +36,8 @@ from traceanalyze.load.assemble import TraceTables, build_trace
 from traceanalyze.load.convert import to_ns
 from traceanalyze.load.decode import decode_chunk, decode_items
 from traceanalyze.load.fast import Fallback as _Fallback, raw_times as _times
-from traceanalyze.load.nesting import (nesting_native as _nesting_native, nesting_vectorised as _nesting_vectorised,
-                                       with_nesting as _with_nesting)
+from traceanalyze.load.nesting import (nesting_in_python as _nesting_in_python, nesting_native as _nesting_native,
+                                       nesting_vectorised as _nesting_vectorised, with_nesting as _with_nesting)
 from traceanalyze.load.raw import ns_expr as _ns
 
 TABLES = ("gpu", "runtime", "cpu_ops", "steps", "flows", "sync", "devices", "skipped")
@@ -329,6 +329,9 @@ def test_vectorised_nesting_is_the_stack_walk(seed):
     native_parent, native_depth = _nesting_native(_native, ordered)
     assert parent.to_list() == native_parent.to_list()
     assert depth.cast(pl.Int32).to_list() == native_depth.to_list()
+    # and the Python loop of a few ops
+    python_parent, python_depth = _nesting_in_python(ordered)
+    assert python_parent.to_list() == parent.to_list() and python_depth.to_list() == depth.to_list()
 
 
 # --- processes ----------------------------------------------------------------------------------------

@@ -8,8 +8,11 @@ import json
 from dataclasses import replace
 
 import numpy as np
+import polars as pl
 import pytest
 from builder import TraceBuilder
+from hypothesis import given
+from hypothesis import strategies as st
 
 import traceanalyze
 from traceanalyze.analysis.findings.finding import Finding, Remedy, findings_frame
@@ -321,3 +324,21 @@ def test_unqueued_work_starts_right_after_its_stream_and_no_later_than_the_typic
     # K1 slower to 30 µs: K2 follows it at once, [40, 50]
     slower = Remedy("retime", gpu_ops=(op(trace, 10),), durations_ns=(30 * US,))
     assert gpu_times(trace, [slower, unqueued]) == [(10, 40), (40, 50)]
+
+
+@given(st.lists(st.tuples(st.sampled_from([-1, 0, 3, 7, 2**40]), st.sampled_from([-1, 1, 5, 9])), max_size=30))
+def test_lane_index_numbers_the_distinct_keys_in_order(keys):
+    """Each (a, b) key → its place among the distinct keys sorted by a, then b (threads, streams)."""
+    from traceanalyze.whatif import graph
+
+    index, distinct = graph._lane_index(np.array(keys, dtype=np.int64).reshape(len(keys), 2))
+    assert distinct == sorted(set(keys))
+    assert index.dtype == np.int64 and index.tolist() == [distinct.index(key) for key in keys]
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(-2**31, 2**31 - 1)), max_size=20), st.sampled_from(["Int32", "Int64"]))
+def test_integer_columns_become_int64_with_minus_one_for_null(values, dtype):
+    from traceanalyze.whatif import graph
+
+    numbers = graph._i64(pl.Series(values, dtype=getattr(pl, dtype)))
+    assert numbers.dtype == np.int64 and numbers.tolist() == [-1 if v is None else v for v in values]

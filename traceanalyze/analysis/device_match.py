@@ -28,40 +28,61 @@ def matched_devices(trace: Trace) -> pl.DataFrame:
     """Per (rank, device) with GPU work → the columns of `DEVICES_SCHEMA` (null where no entry
     matches) and `properties_device`: the `deviceProperties` id the row was taken from (null
     when none). Sorted by rank and device."""
-    used = trace.gpu.select("rank", "device").unique(maintain_order=True)
-    mapping = device_id_mapping(trace)
-    properties = trace.devices.rename({"device": "properties_device"})
-    return (
-        used.join(mapping, on=["rank", "device"], how="left")
-        .join(properties, on=["rank", "properties_device"], how="left")
-        .select(*DEVICES_SCHEMA.names(), "properties_device")
-        .sort("rank", "device")
-    )
+    used = _used_devices(trace)
+    targets = {(rank, device): target for rank, device, target, _ in _id_mapping_rows(used.drop_nulls(), trace.devices)}
+    entries: dict[tuple, list[tuple]] = {}
+    for entry in trace.devices.select(DEVICES_SCHEMA.names()).iter_rows():
+        entries.setdefault(entry[:2], []).append(entry[2:])
+    unmatched = (None,) * (len(DEVICES_SCHEMA) - 2)
+    rows = []
+    for rank, device in used.iter_rows():  # what a left join on the mapping, then on the entries, gives
+        target = targets.get((rank, device))
+        described = entries.get((rank, target), []) if target is not None else []
+        rows += [(rank, device, *entry, target) for entry in described] or [(rank, device, *unmatched, None)]
+    rows.sort(key=lambda row: (row[0], row[1] is not None, row[1] or 0))  # by rank, then device (none first)
+    return pl.DataFrame(rows, schema={**DEVICES_SCHEMA, "properties_device": pl.Int32}, orient="row")
 
 
 def device_id_mapping(trace: Trace) -> pl.DataFrame:
     """`rank, device, properties_device, remapped` for every (rank, device) of GPU work that a
     `deviceProperties` entry describes (rules 1-3 of the module docstring); unmatched ids are
     absent."""
-    rows: list[dict] = []
-    used = trace.gpu.select("rank", "device").unique(maintain_order=True).drop_nulls()
-    for rank in sorted(used["rank"].unique().to_list()):
-        ids = sorted(used.filter(pl.col("rank") == rank)["device"].to_list())
-        listed = trace.devices.filter(pl.col("rank") == rank)
-        listed_ids = set(listed["device"].to_list())
+    rows = _id_mapping_rows(_used_devices(trace).drop_nulls(), trace.devices)
+    schema = {"rank": pl.Int32, "device": pl.Int32, "properties_device": pl.Int32, "remapped": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _used_devices(trace: Trace) -> pl.DataFrame:
+    return trace.gpu.select("rank", "device").unique(maintain_order=True)
+
+
+def _id_mapping_rows(used: pl.DataFrame, devices: pl.DataFrame) -> list[tuple[int, int, int, bool]]:
+    """`device_id_mapping`'s rows `(rank, device, properties_device, remapped)` of the distinct
+    non-null (rank, device) pairs `used`: a rank's few ids and entries are matched in Python (a
+    query per rank cost more than the rules)."""
+    ids_of: dict[int, list[int]] = {}
+    for rank, device in used.iter_rows():
+        ids_of.setdefault(rank, []).append(device)
+    listed_of: dict[int, list[tuple]] = {}
+    for rank, device, *description in devices.select("rank", "device", *DESCRIPTION).iter_rows():
+        listed_of.setdefault(rank, []).append((device, tuple(description)))
+    rows: list[tuple[int, int, int, bool]] = []
+    for rank in sorted(ids_of):
+        ids = sorted(ids_of[rank])
+        listed = listed_of.get(rank, [])
+        listed_ids = {device for device, _ in listed}
         unlisted = [d for d in ids if d not in listed_ids]
-        rows += [{"rank": rank, "device": d, "properties_device": d, "remapped": False} for d in ids if d in listed_ids]
-        if not unlisted or listed.is_empty():
+        rows += [(rank, d, d, False) for d in ids if d in listed_ids]
+        if not unlisted or not listed:
             continue
-        if listed.height == 1 and len(ids) == 1:
-            target = listed["device"][0]
-        elif listed.select(DESCRIPTION).unique().height == 1:
-            target = listed["device"].min()
+        if len(listed) == 1 and len(ids) == 1:
+            target = listed[0][0]
+        elif len({description for _, description in listed}) == 1:
+            target = min(device for device, _ in listed)
         else:
             continue
-        rows += [{"rank": rank, "device": d, "properties_device": target, "remapped": True} for d in unlisted]
-    schema = {"rank": pl.Int32, "device": pl.Int32, "properties_device": pl.Int32, "remapped": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema)
+        rows += [(rank, d, target, True) for d in unlisted]
+    return rows
 
 
 def device_id_findings(trace: Trace, rank: int) -> list[tuple[str, int, str]]:

@@ -19,6 +19,10 @@ def matching(names: pl.Series, test: NameTest) -> pl.Series:
     name: for a categorical or enum column whose categories are few beside its rows, once per
     category (each row's category number is then looked up: no pass over the rows to find the
     distinct names)."""
+    if len(names) <= ROW_BY_ROW_MAX:  # one query on the rows costs less than finding the distinct names
+        return names.to_frame("name").select(
+            pl.when(pl.col("name").is_not_null()).then(test(pl.col("name").cast(pl.String)).fill_null(False))
+            .alias(names.name)).to_series()
     # a Categorical's categories are the process's whole pool (every name any frame held): asked
     # only of a series long enough for them to pay (0.7 ms a call on a small rank's few names)
     categories = _categories(names) if len(names) > CATEGORIES_PER_ROW else None
@@ -34,6 +38,9 @@ def matching(names: pl.Series, test: NameTest) -> pl.Series:
 
 # a name test on a category costs about what finding the distinct values costs for 256 rows
 CATEGORIES_PER_ROW = 256
+# up to this many rows, the test on every row (one query: 0.12-0.13 ms) costs less than finding the
+# distinct names first (three: 0.3 ms), whatever the names
+ROW_BY_ROW_MAX = 1024
 
 
 def _categories(names: pl.Series) -> pl.Series | None:

@@ -37,10 +37,18 @@ def _bounded(series: pl.Series, max_chars: int) -> pl.Series | None:
 def bounded_frame(frame: pl.DataFrame, max_chars: int = MAX_NAME_CHARS) -> pl.DataFrame:
     """`frame` with every String or Categorical column's values bounded (the same frame when none
     is over the bound: the usual case costs one pass over the distinct names)."""
+    texts = [name for name, dtype in frame.schema.items() if dtype == pl.String or dtype == pl.Categorical]
+    if texts and frame.height <= ONE_QUERY_MAX_ROWS:  # the longest of each column in one query over the rows
+        longest = frame.select(pl.col(name).cast(pl.String).str.len_chars().max() for name in texts).row(0)
+        texts = [name for name, length in zip(texts, longest) if length is not None and length > max_chars]
     changed = {}
-    for name, dtype in frame.schema.items():
-        if dtype == pl.String or dtype == pl.Categorical:
-            cut = _bounded(frame[name], max_chars)
-            if cut is not None:
-                changed[name] = cut
+    for name in texts:
+        cut = _bounded(frame[name], max_chars)
+        if cut is not None:
+            changed[name] = cut
     return frame.with_columns(**changed) if changed else frame
+
+
+# a frame of at most this many rows has its names measured in one query over its rows (a small
+# rank's six tables: 1 ms less than a pass over each column's distinct names)
+ONE_QUERY_MAX_ROWS = 4096

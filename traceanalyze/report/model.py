@@ -301,7 +301,12 @@ class Report:
 
     def job_health_of(self, rank: int) -> pl.DataFrame:
         """The job-level health findings (`job.health`) about `rank`."""
-        return views.rows_of_rank(self.job.health, rank)
+        return self._job_health_by_rank.get(rank, self.job.health.clear())
+
+    @cached_property
+    def _job_health_by_rank(self) -> dict[int, pl.DataFrame]:
+        """`job.health` split by rank once (a filter per rank of a thousand cost 0.4 ms each)."""
+        return views.by_rank(self.job.health)
 
     @property
     def step_grid(self) -> tuple[list[int], list[int]]:

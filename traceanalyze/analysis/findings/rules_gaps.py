@@ -3,6 +3,8 @@ CPU, and the warm-up time left out of every gain. Each reads the gaps `gap_bucke
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from traceanalyze.analysis.findings.finding import Finding, Remedy, spans_of
@@ -58,16 +60,31 @@ def _cpu_spans(gaps: pl.DataFrame) -> tuple[tuple[int, int, int], ...]:
     return tuple((int(t), int(s), int(e)) for t, s, e in known.iter_rows())
 
 
-def _gaps_of(bucketed: pl.DataFrame, bucket: str) -> pl.DataFrame:
-    """The gaps of `bucket`, in start order (`bucketed` keeps the order of the gaps: longest first)."""
+@dataclass(frozen=True)
+class GapBuckets:
+    """A rank's idle gaps split by bucket (one pass, not a filter per rule), the columns the rules
+    read (`GAP_READ`)."""
+
+    parts: dict[str, pl.DataFrame]
+    empty: pl.DataFrame
+
+    def of(self, bucket: str) -> pl.DataFrame:
+        """The gaps of `bucket`, in start order (the split keeps the order of the gaps: longest first)."""
+        part = self.parts.get(bucket)
+        return self.empty if part is None else part.sort("start_ns", maintain_order=True)
+
+
+def split_buckets(bucketed: pl.DataFrame) -> GapBuckets:
+    """`bucketed_gaps` → its `GapBuckets`."""
     read = [name for name in (*GAP_READ, "bucket") if name in bucketed.columns]
-    return (bucketed.select(read).filter(pl.col("bucket") == bucket).drop("bucket")
-            .sort("start_ns", maintain_order=True))
+    narrow = bucketed.select(read)
+    parts = narrow.partition_by("bucket", maintain_order=True, include_key=False, as_dict=True)
+    return GapBuckets({key[0]: part for key, part in parts.items()}, narrow.clear().drop("bucket"))
 
 
-def dataloader(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+def dataloader(inputs: FindingInputs, buckets: GapBuckets) -> list[Finding]:
     """GPU idle while the step waited for its next batch."""
-    gaps = _gaps_of(bucketed, "dataloader")
+    gaps = buckets.of("dataloader")
     if gaps.is_empty():
         return []
     total = int(gaps["duration_ns"].sum())
@@ -86,9 +103,9 @@ def dataloader(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
                                     "waits for it"),))]
 
 
-def sync(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+def sync(inputs: FindingInputs, buckets: GapBuckets) -> list[Finding]:
     """GPU idle while the CPU sat in a blocking call: name the op and its context."""
-    gaps = _gaps_of(bucketed, "sync")
+    gaps = buckets.of("sync")
     if gaps.is_empty():
         return []
     total = int(gaps["duration_ns"].sum())
@@ -118,9 +135,9 @@ def sync(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
                                     "drains"),))]
 
 
-def launch_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+def launch_bound(inputs: FindingInputs, buckets: GapBuckets) -> list[Finding]:
     """Runs of kernels shorter than their launch calls: the GPU drains faster than the CPU fills it."""
-    gaps = _gaps_of(bucketed, "launch_run")
+    gaps = buckets.of("launch_run")
     runs = inputs.small_kernel_runs
     if gaps.is_empty() or runs.is_empty():
         return []
@@ -169,9 +186,9 @@ def _graph_remedies(inputs: FindingInputs, runs: pl.DataFrame) -> tuple[Remedy, 
     return tuple(remedies)
 
 
-def host_bound(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+def host_bound(inputs: FindingInputs, buckets: GapBuckets) -> list[Finding]:
     """The GPU idle because the next launch came late (CPU work between kernels)."""
-    gaps = _gaps_of(bucketed, "host")
+    gaps = buckets.of("host")
     if gaps.is_empty():
         return []
     total = int(gaps["duration_ns"].sum())
@@ -222,10 +239,10 @@ def _replays_graphs(inputs: FindingInputs) -> bool:
     return bool(inputs.health.filter(pl.col("finding") == "cuda_graph_launches")["count"].sum())
 
 
-def queued(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+def queued(inputs: FindingInputs, buckets: GapBuckets) -> list[Finding]:
     """The GPU idle before work that was already launched: launch latency on the GPU side, or, for
     gaps of milliseconds, a wait on something the trace does not show."""
-    gaps = _gaps_of(bucketed, "queued")
+    gaps = buckets.of("queued")
     window = int(inputs.attribution["window_ns"].sum()) if inputs.attribution.height else 0
     total = int(gaps["duration_ns"].sum())
     if gaps.is_empty() or total < QUEUED_MIN_SHARE * window:
@@ -277,9 +294,9 @@ def _unqueue_remedies(inputs: FindingInputs, gaps: pl.DataFrame) -> tuple[Remedy
                               "(the rank's typical latency after it) allow"),)
 
 
-def warmup(inputs: FindingInputs, bucketed: pl.DataFrame) -> list[Finding]:
+def warmup(inputs: FindingInputs, buckets: GapBuckets) -> list[Finding]:
     """Warm-up, autotune and an outlying first step: left out of every gain, with a note."""
-    gaps = _gaps_of(bucketed, "excluded")
+    gaps = buckets.of("excluded")
     if gaps.is_empty():
         return []
     total = int(gaps["duration_ns"].sum())

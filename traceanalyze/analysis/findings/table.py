@@ -17,7 +17,7 @@ from traceanalyze.analysis.findings.inputs import FindingInputs
 if TYPE_CHECKING:
     from traceanalyze.analysis.job import JobAnalysis
 
-GapRule = Callable[[FindingInputs, pl.DataFrame], list[Finding]]
+GapRule = Callable[[FindingInputs, rules_gaps.GapBuckets], list[Finding]]
 Rule = Callable[[FindingInputs], list[Finding]]
 JobRule = Callable[["JobAnalysis"], list[tuple[int, Finding]]]  # (the rank it names, the finding)
 
@@ -57,9 +57,9 @@ def rank_findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -
     downgraded or removed what it makes uncertain, in the rules' order."""
     found: list[Finding] = []
     if inputs.gaps.height:
-        bucketed = bucketed_gaps(inputs) if bucketed is None else bucketed
+        buckets = rules_gaps.split_buckets(bucketed_gaps(inputs) if bucketed is None else bucketed)
         for gap_rule in GAP_RULES:
-            found.extend(gap_rule(inputs, bucketed))
+            found.extend(gap_rule(inputs, buckets))
     if inputs.roofline.height:
         read = [name for name in ROOFLINE_READ if name in inputs.roofline.columns]
         narrow = replace(inputs, roofline=inputs.roofline.select(read))  # a rule's filter copies what it keeps

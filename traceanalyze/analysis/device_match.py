@@ -89,26 +89,22 @@ def device_id_findings(trace: Trace, rank: int) -> list[tuple[str, int, str]]:
     """Health findings of one rank about device ids → `(finding, count, detail)`:
     `device_id_remapped` (GPU events' ids matched to another `deviceProperties` id) and
     `device_id_unmatched` (ids no entry could be matched to, while the trace has entries)."""
-    listed = trace.devices.filter(pl.col("rank") == rank)
-    if listed.is_empty():
+    listed = sorted(((device, name) for entry_rank, device, name in trace.devices.select("rank", "device", "name")
+                     .iter_rows() if entry_rank == rank), key=lambda entry: entry[0])
+    if not listed:
         return []  # `no_device_properties` says it
-    mapping = device_id_mapping(trace).filter(pl.col("rank") == rank)
-    used = sorted(
-        trace.gpu.select("rank", "device").filter(pl.col("rank") == rank)["device"].drop_nulls().unique().to_list()
-    )
-    listed_text = ", ".join(
-        f"{d} ({name or 'no name'})" for d, name in listed.sort("device").select("device", "name").iter_rows()
-    )
+    used_pairs = _used_devices(trace).drop_nulls()
+    mapping = [row for row in _id_mapping_rows(used_pairs, trace.devices) if row[0] == rank]
+    used = sorted(device for device_rank, device in used_pairs.iter_rows() if device_rank == rank)
+    listed_text = ", ".join(f"{d} ({name or 'no name'})" for d, name in listed)
     findings = []
-    remapped = mapping.filter(pl.col("remapped")).sort("device")
-    if remapped.height:
-        pairs = ", ".join(
-            f"device {d} → deviceProperties id {p}"
-            for d, p in remapped.select("device", "properties_device").iter_rows()
-        )
-        findings.append(("device_id_remapped", remapped.height,
+    remapped = sorted((device, target) for _, device, target, moved in mapping if moved)
+    if remapped:
+        pairs = ", ".join(f"device {d} → deviceProperties id {p}" for d, p in remapped)
+        findings.append(("device_id_remapped", len(remapped),
                          f"GPU events use ids that deviceProperties does not list ({listed_text}): matched {pairs}"))
-    unmatched = [d for d in used if d not in set(mapping["device"].to_list())]
+    mapped = {device for _, device, _, _ in mapping}
+    unmatched = [d for d in used if d not in mapped]
     if unmatched:
         findings.append(("device_id_unmatched", len(unmatched),
                          f"GPU events use device {', '.join(map(str, unmatched))}, which deviceProperties "

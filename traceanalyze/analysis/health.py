@@ -33,17 +33,22 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         rank = meta.rank
         gpu = of_rank(linked, rank)
         runtime = of_rank(runtimes, rank)
-        orphans = _count(gpu, pl.col("launch_start_ns").is_null())
+        # each table's counts in one query (a small rank's health was a dozen queries)
+        orphans, skewed = _counts(gpu, pl.col("launch_start_ns").is_null(),
+                                  pl.col("start_ns") < pl.col("launch_start_ns"))
         add(rank, "orphan_gpu_ops", orphans, "launch latency; kernel → op attribution",
             "GPU ops whose correlation id matches no runtime launch call")
-        unlaunched = _count(runtime, pl.col("kind").is_in(["launch", "graph_launch"])
-                            & ~pl.col("correlation").is_in(gpu["correlation"].drop_nulls().unique().implode()))
-        add(rank, "launches_without_gpu_work", unlaunched, "idle time and GPU busy time (GPU activity may be missing)",
-            "kernel launch calls with no GPU op of the same correlation id")
         launch_ids = pl.col("correlation").filter(
             pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null()
         )
-        ids, distinct = runtime.select(launch_ids.len(), launch_ids.n_unique().alias("distinct")).row(0)
+        launched = gpu["correlation"].drop_nulls().unique().implode()
+        unlaunched, graphs, ids, distinct = runtime.select(
+            (pl.col("kind").is_in(["launch", "graph_launch"]) & ~pl.col("correlation").is_in(launched)).sum(),
+            (pl.col("kind") == "graph_launch").sum().alias("graphs"),
+            launch_ids.len().alias("ids"), launch_ids.n_unique().alias("distinct")).row(0)
+        add(rank, "launches_without_gpu_work", unlaunched or 0,
+            "idle time and GPU busy time (GPU activity may be missing)",
+            "kernel launch calls with no GPU op of the same correlation id")
         add(rank, "repeated_correlation_ids", ids - distinct,
             "launch latency; kernel → op attribution (GPU ops of a repeated id link to its first launch call)",
             "launch, copy and set calls whose correlation id an earlier call of the rank already carries")
@@ -53,16 +58,14 @@ def trace_health(trace: Trace) -> pl.DataFrame:
         add(rank, "repeated_external_ids", ids - distinct,
             "kernel → op attribution of launches no op encloses (they link to the first op of their External id)",
             "CPU ops whose External id an earlier op of the rank already carries")
-        skewed = _count(gpu, pl.col("start_ns") < pl.col("launch_start_ns"))
         add(rank, "clock_skew", skewed,
             "launch latency and queue depth (these ops are left out of both); the cause of the idle gap "
             "before each of them (`other`, never `host` or `launch`)",
             "GPU ops that start before their launch call began (CPU/GPU clock skew)")
-        graphs = _count(runtime, pl.col("kind") == "graph_launch")
         add(
             rank,
             "cuda_graph_launches",
-            graphs,
+            graphs or 0,
             "launch latency (measured to the graph's first kernel); kernel → op attribution",
             "cudaGraphLaunch/hipGraphLaunch calls: one launch replays many kernels",
         )
@@ -94,6 +97,7 @@ def trace_health(trace: Trace) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=HEALTH_SCHEMA) if rows else pl.DataFrame(schema=HEALTH_SCHEMA)
 
 
-def _count(frame: pl.DataFrame, condition: pl.Expr) -> int:
-    """How many rows of `frame` meet `condition` (null counts as not), without copying them."""
-    return int(frame.select(condition.sum()).item() or 0)
+def _counts(frame: pl.DataFrame, *conditions: pl.Expr) -> list[int]:
+    """How many rows of `frame` meet each of `conditions` (null counts as not), without copying them."""
+    counted = frame.select(condition.sum().alias(f"c{k}") for k, condition in enumerate(conditions)).row(0)
+    return [int(count or 0) for count in counted]

@@ -78,8 +78,9 @@ class TraceTables:
         return column_by_column(combined, lambda column: column.rechunk())
 
     def finish(self, document: TraceDocument, *, path: Path, rank: int, rank_source: str) -> Trace:
-        def ranked(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
-            return frame.with_columns(pl.lit(rank, dtype=pl.Int32).alias("rank")).select(schema.names())
+        def ranked(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:  # one query: the rank, the order
+            return frame.select(pl.lit(rank, dtype=pl.Int32).alias(name) if name == "rank" else pl.col(name)
+                                for name in schema.names())
 
         skipped: Counter[str] = Counter()
         if self.malformed:

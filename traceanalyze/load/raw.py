@@ -61,8 +61,14 @@ def finish_chunk(
 
 def _distinct_values(frame: pl.DataFrame) -> list[str]:
     """The distinct event names and categories of a raw frame (what `_final_columns` maps)."""
-    columns = [frame[column].unique().drop_nulls() for column in ("name", "category") if column in frame.columns]
+    present = [column for column in ("name", "category") if column in frame.columns]
+    if frame.height <= DISTINCT_IN_PYTHON_MAX_ROWS:  # a small chunk's rows: no query a column
+        return [value for column in present for value in dict.fromkeys(frame[column].to_list()) if value is not None]
+    columns = [frame[column].unique().drop_nulls() for column in present]
     return [value for values in columns for value in values.to_list()]
+
+
+DISTINCT_IN_PYTHON_MAX_ROWS = 4096
 
 
 @functools.cache
@@ -146,8 +152,17 @@ def _without_skipped(name: str, frame: pl.DataFrame) -> tuple[pl.DataFrame, list
 
 
 def _split_texts(joined: list[pl.Series]) -> pl.Series:
+    """NUL-joined texts → one value per row, null where empty."""
+    values = [value for text in joined for value in text.to_list()]
+    if sum(len(value) for value in values if value) <= SPLIT_IN_PYTHON_MAX_CHARS:
+        # a small chunk's few texts split in Python: four queries a column cost more
+        return pl.Series([part or None for value in values
+                          for part in (value.split("\x00") if value is not None else (None,))], dtype=pl.String)
     texts = pl.concat(joined).str.split("\x00").explode()
     return pl.select(pl.when(texts.str.len_bytes() > 0).then(texts)).to_series()
+
+
+SPLIT_IN_PYTHON_MAX_CHARS = 1 << 20
 
 
 def _final_columns(name: str, names: list[str]) -> list[pl.Expr | str]:

@@ -96,6 +96,11 @@ def spans_of(frame: pl.DataFrame) -> tuple[tuple[int, int], ...]:
     """The `start_ns, end_ns` intervals of `frame`, the MAX_SPANS longest, in time order."""
     if frame.is_empty():
         return ()
+    if frame.height <= SPANS_IN_PYTHON_MAX_ROWS:  # a small rank's few gaps: no query
+        starts, ends = frame["start_ns"].to_list(), frame["end_ns"].to_list()
+        if None not in starts and None not in ends:
+            longest = sorted(zip(starts, ends), key=lambda span: (span[0] - span[1], span[0]))[:MAX_SPANS]
+            return tuple((int(start), int(end)) for start, end in sorted(longest))
     kept = (
         frame.select("start_ns", "end_ns")
         .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("length"))
@@ -103,6 +108,9 @@ def spans_of(frame: pl.DataFrame) -> tuple[tuple[int, int], ...]:
         .sort("start_ns")
     )
     return tuple((int(start), int(end)) for start, end in kept.select("start_ns", "end_ns").iter_rows())
+
+
+SPANS_IN_PYTHON_MAX_ROWS = 4096
 
 
 def findings_frame(rank: int, found: list[Finding], savings: Sequence[float | None] | None = None,

@@ -64,7 +64,8 @@ def fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
     number = {category: i for i, category in enumerate(distinct)}
     category_ids = pl.Series(list(map(number.__getitem__, categories)), dtype=pl.UInt32)
     codes = pl.Series([route(c, include_python) for c in distinct], dtype=pl.UInt8).gather(category_ids)
-    lowered = pl.Series([c.lower() if isinstance(c, str) else None for c in distinct], dtype=pl.String)
+    lowered_names = [c.lower() if isinstance(c, str) else None for c in distinct]
+    lowered = pl.Series(lowered_names, dtype=pl.String)
     # group the events by table, in event order: one stable sort of the codes
     order = codes.to_frame("code").with_row_index("index").sort("code", maintain_order=True)["index"]
     counts = codes.value_counts(sort=False).sort("")
@@ -94,7 +95,10 @@ def fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
             unread.extend(a for a in [e.args for e in subset] if a)
         if code == DROP:
             continue
-        category = lowered.gather(category_ids.gather(index))
+        if len(subset) <= CATEGORIES_IN_PYTHON_MAX_EVENTS:  # a small chunk's few: no query
+            category = pl.Series([lowered_names[number[e.cat]] for e in subset], dtype=pl.String)
+        else:
+            category = lowered.gather(category_ids.gather(index))
         if code == FLOW:
             frames["flows"] = _raw_flows(subset, category)
         elif code == CPU_OP:
@@ -104,6 +108,9 @@ def fast_chunk(events: list[FastEvent], include_python: bool) -> ChunkTables:
     if unread:
         _decode_args(unread, _objects_decoder)
     return finish_chunk(frames, texts, len(events), (len(no_phase), min(no_phase)) if no_phase else None)
+
+
+CATEGORIES_IN_PYTHON_MAX_EVENTS = 4096
 
 
 def _take(events: list[FastEvent], index: list[int]) -> list[FastEvent]:

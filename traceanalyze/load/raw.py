@@ -144,7 +144,8 @@ def _without_skipped(name: str, frame: pl.DataFrame) -> tuple[pl.DataFrame, list
     if name == "flows":
         return frame, []
     skipped: list[tuple[str, int, int]] = []
-    if frame["_skip"].max():  # UInt8: 0 when kept
+    marked = frame["_skip"]
+    if any(marked.to_list()) if len(marked) <= DISTINCT_IN_PYTHON_MAX_ROWS else marked.max():  # UInt8: 0 when kept
         counts = frame.filter(pl.col("_skip") > 0).group_by("_skip").agg(pl.len(), pl.col("seq").min())
         skipped = [(_SKIP_REASONS[code], count, first) for code, count, first in counts.iter_rows()]
         frame = frame.filter(pl.col("_skip") == 0)

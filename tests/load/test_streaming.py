@@ -274,6 +274,10 @@ def test_vectorised_to_ns_is_to_ns():
     for sample in (values, ints, values[:500] + ints[:500]):
         columns, _ = _times(sample, "ts")
         assert pl.DataFrame(columns).select(_ns("ts")).to_series().to_list() == [to_ns(v) for v in sample]
+    # a table without float times takes the plan without the float branch: the same values
+    columns, _ = _times(ints, "ts")
+    assert columns["ts_f"].null_count() == len(ints)
+    assert pl.DataFrame(columns).select(_ns("ts", False)).to_series().to_list() == [to_ns(v) for v in ints]
     with pytest.raises(_Fallback):
         _times(values[:10] + beyond[:1], "ts")
 
@@ -404,3 +408,11 @@ def test_make_big_trace_replicates_with_offsets(tmp_path):
     assert big.runtime["correlation"].drop_nulls().n_unique() == big.runtime["correlation"].drop_nulls().len()
     linked = big.gpu.join(big.runtime, on=["rank", "correlation"]).height
     assert linked >= copies * one.gpu.join(one.runtime, on=["rank", "correlation"]).height - one.gpu.height
+
+
+def test_only_the_times_written_as_floats_take_the_float_branch():
+    from traceanalyze.load import raw
+
+    frame = pl.DataFrame({"ts_f": pl.Series([None, None], dtype=pl.Float64), "dur_f": [None, 1.5]})
+    assert raw._float_times(frame) == frozenset({"dur"})
+    assert raw._float_times(frame.lazy()) == frozenset({"ts", "dur"})  # not read: both

@@ -40,7 +40,7 @@ def finish_chunk(
     from the frames when not given. Every table is finished by one plan, all of them collected
     together."""
     names = names if names is not None else {name: _distinct_values(frame) for name, frame in frames.items()}
-    plans = [_finish_plan(name, frame.lazy(), texts if name == "cpu_ops" else (), names[name])
+    plans = [_finish_plan(name, frame.lazy(), texts if name == "cpu_ops" else (), names[name], _float_times(frame))
              for name, frame in frames.items()]
     finished: dict[str, pl.DataFrame] = {}
     skipped: dict[str, tuple[int, int]] = {}
@@ -59,6 +59,15 @@ def finish_chunk(
     return ChunkTables(frames=finished, events=events, skipped=skipped, arguments=arguments)
 
 
+def _float_times(frame: pl.DataFrame | pl.LazyFrame) -> frozenset[str]:
+    """The time prefixes (`ts`, `dur`) of which a row of `frame` holds a float: all of them for a
+    lazy frame (not read); for a frame, its `_f` columns' null counts say (no query)."""
+    if isinstance(frame, pl.LazyFrame):
+        return frozenset(("ts", "dur"))
+    return frozenset(prefix for prefix in ("ts", "dur") if f"{prefix}_f" in frame.columns
+                     and frame.get_column(f"{prefix}_f").null_count() < frame.height)
+
+
 def _distinct_values(frame: pl.DataFrame) -> list[str]:
     """The distinct event names and categories of a raw frame (what `_final_columns` maps)."""
     present = [column for column in ("name", "category") if column in frame.columns]
@@ -72,11 +81,16 @@ DISTINCT_IN_PYTHON_MAX_ROWS = 4096
 
 
 @functools.cache
-def ns_expr(prefix: str) -> pl.Expr:
+def ns_expr(prefix: str, floats: bool = True) -> pl.Expr:
     """`to_ns` of the times `raw_times` kept, vectorised: integers × 1000; for a float, the k
     among round(µs × 1000) and its neighbours for which k / 1000 == µs (exactly `to_ns`'s order
     and rounding). The divisor is a column: polars divides by a scalar as a product with its
-    reciprocal, which is not the correctly rounded quotient that Python's k / 1000 is."""
+    reciprocal, which is not the correctly rounded quotient that Python's k / 1000 is.
+
+    `floats=False`: the table holds no float time of `prefix` (its `_f` column all null): the same
+    values, without the float branch (a small chunk's plan runs a third faster)."""
+    if not floats:
+        return pl.coalesce(pl.col(f"{prefix}_x"), pl.col(f"{prefix}_i") * 1000)
     ints, floats, exact = pl.col(f"{prefix}_i"), pl.col(f"{prefix}_f"), pl.col(f"{prefix}_x")
     nearest = (floats * 1000).round(0, mode="half_to_even").cast(pl.Int64, strict=False)
     thousand = floats * 0 + 1000.0
@@ -115,15 +129,16 @@ def _skip_reason() -> pl.Expr:
 
 
 def _finish_plan(name: str, raw: pl.LazyFrame, texts: tuple[pl.Series, ...] | tuple[InternedText, ...],
-                 names: list[str]) -> pl.LazyFrame:
+                 names: list[str], floats: frozenset[str] = frozenset(("ts", "dur"))) -> pl.LazyFrame:
     """A table's raw columns → its columns in the chunk schema, and for a table of timed events
     `_skip` (why a row is to be skipped, 0 when kept) and `seq` (`_without_skipped` reads them)."""
     if name == "flows":
-        flows = raw.with_columns(ns_expr("ts").alias("ts_ns"))
+        flows = raw.with_columns(ns_expr("ts", "ts" in floats).alias("ts_ns"))
         return flows.filter(pl.col("ts_ns").is_not_null() & pl.col("id").is_not_null()).select(
             CHUNK_SCHEMAS[name].names()
         )
-    frame = raw.with_columns(ns_expr("ts").alias("start_ns"), ns_expr("dur").alias("duration_ns"))
+    frame = raw.with_columns(ns_expr("ts", "ts" in floats).alias("start_ns"),
+                             ns_expr("dur", "dur" in floats).alias("duration_ns"))
     frame = frame.with_columns(_skip_reason())
     if name == "cpu_ops" and texts and isinstance(texts[0], InternedText):  # numbers, decoded after the filter
         frame = frame.with_columns(

@@ -128,6 +128,8 @@ def decode_chunk_arguments(frame: pl.DataFrame) -> tuple[pl.DataFrame, ArgumentT
     A training step repeats its ops, so each distinct combination of the four texts is decoded
     once (`_decoded_arguments`) and joined back to its rows."""
     keys = list(TEXT_COLUMNS)
+    if all(frame.get_column(column).null_count() == frame.height for column in keys):
+        return _without_arguments(frame)  # a trace recorded without shapes: nothing to decode
     distinct = frame.select(keys).unique()
     decoded, failed, impure = _decoded_arguments(distinct)
     names = {column: f"_decoded_{column}" for column in (*keys, "input_tensor_lists")}
@@ -182,12 +184,7 @@ def decode_interned_arguments(
     # column fail or count as impure
     distinct = {column: _used_only(distinct[column], frame[column]) for column in keys}
     if not any(len(distinct[column]) for column in keys):
-        nulls = {
-            column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists")
-        }
-        return (frame.select(nulls.get(column, column) for column in _CHUNK_CPU_COLUMNS),
-                ArgumentTexts(failed={column: False for column in keys}, texts={column: None for column in keys},
-                              height=frame.height))
+        return _without_arguments(frame)
     tallest = max(len(distinct[column]) for column in keys)
     # columns of one height (a null decodes to null), made from the few distinct texts as Python
     # values in one construction: a concat of series per column held the GIL several times longer
@@ -205,6 +202,15 @@ def decode_interned_arguments(
     )
     result = frame.select(by_row.get(column, column) for column in _CHUNK_CPU_COLUMNS)  # one query
     return result, ArgumentTexts(failed=failed, texts=kept, height=frame.height)
+
+
+def _without_arguments(frame: pl.DataFrame) -> tuple[pl.DataFrame, ArgumentTexts]:
+    """The decoded frame of a chunk whose rows hold no shape argument: every argument column null."""
+    keys = list(TEXT_COLUMNS)
+    nulls = {column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists")}
+    return (frame.select(nulls.get(column, column) for column in _CHUNK_CPU_COLUMNS),
+            ArgumentTexts(failed={column: False for column in keys}, texts={column: None for column in keys},
+                          height=frame.height))
 
 
 def _used_only(texts: pl.Series, ids: pl.Series) -> pl.Series:

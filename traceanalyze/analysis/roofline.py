@@ -67,13 +67,15 @@ class PeakOverrides:
     force_device_file: bool = False  # use a device file even when it describes another device
 
 
-def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None) -> list[PeakChoice]:
+def choose_peaks(trace: Trace, overrides: PeakOverrides | None = None,
+                 matched: pl.DataFrame | None = None) -> list[PeakChoice]:
     """Peaks for every device with GPU work: a device file when given, else the datasheet entry
     matching the trace's deviceProperties (`matched_devices`: ids matched; a missing or generic
     name resolved by SM/CU count and memory); `--peak-flops`/`--peak-bandwidth` then replace those
-    figures (both are needed for a device we do not know)."""
+    figures (both are needed for a device we do not know). `matched`: `matched_devices(trace)`
+    when the caller has it."""
     overrides = overrides or PeakOverrides()
-    named = matched_devices(trace)
+    named = matched_devices(trace) if matched is None else matched
     if overrides.device_file is not None and not overrides.force_device_file:
         mismatches = device_file_mismatches(trace, overrides.device_file)
         if mismatches:

@@ -110,6 +110,7 @@ class StartedRank:
     notes: tuple[str, ...]
     window: Window
     peaks: tuple[PeakChoice, ...]
+    devices: pl.DataFrame  # `matched_devices` of the trace
 
 
 def started_rank(trace: Trace, options: ReportOptions) -> StartedRank:
@@ -142,14 +143,15 @@ def started_rank(trace: Trace, options: ReportOptions) -> StartedRank:
             else f"no GPU events in this trace ({meta.device_family} runtime calls, but no device work recorded): "
                  "only the CPU side is reported"
         )
-    peaks = roofline.choose_peaks(trace, options.peaks)
+    devices = matched_devices(trace)
+    peaks = roofline.choose_peaks(trace, options.peaks, devices)
     for choice in peaks:
         if choice.peaks is None:
             notes.append(
                 f"device {choice.device} ({choice.device_name or 'no deviceProperties'}) is not in the peak table: "
                 "give both --peak-flops and --peak-bandwidth (or --device-file) for the roofline"
             )
-    return StartedRank(trace=trace, notes=tuple(notes), window=window, peaks=tuple(peaks))
+    return StartedRank(trace=trace, notes=tuple(notes), window=window, peaks=tuple(peaks), devices=devices)
 
 
 def batches(started: list[StartedRank]) -> list[list[int]]:
@@ -273,7 +275,7 @@ def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: Report
         job_identity=job_identity(meta),
         has_gpu=trace.gpu.height > 0,
         notes=start.notes,
-        devices=_devices(trace),
+        devices=start.devices.lazy().drop("properties_device").sort("device").collect(),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=start.peaks,
         roofline=per_kernel,
@@ -415,10 +417,6 @@ def _copied(frame: pl.DataFrame) -> pl.DataFrame:
     frame.write_ipc(buffer)
     buffer.seek(0)
     return pl.read_ipc(buffer)
-
-
-def _devices(trace: Trace) -> pl.DataFrame:
-    return matched_devices(trace).drop("properties_device").sort("device")
 
 
 def _top_cpu_ops(trace: Trace, limit: int = 15) -> pl.DataFrame:

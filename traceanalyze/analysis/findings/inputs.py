@@ -30,6 +30,7 @@ class FindingInputs:
     cpu_steps: pl.DataFrame | None = None  # trace.steps of this rank (ProfilerStep spans, after --skip-steps)
     skipped_steps: int = 0  # ProfilerSteps already left out by --skip-steps (analysis.skip_steps)
     fusion_runs: pl.DataFrame | None = None  # attribution.fusion_opportunities: each chain occurrence (the remedies)
+    training: bool | None = None  # run_context.recorded_training(cpu_ops), once known (None: not yet)
 
 
 def column(frame: pl.DataFrame, *names: str) -> str:

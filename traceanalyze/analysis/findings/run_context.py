@@ -38,8 +38,7 @@ class RunContext:
 
 def run_context(inputs: FindingInputs) -> RunContext:
     """The run of `inputs` (training when any backward op or optimizer step was recorded)."""
-    names = inputs.cpu_ops["name"] if "name" in inputs.cpu_ops.columns else pl.Series([], dtype=pl.String)
-    training = bool(names.len()) and bool(contains(names, TRAINING_OPS).fill_null(False).any())
+    training = recorded_training(inputs.cpu_ops) if inputs.training is None else inputs.training
     family = inputs.device_family
     vendor = (inputs.peaks.display_name or "").split()[0] if inputs.peaks and inputs.peaks.display_name else ""
     if family == "ROCm" or vendor == "AMD":
@@ -49,6 +48,12 @@ def run_context(inputs: FindingInputs) -> RunContext:
     if family in ("CUDA", "none") or vendor == "NVIDIA":
         return RunContext(training, "CUDA", "GPU", "tensor cores", "cuBLAS", "cuda")
     return RunContext(training, family, "accelerator", "matrix units", "the vendor's GEMM library", "cuda")
+
+
+def recorded_training(cpu_ops: pl.DataFrame) -> bool:
+    """Whether any backward op or optimizer step was recorded (`TRAINING_OPS`)."""
+    names = cpu_ops["name"] if "name" in cpu_ops.columns else pl.Series([], dtype=pl.String)
+    return bool(names.len()) and bool(contains(names, TRAINING_OPS).fill_null(False).any())
 
 
 def inductor_share(rows: pl.DataFrame) -> float:

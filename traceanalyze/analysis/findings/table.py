@@ -13,6 +13,7 @@ from traceanalyze.analysis.findings import kernel_claims, rules_gaps, rules_job,
 from traceanalyze.analysis.findings.finding import FINDINGS_SCHEMA, Finding, findings_frame, ranked
 from traceanalyze.analysis.findings.gap_buckets import bucketed_gaps
 from traceanalyze.analysis.findings.inputs import FindingInputs
+from traceanalyze.analysis.findings.run_context import recorded_training
 
 if TYPE_CHECKING:
     from traceanalyze.analysis.job import JobAnalysis
@@ -56,6 +57,8 @@ def rank_findings(inputs: FindingInputs, bucketed: pl.DataFrame | None = None) -
     """The `Finding`s of one rank (their `remedies` kept, for the replay), after trace health has
     downgraded or removed what it makes uncertain, in the rules' order."""
     found: list[Finding] = []
+    if inputs.training is None:  # read once, not by each rule that words its advice by it
+        inputs = replace(inputs, training=recorded_training(inputs.cpu_ops))
     if inputs.gaps.height:
         buckets = rules_gaps.split_buckets(bucketed_gaps(inputs) if bucketed is None else bucketed)
         for gap_rule in GAP_RULES:

@@ -167,18 +167,22 @@ def tf32_figures(table: pl.DataFrame) -> Tf32Figures | None:
     """The `Tf32Figures` of the FP32 matmul-like rows of `table` (`tf32_peak_flops_per_s` set)."""
     if "tf32_peak_flops_per_s" not in table.columns:
         return None
-    fp32 = table.filter(pl.col("tf32_peak_flops_per_s").is_not_null() & (pl.col("total_ns") > 0))
-    if fp32.is_empty():
+    fp32 = pl.col("tf32_peak_flops_per_s").is_not_null() & (pl.col("total_ns") > 0)
+    rows, at_tf32, total_ns, peak = table.select(  # one query
+        fp32.sum(), (pl.col("flops") / pl.col("tf32_peak_flops_per_s")).filter(fp32).sum().alias("at"),
+        pl.col("total_ns").filter(fp32).sum().alias("total"),
+        pl.col("tf32_peak_flops_per_s").filter(fp32).max().alias("peak")).row(0)
+    if not rows:
         return None
-    at_tf32 = (fp32["flops"] / fp32["tf32_peak_flops_per_s"]).sum() * 1e9
-    return Tf32Figures(total_ns=fp32["total_ns"].sum(), peak_flops_per_s=fp32["tf32_peak_flops_per_s"].max(),
-                       share=at_tf32 / fp32["total_ns"].sum())
+    return Tf32Figures(total_ns=total_ns, peak_flops_per_s=peak, share=at_tf32 * 1e9 / total_ns)
 
 
 def roof_notes(table: pl.DataFrame) -> RoofNotes:
     """The `RoofNotes` of the kernel rows in `table`."""
-    above = table["pct_of_roof"].fill_null(0) > 1
-    copy = table["bound"].cast(pl.String) == "memcpy"
-    return RoofNotes(kernel_above_roof=bool((above & ~copy).any()), copy_above_roof=bool((above & copy).any()),
-                     tf32=tf32_figures(table),
-                     no_roof_reasons=tuple(table["no_roof_reason"].drop_nulls().unique().sort().to_list()))
+    above = pl.col("pct_of_roof").fill_null(0) > 1
+    copy = pl.col("bound").cast(pl.String) == "memcpy"
+    kernel, copied, reasons = table.select(  # one query
+        (above & ~copy).any().alias("kernel"), (above & copy).any().alias("copy"),
+        pl.col("no_roof_reason").drop_nulls().unique().sort().implode().alias("reasons")).row(0)
+    return RoofNotes(kernel_above_roof=bool(kernel), copy_above_roof=bool(copied), tf32=tf32_figures(table),
+                     no_roof_reasons=tuple(reasons))

@@ -146,14 +146,19 @@ def idle_by_cause(gap_frames: Sequence[pl.DataFrame], device_windows: int) -> di
     return {cause: value / windows for cause, value in totals.items()}
 
 
-def latency_figures(stats: pl.DataFrame, metric: str) -> LatencyFigures:
-    """`metric`'s row of a `launch.latency_stats` frame."""
-    row = stats.filter(pl.col("metric") == metric)
-    if row.is_empty() or row["count"][0] == 0:
-        return LatencyFigures(0, None, None, None, None, None)
-    values = row.row(0, named=True)
-    return LatencyFigures(int(values["count"]), values["mean"], values["p50"], values["p90"], values["p99"],
-                          values["max"])
+def latency_figures(stats: pl.DataFrame) -> dict[str, LatencyFigures]:
+    """Each of `LATENCY_METRICS` → its (first) row of a `launch.latency_stats` frame, zero counts
+    where it has none (the frame's few rows read once, not filtered per metric)."""
+    rows: dict[str, dict] = {}
+    for row in stats.iter_rows(named=True):
+        rows.setdefault(row["metric"], row)
+    figures = {}
+    for metric in LATENCY_METRICS:
+        values = rows.get(metric)
+        figures[metric] = (LatencyFigures(0, None, None, None, None, None) if values is None or values["count"] == 0
+                           else LatencyFigures(int(values["count"]), values["mean"], values["p50"], values["p90"],
+                                               values["p99"], values["max"]))
+    return figures
 
 
 def small_kernel_summary(small_kernels: pl.DataFrame) -> SmallKernelSummary:
@@ -174,7 +179,7 @@ def summarise(idle_frames: Sequence[pl.DataFrame], attribution_frames: Sequence[
         window=window,
         attribution=attribution_summary(attribution_frames),
         idle_by_cause_ns=idle_by_cause(gap_frames, window.device_windows),
-        latency={metric: latency_figures(latency_stats, metric) for metric in LATENCY_METRICS},
+        latency=latency_figures(latency_stats),
     )
 
 

@@ -30,7 +30,10 @@ def deepest_queue(queue: pl.DataFrame) -> dict[str, Any] | None:
     """The stream whose launch queue grew deepest (ties: the first stream); None without a queue."""
     if not queue.height:
         return None
-    return queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)
+    rows = list(queue.iter_rows(named=True))  # a rank's few streams: no query
+    if any(row["max_depth"] is None for row in rows):
+        return queue.sort("max_depth", descending=True, maintain_order=True).row(0, named=True)
+    return max(rows, key=lambda row: row["max_depth"])  # the first of the deepest
 
 
 @dataclass(frozen=True)

@@ -268,15 +268,21 @@ def launch_rows(trace: Trace) -> pl.Series:
     launched it: the first launch, graph launch, copy or set call of its rank with its
     correlation id; null for orphans. `Trace.launch_rows` keeps it, so the join runs once."""
     launches = (
-        trace.runtime.select("rank", "correlation", "kind")
+        trace.runtime.lazy().select("rank", "correlation", "kind")
         .with_row_index("runtime_row")
         .filter(pl.col("kind").is_in(LAUNCH_KINDS) & pl.col("correlation").is_not_null())
         .drop("kind")
     )
-    ops = trace.gpu.select("rank", "correlation")
-    keys = join_keys(ops, launches, ("rank", "correlation"))  # one rank: on correlation alone
+    ops = trace.gpu.lazy().select("rank", "correlation")
+    if len(trace.meta) == 1:  # one rank: on correlation alone, in one query
+        keys = ["correlation"]
+    else:
+        known_launches, known_ops = launches.collect(), ops.collect()
+        keys = join_keys(known_ops, known_launches, ("rank", "correlation"))
+        launches, ops = known_launches.lazy(), known_ops.lazy()
     first = launches.filter(first_of_keys(keys))
-    return ops.join(first.select(*keys, "runtime_row"), on=keys, how="left", maintain_order="left")["runtime_row"]
+    return (ops.join(first.select(*keys, "runtime_row"), on=keys, how="left", maintain_order="left")
+            .collect()["runtime_row"])
 
 
 LAUNCH_COLUMNS = ("launch_name", "launch_kind", "launch_start_ns", "launch_end_ns", "launch_pid", "launch_tid",

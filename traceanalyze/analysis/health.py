@@ -69,7 +69,7 @@ def trace_health(trace: Trace) -> pl.DataFrame:
             "launch latency (measured to the graph's first kernel); kernel → op attribution",
             "cudaGraphLaunch/hipGraphLaunch calls: one launch replays many kernels",
         )
-        steps = trace.steps.filter(pl.col("rank") == rank).height
+        steps = of_rank(trace.steps, rank).height
         if steps == 0:
             add(
                 rank, "no_profiler_steps", 1, "per-step breakdown and step time", "no ProfilerStep#N spans in the trace"
@@ -92,7 +92,8 @@ def trace_health(trace: Trace) -> pl.DataFrame:
             add(rank, "distributed_rank_not_used", 1, "which file is which rank",
                 f"distributedInfo says rank {declared}, but the folder's files do not all carry distinct "
                 f"distributedInfo ranks: rank {rank} comes from the {meta.rank_source}")
-        for reason, count in trace.skipped.filter(pl.col("rank") == rank).select("reason", "count").iter_rows():
+        skipped = of_rank(trace.skipped, rank)
+        for reason, count in zip(skipped["reason"].to_list(), skipped["count"].to_list()):
             add(rank, "malformed_events_skipped", count, "nothing computed from them", reason)
     return pl.DataFrame(rows, schema=HEALTH_SCHEMA) if rows else pl.DataFrame(schema=HEALTH_SCHEMA)
 

@@ -190,8 +190,7 @@ def _final_columns(name: str, names: list[str]) -> list[pl.Expr | str]:
     external_id = pl.coalesce("external_id", "external_id_old").alias("external_id")
     if name == "gpu":
         communication = [n for n in names if _kernel_kind(n) == "communication"]
-        kinds = {c: _category_kind(c) for c in names}
-        category_kind = pl.col("category").replace_strict(kinds, default=None, return_dtype=pl.String)
+        category_kind = _mapped("category", {c: _category_kind(c) for c in names}, pl.String)
         return [
             pl.coalesce(_int32("device_arg"), _int32("pid_int"), 0).alias("device"),
             pl.coalesce("stream_arg", "stream_tid", 0).alias("stream"),
@@ -213,9 +212,8 @@ def _final_columns(name: str, names: list[str]) -> list[pl.Expr | str]:
         return [
             "pid",
             "tid",
-            pl.col("category")
-            .replace_strict(classify.CPU_OP_CATEGORIES)
-            .cast(CPU_OPS_SCHEMA["category"])
+            # every row's category is one of these: the table's events were routed by it (`chunk.route`)
+            _mapped("category", classify.CPU_OP_CATEGORIES, pl.String).cast(CPU_OPS_SCHEMA["category"])
             .alias("category"),
             event_name,
             *times,
@@ -271,7 +269,17 @@ def _blocks_host(name: str) -> bool:
 
 def _by_name(names: list[str], rule, dtype: pl.DataType) -> pl.Expr:
     """A value computed from each distinct name with the general path's rule."""
-    mapping = {name: rule(name) for name in names}
-    return pl.col("name").replace_strict(mapping, default=None, return_dtype=dtype)
+    return _mapped("name", {name: rule(name) for name in names}, dtype)
+
+
+def _mapped(column: str, mapping: dict[str, object], dtype: pl.DataType) -> pl.Expr:
+    """`column`'s value looked up in `mapping` (null where absent): what `replace_strict(mapping,
+    default=None)` gives, a quarter of its time (0.2 against 0.8 ms a small chunk's table): each
+    value's place among the keys (an Enum of them), then the value at that place."""
+    keys = list(mapping)
+    if not keys:
+        return pl.repeat(None, pl.len(), dtype=dtype)
+    places = pl.col(column).cast(pl.String).cast(pl.Enum(keys), strict=False).to_physical()
+    return pl.lit(pl.Series([mapping[key] for key in keys], dtype=dtype)).gather(places)
 
 

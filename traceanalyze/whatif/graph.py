@@ -191,7 +191,7 @@ class _Edges:
 
 def _kind_code(runtime: pl.DataFrame) -> np.ndarray:
     """Each call's `kind` as its index in `model.RUNTIME_KINDS` (the Enum's physical value)."""
-    return runtime["kind"].to_physical().fill_null(-1).to_numpy().astype(np.int64)
+    return _i64(runtime["kind"].to_physical())
 
 
 def _calls(runtime: pl.DataFrame, launch_rows: np.ndarray) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
@@ -216,7 +216,7 @@ def _launcher(trace: Trace, n_gpu: int) -> np.ndarray:
     """Per GPU op, the runtime row of its launch call, -1 for an orphan."""
     if n_gpu == 0:
         return np.zeros(0, np.int64)
-    return trace.launch_rows.cast(pl.Int64).fill_null(-1).to_numpy().astype(np.int64, copy=True)
+    return _i64(trace.launch_rows)
 
 
 def _launch_latency(start, gpu_ids, launcher, held) -> int:

@@ -22,13 +22,14 @@ def with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     if ops.is_empty():
         return ops
     threads = varying_keys(ops, ("pid", "tid"))  # most traces have one process: not keyed on
-    ordered = ops.select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
+    ordered = ops.lazy().select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
         [*threads, "start_ns", "end_ns"], descending=[*[False] * len(threads), False, True]
-    )
+    ).collect()
     _native = compiled()
-    if ordered.height <= PYTHON_NESTING_MAX_OPS and not ordered.select("start_ns", "end_ns").null_count().sum_horizontal()[0]:
-        parent_position, depth = nesting_in_python(ordered)
-    elif _native is None or ordered.height < NATIVE_NESTING_MIN_OPS:
+    if (ordered.height <= PYTHON_NESTING_MAX_OPS and not ordered["start_ns"].null_count()
+            and not ordered["end_ns"].null_count()):
+        return _nested_in_python(ops, ordered)
+    if _native is None or ordered.height < NATIVE_NESTING_MIN_OPS:
         parent_position, depth = nesting_vectorised(ordered)
     else:
         parent_position, depth = nesting_native(_native, ordered)
@@ -48,7 +49,25 @@ NATIVE_NESTING_MIN_OPS = 100_000  # fewer ops nest as fast in polars, without im
 PYTHON_NESTING_MAX_OPS = 2000
 
 
+def _nested_in_python(ops: pl.DataFrame, ordered: pl.DataFrame) -> pl.DataFrame:
+    """`ops` with the depth and parent of the `_stack_walk` of its few ops in `ordered` (one query)."""
+    parents, depths = _stack_walk(ordered)
+    op_ids = ordered["op_id"].to_list()
+    place = {op_id: position for position, op_id in enumerate(op_ids)}
+    rows = [place[op_id] for op_id in ops["op_id"].to_list()]
+    return ops.with_columns(
+        pl.Series("depth", [depths[row] for row in rows], dtype=pl.Int32),
+        pl.Series("parent_id", [None if parents[row] is None else op_ids[parents[row]] for row in rows],
+                  dtype=pl.Int64))
+
+
 def nesting_in_python(ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """The stack walk as a Python loop (`_stack_walk`): each op's parent's position and its depth."""
+    parents, depths = _stack_walk(ordered)
+    return pl.Series(parents, dtype=pl.Int64), pl.Series(depths, dtype=pl.Int64)
+
+
+def _stack_walk(ordered: pl.DataFrame) -> tuple[list[int | None], list[int]]:
     """The stack walk as a Python loop, for a few ops (no null start or end): pop the ops of the
     stack that end before the op's threshold, max(end, start + 1); the top is its parent."""
     pids, tids, starts, ends = (ordered[name].to_list() for name in ("pid", "tid", "start_ns", "end_ns"))
@@ -65,7 +84,7 @@ def nesting_in_python(ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
         parents.append(stack[-1] if stack else None)
         depths.append(depths[stack[-1]] + 1 if stack else 0)
         stack.append(position)
-    return pl.Series(parents, dtype=pl.Int64), pl.Series(depths, dtype=pl.Int64)
+    return parents, depths
 
 
 def _thread_starts(ordered: pl.DataFrame) -> pl.DataFrame:

@@ -22,9 +22,9 @@ def with_nesting(ops: pl.DataFrame) -> pl.DataFrame:
     if ops.is_empty():
         return ops
     threads = varying_keys(ops, ("pid", "tid"))  # most traces have one process: not keyed on
-    ordered = ops.lazy().select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
+    ordered = ops.select("op_id", "pid", "tid", "start_ns", "end_ns").sort(
         [*threads, "start_ns", "end_ns"], descending=[*[False] * len(threads), False, True]
-    ).collect()
+    )
     _native = compiled()
     if (ordered.height <= PYTHON_NESTING_MAX_OPS and not ordered["start_ns"].null_count()
             and not ordered["end_ns"].null_count()):

@@ -275,7 +275,7 @@ def finished(start: StartedRank, parts: dict[str, pl.DataFrame], options: Report
         job_identity=job_identity(meta),
         has_gpu=trace.gpu.height > 0,
         notes=start.notes,
-        devices=start.devices.lazy().drop("properties_device").sort("device").collect(),
+        devices=start.devices.drop("properties_device").sort("device"),
         cpu_steps=trace.steps.select("step", "duration_ns"),
         peaks=start.peaks,
         roofline=per_kernel,

@@ -284,10 +284,12 @@ def test_queue_depth_applies_starts_before_launches_at_equal_times(tmp_path, far
                         "stream").equals(depth.select("rank", "device", "stream").sort("rank", "device", "stream"))
 
 
-def test_queue_summary_one_stream_at_a_time_matches_the_whole_timeline(tmp_path):
-    """`queue_summary` builds each stream's timeline on its own; summed from `queue_depth` (every
-    stream's timeline at once) the figures are the same, on two devices and three streams with
-    launches queued behind each other and equal times."""
+@pytest.mark.parametrize("one_query_max_ops", [launch.ONE_QUERY_MAX_OPS, -1])  # one query; a stream at a time
+def test_queue_summary_one_stream_at_a_time_matches_the_whole_timeline(tmp_path, monkeypatch, one_query_max_ops):
+    """`queue_summary` (every stream in one query, or each stream's timeline on its own), summed
+    from `queue_depth` (every stream's timeline): the same figures, on two devices and three
+    streams with launches queued behind each other and equal times."""
+    monkeypatch.setattr(launch, "ONE_QUERY_MAX_OPS", one_query_max_ops)
     b = TraceBuilder(devices=2)
     for i in range(40):
         device, stream = (0, 7 + i % 2) if i % 3 else (1, 9)

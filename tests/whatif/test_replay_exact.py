@@ -326,12 +326,16 @@ def test_unqueued_work_starts_right_after_its_stream_and_no_later_than_the_typic
     assert gpu_times(trace, [slower, unqueued]) == [(10, 40), (40, 50)]
 
 
-@given(st.lists(st.tuples(st.sampled_from([-1, 0, 3, 7, 2**40]), st.sampled_from([-1, 1, 5, 9])), max_size=30))
-def test_lane_index_numbers_the_distinct_keys_in_order(keys):
+@pytest.mark.parametrize("in_numpy_max_rows", [4096, -1])  # numpy for a few rows, polars for many
+@given(keys=st.lists(st.tuples(st.sampled_from([-1, 0, 3, 7, 2**40]), st.sampled_from([-1, 1, 5, 9])), max_size=30))
+def test_lane_index_numbers_the_distinct_keys_in_order(in_numpy_max_rows, keys):
     """Each (a, b) key → its place among the distinct keys sorted by a, then b (threads, streams)."""
+    from unittest import mock
+
     from traceanalyze.whatif import graph
 
-    index, distinct = graph._lane_index(np.array(keys, dtype=np.int64).reshape(len(keys), 2))
+    with mock.patch.object(graph, "LANES_IN_NUMPY_MAX_ROWS", in_numpy_max_rows):
+        index, distinct = graph._lane_index(np.array(keys, dtype=np.int64).reshape(len(keys), 2))
     assert distinct == sorted(set(keys))
     assert index.dtype == np.int64 and index.tolist() == [distinct.index(key) for key in keys]
 

@@ -207,7 +207,7 @@ def queue_depth(trace: Trace) -> pl.DataFrame:
     skew) are left out, so the depth is never negative."""
     timelines = [
         timeline.with_columns(stream).select(*STREAM, "time_ns", "depth")
-        for stream, timeline in _stream_timelines(trace)
+        for stream, timeline in _stream_timelines(_queued_ops(trace))
     ]
     if timelines:
         return pl.concat(timelines, rechunk=True)
@@ -217,36 +217,53 @@ def queue_depth(trace: Trace) -> pl.DataFrame:
 def queue_summary(trace: Trace, *, full_depth: int = QUEUE_FULL_DEPTH) -> pl.DataFrame:
     """Per stream → `rank, device, stream, max_depth, mean_depth, time_at_full_ns` where mean
     depth is time-weighted over the stream's queue timeline and `time_at_full_ns` is the time
-    spent with `full_depth` (1024: the launch queue is full) or more ops waiting. Every stream's
-    timeline in one query (a query or more a stream cost a small rank of a batch 1 ms; `queue_depth`
-    builds them one at a time, with the same depths)."""
-    ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).select(
-        *STREAM, "launch_start_ns", "start_ns").filter(pl.col("start_ns") > pl.col("launch_start_ns"))
+    spent with `full_depth` (1024: the launch queue is full) or more ops waiting. Up to
+    `ONE_QUERY_MAX_OPS` queued ops (a rank, or small ranks analysed together), every stream's
+    timeline in one query (a query or more a stream cost a small rank of a batch 1 ms); more, one
+    stream's timeline at a time, as `queue_depth` builds them (a sort by one integer key each: the
+    one query's sort by stream and time took four times as long on 2 M ops). The same figures."""
+    ops = _queued_ops(trace)
     if ops.is_empty():
         return pl.DataFrame(schema={**trace.gpu.select(STREAM).schema, "max_depth": pl.Int64,
                                     "mean_depth": pl.Float64, "time_at_full_ns": pl.Int64})
+    if ops.height > ONE_QUERY_MAX_OPS:
+        return pl.concat([timeline.select(*stream, *_queue_figures(full_depth))
+                          for stream, timeline in _stream_timelines(ops)], rechunk=True)
     changes = pl.concat([  # −1 at each start, +1 at each launch; at equal times starts first
         ops.lazy().select(*STREAM, pl.col("start_ns").alias("time_ns"), pl.lit(-1, pl.Int64).alias("delta")),
         ops.lazy().select(*STREAM, pl.col("launch_start_ns").alias("time_ns"), pl.lit(1, pl.Int64).alias("delta")),
     ])
-    held = (pl.col("time_ns").shift(-1).over(STREAM) - pl.col("time_ns")).fill_null(0)
     return (
         changes.sort(*STREAM, "time_ns", "delta", nulls_last=False)
-        .with_columns(pl.col("delta").cum_sum().over(STREAM).alias("depth"), held.alias("held"))
+        .with_columns(pl.col("delta").cum_sum().over(STREAM).alias("depth"))
         .group_by(STREAM, maintain_order=True)  # streams in order, nulls first
-        .agg(pl.col("depth").max().alias("max_depth"),
-             ((pl.col("depth") * pl.col("held")).sum() / pl.col("held").sum()).alias("mean_depth"),
-             pl.col("held").filter(pl.col("depth") >= full_depth).sum().alias("time_at_full_ns"))
+        .agg(*_queue_figures(full_depth))
         .collect()
     )
 
 
-def _stream_timelines(trace: Trace):
-    """Each stream's queue timeline, streams in order: (its `STREAM` values as literal columns,
-    `time_ns, depth` after each change). At equal times, starts (−1) are applied before launches
-    (+1)."""
-    ops = linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).select(
+ONE_QUERY_MAX_OPS = 100_000
+
+
+def _queue_figures(full_depth: int) -> list[pl.Expr]:
+    """max_depth, mean_depth and time_at_full_ns of one stream's `time_ns, depth` timeline (each
+    depth held until the next change)."""
+    held = (pl.col("time_ns").shift(-1) - pl.col("time_ns")).fill_null(0)
+    return [pl.col("depth").max().alias("max_depth"),
+            ((pl.col("depth") * held).sum() / held.sum()).alias("mean_depth"),
+            held.filter(pl.col("depth") >= full_depth).sum().alias("time_at_full_ns")]
+
+
+def _queued_ops(trace: Trace) -> pl.DataFrame:
+    """`STREAM`, launch_start_ns, start_ns of the GPU ops that started after their launch began."""
+    return linked_gpu(trace, (*STREAM, "start_ns"), launch=("launch_start_ns",)).select(
         *STREAM, "launch_start_ns", "start_ns").filter(pl.col("start_ns") > pl.col("launch_start_ns"))
+
+
+def _stream_timelines(ops: pl.DataFrame):
+    """Each stream's queue timeline of the queued `ops`, streams in order: (its `STREAM` values as
+    literal columns, `time_ns, depth` after each change). At equal times, starts (−1) are applied
+    before launches (+1)."""
     if ops.is_empty():
         return
     schema = ops.schema

@@ -75,8 +75,16 @@ def _lane_index(keys: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Index of each row's (a, b) key among the distinct keys (in sorted order), and the keys."""
     if len(keys) == 0:
         return np.zeros(0, np.int64), []
-    distinct, index = np.unique(keys, axis=0, return_inverse=True)  # rows sorted by a, then b
-    return index.reshape(-1).astype(np.int64), [(int(a), int(b)) for a, b in distinct]
+    if len(keys) <= LANES_IN_NUMPY_MAX_ROWS:  # a small rank's rows: no query (numpy's row sort is slow on millions)
+        distinct, index = np.unique(keys, axis=0, return_inverse=True)  # rows sorted by a, then b
+        return index.reshape(-1).astype(np.int64), [(int(a), int(b)) for a, b in distinct]
+    frame = pl.DataFrame({"a": keys[:, 0], "b": keys[:, 1]})
+    index = frame.select(pl.struct("a", "b").rank("dense") - 1).to_series().to_numpy().astype(np.int64)
+    distinct = frame.unique().sort("a", "b")
+    return index, [(int(a), int(b)) for a, b in distinct.iter_rows()]
+
+
+LANES_IN_NUMPY_MAX_ROWS = 4096
 
 
 def _chain(lane: np.ndarray, start: np.ndarray, end: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -207,7 +207,8 @@ def decode_interned_arguments(
 def _without_arguments(frame: pl.DataFrame) -> tuple[pl.DataFrame, ArgumentTexts]:
     """The decoded frame of a chunk whose rows hold no shape argument: every argument column null."""
     keys = list(TEXT_COLUMNS)
-    nulls = {column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column) for column in (*keys, "input_tensor_lists")}
+    nulls = {column: pl.lit(None, dtype=CPU_OPS_SCHEMA[column]).alias(column)
+             for column in (*keys, "input_tensor_lists")}
     return (frame.select(nulls.get(column, column) for column in _CHUNK_CPU_COLUMNS),
             ArgumentTexts(failed={column: False for column in keys}, texts={column: None for column in keys},
                           height=frame.height))

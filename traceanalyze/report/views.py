@@ -19,7 +19,8 @@ def named_idle(idle: pl.DataFrame, devices: pl.DataFrame) -> pl.DataFrame:
         return idle.join(devices.select("rank", "device", "name"), on=["rank", "device"], how="left")
     # a rank's few devices looked up in Python: a join cost more (0.7 ms a rank of a job's JSON)
     names = dict(zip(keys, devices["name"].to_list()))
-    looked_up = [None if None in key else names.get(key) for key in zip(idle["rank"].to_list(), idle["device"].to_list())]
+    looked_up = [None if None in key else names.get(key)
+                 for key in zip(idle["rank"].to_list(), idle["device"].to_list())]
     return idle.with_columns(pl.Series("name", looked_up, dtype=devices.schema["name"]))
 
 

@@ -277,12 +277,12 @@ def launch_rows(trace: Trace) -> pl.Series:
     if len(trace.meta) == 1:  # one rank: on correlation alone, in one query
         keys = ["correlation"]
     else:
-        known_launches, known_ops = launches.collect(), ops.collect()
+        known_launches, known_ops = launches.collect(engine="in-memory"), ops.collect(engine="in-memory")
         keys = join_keys(known_ops, known_launches, ("rank", "correlation"))
         launches, ops = known_launches.lazy(), known_ops.lazy()
     first = launches.filter(first_of_keys(keys))
     return (ops.join(first.select(*keys, "runtime_row"), on=keys, how="left", maintain_order="left")
-            .collect()["runtime_row"])
+            .collect(engine="in-memory")["runtime_row"])
 
 
 LAUNCH_COLUMNS = ("launch_name", "launch_kind", "launch_start_ns", "launch_end_ns", "launch_pid", "launch_tid",

@@ -238,7 +238,7 @@ def queue_summary(trace: Trace, *, full_depth: int = QUEUE_FULL_DEPTH) -> pl.Dat
         .with_columns(pl.col("delta").cum_sum().over(STREAM).alias("depth"))
         .group_by(STREAM, maintain_order=True)  # streams in order, nulls first
         .agg(*_queue_figures(full_depth))
-        .collect()
+        .collect(engine="in-memory")
     )
 
 

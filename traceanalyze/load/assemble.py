@@ -184,7 +184,7 @@ def _steps(cpu_ops: pl.DataFrame) -> pl.DataFrame:
         .select(STEPS_SCHEMA.names())
         .sort("start_ns")
     )
-    return steps.cast(STEPS_SCHEMA).collect()  # type: ignore[arg-type]
+    return steps.cast(STEPS_SCHEMA).collect(engine="in-memory")  # type: ignore[arg-type]
 
 
 _DEVICE_KEYS = {"total_memory_bytes": "totalGlobalMem", "num_sms": "numSms", "compute_major": "computeMajor",

@@ -36,7 +36,7 @@ from traceanalyze.load.assemble import TraceTables, build_trace
 from traceanalyze.load.convert import to_ns
 from traceanalyze.load.decode import decode_chunk, decode_items
 from traceanalyze.load.fast import Fallback as _Fallback, raw_times as _times
-from traceanalyze.load.nesting import (nesting_in_python as _nesting_in_python, nesting_native as _nesting_native,
+from traceanalyze.load.nesting import (nesting_native as _nesting_native, stack_walk as _stack_walk,
                                        nesting_vectorised as _nesting_vectorised, with_nesting as _with_nesting)
 from traceanalyze.load.raw import ns_expr as _ns
 
@@ -334,8 +334,8 @@ def test_vectorised_nesting_is_the_stack_walk(seed, n):
     assert parent.to_list() == native_parent.to_list()
     assert depth.cast(pl.Int32).to_list() == native_depth.to_list()
     # and the Python loop of a few ops
-    python_parent, python_depth = _nesting_in_python(ordered)
-    assert python_parent.to_list() == parent.to_list() and python_depth.to_list() == depth.to_list()
+    python_parent, python_depth = _stack_walk(ordered)
+    assert python_parent == parent.to_list() and python_depth == depth.to_list()
 
 
 # --- processes ----------------------------------------------------------------------------------------

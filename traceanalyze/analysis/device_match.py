@@ -43,23 +43,15 @@ def matched_devices(trace: Trace) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={**DEVICES_SCHEMA, "properties_device": pl.Int32}, orient="row")
 
 
-def device_id_mapping(trace: Trace) -> pl.DataFrame:
-    """`rank, device, properties_device, remapped` for every (rank, device) of GPU work that a
-    `deviceProperties` entry describes (rules 1-3 of the module docstring); unmatched ids are
-    absent."""
-    rows = _id_mapping_rows(_used_devices(trace).drop_nulls(), trace.devices)
-    schema = {"rank": pl.Int32, "device": pl.Int32, "properties_device": pl.Int32, "remapped": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema, orient="row")
-
-
 def _used_devices(trace: Trace) -> pl.DataFrame:
     return trace.gpu.select("rank", "device").unique(maintain_order=True)
 
 
 def _id_mapping_rows(used: pl.DataFrame, devices: pl.DataFrame) -> list[tuple[int, int, int, bool]]:
-    """`device_id_mapping`'s rows `(rank, device, properties_device, remapped)` of the distinct
-    non-null (rank, device) pairs `used`: a rank's few ids and entries are matched in Python (a
-    query per rank cost more than the rules)."""
+    """`(rank, device, properties_device, remapped)` for every distinct non-null (rank, device)
+    pair of `used` that a `deviceProperties` entry describes (rules 1-3 of the module docstring;
+    unmatched ids are absent): a rank's few ids and entries are matched in Python (a query per
+    rank cost more than the rules)."""
     ids_of: dict[int, list[int]] = {}
     for rank, device in used.iter_rows():
         ids_of.setdefault(rank, []).append(device)

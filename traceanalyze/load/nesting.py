@@ -50,8 +50,8 @@ PYTHON_NESTING_MAX_OPS = 2000
 
 
 def _nested_in_python(ops: pl.DataFrame, ordered: pl.DataFrame) -> pl.DataFrame:
-    """`ops` with the depth and parent of the `_stack_walk` of its few ops in `ordered` (one query)."""
-    parents, depths = _stack_walk(ordered)
+    """`ops` with the depth and parent of the `stack_walk` of its few ops in `ordered` (one query)."""
+    parents, depths = stack_walk(ordered)
     op_ids = ordered["op_id"].to_list()
     place = {op_id: position for position, op_id in enumerate(op_ids)}
     rows = [place[op_id] for op_id in ops["op_id"].to_list()]
@@ -61,13 +61,7 @@ def _nested_in_python(ops: pl.DataFrame, ordered: pl.DataFrame) -> pl.DataFrame:
                   dtype=pl.Int64))
 
 
-def nesting_in_python(ordered: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
-    """The stack walk as a Python loop (`_stack_walk`): each op's parent's position and its depth."""
-    parents, depths = _stack_walk(ordered)
-    return pl.Series(parents, dtype=pl.Int64), pl.Series(depths, dtype=pl.Int64)
-
-
-def _stack_walk(ordered: pl.DataFrame) -> tuple[list[int | None], list[int]]:
+def stack_walk(ordered: pl.DataFrame) -> tuple[list[int | None], list[int]]:
     """The stack walk as a Python loop, for a few ops (no null start or end): pop the ops of the
     stack that end before the op's threshold, max(end, start + 1); the top is its parent."""
     pids, tids, starts, ends = (ordered[name].to_list() for name in ("pid", "tid", "start_ns", "end_ns"))
